@@ -1,0 +1,226 @@
+"""The 2026-07-28 client: stamps _meta and headers, allocates ids, matches answers, times them.
+
+`request()` never raises an McpError: every outcome, good or bad, comes back as a Reply, so the
+caller can record it. Only programming errors escape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.mcp.errors import McpError, ProtocolViolation, RequestCancelled, RequestTimedOut, RpcError
+from app.mcp.headers import param_headers, request_headers
+from app.mcp.jsonrpc import Frame, request
+from app.mcp.transport import Exchange, Transport
+
+PROTOCOL_VERSION = "2026-07-28"
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPS = "io.modelcontextprotocol/clientCapabilities"
+META_INFO = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+KNOWN_RESULT_TYPES = frozenset({"complete", "input_required"})
+
+NotificationSink = Callable[[Frame], None]
+
+
+@dataclass(slots=True)
+class Reply:
+    """Everything known about one request once it is over."""
+
+    key: str
+    id: int | str
+    method: str
+    params: dict[str, Any]
+    sent: float
+    first_byte: float | None = None
+    finished: float | None = None
+    result: dict[str, Any] | None = None
+    error: McpError | None = None
+    notifications: list[Frame] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.result is not None
+
+    @property
+    def result_type(self) -> str | None:
+        if self.result is None:
+            return None
+        value = self.result.get("resultType", "complete")  # absent means complete (older servers)
+        return value if isinstance(value, str) else None
+
+    @property
+    def duration_ms(self) -> float | None:
+        return None if self.finished is None else (self.finished - self.sent) * 1000
+
+
+@dataclass(slots=True)
+class ClientConfig:
+    client_info: dict[str, Any]
+    capabilities: Callable[[], dict[str, Any]]
+    protocol_version: str = PROTOCOL_VERSION
+    timeout_s: float = 60.0
+
+
+class McpClient:
+    def __init__(self, transport: Transport, config: ClientConfig) -> None:
+        self.transport = transport
+        self.config = config
+        self._ids = itertools.count(1)
+        self._keys = itertools.count(1)
+        self.tool_headers: dict[str, dict[str, str]] = {}
+        self.invalid_tools: dict[str, str] = {}
+        self._inflight: dict[str, Exchange] = {}
+        self._cancelled: dict[str, str] = {}
+
+    def new_key(self) -> str:
+        return f"x{next(self._keys)}"
+
+    def meta(self, progress_token: Any = None, log_level: str | None = None) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            META_VERSION: self.config.protocol_version,
+            META_INFO: self.config.client_info,
+            META_CAPS: self.config.capabilities(),
+        }
+        if progress_token is not None:
+            meta["progressToken"] = progress_token
+        if log_level:
+            meta[META_LOG_LEVEL] = log_level
+        return meta
+
+    def build(self, method: str, params: dict[str, Any] | None, *, progress_token: Any = None,
+              log_level: str | None = None, request_id: int | str | None = None) -> dict[str, Any]:
+        """The exact message to send: params as given, with our _meta merged over any caller _meta."""
+        body = dict(params or {})
+        caller_meta = body.get("_meta")
+        body["_meta"] = {**(caller_meta if isinstance(caller_meta, dict) else {}),
+                         **self.meta(progress_token, log_level)}
+        return request(request_id if request_id is not None else next(self._ids), method, body)
+
+    async def request(self, method: str, params: dict[str, Any] | None = None, *,
+                      progress_token: Any = None, log_level: str | None = None,
+                      on_notification: NotificationSink | None = None, timeout_s: float | None = None,
+                      key: str | None = None, message: dict[str, Any] | None = None) -> Reply:
+        message = message or self.build(method, params, progress_token=progress_token, log_level=log_level)
+        key = key or self.new_key()
+        sent_params = message.get("params", {})
+        reply = Reply(key=key, id=message["id"], method=method, params=sent_params, sent=time.monotonic())
+        headers = request_headers(method, sent_params, self.config.protocol_version,
+                                  self.tool_headers.get(sent_params.get("name", "")))
+        try:
+            async with asyncio.timeout(timeout_s or self.config.timeout_s):
+                exchange = await self.transport.open(message, headers, key)
+                self._inflight[key] = exchange
+                try:
+                    await self._collect(exchange, reply, on_notification)
+                finally:
+                    self._inflight.pop(key, None)
+                    await exchange.aclose()
+        except TimeoutError:
+            reply.error = RequestTimedOut(f"no final response within {timeout_s or self.config.timeout_s:g} s")
+        except McpError as exc:
+            reply.error = exc
+        reply.finished = time.monotonic()
+        if key in self._cancelled:
+            reason = self._cancelled.pop(key)
+            if reply.result is None:
+                reply.error = RequestCancelled(reason)
+        self._check_result(reply)
+        return reply
+
+    async def _collect(self, exchange: Exchange, reply: Reply, on_notification: NotificationSink | None) -> None:
+        async for frame in exchange.frames():
+            if reply.first_byte is None:
+                reply.first_byte = time.monotonic()
+            if frame.kind in ("response", "error"):
+                if frame.id != reply.id:
+                    reply.warnings.append(f"response id {frame.id!r} does not match request id {reply.id!r}")
+                self._take_final(frame, reply)
+                return
+            if frame.kind == "invalid":
+                reply.warnings.append(f"malformed frame: {frame.problem}")
+                continue
+            if frame.kind == "request":
+                reply.warnings.append(f"server sent a request ({frame.method}); servers must not in 2026-07-28")
+            reply.notifications.append(frame)
+            if on_notification is not None:
+                on_notification(frame)
+        if reply.key not in self._cancelled:
+            raise ProtocolViolation("the stream ended without a final response")
+
+    def _take_final(self, frame: Frame, reply: Reply) -> None:
+        assert frame.message is not None
+        if frame.kind == "error":
+            err = frame.message["error"]
+            reply.error = RpcError(err.get("code", 0), str(err.get("message", "")), err.get("data"),
+                                   frame.http_status)
+            return
+        result = frame.message.get("result")
+        if not isinstance(result, dict):
+            reply.error = ProtocolViolation(f"result is {type(result).__name__}, not an object")
+            return
+        reply.result = result
+
+    def _check_result(self, reply: Reply) -> None:
+        if reply.result is None:
+            return
+        rtype = reply.result.get("resultType")
+        if rtype is None:
+            reply.warnings.append('result has no "resultType" (required in 2026-07-28; treated as "complete")')
+        elif rtype not in KNOWN_RESULT_TYPES:
+            reply.warnings.append(f'unknown resultType {rtype!r}: treated as invalid')
+        elif rtype == "input_required" and reply.method not in MRTR_METHODS:
+            reply.warnings.append(f"input_required is not allowed on {reply.method}")
+
+    async def cancel(self, key: str, reason: str = "cancelled by the user") -> bool:
+        exchange = self._inflight.get(key)
+        if exchange is None:
+            return False
+        self._cancelled[key] = reason
+        await exchange.cancel(reason)
+        return True
+
+    def inflight(self) -> list[str]:
+        return list(self._inflight)
+
+    def learn_tools(self, tools: list[dict[str, Any]]) -> None:
+        """Remember x-mcp-header mappings, and which tools break the header rules."""
+        for tool in tools:
+            name = tool.get("name")
+            if not isinstance(name, str):
+                continue
+            mapping, problem = param_headers(tool)
+            if problem:
+                self.invalid_tools[name] = problem
+            else:
+                self.invalid_tools.pop(name, None)
+                self.tool_headers[name] = mapping
+
+    async def list_all(self, method: str, key: str, max_pages: int = 50) -> tuple[list[dict[str, Any]], list[Reply]]:
+        """Follow nextCursor until the end (bounded), returning the items and each page's reply."""
+        items: list[dict[str, Any]] = []
+        replies: list[Reply] = []
+        cursor: str | None = None
+        for _ in range(max_pages):
+            reply = await self.request(method, {"cursor": cursor} if cursor is not None else {})
+            replies.append(reply)
+            if not reply.ok or reply.result is None:
+                break
+            page = reply.result.get(key)
+            if isinstance(page, list):
+                items.extend(p for p in page if isinstance(p, dict))
+            next_cursor = reply.result.get("nextCursor")
+            if not isinstance(next_cursor, str):
+                break
+            cursor = next_cursor
+        return items, replies
+
+    async def close(self) -> None:
+        await self.transport.close()

@@ -1,0 +1,81 @@
+"""The core's error tree, translated at the boundary from httpx, OSError and asyncio.
+
+    McpError
+    ├── TransportError          the bytes could not be moved
+    │   ├── ConnectFailed       refused, unreachable, DNS, TLS
+    │   ├── ProcessExited       the stdio server is gone
+    │   └── StreamLost          a response stream closed before its final response
+    ├── ProtocolViolation       bytes arrived but are not valid MCP (not JSON, not JSON-RPC, wrong shape)
+    ├── RequestTimedOut         no final response within the deadline
+    ├── RequestCancelled        the user cancelled the request
+    └── RpcError                the server answered with a JSON-RPC error (possibly with an HTTP status)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Named codes of the 2026-07-28 revision; shown next to the number on the timeline.
+ERROR_NAMES: dict[int, str] = {
+    -32700: "Parse error",
+    -32600: "Invalid Request",
+    -32601: "Method not found",
+    -32602: "Invalid params",
+    -32603: "Internal error",
+    -32020: "HeaderMismatch",
+    -32021: "MissingRequiredClientCapability",
+    -32022: "UnsupportedProtocolVersion",
+    -32002: "Resource not found (legacy code)",
+}
+
+
+class McpError(Exception):
+    """Base of every error the core raises."""
+
+
+class TransportError(McpError):
+    pass
+
+
+class ConnectFailed(TransportError):
+    pass
+
+
+class ProcessExited(TransportError):
+    pass
+
+
+class StreamLost(TransportError):
+    pass
+
+
+class ProtocolViolation(McpError):
+    pass
+
+
+class RequestTimedOut(McpError):
+    pass
+
+
+class RequestCancelled(McpError):
+    pass
+
+
+class RpcError(McpError):
+    """A JSON-RPC error object from the server, with the HTTP status when there was one."""
+
+    def __init__(self, code: int, message: str, data: Any = None, http_status: int | None = None) -> None:
+        self.code = code
+        self.message = message
+        self.data = data
+        self.http_status = http_status
+        super().__init__(self.describe())
+
+    @property
+    def name(self) -> str | None:
+        return ERROR_NAMES.get(self.code)
+
+    def describe(self) -> str:
+        label = f"{self.code}" + (f" {self.name}" if self.name else "")
+        status = f" (HTTP {self.http_status})" if self.http_status else ""
+        return f"{label}: {self.message}{status}"

@@ -1,0 +1,94 @@
+"""The 2026-07-28 HTTP request headers: MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*."""
+
+from __future__ import annotations
+
+import base64
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Methods whose request must carry Mcp-Name, and the param it mirrors.
+NAME_PARAM: dict[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 token
+_SENTINEL = re.compile(r"^=\?base64\?.*\?=$")
+
+
+def encode_value(value: Any) -> str:
+    """Encode a header value: plain safe ASCII as is, anything else as =?base64?…?=."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, float):
+        text = repr(value) if not value.is_integer() else str(int(value))
+    else:
+        text = str(value)
+    plain = all(ch == "\t" or 0x20 <= ord(ch) <= 0x7E for ch in text)
+    if plain and text == text.strip() and not _SENTINEL.match(text):
+        return text
+    return "=?base64?" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "?="
+
+
+def decode_value(value: str) -> str:
+    """Undo encode_value for display (returns the input when it is not the sentinel form)."""
+    if _SENTINEL.match(value):
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return value
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderProblem:
+    tool: str
+    reason: str
+
+
+def param_headers(tool: dict[str, Any]) -> tuple[dict[str, str], str | None]:
+    """Map argument name → header name for a tool's x-mcp-header annotations.
+
+    Returns the mapping, or a reason the tool is invalid (the spec says such a tool is dropped
+    from the tools/list result; the console keeps it on screen but flags it and never calls it blind).
+    """
+    schema = tool.get("inputSchema")
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return {}, None
+    mapping: dict[str, str] = {}
+    seen: set[str] = set()
+    for arg, sub in props.items():
+        if not isinstance(sub, dict) or "x-mcp-header" not in sub:
+            continue
+        name = sub["x-mcp-header"]
+        if not isinstance(name, str) or not name or not _TOKEN.match(name):
+            return {}, f"argument {arg!r}: x-mcp-header {name!r} is not a valid header token"
+        if name.lower() in seen:
+            return {}, f"argument {arg!r}: x-mcp-header {name!r} is not unique"
+        kind = sub.get("type")
+        if kind not in ("string", "integer", "number", "boolean"):
+            return {}, f"argument {arg!r}: x-mcp-header needs a primitive type, got {kind!r}"
+        seen.add(name.lower())
+        mapping[arg] = name
+    return mapping, None
+
+
+def request_headers(
+    method: str,
+    params: dict[str, Any],
+    protocol_version: str,
+    arg_headers: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """The MCP headers a 2026-07-28 POST must carry for this request."""
+    headers = {"MCP-Protocol-Version": protocol_version, "Mcp-Method": method}
+    name_key = NAME_PARAM.get(method)
+    if name_key and name_key in params:
+        headers["Mcp-Name"] = encode_value(params[name_key])
+    if method == "tools/call" and arg_headers:
+        arguments = params.get("arguments") or {}
+        for arg, header in arg_headers.items():
+            value = arguments.get(arg) if isinstance(arguments, dict) else None
+            if value is not None:
+                headers[f"Mcp-Param-{header}"] = encode_value(value)
+    return headers

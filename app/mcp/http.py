@@ -1,0 +1,179 @@
+"""Streamable HTTP (2026-07-28): one POST per message, answered with JSON or an SSE stream."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from app.mcp.errors import ConnectFailed, ProtocolViolation, StreamLost, TransportError
+from app.mcp.jsonrpc import Frame, encode, parse_frame, with_status
+from app.mcp.sse import SseParser
+from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES
+from app.mcp.wire import Recorder, WireEvent
+
+ACCEPT = "application/json, text/event-stream"
+
+
+def _header_list(headers: httpx.Headers) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in headers.multi_items()]
+
+
+class HttpExchange:
+    def __init__(self, transport: HttpTransport, response: httpx.Response, key: str) -> None:
+        self._t = transport
+        self._response = response
+        self._key = key
+        self.cancelled = False
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        response = self._response
+        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        try:
+            if ctype == "text/event-stream" and response.is_success:
+                async for frame in self._sse():
+                    yield frame
+                return
+            body = await self._read_body()
+            yield self._body_frame(body, ctype)
+        except httpx.HTTPError as exc:
+            if self.cancelled:
+                return
+            raise StreamLost(f"the response stream broke: {exc!r}") from exc
+        finally:
+            await response.aclose()
+
+    async def _sse(self) -> AsyncIterator[Frame]:
+        parser = SseParser(self._t.max_message_bytes)
+        async for chunk in self._response.aiter_text():
+            try:
+                events = parser.feed(chunk)
+            except ValueError as exc:
+                self._record_problem(str(exc))
+                raise ProtocolViolation(str(exc)) from exc
+            for event in events:
+                if event.data == "":
+                    continue  # a priming event: nothing to parse
+                yield self._incoming(event.data, note=f"sse id={event.id}" if event.id else None)
+        for event in parser.finish():
+            if event.data:
+                yield self._incoming(event.data)
+
+    async def _read_body(self) -> str:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in self._response.aiter_bytes():
+            size += len(chunk)
+            if size > self._t.max_message_bytes:
+                self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
+                raise ProtocolViolation(f"response body larger than {self._t.max_message_bytes} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks).decode(self._response.encoding or "utf-8", errors="replace")
+
+    def _body_frame(self, body: str, ctype: str) -> Frame:
+        status = self._response.status_code
+        if status == 202 and not body:
+            self._record_problem("HTTP 202 with no body: the server treated the request as a notification")
+            raise ProtocolViolation("HTTP 202 Accepted with no body for a request")
+        frame = self._incoming(body)
+        if frame.kind in ("response", "error"):
+            return frame
+        looks = "HTML" if "html" in ctype or body.lstrip().startswith("<") else (ctype or "no content type")
+        if not self._response.is_success:
+            raise ProtocolViolation(f"HTTP {status} ({looks}): this does not look like an MCP endpoint")
+        raise ProtocolViolation(f"HTTP {status} with a body that is not a JSON-RPC response ({frame.problem or looks})")
+
+    def _incoming(self, raw: str, note: str | None = None) -> Frame:
+        frame = with_status(parse_frame(raw), self._response.status_code)
+        self._t.record(
+            WireEvent(direction="in", raw=raw, frame=frame, exchange=self._key,
+                      http_status=self._response.status_code, note=note)
+        )
+        return frame
+
+    def _record_problem(self, note: str) -> None:
+        self._t.record(WireEvent(direction="transport", raw="", exchange=self._key, note=note))
+
+    async def cancel(self, reason: str) -> None:
+        # On 2026-07-28 HTTP, closing the response stream *is* the cancellation.
+        self.cancelled = True
+        self._t.record(WireEvent(direction="transport", raw="", exchange=self._key,
+                                 note=f"closed the response stream to cancel ({reason})"))
+        await self._response.aclose()
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+class HttpTransport:
+    kind = "http"
+
+    def __init__(
+        self,
+        url: str,
+        client: httpx.AsyncClient,
+        record: Recorder,
+        extra_headers: dict[str, str] | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
+        self.target = url
+        self._client = client
+        self.record = record
+        self.extra_headers = dict(extra_headers or {})
+        self.max_message_bytes = max_message_bytes
+
+    async def start(self) -> None:
+        """Nothing to open: every message is its own POST."""
+
+    def _headers(self, headers: dict[str, str]) -> dict[str, str]:
+        merged = {"Content-Type": "application/json", "Accept": ACCEPT}
+        merged.update(self.extra_headers)
+        merged.update(headers)
+        return merged
+
+    async def _post(self, message: dict[str, Any], headers: dict[str, str], key: str) -> httpx.Response:
+        body = encode(message)
+        request = self._client.build_request("POST", self.target, content=body.encode("utf-8"),
+                                             headers=self._headers(headers))
+        self.record(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key,
+                              headers=_header_list(request.headers)))
+        try:
+            response = await self._client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            note = f"could not reach {self.target}: {_explain(exc)}"
+            self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
+            raise ConnectFailed(note) from exc
+        self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
+                              headers=_header_list(response.headers),
+                              note=f"HTTP {response.status_code} {response.reason_phrase}"))
+        return response
+
+    async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> HttpExchange:
+        return HttpExchange(self, await self._post(message, headers, key), key)
+
+    async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
+        response = await self._post(message, headers, key)
+        try:
+            body = (await response.aread()).decode("utf-8", errors="replace")
+        except httpx.HTTPError as exc:
+            raise TransportError(f"notification answer broke: {exc!r}") from exc
+        finally:
+            await response.aclose()
+        if body:
+            self.record(WireEvent(direction="in", raw=body, frame=parse_frame(body), exchange=key,
+                                  http_status=response.status_code))
+
+    async def close(self) -> None:
+        """The shared client belongs to the caller; nothing of ours to close."""
+
+
+def _explain(exc: httpx.HTTPError) -> str:
+    if isinstance(exc, httpx.ConnectError):
+        return f"connection failed ({exc or 'refused'})"
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return f"unsupported URL ({exc})"
+    return f"{type(exc).__name__}: {exc}"
+

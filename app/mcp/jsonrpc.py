@@ -1,0 +1,102 @@
+"""JSON-RPC 2.0 framing. A frame that does not parse is kept as data, never raised."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+FrameKind = Literal["request", "notification", "response", "error", "invalid"]
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One JSON-RPC message as received or sent: its raw text and what it parsed to."""
+
+    raw: str
+    kind: FrameKind
+    message: dict[str, Any] | None = None
+    problem: str | None = None
+    http_status: int | None = None  # set by the HTTP transport: an error's meaning depends on it
+
+    @property
+    def id(self) -> Any:
+        return self.message.get("id") if self.message else None
+
+    @property
+    def method(self) -> str | None:
+        if not self.message:
+            return None
+        method = self.message.get("method")
+        return method if isinstance(method, str) else None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        params = self.message.get("params") if self.message else None
+        return params if isinstance(params, dict) else {}
+
+
+def classify(message: Any) -> tuple[FrameKind, str | None]:
+    """Name the JSON-RPC shape of a decoded value, with the reason when it has none."""
+    if isinstance(message, list):
+        return "invalid", "JSON-RPC batches are not allowed in 2026-07-28"
+    if not isinstance(message, dict):
+        return "invalid", f"expected a JSON object, got {type(message).__name__}"
+    if message.get("jsonrpc") != "2.0":
+        return "invalid", 'missing or wrong "jsonrpc": "2.0"'
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return "invalid", '"method" is not a string'
+        return ("request" if "id" in message else "notification"), None
+    if "id" not in message:
+        if "error" in message:  # an error without id is legal for a rejected notification
+            return "error", None
+        return "invalid", "neither a method nor an id"
+    if "result" in message and "error" in message:
+        return "invalid", 'both "result" and "error"'
+    if "result" in message:
+        return "response", None
+    if "error" in message:
+        error = message["error"]
+        if not isinstance(error, dict) or not isinstance(error.get("code"), int):
+            return "invalid", "error object without an integer code"
+        return "error", None
+    return "invalid", 'a response without "result" or "error"'
+
+
+def parse_frame(raw: str) -> Frame:
+    """Decode one frame; malformed JSON or a non-JSON-RPC shape becomes an "invalid" frame."""
+    try:
+        message = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        return Frame(raw=raw, kind="invalid", problem=f"malformed JSON: {exc}")
+    kind, problem = classify(message)
+    return Frame(raw=raw, kind=kind, message=message if isinstance(message, dict) else None, problem=problem)
+
+
+def with_status(frame: Frame, status: int) -> Frame:
+    return replace(frame, http_status=status)
+
+
+def encode(message: dict[str, Any]) -> str:
+    """Serialize compactly, on one line (stdio framing forbids embedded newlines)."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+
+
+def request(id_: int | str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def pretty(raw: str) -> str:
+    """Indented JSON when it parses, the raw text otherwise (for display only)."""
+    try:
+        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return raw

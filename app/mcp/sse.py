@@ -1,0 +1,88 @@
+"""An incremental Server-Sent Events parser that is lenient where real servers differ.
+
+The Python SDK ends lines with CRLF and sends no ids; TypeScript servers use LF, an `id:` on
+every event and a priming event with an empty `data:`. Comments (`:` lines) are keep-alives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    data: str
+    event: str = "message"
+    id: str | None = None
+
+
+class SseParser:
+    """Feed text chunks in; complete events come out. Holds at most one partial line."""
+
+    def __init__(self, max_event_bytes: int = 64 * 1024 * 1024) -> None:
+        self._buffer = ""
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+        self._size = 0
+        self._max = max_event_bytes
+        self.comments = 0
+
+    def feed(self, chunk: str) -> list[SseEvent]:
+        self._buffer += chunk
+        events: list[SseEvent] = []
+        while True:
+            line, sep, rest = self._next_line()
+            if not sep:
+                break
+            self._buffer = rest
+            event = self._line(line)
+            if event is not None:
+                events.append(event)
+        if len(self._buffer) > self._max:
+            raise ValueError(f"SSE line longer than {self._max} bytes")
+        return events
+
+    def finish(self) -> list[SseEvent]:
+        """Flush at end of stream: a last event without its blank line still counts."""
+        events = self.feed("\n") if self._buffer else []
+        if self._data:
+            events.append(self._dispatch())
+        return [e for e in events if e is not None]
+
+    def _next_line(self) -> tuple[str, bool, str]:
+        buf = self._buffer
+        lf, cr = buf.find("\n"), buf.find("\r")
+        if cr == -1 or (lf != -1 and lf < cr):
+            if lf == -1:
+                return "", False, buf
+            return buf[:lf], True, buf[lf + 1 :]
+        if cr + 1 == len(buf):  # a CR at the end may be half of a CRLF: wait for more
+            return "", False, buf
+        skip = 2 if buf[cr + 1] == "\n" else 1
+        return buf[:cr], True, buf[cr + skip :]
+
+    def _line(self, line: str) -> SseEvent | None:
+        if line == "":
+            return self._dispatch() if (self._data or self._event) else None
+        if line.startswith(":"):
+            self.comments += 1
+            return None
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+            self._size += len(value)
+            if self._size > self._max:
+                raise ValueError(f"SSE event larger than {self._max} bytes")
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            self._id = value
+        return None  # retry: and unknown fields are ignored, as the SSE spec says
+
+    def _dispatch(self) -> SseEvent:
+        event = SseEvent(data="\n".join(self._data), event=self._event or "message", id=self._id)
+        self._data, self._event, self._size = [], "", 0
+        return event

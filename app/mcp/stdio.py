@@ -1,0 +1,218 @@
+"""stdio: the server is a subprocess; newline-delimited JSON on stdin/stdout, stderr is a log.
+
+One reader task routes every stdout line: responses by id, progress by token, listen-stream
+notifications by subscriptionId. Whatever matches nothing is still recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import AsyncIterator
+from typing import Any
+
+from app.mcp.errors import ConnectFailed, ProcessExited
+from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
+from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES
+from app.mcp.wire import Recorder, WireEvent
+
+SUBSCRIPTION_KEY = "io.modelcontextprotocol/subscriptionId"
+_EXITED = object()
+
+
+class StdioExchange:
+    def __init__(self, transport: StdioTransport, request_id: Any, key: str) -> None:
+        self._t = transport
+        self.request_id = request_id
+        self.key = key
+        self.queue: asyncio.Queue[Frame | object] = asyncio.Queue()
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        try:
+            while True:
+                item = await self.queue.get()
+                if item is _EXITED:
+                    raise ProcessExited(self._t.exit_reason())
+                assert isinstance(item, Frame)
+                yield item
+                if item.kind in ("response", "error") and item.id == self.request_id:
+                    return
+        finally:
+            self._t.forget(self)
+
+    async def cancel(self, reason: str) -> None:
+        message = notification("notifications/cancelled", {"requestId": self.request_id, "reason": reason})
+        await self._t.notify(message, {}, self.key)
+
+    async def aclose(self) -> None:
+        self._t.forget(self)
+
+
+class StdioTransport:
+    kind = "stdio"
+
+    def __init__(
+        self,
+        argv: list[str],
+        record: Recorder,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        shutdown_grace_s: float = 2.0,
+    ) -> None:
+        self.argv = argv
+        self.target = " ".join(argv)
+        self.record = record
+        self._env = env
+        self._cwd = cwd
+        self._max = max_message_bytes
+        self._grace = shutdown_grace_s
+        self._proc: asyncio.subprocess.Process | None = None
+        self._pending: dict[Any, StdioExchange] = {}
+        self._by_token: dict[Any, StdioExchange] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._write_lock = asyncio.Lock()
+        self.returncode: int | None = None
+
+    async def start(self) -> None:
+        env = {**os.environ, **(self._env or {})}
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env, cwd=self._cwd, limit=self._max,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            note = f"could not start {self.target!r}: {exc.strerror or exc}"
+            self.record(WireEvent(direction="transport", raw="", note=note))
+            raise ConnectFailed(note) from exc
+        self.record(WireEvent(direction="transport", raw="", note=f"started pid {self._proc.pid}: {self.target}"))
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._read_stdout(), name=f"stdio-stdout-{self._proc.pid}"),
+            loop.create_task(self._read_stderr(), name=f"stdio-stderr-{self._proc.pid}"),
+        ]
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    def exit_reason(self) -> str:
+        code = self._proc.returncode if self._proc else None
+        return f"the server process exited (code {code})" if code is not None else "the server process is gone"
+
+    async def _read_stdout(self) -> None:
+        assert self._proc and self._proc.stdout
+        stream = self._proc.stdout
+        while True:
+            try:
+                line = await stream.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                # A line over the limit: drop what is buffered and say so, keep reading.
+                self.record(WireEvent(direction="transport", raw="",
+                                      note=f"stdout line longer than {self._max} bytes; dropped"))
+                with contextlib.suppress(Exception):
+                    await stream.read(self._max)
+                continue
+            if not line:
+                break
+            text = line.decode("utf-8", errors="replace").rstrip("\r\n")
+            if text.strip():
+                self._route(text)
+        await self._proc.wait()
+        self.returncode = self._proc.returncode
+        self.record(WireEvent(direction="transport", raw="", note=self.exit_reason()))
+        for exchange in list(self._pending.values()):
+            exchange.queue.put_nowait(_EXITED)
+
+    def _route(self, text: str) -> None:
+        frame = parse_frame(text)
+        target = self._target_for(frame)
+        self.record(WireEvent(direction="in", raw=text, frame=frame, exchange=target.key if target else None,
+                              note=None if target or frame.kind == "invalid" else "matches no request in flight"))
+        if target is not None:
+            target.queue.put_nowait(frame)
+
+    def _target_for(self, frame: Frame) -> StdioExchange | None:
+        if frame.kind in ("response", "error"):
+            return self._pending.get(frame.id)
+        params = frame.params
+        token = params.get("progressToken")
+        if token is not None and token in self._by_token:
+            return self._by_token[token]
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and SUBSCRIPTION_KEY in meta:
+            return self._pending.get(meta[SUBSCRIPTION_KEY])
+        return None
+
+    async def _read_stderr(self) -> None:
+        assert self._proc and self._proc.stderr
+        while True:
+            try:
+                line = await self._proc.stderr.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                continue
+            if not line:
+                return
+            self.record(WireEvent(direction="stderr", raw=line.decode("utf-8", errors="replace").rstrip("\r\n")))
+
+    async def _write(self, message: dict[str, Any], key: str) -> None:
+        if not self.alive or self._proc is None or self._proc.stdin is None:
+            raise ProcessExited(self.exit_reason())
+        text = encode(message)
+        self.record(WireEvent(direction="out", raw=text, frame=parse_frame(text), exchange=key))
+        async with self._write_lock:
+            try:
+                self._proc.stdin.write(text.encode("utf-8") + b"\n")
+                await self._proc.stdin.drain()
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise ProcessExited(self.exit_reason()) from exc
+
+    async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> StdioExchange:
+        exchange = StdioExchange(self, message.get("id"), key)
+        self._pending[exchange.request_id] = exchange
+        meta = message.get("params", {}).get("_meta", {})
+        if isinstance(meta, dict) and meta.get("progressToken") is not None:
+            self._by_token[meta["progressToken"]] = exchange
+        try:
+            await self._write(message, key)
+        except ProcessExited:
+            self.forget(exchange)
+            raise
+        return exchange
+
+    def forget(self, exchange: StdioExchange) -> None:
+        if self._pending.get(exchange.request_id) is exchange:
+            del self._pending[exchange.request_id]
+        for token, owner in list(self._by_token.items()):
+            if owner is exchange:
+                del self._by_token[token]
+
+    async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
+        await self._write(message, key)
+
+    async def close(self) -> None:
+        """Close stdin, wait; then SIGTERM, wait; then SIGKILL. Every wait is bounded."""
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.returncode is None:
+            if proc.stdin:
+                with contextlib.suppress(Exception):
+                    proc.stdin.close()
+            for sig in (None, signal.SIGTERM, signal.SIGKILL):
+                if sig is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, sig)
+                try:
+                    await asyncio.wait_for(proc.wait(), self._grace)
+                    break
+                except TimeoutError:
+                    continue
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

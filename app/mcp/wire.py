@@ -1,0 +1,52 @@
+"""Wire events: every frame in and out, exactly as it crossed the wire."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from app.mcp.jsonrpc import Frame
+
+Direction = Literal["out", "in", "stderr", "transport"]
+
+
+@dataclass(slots=True)
+class WireEvent:
+    """One thing that crossed the wire (or a transport-level happening such as a refused connect).
+
+    `exchange` ties the frames of one request together: the client gives every request its own
+    exchange key, and the transport stamps it on what it sends and what comes back for it.
+    """
+
+    direction: Direction
+    raw: str
+    frame: Frame | None = None
+    exchange: str | None = None
+    http_status: int | None = None
+    headers: list[tuple[str, str]] | None = None
+    note: str | None = None
+    mono: float = field(default_factory=time.monotonic)
+    wall: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        frame = self.frame
+        return {
+            "direction": self.direction,
+            "raw": self.raw,
+            "kind": frame.kind if frame else None,
+            "problem": frame.problem if frame else None,
+            "exchange": self.exchange,
+            "http_status": self.http_status,
+            "headers": [list(h) for h in self.headers] if self.headers is not None else None,
+            "note": self.note,
+            "wall": self.wall,
+        }
+
+
+Recorder = Callable[[WireEvent], None]
+
+
+def discard(_event: WireEvent) -> None:
+    """A recorder that keeps nothing, for scripts that do not care."""
