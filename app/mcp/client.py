@@ -203,24 +203,5 @@ class McpClient:
                 self.invalid_tools.pop(name, None)
                 self.tool_headers[name] = mapping
 
-    async def list_all(self, method: str, key: str, max_pages: int = 50) -> tuple[list[dict[str, Any]], list[Reply]]:
-        """Follow nextCursor until the end (bounded), returning the items and each page's reply."""
-        items: list[dict[str, Any]] = []
-        replies: list[Reply] = []
-        cursor: str | None = None
-        for _ in range(max_pages):
-            reply = await self.request(method, {"cursor": cursor} if cursor is not None else {})
-            replies.append(reply)
-            if not reply.ok or reply.result is None:
-                break
-            page = reply.result.get(key)
-            if isinstance(page, list):
-                items.extend(p for p in page if isinstance(p, dict))
-            next_cursor = reply.result.get("nextCursor")
-            if not isinstance(next_cursor, str):
-                break
-            cursor = next_cursor
-        return items, replies
-
     async def close(self) -> None:
         await self.transport.close()

@@ -1,0 +1,148 @@
+"""`mcp-console` (also `python -m app`): serve the console, run it with the demo server, or the demo alone."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from app.console.session import Target
+from app.settings import Settings
+from app.web.app import create_app
+from app.web.security import WILDCARDS
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO_READY = re.compile(r"demo server listening on (http://\S+)")
+
+
+class LaunchingServer(uvicorn.Server):
+    """Prints the launch URL once the socket is bound, so nobody opens a URL that does not answer yet."""
+
+    def __init__(self, config: uvicorn.Config, launch: Any) -> None:
+        super().__init__(config)
+        self._launch = launch
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            port = next((s.getsockname()[1] for srv in getattr(self, "servers", []) for s in srv.sockets),
+                        self.config.port)
+            self._launch(port)
+
+
+def _add_serve_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default=None, help="interface to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port of the console (default 8765; 0 = any free port)")
+    p.add_argument("--token", default=None, help="owner token (default: $MCP_CONSOLE_TOKEN, else a random one)")
+    p.add_argument("--data-dir", default=None, help="where the SQLite database lives (default ~/.mcp-console)")
+    p.add_argument("--dangerously-bind-all-interfaces", action="store_true",
+                   help="allow --host 0.0.0.0 or :: (exposes a console that can start processes)")
+    p.add_argument("--allowed-hosts", default=None, help="extra comma-separated Host names to accept")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="mcp-console", description="A web debugging console for MCP servers "
+                                  "(2026-07-28 revision).")
+    sub = top.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the console")
+    _add_serve_options(serve)
+    demo = sub.add_parser("demo", help="run the console plus the bundled demo server, with a session open")
+    _add_serve_options(demo)
+    demo.add_argument("--demo-port", type=int, default=0, help="HTTP port of the demo server (default: any free)")
+    server = sub.add_parser("demo-server", help="run the bundled demo server alone")
+    mode = server.add_mutually_exclusive_group()
+    mode.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766)")
+    mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout instead of HTTP")
+    return top
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    settings = Settings.from_env(host=args.host, port=args.port, token=args.token, data_dir=args.data_dir,
+                                 allowed_hosts=args.allowed_hosts,
+                                 allow_all_interfaces=True if args.dangerously_bind_all_interfaces else None)
+    if settings.host.strip() in WILDCARDS and not settings.allow_all_interfaces:
+        raise SystemExit(f"Refusing to bind {settings.host!r}: that exposes the console to the network. "
+                         "Pass --dangerously-bind-all-interfaces if you really mean it.")
+    return settings
+
+
+def serve(settings: Settings, initial: list[Target] | None = None) -> None:
+    app = create_app(settings, initial_targets=initial)
+
+    def launch(port: int) -> None:
+        host = "127.0.0.1" if settings.host in WILDCARDS else settings.host
+        first = app.state.initial_sessions[0] if app.state.initial_sessions else None
+        suffix = f"&next=/sessions/{first}" if first else ""
+        print(f"MCP Console is running. Open: http://{host}:{port}/?token={settings.token}{suffix}", flush=True)
+
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio",
+                            lifespan="on")
+    LaunchingServer(config, launch).run()
+
+
+def start_demo_server(port: int) -> tuple[subprocess.Popen[str], str]:
+    """Start the demo server as its own process (as any target would be) and wait for its ready line."""
+    proc = subprocess.Popen([sys.executable, "-m", "app.demo", "--port", str(port)], cwd=str(ROOT),
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        match = DEMO_READY.search(line)
+        if match:
+            # Keep draining its stderr so the pipe never fills and blocks it.
+            asyncio_free_drain(proc)
+            return proc, match.group(1)
+        sys.stderr.write(line)
+    raise SystemExit(f"The demo server exited before it was ready (code {proc.wait()})")
+
+
+def asyncio_free_drain(proc: subprocess.Popen[str]) -> None:
+    import threading
+
+    def drain() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            sys.stderr.write(f"[demo] {line}")
+
+    threading.Thread(target=drain, name="demo-stderr", daemon=True).start()
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    if args.command == "demo-server":
+        from app.demo.run import main as demo_main  # the demo is its own program; imported only to run it
+
+        demo_main(["--stdio"] if args.stdio else ["--port", str(args.port)])
+        return
+    settings = settings_from(args)
+    if args.command == "serve":
+        serve(settings)
+        return
+    proc, url = start_demo_server(args.demo_port)
+    print(f"Demo server: {url}", flush=True)
+    settings.demo_url = url
+    try:
+        serve(settings, [Target(kind="http", url=url)])
+    finally:
+        stop(proc)
+
+
+if __name__ == "__main__":
+    main()

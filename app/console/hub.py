@@ -1,0 +1,89 @@
+"""Fan-out to browsers: render once per event, push the same string to every socket's bounded queue.
+
+A socket that falls behind is marked for reset (it reloads); it never slows the others. A
+reconnecting tab says the last sequence number it saw and gets what it missed from a bounded ring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from app.console.events import TimelineEvent
+
+Renderer = Callable[[TimelineEvent], str | None]
+
+
+@dataclass(eq=False)
+class Subscriber:
+    session_id: str
+    queue: asyncio.Queue[tuple[int, str]]
+    overflow: asyncio.Event = field(default_factory=asyncio.Event)
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
+    close_reason: str = ""
+
+    def offer(self, seq: int, payload: str) -> None:
+        if self.overflow.is_set():
+            return
+        try:
+            self.queue.put_nowait((seq, payload))
+        except asyncio.QueueFull:
+            self.overflow.set()
+
+    def close(self, reason: str) -> None:
+        self.close_reason = reason
+        self.closed.set()
+
+
+class Hub:
+    def __init__(self, render: Renderer, queue_size: int = 2000, ring_size: int = 2000) -> None:
+        self._render = render
+        self._queue_size = queue_size
+        self._ring_size = ring_size
+        self._subs: dict[str, set[Subscriber]] = {}
+        self._rings: dict[str, deque[tuple[int, str | None]]] = {}
+        self.rendered = 0
+
+    def publish(self, event: TimelineEvent) -> None:
+        subs = self._subs.get(event.session_id)
+        ring = self._rings.setdefault(event.session_id, deque(maxlen=self._ring_size))
+        payload = self._render(event) if subs or event.kind != "wire" else None
+        if payload is not None:
+            self.rendered += 1
+        ring.append((event.seq, payload))
+        if payload is None or not subs:
+            return
+        for sub in subs:
+            sub.offer(event.seq, payload)
+
+    def subscribe(self, session_id: str, last_seq: int | None, current_seq: int) -> tuple[Subscriber, bool]:
+        """Register a socket. Returns it, and whether its missed events could be replayed.
+
+        False means the gap is older than the ring: the tab must reload to be whole again.
+        """
+        sub = Subscriber(session_id, asyncio.Queue(maxsize=self._queue_size))
+        whole = True
+        if last_seq is not None and last_seq < current_seq:
+            ring = self._rings.get(session_id, deque())
+            if not ring or ring[0][0] > last_seq + 1:
+                whole = False
+            else:
+                for seq, payload in ring:
+                    if seq > last_seq and payload is not None:
+                        sub.offer(seq, payload)
+        self._subs.setdefault(session_id, set()).add(sub)
+        return sub, whole
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        subs = self._subs.get(sub.session_id)
+        if subs is not None:
+            subs.discard(sub)
+
+    def close_session(self, session_id: str, reason: str) -> None:
+        for sub in list(self._subs.get(session_id, ())):
+            sub.close(reason)
+
+    def subscribers(self, session_id: str) -> int:
+        return len(self._subs.get(session_id, ()))

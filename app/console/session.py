@@ -1,0 +1,219 @@
+"""One console session: a target server, its client, what it told us, and its timeline."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+from app import __version__
+from app.console.store import Store
+from app.console.timeline import Publish, Timeline
+from app.mcp.client import ClientConfig, McpClient, Reply
+from app.mcp.errors import McpError
+from app.mcp.http import HttpTransport
+from app.mcp.stdio import StdioTransport
+from app.mcp.transport import Transport
+from app.mcp.wire import WireEvent
+from app.settings import Settings
+
+CLIENT_INFO = {"name": "mcp-console", "title": "MCP Console", "version": __version__}
+DEFAULT_CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
+LISTS = (
+    ("tools/list", "tools", "tools"),
+    ("resources/list", "resources", "resources"),
+    ("resources/templates/list", "resourceTemplates", "resources"),
+    ("prompts/list", "prompts", "prompts"),
+)
+Status = Literal["new", "connecting", "connected", "failed", "closed"]
+
+
+@dataclass(slots=True)
+class Target:
+    kind: Literal["http", "stdio"]
+    url: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    argv: list[str] = field(default_factory=list)
+    cwd: str | None = None
+
+    def describe(self) -> str:
+        return self.url if self.kind == "http" else " ".join(self.argv)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def new_session_id() -> str:
+    return secrets.token_urlsafe(9)
+
+
+class ConsoleSession:
+    def __init__(self, session_id: str, target: Target, settings: Settings, store: Store, publish: Publish,
+                 http_client: httpx.AsyncClient, created: float | None = None, seq: int = 0) -> None:
+        self.id = session_id
+        self.target = target
+        self.settings = settings
+        self.store = store
+        self.created = created or time.time()
+        self.last_activity = self.created
+        self.timeline = Timeline(session_id, store, publish, settings.timeline_window, seq)
+        self.status: Status = "new"
+        self.status_message = ""
+        self.capabilities: dict[str, Any] = {k: dict(v) for k, v in DEFAULT_CAPABILITIES.items()}
+        self.discover: dict[str, Any] | None = None
+        self.lists: dict[str, list[dict[str, Any]]] = {"tools": [], "resources": [], "resourceTemplates": [],
+                                                       "prompts": []}
+        self._http = http_client
+        self.transport: Transport | None = None
+        self.client: McpClient | None = None
+        self._bytes_in: dict[str, int] = {}
+        self._http_status: dict[str, int] = {}
+
+    # -- recording --------------------------------------------------------
+    def on_wire(self, event: WireEvent) -> None:
+        if event.direction == "stderr":
+            self.timeline.append("stderr", {"line": event.raw})
+            return
+        if event.exchange is not None:
+            if event.direction == "in":
+                self._bytes_in[event.exchange] = self._bytes_in.get(event.exchange, 0) + len(event.raw.encode())
+            if event.http_status is not None:
+                self._http_status.setdefault(event.exchange, event.http_status)
+        self.timeline.append("wire", event.to_dict())
+        if event.exchange is None and event.direction == "in":
+            what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
+                else "a frame that matches no request in flight"
+            self.timeline.notice("warning", what, raw=event.raw[:2000])
+        elif event.exchange is None and event.direction == "transport" and event.note:
+            self.timeline.notice("info" if event.note.startswith("started") else "warning", event.note)
+
+    def touch(self) -> None:
+        self.last_activity = time.time()
+        self.store.save_session(self.id, self.meta(), self.created, self.last_activity)
+
+    def meta(self) -> dict[str, Any]:
+        return {"target": self.target.to_dict(), "status": self.status, "status_message": self.status_message,
+                "capabilities": self.capabilities, "seq": self.timeline.seq}
+
+    # -- connecting -------------------------------------------------------
+    def _make_transport(self) -> Transport:
+        if self.target.kind == "http":
+            return HttpTransport(self.target.url, self._http, self.on_wire, self.target.headers,
+                                 self.settings.max_message_bytes)
+        return StdioTransport(self.target.argv, self.on_wire, cwd=self.target.cwd,
+                              max_message_bytes=self.settings.max_message_bytes,
+                              shutdown_grace_s=self.settings.stdio_shutdown_grace_s)
+
+    def _set_status(self, status: Status, message: str = "") -> None:
+        self.status, self.status_message = status, message
+        self.timeline.append("session", {"status": status, "message": message})
+        self.touch()
+
+    async def connect(self) -> None:
+        """Start the transport, ask server/discover, then fetch the lists the server offers."""
+        self._set_status("connecting")
+        self.transport = self._make_transport()
+        self.client = McpClient(self.transport, ClientConfig(
+            client_info=CLIENT_INFO, capabilities=lambda: self.capabilities,
+            timeout_s=self.settings.request_timeout_s))
+        try:
+            await self.transport.start()
+        except McpError as exc:
+            self._set_status("failed", str(exc))
+            return
+        reply = await self.run("server/discover", {})
+        if not reply.ok or reply.result is None:
+            self._set_status("failed", f"server/discover failed: {reply.error}")
+            return
+        self.discover = reply.result
+        self._set_status("connected", self._version_note())
+        await self.refresh_lists()
+
+    def _version_note(self) -> str:
+        versions = (self.discover or {}).get("supportedVersions")
+        if isinstance(versions, list) and "2026-07-28" not in versions:
+            return f"the server does not list 2026-07-28 among its versions ({versions})"
+        return ""
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        caps = (self.discover or {}).get("capabilities")
+        return caps if isinstance(caps, dict) else {}
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        meta = (self.discover or {}).get("_meta")
+        info = meta.get("io.modelcontextprotocol/serverInfo") if isinstance(meta, dict) else None
+        return info if isinstance(info, dict) else {}
+
+    async def refresh_lists(self, only: str | None = None) -> None:
+        assert self.client is not None
+        for method, key, capability in LISTS:
+            if only and key != only:
+                continue
+            if capability not in self.server_capabilities:
+                continue
+            items, _ = await self.client_list(method, key)
+            self.lists[key] = items
+            if key == "tools":
+                self.client.learn_tools(items)
+        self.timeline.append("session", {"lists": {k: len(v) for k, v in self.lists.items()}})
+
+    async def client_list(self, method: str, key: str) -> tuple[list[dict[str, Any]], list[Reply]]:
+        items: list[dict[str, Any]] = []
+        replies: list[Reply] = []
+        cursor: str | None = None
+        for _ in range(50):  # bounded: a server that loops its cursor cannot hold us forever
+            reply = await self.run(method, {"cursor": cursor} if cursor is not None else {})
+            replies.append(reply)
+            page = reply.result.get(key) if reply.ok and reply.result else None
+            if not isinstance(page, list):
+                break
+            items.extend(p for p in page if isinstance(p, dict))
+            cursor = reply.result.get("nextCursor") if reply.result else None
+            if not isinstance(cursor, str):
+                break
+        return items, replies
+
+    # -- requests ---------------------------------------------------------
+    async def run(self, method: str, params: dict[str, Any], *, op: str | None = None, round_: int | None = None,
+                  progress_token: Any = None, log_level: str | None = None,
+                  on_notification: Any = None) -> Reply:
+        """Send one request and record it as a timeline entry (pending, then finished)."""
+        client = self.client
+        assert client is not None, "connect() first"
+        key = client.new_key()
+        message = client.build(method, params, progress_token=progress_token, log_level=log_level)
+        name = params.get("name") or params.get("uri")
+        entry: dict[str, Any] = {"key": key, "method": method, "name": name, "id": message["id"],
+                                 "status": "pending", "op": op, "round": round_}
+        self.timeline.append("exchange", entry)
+        reply = await client.request(method, message=message, key=key, on_notification=on_notification)
+        self.timeline.append("exchange", self._finished(key, reply))
+        self.touch()
+        return reply
+
+    def _finished(self, key: str, reply: Reply) -> dict[str, Any]:
+        status = "ok"
+        if reply.error is not None:
+            status = "cancelled" if type(reply.error).__name__ == "RequestCancelled" else "error"
+        elif reply.result_type == "input_required":
+            status = "input_required"
+        elif reply.result and reply.result.get("isError") is True:
+            status = "tool_error"
+        first = reply.first_byte
+        return {"key": key, "status": status, "duration_ms": reply.duration_ms,
+                "ttfb_ms": None if first is None else (first - reply.sent) * 1000,
+                "bytes_in": self._bytes_in.pop(key, 0), "http_status": self._http_status.pop(key, None),
+                "error": str(reply.error) if reply.error else None,
+                "error_code": getattr(reply.error, "code", None), "warnings": reply.warnings,
+                "result_type": reply.result_type, "notifications": len(reply.notifications)}
+
+    async def close(self) -> None:
+        if self.client is not None:
+            await self.client.close()
+        if self.status != "failed":
+            self._set_status("closed")

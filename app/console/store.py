@@ -1,0 +1,159 @@
+"""Where timelines live. SQLite is the embedded default; the interface lets a server database replace it.
+
+Writes are queued and committed in batches by one writer thread, so the event loop never waits on
+the disk. Reads flush the queue first, so a reader always sees what was appended before it asked.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Protocol
+
+from app.console.events import TimelineEvent
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+  id TEXT PRIMARY KEY, meta TEXT NOT NULL, created REAL NOT NULL, updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+  session_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, exchange TEXT,
+  at REAL NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq)
+);
+CREATE INDEX IF NOT EXISTS events_by_exchange ON events (session_id, exchange);
+"""
+
+
+class Store(Protocol):
+    def save_session(self, session_id: str, meta: dict[str, Any], created: float, updated: float) -> None: ...
+    def delete_session(self, session_id: str) -> None: ...
+    def list_sessions(self) -> list[dict[str, Any]]: ...
+    def append(self, event: TimelineEvent) -> None: ...
+    def events(self, session_id: str, *, exchange: str | None = None, kinds: tuple[str, ...] = (),
+               before_seq: int | None = None, after_seq: int | None = None,
+               limit: int | None = None) -> list[TimelineEvent]: ...
+    def count(self, session_id: str) -> int: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class SqliteStore:
+    def __init__(self, path: Path | str, batch: int = 500) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._batch = batch
+        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._read = self._connect()
+        self._read_lock = threading.Lock()
+        self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
+        self._writer.start()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+        return conn
+
+    # -- writes (queued) -------------------------------------------------
+    def append(self, event: TimelineEvent) -> None:
+        self._queue.put(("event", event))
+
+    def save_session(self, session_id: str, meta: dict[str, Any], created: float, updated: float) -> None:
+        self._queue.put(("session", (session_id, json.dumps(meta), created, updated)))
+
+    def delete_session(self, session_id: str) -> None:
+        self._queue.put(("delete", session_id))
+        self.flush()
+
+    def flush(self) -> None:
+        done = threading.Event()
+        self._queue.put(("flush", done))
+        done.wait(timeout=30)
+
+    def close(self) -> None:
+        self.flush()
+        self._queue.put(("stop", None))
+        self._writer.join(timeout=10)
+        self._read.close()
+
+    def _write_loop(self) -> None:
+        conn = self._connect()
+        running = True
+        while running:
+            items = [self._queue.get()]
+            while len(items) < self._batch:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            waiters: list[threading.Event] = []
+            conn.execute("BEGIN")
+            for op, arg in items:
+                if op == "event":
+                    ev: TimelineEvent = arg
+                    conn.execute("INSERT OR REPLACE INTO events VALUES (?,?,?,?,?,?)",
+                                 (ev.session_id, ev.seq, ev.kind, ev.data.get("exchange") or ev.data.get("key"),
+                                  ev.at, json.dumps(ev.data)))
+                elif op == "session":
+                    conn.execute("INSERT OR REPLACE INTO sessions VALUES (?,?,?,?)", arg)
+                elif op == "delete":
+                    conn.execute("DELETE FROM events WHERE session_id=?", (arg,))
+                    conn.execute("DELETE FROM sessions WHERE id=?", (arg,))
+                elif op == "flush":
+                    waiters.append(arg)
+                elif op == "stop":
+                    running = False
+            conn.execute("COMMIT")
+            for waiter in waiters:
+                waiter.set()
+        conn.close()
+
+    # -- reads ------------------------------------------------------------
+    def list_sessions(self) -> list[dict[str, Any]]:
+        self.flush()
+        with self._read_lock:
+            rows = self._read.execute(
+                "SELECT s.id, s.meta, s.created, s.updated, (SELECT COUNT(*) FROM events e "
+                "WHERE e.session_id = s.id AND e.kind IN ('exchange','notice')) FROM sessions s "
+                "ORDER BY s.updated DESC").fetchall()
+        return [{"id": r[0], "meta": json.loads(r[1]), "created": r[2], "updated": r[3], "events": r[4]}
+                for r in rows]
+
+    def events(self, session_id: str, *, exchange: str | None = None, kinds: tuple[str, ...] = (),
+               before_seq: int | None = None, after_seq: int | None = None,
+               limit: int | None = None) -> list[TimelineEvent]:
+        self.flush()
+        sql = "SELECT seq, kind, at, data FROM events WHERE session_id=?"
+        args: list[Any] = [session_id]
+        if exchange is not None:
+            sql += " AND exchange=?"
+            args.append(exchange)
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            args.extend(kinds)
+        if before_seq is not None:
+            sql += " AND seq<?"
+            args.append(before_seq)
+        if after_seq is not None:
+            sql += " AND seq>?"
+            args.append(after_seq)
+        sql += " ORDER BY seq DESC" if before_seq is not None else " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        with self._read_lock:
+            rows = self._read.execute(sql, args).fetchall()
+        out = [TimelineEvent(session_id, r[0], r[1], json.loads(r[3]), r[2]) for r in rows]
+        return sorted(out, key=lambda e: e.seq)
+
+    def count(self, session_id: str) -> int:
+        self.flush()
+        with self._read_lock:
+            row = self._read.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?",
+                                     (session_id,)).fetchone()
+        return int(row[0])

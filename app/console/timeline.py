@@ -1,0 +1,76 @@
+"""The timeline of one session: the append-only source of truth, with a bounded window in memory."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from app.console.events import TimelineEvent
+from app.console.store import Store
+
+Publish = Callable[[TimelineEvent], None]
+
+
+class Timeline:
+    def __init__(self, session_id: str, store: Store, publish: Publish, window: int, seq: int = 0) -> None:
+        self.session_id = session_id
+        self._store = store
+        self._publish = publish
+        self._window = window
+        self.seq = seq
+        # key → entry snapshot; insertion order is the order entries first appeared.
+        self.entries: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.stderr: list[str] = []
+        self.evicted = 0  # entries that left the window: the page offers to load them
+
+    def append(self, kind: str, data: dict[str, Any]) -> TimelineEvent:
+        self.seq += 1
+        event = TimelineEvent(self.session_id, self.seq, kind, data)
+        self._store.append(event)
+        self.fold(event)
+        self._publish(event)
+        return event
+
+    def fold(self, event: TimelineEvent) -> None:
+        """Apply one event to the in-memory window (also used when loading from the store)."""
+        if event.kind in ("exchange", "notice", "operation"):
+            key = event.data.get("key") or f"n{event.seq}"
+            if key in self.entries:
+                self.entries[key] = {**self.entries[key], **event.data}
+            else:
+                self.entries[key] = {"seq0": event.seq, "key": key, "kind": event.kind, **event.data,
+                                     "at0": event.at}
+                while len(self.entries) > self._window:
+                    self.entries.popitem(last=False)
+                    self.evicted += 1
+        elif event.kind == "stderr":
+            self.stderr.append(str(event.data.get("line", "")))
+            del self.stderr[:-500]
+
+    def notice(self, level: str, message: str, **extra: Any) -> TimelineEvent:
+        return self.append("notice", {"level": level, "message": message, **extra})
+
+    def recent(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Newest first, as the page shows them."""
+        items = list(reversed(self.entries.values()))
+        return items[:limit] if limit else items
+
+    def wire(self, key: str) -> list[dict[str, Any]]:
+        return [e.data | {"seq": e.seq} for e in self._store.events(self.session_id, exchange=key, kinds=("wire",))]
+
+    def older(self, before_seq: int, limit: int) -> list[dict[str, Any]]:
+        """Entries that started before `before_seq`, newest first, rebuilt from the store."""
+        events = self._store.events(self.session_id, kinds=("exchange", "notice", "operation"),
+                                    before_seq=before_seq, limit=limit * 4)
+        folded: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        for event in events:
+            key = event.data.get("key") or f"n{event.seq}"
+            if key not in folded:
+                folded[key] = {"seq0": event.seq, "key": key, "kind": event.kind, **event.data, "at0": event.at}
+        keys = list(reversed(folded))[:limit]
+        for key in keys:  # later snapshots of an entry may lie after before_seq: take them all
+            if folded[key]["kind"] != "notice":
+                for event in self._store.events(self.session_id, exchange=key, kinds=("exchange", "operation")):
+                    folded[key].update(event.data)
+        return [folded[k] for k in keys]

@@ -1,0 +1,113 @@
+"""Command-line runner: `python -m app.demo [--port N | --stdio]`.
+
+HTTP mode serves Streamable HTTP at http://127.0.0.1:N/mcp and prints exactly one
+readiness line to stderr once the socket is bound, which tests and the console's
+"start demo server" button wait for. stdio mode prints nothing to stdout besides
+protocol messages (stdout is the JSON-RPC channel); diagnostics go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import socket
+import sys
+from collections.abc import Callable
+
+import anyio
+import uvicorn
+
+from app.demo.server import build_server, close_listen_streams
+
+DEFAULT_PORT = 8766
+HOST = "127.0.0.1"
+MCP_PATH = "/mcp"
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class _AnnouncingServer(uvicorn.Server):
+    """uvicorn server that announces readiness after its listening socket is bound.
+
+    `startup()` returns only after the app lifespan (the SDK's session manager) has
+    started and the sockets are listening, so a client that connects as soon as it
+    reads the line will be served. With `--port 0` the line names the real port.
+    """
+
+    def __init__(self, config: uvicorn.Config, on_shutdown: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_shutdown = on_shutdown
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.should_exit or not self.started:
+            return  # bind failed; uvicorn has already logged why
+        port = self._bound_port()
+        print(f"demo server listening on http://{HOST}:{port}{MCP_PATH}", file=sys.stderr, flush=True)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Before uvicorn starts waiting for connections to drain: listen streams never
+        # drain on their own.
+        self._on_shutdown()
+        await super().shutdown(sockets=sockets)
+
+    def _bound_port(self) -> int:
+        for server in getattr(self, "servers", []):
+            for sock in server.sockets:
+                address = sock.getsockname()
+                if isinstance(address, tuple) and len(address) >= 2:
+                    return int(address[1])
+        return self.config.port
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m app.demo", description="MCP Console demo server (2026-07-28).")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"HTTP port on {HOST} (default {DEFAULT_PORT}; 0 = any)"
+    )
+    mode.add_argument("--stdio", action="store_true", help="serve newline-delimited JSON-RPC on stdin/stdout")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=str.upper,
+        choices=_LOG_LEVELS,
+        help="server-side log level on stderr (default WARNING)",
+    )
+    return parser.parse_args(argv)
+
+
+def serve_http(port: int, log_level: str) -> None:
+    server = build_server()
+    logging.getLogger().setLevel(log_level)
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=HOST)
+    config = uvicorn.Config(
+        app,
+        host=HOST,
+        port=port,
+        log_level=log_level.lower(),
+        access_log=False,
+        # Open SSE streams (listen subscriptions, long jobs) would otherwise hold
+        # shutdown forever; tests and the console stop the process with SIGTERM.
+        timeout_graceful_shutdown=2,
+    )
+    _AnnouncingServer(config, on_shutdown=lambda: close_listen_streams(server)).run()
+
+
+def serve_stdio(log_level: str) -> None:
+    server = build_server()
+    logging.getLogger().setLevel(log_level)
+    # The SDK's stdio transport claims fd 1 for protocol output; nothing else may print there.
+    anyio.run(server.run_stdio_async)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    try:
+        if args.stdio:
+            serve_stdio(args.log_level)
+        else:
+            serve_http(args.port, args.log_level)
+    except KeyboardInterrupt:
+        # Ctrl-C is the normal way to stop a demo server; no traceback.
+        pass

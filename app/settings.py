@@ -1,0 +1,72 @@
+"""One typed settings object, read once. Every field has a default and a help line.
+
+Environment variables are MCP_CONSOLE_<FIELD> (upper case); command-line flags override them.
+A test checks that the README documents every field.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+
+def _help(text: str, **kw: Any) -> Any:
+    return field(metadata={"help": text}, **kw)
+
+
+@dataclass(slots=True)
+class Settings:
+    host: str = _help("Interface to bind. Wildcards (0.0.0.0, ::) are refused without allow_all_interfaces.",
+                      default="127.0.0.1")
+    port: int = _help("Port of the console's web server.", default=8765)
+    token: str | None = _help("Owner token. A random one is made per run when unset.", default=None)
+    data_dir: str = _help("Directory for the SQLite database and other state.",
+                          default=str(Path.home() / ".mcp-console"))
+    allow_all_interfaces: bool = _help("Permit a wildcard bind (dangerous: exposes a process-spawning console).",
+                                       default=False)
+    allowed_hosts: str = _help("Extra comma-separated Host header values to accept besides 127.0.0.1/localhost.",
+                               default="")
+    request_timeout_s: float = _help("Deadline for one request to a target server, in seconds.", default=60.0)
+    max_message_bytes: int = _help("Largest single message accepted from a target server.",
+                                   default=16 * 1024 * 1024)
+    mrtr_max_rounds: int = _help("Most input_required rounds one operation may take before the console stops it.",
+                                 default=10)
+    timeline_window: int = _help("Timeline entries a page holds; older ones load on demand.", default=200)
+    ws_queue_size: int = _help("Messages buffered per websocket before a slow tab is told to reload.",
+                               default=2000)
+    demo_url: str = _help("URL of a demo server to offer as a one-click target (set by `mcp-console demo`).",
+                          default="")
+    stdio_shutdown_grace_s: float = _help("Seconds to wait after closing stdin and after SIGTERM before escalating.",
+                                          default=2.0)
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
+        env = dict(os.environ if env is None else env)
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(f"MCP_CONSOLE_{f.name.upper()}")
+            if raw is not None:
+                values[f.name] = _coerce(f.type, raw)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    @property
+    def db_path(self) -> Path:
+        return Path(self.data_dir).expanduser() / "console.sqlite3"
+
+
+def _coerce(kind: Any, raw: str) -> Any:
+    kind = str(kind)
+    if kind.startswith("bool"):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if kind.startswith("int"):
+        return int(raw)
+    if kind.startswith("float"):
+        return float(raw)
+    return raw
+
+
+def documented_fields() -> list[tuple[str, str]]:
+    return [(f.name, str(f.metadata.get("help", ""))) for f in fields(Settings)]

@@ -1,0 +1,1 @@
+"""The web layer: FastAPI routes, security, templating and the websocket feed."""

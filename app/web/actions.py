@@ -1,0 +1,124 @@
+"""Actions that send requests to the target: call a tool, read a resource, get a prompt, complete.
+
+The handler sends and renders the *result*; the timeline entries reach every tab through the hub.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from app.console.session import ConsoleSession
+from app.mcp.client import Reply
+from app.web.deps import Owner, Web, connected, respond
+from app.web.forms import FormInput, fields_for, parse_form
+from app.web.outputs import validate_structured
+from app.web.views import reply_json
+
+router = APIRouter()
+
+
+async def _form(request: Request) -> FormInput:
+    return FormInput([(k, v) for k, v in (await request.form()).multi_items() if isinstance(v, str)])
+
+
+def _find(items: list[dict[str, Any]], key: str, value: str) -> dict[str, Any] | None:
+    return next((i for i in items if i.get(key) == value), None)
+
+
+def _json_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return None, f"Arguments are not valid JSON: {exc}"
+    if not isinstance(value, dict):
+        return None, "Arguments must be a JSON object"
+    return value, None
+
+
+def _not_sent(w: Web, request: Request, errors: dict[str, str], labels: dict[str, str]) -> Response:
+    data = {"ok": False, "sent": False, "errors": errors}
+    html = w.render("_not_sent.html", errors=errors, labels=labels)
+    return respond(request, False, data, html) if "application/json" not in request.headers.get(
+        "accept", "") else respond(request, True, data, None)
+
+
+def _result(w: Web, request: Request, s: ConsoleSession, reply: Reply, tool: dict[str, Any] | None = None) -> Response:
+    data = reply_json(reply)
+    validation = validate_structured(tool, reply.result) if tool else None
+    data["output_validation"] = validation
+    html = w.render("_result.html", s=s, reply=reply, result=reply.result, validation=validation)
+    return respond(request, False, data, html)
+
+
+@router.post("/sessions/{session_id}/tools/call")
+async def call_tool(request: Request, session_id: str, w: Owner) -> Response:
+    s = connected(w, session_id)
+    form = await _form(request)
+    name = form.first("tool") or ""
+    tool = _find(s.lists["tools"], "name", name)
+    if form.first("mode") == "json" or tool is None:
+        arguments, problem = _json_arguments(form.first("json") or "{}")
+        if problem or arguments is None:
+            return _not_sent(w, request, {"json": problem or "invalid"}, {"json": "Arguments (JSON)"})
+    else:
+        fields = fields_for(tool.get("inputSchema"))
+        arguments, errors = parse_form(fields, form)
+        if errors:
+            return _not_sent(w, request, errors, {f.name: f.label for f in fields})
+    reply = await s.run("tools/call", {"name": name, "arguments": arguments})
+    return _result(w, request, s, reply, tool)
+
+
+@router.post("/sessions/{session_id}/resources/read")
+async def read_resource(request: Request, session_id: str, w: Owner) -> Response:
+    s = connected(w, session_id)
+    uri = ((await _form(request)).first("uri") or "").strip()
+    if not uri:
+        return _not_sent(w, request, {"uri": "Give a resource URI"}, {"uri": "URI"})
+    reply = await s.run("resources/read", {"uri": uri})
+    return _result(w, request, s, reply)
+
+
+@router.post("/sessions/{session_id}/prompts/get")
+async def get_prompt(request: Request, session_id: str, w: Owner) -> Response:
+    s = connected(w, session_id)
+    form = await _form(request)
+    name = form.first("prompt") or ""
+    prompt = _find(s.lists["prompts"], "name", name)
+    arguments: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    for arg in (prompt or {}).get("arguments") or []:
+        arg_name = arg.get("name")
+        if not isinstance(arg_name, str):
+            continue
+        value = form.first(f"arg.{arg_name}") or ""
+        if value != "":
+            arguments[arg_name] = value  # prompt arguments are strings by definition
+        elif arg.get("required"):
+            errors[arg_name] = "This argument is required."
+    if errors:
+        return _not_sent(w, request, errors, {k: k for k in errors})
+    params: dict[str, Any] = {"name": name}
+    if arguments:
+        params["arguments"] = arguments
+    reply = await s.run("prompts/get", params)
+    return _result(w, request, s, reply)
+
+
+@router.post("/sessions/{session_id}/complete")
+async def complete(request: Request, session_id: str, w: Owner) -> Response:
+    s = connected(w, session_id)
+    form = await _form(request)
+    ref_type = form.first("ref_type") or "ref/prompt"
+    ref: dict[str, Any] = {"type": ref_type}
+    if ref_type == "ref/prompt":
+        ref["name"] = form.first("ref") or ""
+    else:
+        ref["uri"] = form.first("ref") or ""
+    params = {"ref": ref, "argument": {"name": form.first("argument") or "", "value": form.first("value") or ""}}
+    reply = await s.run("completion/complete", params)
+    return _result(w, request, s, reply)

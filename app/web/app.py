@@ -1,0 +1,64 @@
+"""Builds the FastAPI application around one SessionManager."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.middleware.gzip import GZipMiddleware
+
+from app.console.manager import SessionManager
+from app.console.session import Target
+from app.console.store import Store
+from app.settings import Settings
+from app.web import actions, routes, ws
+from app.web.deps import Web
+from app.web.render import STATIC, EventRenderer, make_env
+from app.web.security import Guard, GuardMiddleware
+
+
+def create_app(settings: Settings, store: Store | None = None, initial_targets: list[Target] | None = None) -> FastAPI:
+    token = settings.token or secrets.token_urlsafe(24)
+    settings.token = token
+    env = make_env()
+    renderer = EventRenderer(env)
+    manager = SessionManager(settings, renderer, store)
+    renderer.manager = manager
+    extra = {h.strip() for h in settings.allowed_hosts.split(",") if h.strip()}
+    guard = Guard(token, extra)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        for target in initial_targets or []:
+            session = manager.create(target)
+            app.state.initial_sessions.append(session.id)
+            manager.start(session)
+        yield
+        await manager.shutdown()
+
+    app = FastAPI(title="MCP Console", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.web = Web(manager, env, guard)
+    app.state.initial_sessions = []
+    app.include_router(routes.router)
+    app.include_router(actions.router)
+    app.include_router(ws.router)
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    app.add_middleware(GZipMiddleware, minimum_size=1000)
+    app.add_middleware(GuardMiddleware, guard=guard)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        if "hx-request" in request.headers:
+            fragment = env.get_template("_error.html").render(status=exc.status_code, detail=exc.detail)
+            return HTMLResponse(fragment, status_code=exc.status_code)
+        if "text/html" in request.headers.get("accept", ""):
+            template = "unauthorized.html" if exc.status_code == 401 else "error.html"
+            return HTMLResponse(env.get_template(template).render(status=exc.status_code, detail=exc.detail),
+                                status_code=exc.status_code)
+        return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+
+    return app

@@ -1,0 +1,289 @@
+"""Forms generated from JSON Schema, shared by tool arguments and elicitation.
+
+What is sent is exactly what the person meant: integers stay integers, booleans are booleans,
+empty optional fields are left out. A property the form cannot represent becomes a JSON editor
+with a visible note, never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+PRIMITIVES = ("string", "number", "integer", "boolean")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S*$")
+_INT = re.compile(r"^-?\d+$")
+_NUMBER = re.compile(r"^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$")
+
+
+@dataclass(slots=True)
+class FormField:
+    name: str
+    label: str
+    kind: str  # string | number | integer | boolean | enum | multi | list | json
+    required: bool = False
+    description: str = ""
+    default: Any = None
+    options: list[tuple[str, str]] = field(default_factory=list)  # (value, label)
+    item_kind: str = "string"
+    minimum: float | None = None
+    maximum: float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    format: str | None = None
+    note: str = ""
+    schema: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def input_name(self) -> str:
+        return f"arg.{self.name}"
+
+    @property
+    def html_type(self) -> str:
+        return {"email": "email", "uri": "url", "date": "date", "date-time": "datetime-local"}.get(
+            self.format or "", "text")
+
+    def default_text(self) -> str:
+        if self.default is None:
+            return ""
+        if self.kind == "json":
+            return json.dumps(self.default, indent=2)
+        if self.kind == "list" and isinstance(self.default, list):
+            return "\n".join(str(v) for v in self.default)
+        if self.format == "date-time" and isinstance(self.default, str):
+            return self.default[:16]  # datetime-local takes YYYY-MM-DDTHH:MM
+        return str(self.default) if not isinstance(self.default, bool) else ("true" if self.default else "false")
+
+
+def _strip_nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """anyOf/oneOf [X, {type: null}] is X that may be left out; type: [X, "null"] likewise."""
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and len(options) == 2:
+            rest = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
+            if len(rest) == 1 and isinstance(rest[0], dict):
+                merged = {k: v for k, v in schema.items() if k != key}
+                return {**rest[0], **merged}
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        non_null = [k for k in kind if k != "null"]
+        if len(non_null) == 1:
+            return {**schema, "type": non_null[0]}
+    return schema
+
+
+def _options(schema: dict[str, Any]) -> list[tuple[str, str]] | None:
+    """Choices of a single-select string: enum (with legacy enumNames) or oneOf/anyOf of consts."""
+    enum = schema.get("enum")
+    if isinstance(enum, list) and all(isinstance(v, str) for v in enum):
+        names = schema.get("enumNames")
+        if isinstance(names, list) and len(names) == len(enum):
+            return [(v, str(n)) for v, n in zip(enum, names, strict=True)]
+        return [(v, v) for v in enum]
+    for key in ("oneOf", "anyOf"):
+        consts = schema.get(key)
+        if isinstance(consts, list) and consts and all(
+                isinstance(c, dict) and isinstance(c.get("const"), str) for c in consts):
+            return [(c["const"], str(c.get("title", c["const"]))) for c in consts]
+    return None
+
+
+def field_for(name: str, raw: Any, required: bool) -> FormField:
+    schema = _strip_nullable(raw) if isinstance(raw, dict) else {}
+    title = schema.get("title")
+    f = FormField(name=name, label=title if isinstance(title, str) and title else name, kind="json",
+                  required=required, description=str(schema.get("description") or ""),
+                  default=schema.get("default"), schema=schema)
+    kind = schema.get("type")
+    options = _options(schema)
+    if options is not None and kind in ("string", None):
+        f.kind, f.options = "enum", options
+    elif kind in PRIMITIVES:
+        f.kind = kind
+        f.minimum, f.maximum = _num(schema.get("minimum")), _num(schema.get("maximum"))
+        f.min_length, f.max_length = _int(schema.get("minLength")), _int(schema.get("maxLength"))
+        fmt = schema.get("format")
+        f.format = fmt if fmt in ("email", "uri", "date", "date-time") else None
+    elif kind == "array" and isinstance(schema.get("items"), dict):
+        items = _strip_nullable(schema["items"])
+        f.min_items, f.max_items = _int(schema.get("minItems")), _int(schema.get("maxItems"))
+        item_options = _options(items)
+        if item_options is not None:
+            f.kind, f.options = "multi", item_options
+        elif items.get("type") in PRIMITIVES:
+            f.kind, f.item_kind = "list", items["type"]
+    if f.kind == "json":
+        f.note = "This field's schema is not a simple form field: edit it as JSON."
+    return f
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def fields_for(schema: Any) -> list[FormField]:
+    if not isinstance(schema, dict):
+        return []
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return []
+    listed = schema.get("required")
+    required: list[Any] = listed if isinstance(listed, list) else []
+    return [field_for(name, sub, name in required) for name, sub in props.items()]
+
+
+class FormInput(Mapping[str, Sequence[str]]):
+    """What a submitted form holds: name → every value given (checkbox groups repeat names)."""
+
+    def __init__(self, pairs: Sequence[tuple[str, str]]) -> None:
+        self._d: dict[str, list[str]] = {}
+        for k, v in pairs:
+            self._d.setdefault(k, []).append(v)
+
+    def __getitem__(self, key: str) -> Sequence[str]:
+        return self._d[key]
+
+    def __iter__(self) -> Any:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def first(self, key: str) -> str | None:
+        values = self._d.get(key)
+        return values[0] if values else None
+
+
+def parse_form(fields: list[FormField], form: FormInput) -> tuple[dict[str, Any], dict[str, str]]:
+    """Turn submitted text into typed JSON values. Returns (values, errors by field name)."""
+    values: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for f in fields:
+        try:
+            present, value = _read(f, form)
+        except ValueError as exc:
+            errors[f.name] = str(exc)
+            continue
+        if not present:
+            if f.required:
+                errors[f.name] = "This field is required."
+            continue
+        problem = check_value(f, value)
+        if problem:
+            errors[f.name] = problem
+        else:
+            values[f.name] = value
+    return values, errors
+
+
+def _read(f: FormField, form: FormInput) -> tuple[bool, Any]:
+    name = f.input_name
+    if f.kind == "multi":
+        if form.first(f"present.{f.name}") is None and name not in form:
+            return False, None
+        chosen = list(form.get(name, []))
+        return (bool(chosen) or f.required), chosen
+    text = form.first(name)
+    if f.kind == "boolean":
+        if text in ("true", "on"):
+            return True, True
+        if text == "false" or (text is None and form.first(f"present.{f.name}") == "checkbox"):
+            return True, False
+        return False, None
+    if text is None or (text.strip() == "" and f.kind != "string"):
+        return False, None
+    if f.kind == "string" and text == "":
+        return False, None
+    return True, convert(f, text)
+
+
+def convert(f: FormField, text: str) -> Any:
+    if f.kind == "integer":
+        if not _INT.match(text.strip()):
+            raise ValueError("Enter a whole number.")
+        return int(text.strip())
+    if f.kind == "number":
+        t = text.strip()
+        if not _NUMBER.match(t):
+            raise ValueError("Enter a number.")
+        return int(t) if _INT.match(t) else float(t)
+    if f.kind == "json":
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"Not valid JSON: {exc}") from exc
+    if f.kind == "list":
+        item = FormField(name=f.name, label=f.label, kind=f.item_kind)
+        return [convert(item, line) if f.item_kind != "boolean" else _bool(line)
+                for line in text.splitlines() if line.strip()]
+    if f.format == "date-time" and re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$", text):
+        return text + ":00Z"  # a datetime-local value lacks seconds and zone; RFC 3339 needs both
+    return text
+
+
+def _bool(text: str) -> bool:
+    if text.strip().lower() in ("true", "1", "yes"):
+        return True
+    if text.strip().lower() in ("false", "0", "no"):
+        return False
+    raise ValueError(f"{text!r} is not true or false")
+
+
+def check_value(f: FormField, value: Any) -> str | None:
+    """Validate one typed value against its field's schema; the message is shown next to the field."""
+    if f.kind in ("integer", "number"):
+        if f.minimum is not None and value < f.minimum:
+            return f"Must be at least {_fmt(f.minimum)}."
+        if f.maximum is not None and value > f.maximum:
+            return f"Must be at most {_fmt(f.maximum)}."
+    elif f.kind == "string":
+        if f.min_length is not None and len(value) < f.min_length:
+            return f"Must be at least {f.min_length} characters."
+        if f.max_length is not None and len(value) > f.max_length:
+            return f"Must be at most {f.max_length} characters."
+        return _check_format(f.format, value)
+    elif f.kind == "enum":
+        if value not in [v for v, _ in f.options]:
+            return "Choose one of the offered values."
+    elif f.kind == "multi":
+        allowed = [v for v, _ in f.options]
+        if any(v not in allowed for v in value):
+            return "Choose only offered values."
+        if f.min_items is not None and len(value) < f.min_items:
+            return f"Choose at least {f.min_items}."
+        if f.max_items is not None and len(value) > f.max_items:
+            return f"Choose at most {f.max_items}."
+    return None
+
+
+def _check_format(fmt: str | None, value: str) -> str | None:
+    if fmt == "email" and not _EMAIL.match(value):
+        return "Enter an email address."
+    if fmt == "uri" and not _URI.match(value):
+        return "Enter a URI with a scheme, such as https://…"
+    if fmt == "date":
+        try:
+            date.fromisoformat(value)
+        except ValueError:
+            return "Enter a date as YYYY-MM-DD."
+    if fmt == "date-time":
+        try:
+            datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return "Enter a date and time."
+    return None
+
+
+def _fmt(n: float) -> str:
+    return str(int(n)) if float(n).is_integer() else str(n)

@@ -1,0 +1,112 @@
+"""Templating: one Jinja environment with autoescape on, filters, and the hub's event renderer.
+
+Every string from a target server is hostile: nothing here marks server text safe.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from app.console.events import TimelineEvent
+from app.console.manager import SessionManager
+from app.mcp.errors import ERROR_NAMES
+from app.mcp.headers import decode_value
+from app.mcp.jsonrpc import pretty
+from app.web.forms import fields_for
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATES = ROOT / "templates"
+STATIC = ROOT / "static"
+SAFE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+SAFE_AUDIO_TYPES = frozenset({"audio/wav", "audio/x-wav", "audio/wave", "audio/mpeg", "audio/ogg", "audio/webm",
+                              "audio/mp3", "audio/flac"})
+
+
+def fmt_ms(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return "—"
+    return f"{value:.1f} ms" if value < 1000 else f"{value / 1000:.2f} s"
+
+
+def fmt_bytes(value: Any) -> str:
+    if not isinstance(value, int) or not value:
+        return "0 B"
+    if value < 1024:
+        return f"{value} B"
+    return f"{value / 1024:.1f} KB" if value < 1024 * 1024 else f"{value / 1024 / 1024:.1f} MB"
+
+
+def fmt_time(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return ""
+    return time.strftime("%H:%M:%S", time.localtime(value)) + f".{int(value * 1000) % 1000:03d}"
+
+
+def data_uri(mime: Any, data: Any, allowed: frozenset[str]) -> str | None:
+    """A data: URI only for media types a browser renders inertly, and only for valid base64."""
+    if not isinstance(mime, str) or mime.lower() not in allowed or not isinstance(data, str):
+        return None
+    try:
+        base64.b64decode(data, validate=True)
+    except ValueError:
+        return None
+    return f"data:{mime.lower()};base64,{data}"
+
+
+def http_url(value: Any) -> str | None:
+    """The URL if it is http(s), else None: only those become links."""
+    if not isinstance(value, str):
+        return None
+    return value if urlsplit(value).scheme in ("http", "https") else None
+
+
+def to_json(value: Any, indent: int | None = 2) -> str:
+    return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+
+
+def make_env() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(ms=fmt_ms, bytes=fmt_bytes, clock=fmt_time, tojson_pretty=to_json, pretty=pretty,
+                       header_decoded=decode_value)
+    env.globals.update(error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
+                       image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
+                       fields_for=fields_for)
+    return env
+
+
+class EventRenderer:
+    """Turns a timeline event into the HTML fragment pushed to every tab (out-of-band swaps)."""
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        self.manager: SessionManager | None = None
+
+    def __call__(self, event: TimelineEvent) -> str | None:
+        if event.kind == "wire":
+            return None
+        session = self.manager.get(event.session_id) if self.manager else None
+        if session is None:
+            return None
+        ctx: dict[str, Any] = {"s": session, "seq": event.seq}
+        if event.kind in ("exchange", "notice", "operation"):
+            key = event.data.get("key") or f"n{event.seq}"
+            entry = session.timeline.entries.get(key)
+            if entry is None:
+                return None
+            ctx.update(entry=entry, fresh=entry["seq0"] == event.seq)
+            return self.env.get_template("_push_entry.html").render(ctx)
+        if event.kind == "stderr":
+            ctx["line"] = event.data.get("line", "")
+            return self.env.get_template("_push_stderr.html").render(ctx)
+        if event.kind == "session":
+            ctx["with_lists"] = "lists" in event.data
+            return self.env.get_template("_push_session.html").render(ctx)
+        return None

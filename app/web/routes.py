@@ -1,0 +1,134 @@
+"""Pages and actions. Each page has a JSON twin from the same handler."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.console.session import Target
+from app.web.deps import Owner, connected, require_owner, respond, session_or_404, split_json, web
+from app.web.forms import FormInput
+from app.web.render import ROOT
+from app.web.security import COOKIE, token_matches
+from app.web.views import session_json
+
+router = APIRouter()
+MAX_HEADER_LINES = 50
+
+
+@router.get("/", response_class=HTMLResponse)
+async def home(request: Request, token: str | None = None, next: str = "/") -> Response:
+    w = web(request)
+    if token is not None:
+        if not token_matches(token, w.guard.token):
+            return w.page("unauthorized.html", status=401)
+        # The launch URL: trade the token for a cookie, then drop it from the address bar.
+        target = next if next.startswith("/") and not next.startswith("//") else "/"
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+        return response
+    require_owner(request)
+    return w.page("home.html", sessions=w.manager.listing(), demo_url=w.manager.settings.demo_url)
+
+
+@router.get("/sessions.json")
+async def sessions_json(w: Owner) -> dict[str, Any]:
+    return {"sessions": w.manager.listing()}
+
+
+def _parse_headers(text: str) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for line in text.splitlines()[:MAX_HEADER_LINES]:
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not name.strip() or any(c in name for c in " \t\r\n"):
+            raise HTTPException(400, f"Header lines look like 'Name: value'; got {line[:80]!r}")
+        headers[name.strip()] = value.strip()
+    return headers
+
+
+def _target_from_form(form: FormInput, demo_url: str) -> Target:
+    kind = form.first("kind") or ""
+    if kind == "http":
+        url = (form.first("url") or "").strip()
+        if not url.startswith(("http://", "https://")):
+            raise HTTPException(400, "The server URL must start with http:// or https://")
+        return Target(kind="http", url=url, headers=_parse_headers(form.first("headers") or ""))
+    if kind == "stdio":
+        try:
+            argv = shlex.split(form.first("command") or "")
+        except ValueError as exc:
+            raise HTTPException(400, f"Could not split the command line: {exc}") from exc
+        if not argv:
+            raise HTTPException(400, "Give a command to start the server")
+        return Target(kind="stdio", argv=argv, cwd=(form.first("cwd") or None))
+    if kind == "demo-stdio":
+        return Target(kind="stdio", argv=[sys.executable, "-m", "app.demo", "--stdio"], cwd=str(ROOT))
+    if kind == "demo-http" and demo_url:
+        return Target(kind="http", url=demo_url)
+    raise HTTPException(400, f"Unknown kind of target {kind!r}")
+
+
+@router.post("/sessions")
+async def create_session(request: Request, w: Owner) -> Response:
+    # Starting a stdio process happens only here: a POST by the owner, behind Host and Origin checks.
+    form = FormInput(list((await request.form()).multi_items()))  # type: ignore[arg-type]
+    target = _target_from_form(form, w.manager.settings.demo_url)
+    session = w.manager.create(target)
+    w.manager.start(session)
+    if "application/json" in request.headers.get("accept", ""):
+        return respond(request, True, {"id": session.id, "url": f"/sessions/{session.id}"}, None)
+    return RedirectResponse(f"/sessions/{session.id}", status_code=303)
+
+
+@router.get("/sessions/{name}")
+async def session_page(request: Request, name: str, w: Owner) -> Response:
+    session_id, as_json = split_json(name)
+    s = session_or_404(w, session_id)
+    if as_json:
+        return respond(request, True, session_json(s), None)
+    entries = s.timeline.recent()
+    oldest = min((e["seq0"] for e in entries), default=0) if s.timeline.evicted else 0
+    return w.page("session.html", s=s, entries=entries, seq=s.timeline.seq, oldest=oldest)
+
+
+@router.post("/sessions/{session_id}/delete")
+async def delete_session(session_id: str, w: Owner) -> Response:
+    session_or_404(w, session_id)
+    await w.manager.delete(session_id)
+    return RedirectResponse("/", status_code=303)
+
+
+@router.post("/sessions/{session_id}/refresh")
+async def refresh(request: Request, session_id: str, w: Owner) -> Response:
+    s = connected(w, session_id)
+    await s.refresh_lists()
+    return respond(request, False, {"lists": {k: len(v) for k, v in s.lists.items()}},
+                   w.render("_lists.html", s=s))
+
+
+@router.get("/sessions/{session_id}/entries/{name}")
+async def entry(request: Request, session_id: str, name: str, w: Owner) -> Response:
+    key, as_json = split_json(name)
+    s = session_or_404(w, session_id)
+    found = s.timeline.entries.get(key)
+    wire = s.timeline.wire(key)
+    if found is None and not wire:
+        raise HTTPException(404, f"No entry {key!r}")
+    data = {"entry": found, "wire": wire}
+    return respond(request, as_json, data, None if as_json else w.render("_entry_detail.html", s=s, **data))
+
+
+@router.get("/sessions/{session_id}/timeline")
+async def older(request: Request, session_id: str, before: int, w: Owner, limit: int = 100) -> Response:
+    s = session_or_404(w, session_id)
+    entries = s.timeline.older(before, min(max(limit, 1), 500))
+    full_page = len(entries) >= min(max(limit, 1), 500)
+    oldest = min((e["seq0"] for e in entries), default=0) if full_page else 0
+    return respond(request, False, {"timeline": entries},
+                   w.render("_older.html", s=s, entries=entries, oldest=oldest))

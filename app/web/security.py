@@ -1,0 +1,87 @@
+"""Owner token, Host allow-list and Origin checks, for HTTP and the websocket alike.
+
+Browsers do not apply CORS to websockets and DNS rebinding makes any page "same host", so every
+request is checked three ways: the Host is ours, a state-changing request's Origin is ours, and
+the caller holds the owner token (an HttpOnly, SameSite=Strict cookie set by the launch URL, or a
+Bearer header for scripts).
+"""
+
+from __future__ import annotations
+
+import hmac
+from urllib.parse import urlsplit
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+COOKIE = "mcp_console_token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+WILDCARDS = frozenset({"0.0.0.0", "::", "[::]", "*", ""})
+
+
+def hostname(host_header: str) -> str:
+    """The host part of a Host header value, without the port, lower-cased."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def token_matches(given: str | None, token: str) -> bool:
+    return given is not None and hmac.compare_digest(given.encode(), token.encode())
+
+
+class Guard:
+    def __init__(self, token: str, extra_hosts: set[str] | None = None) -> None:
+        self.token = token
+        self.hosts = set(LOCAL_HOSTS) | {h.lower() for h in (extra_hosts or set()) if h}
+
+    def host_ok(self, host_header: str | None) -> bool:
+        return host_header is not None and hostname(host_header) in self.hosts
+
+    def origin_ok(self, origin: str | None, sec_fetch_site: str | None) -> bool:
+        if sec_fetch_site == "cross-site":
+            return False
+        if origin is None:
+            return True  # not a browser (browsers send Origin on POST and websockets); the token still applies
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and (parts.hostname or "").lower() in {
+            h.strip("[]") for h in self.hosts}
+
+    def caller_token(self, headers: dict[str, str], cookies: dict[str, str]) -> str | None:
+        auth = headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            return auth[7:].strip()
+        return cookies.get(COOKIE)
+
+
+class GuardMiddleware:
+    """Rejects bad Host and Origin before routing; token checks happen in the route dependencies."""
+
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        problem = None
+        if not self.guard.host_ok(headers.get("host")):
+            problem = "Host header not allowed"
+        elif (scope["type"] == "websocket" or scope.get("method") not in SAFE_METHODS) and not \
+                self.guard.origin_ok(headers.get("origin"), headers.get("sec-fetch-site")):
+            problem = "Origin not allowed"
+        if problem is None:
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await receive()  # the websocket.connect message; closing before accept answers 403
+            await send({"type": "websocket.close", "code": 1008, "reason": problem})
+            return
+        body = problem.encode()
+        await send({"type": "http.response.start", "status": 403,
+                    "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
