@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import anyio
 import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
 
 from app.demo.server import build_server, close_listen_streams
 
@@ -43,7 +44,8 @@ class _AnnouncingServer(uvicorn.Server):
         if self.should_exit or not self.started:
             return  # bind failed; uvicorn has already logged why
         port = self._bound_port()
-        print(f"demo server listening on http://{HOST}:{port}{MCP_PATH}", file=sys.stderr, flush=True)
+        host = self.config.host
+        print(f"demo server listening on http://{host}:{port}{MCP_PATH}", file=sys.stderr, flush=True)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         # Before uvicorn starts waiting for connections to drain: listen streams never
@@ -67,6 +69,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--port", type=int, default=DEFAULT_PORT, help=f"HTTP port on {HOST} (default {DEFAULT_PORT}; 0 = any)"
     )
     mode.add_argument("--stdio", action="store_true", help="serve newline-delimited JSON-RPC on stdin/stdout")
+    parser.add_argument("--host", default=HOST, help=f"interface to bind in HTTP mode (default {HOST})")
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        help="extra Host header value to accept, e.g. demo:8766 (repeatable; for container networks)",
+    )
     parser.add_argument(
         "--log-level",
         default="WARNING",
@@ -77,13 +86,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def serve_http(port: int, log_level: str) -> None:
+def serve_http(port: int, log_level: str, host: str = HOST, allowed_hosts: list[str] | None = None) -> None:
     server = build_server()
     logging.getLogger().setLevel(log_level)
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=HOST)
+    security = None
+    if allowed_hosts:
+        # Inside a container network the console reaches us as e.g. "demo:8766": name it explicitly,
+        # keeping DNS-rebinding protection on rather than switching it off.
+        security = TransportSecuritySettings(allowed_hosts=[*allowed_hosts, f"{HOST}:*", "localhost:*"])
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, transport_security=security)
     config = uvicorn.Config(
         app,
-        host=HOST,
+        host=host,
         port=port,
         log_level=log_level.lower(),
         access_log=False,
@@ -107,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.stdio:
             serve_stdio(args.log_level)
         else:
-            serve_http(args.port, args.log_level)
+            serve_http(args.port, args.log_level, args.host, args.allowed_host)
     except KeyboardInterrupt:
         # Ctrl-C is the normal way to stop a demo server; no traceback.
         pass

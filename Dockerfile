@@ -1,0 +1,11 @@
+FROM python:3.11-slim
+WORKDIR /srv/mcp-console
+COPY pyproject.toml README.md ./
+COPY app ./app
+COPY templates ./templates
+COPY static ./static
+RUN pip install --no-cache-dir -e .
+# The console refuses a wildcard bind unless told; inside a container that is the only way to be
+# reachable, and docker-compose.yml publishes the port on 127.0.0.1 only.
+EXPOSE 8765 8766
+CMD ["mcp-console", "serve", "--host", "0.0.0.0", "--dangerously-bind-all-interfaces"]
