@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import httpx
 
 from app import __version__
+from app.console.operations import OperationDriver
 from app.console.store import Store
 from app.console.timeline import Publish, Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
@@ -69,6 +71,8 @@ class ConsoleSession:
         self._http = http_client
         self.transport: Transport | None = None
         self.client: McpClient | None = None
+        self.roots: list[dict[str, str]] = [{"uri": "file:///tmp/mcp-console-demo", "name": "Demo workspace"}]
+        self.operations = OperationDriver(self)
         self._bytes_in: dict[str, int] = {}
         self._http_status: dict[str, int] = {}
 
@@ -85,7 +89,7 @@ class ConsoleSession:
         self.timeline.append("wire", event.to_dict())
         if event.exchange is None and event.direction == "in":
             what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
-                else "a frame that matches no request in flight"
+                else f"a frame that {event.note or 'matches no request in flight'}"
             self.timeline.notice("warning", what, raw=event.raw[:2000])
         elif event.exchange is None and event.direction == "transport" and event.note:
             self.timeline.notice("info" if event.note.startswith("started") else "warning", event.note)
@@ -181,7 +185,7 @@ class ConsoleSession:
     # -- requests ---------------------------------------------------------
     async def run(self, method: str, params: dict[str, Any], *, op: str | None = None, round_: int | None = None,
                   progress_token: Any = None, log_level: str | None = None,
-                  on_notification: Any = None) -> Reply:
+                  on_notification: Any = None, on_start: Callable[[str, Any], Any] | None = None) -> Reply:
         """Send one request and record it as a timeline entry (pending, then finished)."""
         client = self.client
         assert client is not None, "connect() first"
@@ -191,8 +195,10 @@ class ConsoleSession:
         entry: dict[str, Any] = {"key": key, "method": method, "name": name, "id": message["id"],
                                  "status": "pending", "op": op, "round": round_}
         self.timeline.append("exchange", entry)
+        if on_start is not None:
+            on_start(key, message["id"])
         reply = await client.request(method, message=message, key=key, on_notification=on_notification)
-        self.timeline.append("exchange", self._finished(key, reply))
+        self.timeline.append("exchange", self._finished(key, reply) | {"op": op, "round": round_})
         self.touch()
         return reply
 

@@ -22,6 +22,7 @@ class Timeline:
         # key → entry snapshot; insertion order is the order entries first appeared.
         self.entries: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.stderr: list[str] = []
+        self.op_rounds: dict[str, str] = {}  # exchange key → operation id
         self.evicted = 0  # entries that left the window: the page offers to load them
 
     def append(self, kind: str, data: dict[str, Any]) -> TimelineEvent:
@@ -34,6 +35,10 @@ class Timeline:
 
     def fold(self, event: TimelineEvent) -> None:
         """Apply one event to the in-memory window (also used when loading from the store)."""
+        if event.kind == "exchange" and (event.data.get("op") or event.data.get("key") in self.op_rounds):
+            # A round of an operation: it nests under the operation's entry, not beside it.
+            self.op_rounds[event.data["key"]] = event.data.get("op") or self.op_rounds[event.data["key"]]
+            return
         if event.kind in ("exchange", "notice", "operation"):
             key = event.data.get("key") or f"n{event.seq}"
             if key in self.entries:
@@ -66,6 +71,8 @@ class Timeline:
         folded: OrderedDict[str, dict[str, Any]] = OrderedDict()
         for event in events:
             key = event.data.get("key") or f"n{event.seq}"
+            if event.kind == "exchange" and event.data.get("op"):
+                continue  # rounds nest under their operation
             if key not in folded:
                 folded[key] = {"seq0": event.seq, "key": key, "kind": event.kind, **event.data, "at0": event.at}
         keys = list(reversed(folded))[:limit]

@@ -7,6 +7,7 @@ caller can record it. Only programming errors escape.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 from collections.abc import Callable
@@ -79,6 +80,7 @@ class McpClient:
         self.invalid_tools: dict[str, str] = {}
         self._inflight: dict[str, Exchange] = {}
         self._cancelled: dict[str, str] = {}
+        self._stops: dict[str, asyncio.Event] = {}
 
     def new_key(self) -> str:
         return f"x{next(self._keys)}"
@@ -114,12 +116,13 @@ class McpClient:
         reply = Reply(key=key, id=message["id"], method=method, params=sent_params, sent=time.monotonic())
         headers = request_headers(method, sent_params, self.config.protocol_version,
                                   self.tool_headers.get(sent_params.get("name", "")))
+        stop = self._stops[key] = asyncio.Event()
         try:
             async with asyncio.timeout(timeout_s or self.config.timeout_s):
                 exchange = await self.transport.open(message, headers, key)
                 self._inflight[key] = exchange
                 try:
-                    await self._collect(exchange, reply, on_notification)
+                    await self._collect_until(stop, exchange, reply, on_notification)
                 finally:
                     self._inflight.pop(key, None)
                     await exchange.aclose()
@@ -127,6 +130,8 @@ class McpClient:
             reply.error = RequestTimedOut(f"no final response within {timeout_s or self.config.timeout_s:g} s")
         except McpError as exc:
             reply.error = exc
+        finally:
+            self._stops.pop(key, None)
         reply.finished = time.monotonic()
         if key in self._cancelled:
             reason = self._cancelled.pop(key)
@@ -134,6 +139,26 @@ class McpClient:
                 reply.error = RequestCancelled(reason)
         self._check_result(reply)
         return reply
+
+    async def _collect_until(self, stop: asyncio.Event, exchange: Exchange, reply: Reply,
+                             on_notification: NotificationSink | None) -> None:
+        """Collect frames until the final response, or until the user cancels.
+
+        A cancelled stdio request never gets a response (the server drops it), so waiting for
+        one would hang until the deadline: the cancel itself ends the wait.
+        """
+        collect = asyncio.ensure_future(self._collect(exchange, reply, on_notification))
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({collect, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            if not collect.done():
+                collect.cancel()
+                with contextlib.suppress(asyncio.CancelledError, McpError):
+                    await collect
+        if not collect.cancelled():
+            collect.result()
 
     async def _collect(self, exchange: Exchange, reply: Reply, on_notification: NotificationSink | None) -> None:
         async for frame in exchange.frames():
@@ -184,7 +209,12 @@ class McpClient:
         if exchange is None:
             return False
         self._cancelled[key] = reason
-        await exchange.cancel(reason)
+        try:
+            await exchange.cancel(reason)
+        finally:
+            stop = self._stops.get(key)
+            if stop is not None:
+                stop.set()
         return True
 
     def inflight(self) -> list[str]:

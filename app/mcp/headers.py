@@ -50,7 +50,7 @@ def param_headers(tool: dict[str, Any]) -> tuple[dict[str, str], str | None]:
     """Map argument name → header name for a tool's x-mcp-header annotations.
 
     Returns the mapping, or a reason the tool is invalid (the spec says such a tool is dropped
-    from the tools/list result; the console keeps it on screen but flags it and never calls it blind).
+    from the tools/list result; the console keeps it on screen but flags it).
     """
     schema = tool.get("inputSchema")
     props = schema.get("properties") if isinstance(schema, dict) else None
@@ -59,7 +59,12 @@ def param_headers(tool: dict[str, Any]) -> tuple[dict[str, str], str | None]:
     mapping: dict[str, str] = {}
     seen: set[str] = set()
     for arg, sub in props.items():
-        if not isinstance(sub, dict) or "x-mcp-header" not in sub:
+        if not isinstance(sub, dict):
+            continue
+        nested = _nested_annotation(sub)
+        if nested:
+            return {}, f"argument {arg!r}: x-mcp-header inside {nested} (only top-level properties may carry it)"
+        if "x-mcp-header" not in sub:
             continue
         name = sub["x-mcp-header"]
         if not isinstance(name, str) or not name or not _TOKEN.match(name):
@@ -67,11 +72,31 @@ def param_headers(tool: dict[str, Any]) -> tuple[dict[str, str], str | None]:
         if name.lower() in seen:
             return {}, f"argument {arg!r}: x-mcp-header {name!r} is not unique"
         kind = sub.get("type")
-        if kind not in ("string", "integer", "number", "boolean"):
-            return {}, f"argument {arg!r}: x-mcp-header needs a primitive type, got {kind!r}"
+        if kind not in ("string", "integer", "boolean"):
+            return {}, f"argument {arg!r}: x-mcp-header needs type string, integer or boolean, got {kind!r}"
         seen.add(name.lower())
         mapping[arg] = name
     return mapping, None
+
+
+def _nested_annotation(schema: dict[str, Any], depth: int = 0) -> str | None:
+    """Where, below this property, another x-mcp-header hides (items, combinators, nested objects)."""
+    if depth > 20:
+        return None
+    for key, value in schema.items():
+        children = value.values() if key in ("properties", "$defs", "definitions") and isinstance(value, dict) \
+            else value if isinstance(value, list) else [value]
+        for child in children:
+            if isinstance(child, dict):
+                if "x-mcp-header" in child:
+                    return key
+                found = _nested_annotation(child, depth + 1)
+                if found:
+                    return found
+    return None
+
+
+MAX_SAFE_INTEGER = 2**53 - 1
 
 
 def request_headers(
@@ -89,6 +114,6 @@ def request_headers(
         arguments = params.get("arguments") or {}
         for arg, header in arg_headers.items():
             value = arguments.get(arg) if isinstance(arguments, dict) else None
-            if value is not None:
+            if value is not None and not (isinstance(value, int) and abs(value) > MAX_SAFE_INTEGER):
                 headers[f"Mcp-Param-{header}"] = encode_value(value)
     return headers

@@ -50,18 +50,21 @@ def classify(message: Any) -> tuple[FrameKind, str | None]:
         return ("request" if "id" in message else "notification"), None
     if "id" not in message:
         if "error" in message:  # an error without id is legal for a rejected notification
-            return "error", None
+            return _error_shape(message["error"])
         return "invalid", "neither a method nor an id"
     if "result" in message and "error" in message:
         return "invalid", 'both "result" and "error"'
     if "result" in message:
         return "response", None
     if "error" in message:
-        error = message["error"]
-        if not isinstance(error, dict) or not isinstance(error.get("code"), int):
-            return "invalid", "error object without an integer code"
-        return "error", None
+        return _error_shape(message["error"])
     return "invalid", 'a response without "result" or "error"'
+
+
+def _error_shape(error: Any) -> tuple[FrameKind, str | None]:
+    if not isinstance(error, dict) or not isinstance(error.get("code"), int) or isinstance(error.get("code"), bool):
+        return "invalid", "error object without an integer code"
+    return "error", None
 
 
 def parse_frame(raw: str) -> Frame:

@@ -43,6 +43,7 @@ class StdioExchange:
             self._t.forget(self)
 
     async def cancel(self, reason: str) -> None:
+        self._t.cancelled_ids.add(self.request_id)
         message = notification("notifications/cancelled", {"requestId": self.request_id, "reason": reason})
         await self._t.notify(message, {}, self.key)
 
@@ -75,6 +76,7 @@ class StdioTransport:
         self._tasks: list[asyncio.Task[None]] = []
         self._write_lock = asyncio.Lock()
         self.returncode: int | None = None
+        self.cancelled_ids: set[Any] = set()  # to flag frames that still arrive after a cancel
 
     async def start(self) -> None:
         env = {**os.environ, **(self._env or {})}
@@ -130,8 +132,11 @@ class StdioTransport:
     def _route(self, text: str) -> None:
         frame = parse_frame(text)
         target = self._target_for(frame)
+        late = target is None and frame.kind in ("response", "error") and frame.id in self.cancelled_ids
+        note = None if target or frame.kind == "invalid" else (
+            "arrived after its request was cancelled" if late else "matches no request in flight")
         self.record(WireEvent(direction="in", raw=text, frame=frame, exchange=target.key if target else None,
-                              note=None if target or frame.kind == "invalid" else "matches no request in flight"))
+                              note=note))
         if target is not None:
             target.queue.put_nowait(frame)
 

@@ -16,7 +16,7 @@ from app.mcp.client import Reply
 from app.web.deps import Owner, Web, connected, respond
 from app.web.forms import FormInput, fields_for, parse_form
 from app.web.outputs import validate_structured
-from app.web.views import reply_json
+from app.web.views import operation_json, reply_json
 
 router = APIRouter()
 
@@ -46,12 +46,20 @@ def _not_sent(w: Web, request: Request, errors: dict[str, str], labels: dict[str
         "accept", "") else respond(request, True, data, None)
 
 
-def _result(w: Web, request: Request, s: ConsoleSession, reply: Reply, tool: dict[str, Any] | None = None) -> Response:
-    data = reply_json(reply)
-    validation = validate_structured(tool, reply.result) if tool else None
-    data["output_validation"] = validation
-    html = w.render("_result.html", s=s, reply=reply, result=reply.result, validation=validation)
-    return respond(request, False, data, html)
+def _result(w: Web, request: Request, s: ConsoleSession, reply: Reply) -> Response:
+    html = w.render("_result.html", s=s, reply=reply, result=reply.result, validation=None)
+    return respond(request, False, reply_json(reply), html)
+
+
+async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, params: dict[str, Any],
+                     tool: dict[str, Any] | None = None) -> Response:
+    """tools/call, prompts/get and resources/read may take rounds: each runs as an operation."""
+    op = await s.operations.start(method, params)
+    validation = validate_structured(tool, op.final.result) if tool and op.final else None
+    op.validation = validation
+    data = {**(reply_json(op.final) if op.final else {"ok": False, "result": None}),
+            "status": op.status, "operation": operation_json(op), "output_validation": validation}
+    return respond(request, False, data, w.render("_operation.html", s=s, op=op))
 
 
 @router.post("/sessions/{session_id}/tools/call")
@@ -69,8 +77,7 @@ async def call_tool(request: Request, session_id: str, w: Owner) -> Response:
         arguments, errors = parse_form(fields, form)
         if errors:
             return _not_sent(w, request, errors, {f.name: f.label for f in fields})
-    reply = await s.run("tools/call", {"name": name, "arguments": arguments})
-    return _result(w, request, s, reply, tool)
+    return await _operation(w, request, s, "tools/call", {"name": name, "arguments": arguments}, tool)
 
 
 @router.post("/sessions/{session_id}/resources/read")
@@ -79,8 +86,7 @@ async def read_resource(request: Request, session_id: str, w: Owner) -> Response
     uri = ((await _form(request)).first("uri") or "").strip()
     if not uri:
         return _not_sent(w, request, {"uri": "Give a resource URI"}, {"uri": "URI"})
-    reply = await s.run("resources/read", {"uri": uri})
-    return _result(w, request, s, reply)
+    return await _operation(w, request, s, "resources/read", {"uri": uri})
 
 
 @router.post("/sessions/{session_id}/prompts/get")
@@ -105,8 +111,7 @@ async def get_prompt(request: Request, session_id: str, w: Owner) -> Response:
     params: dict[str, Any] = {"name": name}
     if arguments:
         params["arguments"] = arguments
-    reply = await s.run("prompts/get", params)
-    return _result(w, request, s, reply)
+    return await _operation(w, request, s, "prompts/get", params)
 
 
 @router.post("/sessions/{session_id}/complete")

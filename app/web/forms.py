@@ -11,12 +11,13 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date
 from typing import Any
 
 PRIMITIVES = ("string", "number", "integer", "boolean")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S*$")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 _INT = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$")
 
@@ -47,8 +48,9 @@ class FormField:
 
     @property
     def html_type(self) -> str:
-        return {"email": "email", "uri": "url", "date": "date", "date-time": "datetime-local"}.get(
-            self.format or "", "text")
+        # date-time stays a text input: datetime-local would drop seconds and the zone, and what is
+        # sent must be exactly what was typed (RFC 3339, checked before sending).
+        return {"email": "email", "uri": "url", "date": "date"}.get(self.format or "", "text")
 
     def default_text(self) -> str:
         if self.default is None:
@@ -57,8 +59,6 @@ class FormField:
             return json.dumps(self.default, indent=2)
         if self.kind == "list" and isinstance(self.default, list):
             return "\n".join(str(v) for v in self.default)
-        if self.format == "date-time" and isinstance(self.default, str):
-            return self.default[:16]  # datetime-local takes YYYY-MM-DDTHH:MM
         return str(self.default) if not isinstance(self.default, bool) else ("true" if self.default else "false")
 
 
@@ -125,7 +125,7 @@ def field_for(name: str, raw: Any, required: bool) -> FormField:
 
 
 def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+    return v if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
 def _int(v: Any) -> int | None:
@@ -227,8 +227,6 @@ def convert(f: FormField, text: str) -> Any:
         item = FormField(name=f.name, label=f.label, kind=f.item_kind)
         return [convert(item, line) if f.item_kind != "boolean" else _bool(line)
                 for line in text.splitlines() if line.strip()]
-    if f.format == "date-time" and re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$", text):
-        return text + ":00Z"  # a datetime-local value lacks seconds and zone; RFC 3339 needs both
     return text
 
 
@@ -256,9 +254,9 @@ def check_value(f: FormField, value: Any) -> str | None:
     elif f.kind == "enum":
         if value not in [v for v, _ in f.options]:
             return "Choose one of the offered values."
-    elif f.kind == "multi":
+    elif f.kind in ("multi", "list"):
         allowed = [v for v, _ in f.options]
-        if any(v not in allowed for v in value):
+        if f.kind == "multi" and any(v not in allowed for v in value):
             return "Choose only offered values."
         if f.min_items is not None and len(value) < f.min_items:
             return f"Choose at least {f.min_items}."
@@ -277,11 +275,8 @@ def _check_format(fmt: str | None, value: str) -> str | None:
             date.fromisoformat(value)
         except ValueError:
             return "Enter a date as YYYY-MM-DD."
-    if fmt == "date-time":
-        try:
-            datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return "Enter a date and time."
+    if fmt == "date-time" and not _DATETIME.match(value):
+        return "Enter a date and time as in 2026-07-28T09:30:00Z (RFC 3339, with a zone)."
     return None
 
 

@@ -16,10 +16,14 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from app.console.events import TimelineEvent
 from app.console.manager import SessionManager
+from app.console.operations import Operation
 from app.mcp.errors import ERROR_NAMES
 from app.mcp.headers import decode_value
 from app.mcp.jsonrpc import pretty
+from app.mcp.mrtr import kind_of
+from app.web.answers import form_fields
 from app.web.forms import fields_for
+from app.web.urls import url_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "templates"
@@ -67,6 +71,38 @@ def http_url(value: Any) -> str | None:
     return value if urlsplit(value).scheme in ("http", "https") else None
 
 
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name)
+
+
+def waterfall(op: Operation | dict[str, Any]) -> list[dict[str, Any]]:
+    """Bars for each round, as percentages of the operation's span: server time, then human time.
+
+    Takes a live Operation or the snapshot the timeline recorded (a dict), so old entries draw too.
+    """
+    rounds = [r if isinstance(r, dict) else {k: getattr(r, k) for k in ("n", "sent", "received", "answered")}
+              for r in _get(op, "rounds")]
+    if not rounds:
+        return []
+    status, started = _get(op, "status"), float(_get(op, "started"))
+    end: float = max(r["answered"] or r["received"] or r["sent"] for r in rounds)
+    if status == "awaiting_input":
+        end = max(end, time.time())
+    span = max(end - started, 1e-6)
+
+    def pct(v: float) -> float:
+        return round(max(0.0, min(100.0, v / span * 100)), 2)
+
+    bars = []
+    for r in rounds:
+        server_end = r["received"] or time.time()
+        human_end = r["answered"] or (time.time() if r["received"] and status == "awaiting_input" else None)
+        bars.append({"n": r["n"], "server_left": pct(r["sent"] - started), "server_width": pct(server_end - r["sent"]),
+                     "human_left": pct(server_end - started),
+                     "human_width": pct(human_end - server_end) if human_end else 0.0})
+    return bars
+
+
 def to_json(value: Any, indent: int | None = 2) -> str:
     return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
 
@@ -78,7 +114,8 @@ def make_env() -> Environment:
                        header_decoded=decode_value)
     env.globals.update(error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
-                       fields_for=fields_for)
+                       fields_for=fields_for, waterfall=waterfall, url_facts=url_facts,
+                       form_fields=form_fields, kind_of=kind_of)
     return env
 
 
@@ -100,8 +137,9 @@ class EventRenderer:
             key = event.data.get("key") or f"n{event.seq}"
             entry = session.timeline.entries.get(key)
             if entry is None:
-                return None
-            ctx.update(entry=entry, fresh=entry["seq0"] == event.seq)
+                return None  # e.g. a round of an operation: its operation event renders it
+            op = session.operations.ops.get(entry["op"]) if event.kind == "operation" else None
+            ctx.update(entry=entry, fresh=entry["seq0"] == event.seq, op=op)
             return self.env.get_template("_push_entry.html").render(ctx)
         if event.kind == "stderr":
             ctx["line"] = event.data.get("line", "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.console.operations import Operation
 from app.console.session import ConsoleSession
 from app.mcp.client import Reply
 
@@ -24,6 +25,8 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None)
             "instructions": (s.discover or {}).get("instructions"),
         },
         "client_capabilities": s.capabilities,
+        "roots": s.roots,
+        "operations": [operation_json(op) for op in list(s.operations.ops.values())[-50:]],
         "lists": s.lists,
         "invalid_tools": s.client.invalid_tools if s.client else {},
         "seq": s.timeline.seq,
@@ -56,4 +59,12 @@ def _error_json(reply: Reply) -> dict[str, Any] | None:
     for attr in ("code", "data", "http_status", "name"):
         if hasattr(err, attr):
             data[attr] = getattr(err, attr)
+    return data
+
+
+def operation_json(op: Operation) -> dict[str, Any]:
+    data = op.snapshot()
+    data["pending_requests"] = op.pending
+    data["errors"] = op.errors
+    data["final"] = reply_json(op.final) if op.final is not None else None
     return data

@@ -1,0 +1,210 @@
+"""Operations: one logical request (tools/call, prompts/get, resources/read) and its MRTR rounds.
+
+The console gives each operation its own id and links rounds by it, never by comparing
+requestState strings (servers rotate them, some rounds carry none, operations interleave).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from app.mcp import mrtr
+from app.mcp.client import Reply
+from app.mcp.state import analyze, compare
+
+if TYPE_CHECKING:
+    from app.console.session import ConsoleSession
+
+OpStatus = Literal["running", "awaiting_input", "complete", "error", "cancelled", "capped", "abandoned"]
+_op_ids = itertools.count(1)
+
+
+@dataclass(slots=True)
+class Round:
+    n: int
+    key: str                      # the exchange key of this round's request
+    request_id: int | str
+    sent: float                   # wall clock: request sent
+    received: float | None = None  # wall clock: final answer for this round
+    server_ms: float | None = None
+    status: str = "pending"
+    input_keys: list[str] = field(default_factory=list)
+    input_kinds: dict[str, str] = field(default_factory=dict)
+    state: str | None = None
+    state_info: dict[str, Any] | None = None
+    state_change: str = ""
+    answered: float | None = None  # wall clock: the last answer given (human time ends)
+    retried_at_once: bool = False  # a requestState-only round is retried without asking anyone
+
+    @property
+    def human_ms(self) -> float | None:
+        if self.received is None or self.answered is None:
+            return None
+        return (self.answered - self.received) * 1000
+
+
+@dataclass(slots=True)
+class Operation:
+    id: str
+    method: str
+    params: dict[str, Any]        # the original params, without _meta
+    started: float = field(default_factory=time.time)
+    status: OpStatus = "running"
+    message: str = ""
+    rounds: list[Round] = field(default_factory=list)
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)   # key → input request
+    answers: dict[str, Any] = field(default_factory=dict)              # key → response value
+    errors: dict[str, dict[str, str]] = field(default_factory=dict)    # key → field → message
+    required_capabilities: dict[str, Any] | None = None
+    final: Reply | None = None
+    validation: dict[str, Any] | None = None  # structuredContent checked against outputSchema
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+
+    @property
+    def key(self) -> str:
+        return f"op-{self.id}"
+
+    @property
+    def name(self) -> Any:
+        return self.params.get("name") or self.params.get("uri")
+
+    @property
+    def last(self) -> Round | None:
+        return self.rounds[-1] if self.rounds else None
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the timeline records for this operation (a full snapshot each time)."""
+        return {"key": self.key, "op": self.id, "method": self.method, "name": self.name, "status": self.status,
+                "message": self.message, "started": self.started,
+                "rounds": [asdict(r) | {"human_ms": r.human_ms} for r in self.rounds],
+                "pending": sorted(self.pending), "answered": sorted(self.answers),
+                "required_capabilities": self.required_capabilities}
+
+
+class OperationDriver:
+    """Runs rounds for a session's operations and keeps them (pending ones survive a page reload)."""
+
+    def __init__(self, session: ConsoleSession) -> None:
+        self.session = session
+        self.ops: dict[str, Operation] = {}
+
+    def awaiting(self) -> list[Operation]:
+        return [op for op in self.ops.values() if op.status == "awaiting_input"]
+
+    def _record(self, op: Operation) -> None:
+        self.session.timeline.append("operation", op.snapshot())
+
+    async def start(self, method: str, params: dict[str, Any]) -> Operation:
+        op = Operation(id=str(next(_op_ids)) + "-" + self.session.id[:4], method=method,
+                       params={k: v for k, v in params.items() if k not in mrtr.MRTR_KEYS})
+        self.ops[op.id] = op
+        async with op.lock:
+            await self._run_round(op, dict(op.params))
+        return op
+
+    async def _run_round(self, op: Operation, params: dict[str, Any]) -> None:
+        """Send one round and follow requestState-only rounds at once, until input or an end."""
+        while True:
+            if len(op.rounds) >= self.session.settings.mrtr_max_rounds:
+                op.status = "capped"
+                op.message = (f"Stopped after {len(op.rounds)} rounds (the cap is "
+                              f"{self.session.settings.mrtr_max_rounds}; setting mrtr_max_rounds).")
+                self._record(op)
+                return
+            op.status, op.message = "running", ""
+            client = self.session.client
+            assert client is not None
+            n = len(op.rounds) + 1
+            rnd = Round(n=n, key="", request_id="", sent=time.time())
+            op.rounds.append(rnd)
+
+            def started(key: str, request_id: Any, rnd: Round = rnd) -> None:
+                rnd.key, rnd.request_id = key, request_id
+                self._record(op)
+
+            reply = await self.session.run(op.method, params, op=op.id, round_=n, on_start=started)
+            if not self._take_reply(op, rnd, reply):
+                self._record(op)
+                return
+            state = rnd.state
+            if op.pending:
+                op.status = "awaiting_input"
+                self._record(op)
+                return
+            # Only requestState came back (e.g. load shedding): retry at once, and say so.
+            rnd.retried_at_once = True
+            rnd.answered = time.time()
+            params = mrtr.retry_params(op.params, {}, state)
+
+    def _take_reply(self, op: Operation, rnd: Round, reply: Reply) -> bool:
+        """Fold one round's reply into the operation. True when more input (or a retry) is needed."""
+        rnd.received = time.time()
+        rnd.server_ms = reply.duration_ms
+        op.pending, op.answers, op.errors = {}, {}, {}
+        if reply.error is not None:
+            rnd.status = "error"
+            op.final = reply
+            op.status = "cancelled" if type(reply.error).__name__ == "RequestCancelled" else "error"
+            op.message = str(reply.error)
+            data = getattr(reply.error, "data", None)
+            if getattr(reply.error, "code", None) == -32021 and isinstance(data, dict):
+                op.required_capabilities = data.get("requiredCapabilities")
+            return False
+        result = reply.result or {}
+        if reply.result_type != "input_required":
+            rnd.status = reply.result_type or "complete"
+            op.final = reply
+            op.status = "complete"
+            return False
+        rnd.status = "input_required"
+        problem = mrtr.shape_problem(result)
+        previous = op.rounds[-2].state if len(op.rounds) > 1 else None
+        rnd.state = mrtr.request_state(result)
+        rnd.state_info = analyze(rnd.state) if rnd.state is not None else None
+        rnd.state_change = compare(previous, rnd.state)
+        requests = mrtr.input_requests(result)
+        rnd.input_keys = list(requests)
+        rnd.input_kinds = {k: mrtr.kind_of(v) for k, v in requests.items()}
+        if problem and not requests and rnd.state is None:
+            op.status, op.message, op.final = "error", problem, reply
+            return False
+        op.pending = requests
+        return True
+
+    async def answer(self, op: Operation, key: str, value: Any) -> None:
+        """Record one answer; when every input request of the round is answered, send the retry."""
+        async with op.lock:
+            if op.status != "awaiting_input" or key not in op.pending:
+                return
+            op.answers[key] = value
+            op.errors.pop(key, None)
+            rnd = op.last
+            if set(op.answers) < set(op.pending):
+                self._record(op)
+                return
+            assert rnd is not None
+            rnd.answered = time.time()
+            params = mrtr.retry_params(op.params, dict(op.answers), rnd.state)
+            await self._run_round(op, params)
+
+    async def abandon(self, op: Operation, why: str) -> None:
+        async with op.lock:
+            if op.status == "awaiting_input":
+                op.status, op.message, op.pending = "abandoned", why, {}
+                self._record(op)
+
+    async def enable_and_retry(self, op: Operation) -> None:
+        """After -32021: merge the capabilities the server asked for, then run the operation again."""
+        async with op.lock:
+            wanted = op.required_capabilities or {}
+            for name, value in wanted.items():
+                current = self.session.capabilities.get(name)
+                merged = {**(current or {}), **(value if isinstance(value, dict) else {})}
+                self.session.capabilities[name] = merged
+            op.required_capabilities = None
+            op.status = "running"
+            await self._run_round(op, dict(op.params))

@@ -1,0 +1,128 @@
+"""Routes for operations with rounds: answering input requests, giving up, enabling capabilities."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import Response
+
+from app.console.operations import Operation
+from app.console.session import ConsoleSession
+from app.mcp import mrtr
+from app.web.answers import NotAnswered, elicitation_answer, raw_answer, sampling_answer
+from app.web.deps import Owner, Web, connected, respond, session_or_404, split_json
+from app.web.forms import FormInput
+from app.web.views import operation_json
+
+router = APIRouter()
+
+
+async def form_of(request: Request) -> FormInput:
+    return FormInput([(k, v) for k, v in (await request.form()).multi_items() if isinstance(v, str)])
+
+
+def find_op(s: ConsoleSession, op_id: str) -> Operation:
+    op = s.operations.ops.get(op_id)
+    if op is None:
+        raise HTTPException(404, f"No operation {op_id!r}")
+    return op
+
+
+def op_response(w: Web, request: Request, s: ConsoleSession, op: Operation, as_json: bool = False) -> Response:
+    html = None if as_json else w.render("_operation.html", s=s, op=op)
+    return respond(request, as_json, operation_json(op), html)
+
+
+@router.get("/sessions/{session_id}/operations/{name}")
+async def show(request: Request, session_id: str, name: str, w: Owner) -> Response:
+    op_id, as_json = split_json(name)
+    s = session_or_404(w, session_id)
+    return op_response(w, request, s, find_op(s, op_id), as_json)
+
+
+@router.post("/sessions/{session_id}/operations/{op_id}/answer")
+async def answer(request: Request, session_id: str, op_id: str, w: Owner) -> Response:
+    s = connected(w, session_id)
+    op = find_op(s, op_id)
+    form = await form_of(request)
+    key = form.first("key") or ""
+    input_request = op.pending.get(key)
+    if input_request is None:
+        return op_response(w, request, s, op)  # answered already (perhaps in another tab)
+    kind = mrtr.kind_of(input_request)
+    try:
+        if kind in ("form", "url"):
+            value: Any = elicitation_answer(input_request, form)
+        elif kind == "sampling":
+            if form.first("action") == "decline":
+                # No error replay exists in MRTR: declining simply stops; the server is not waiting.
+                await s.operations.abandon(op, "The sampling request was declined; nothing was sent.")
+                return op_response(w, request, s, op)
+            value = sampling_answer(form)
+        elif kind == "roots":
+            value = {"roots": [dict(r) for r in s.roots]}
+        else:
+            value = raw_answer(form)
+    except NotAnswered as exc:
+        op.errors[key] = exc.errors
+        return op_response(w, request, s, op)
+    await s.operations.answer(op, key, value)
+    return op_response(w, request, s, op)
+
+
+@router.post("/sessions/{session_id}/operations/{op_id}/abandon")
+async def abandon(request: Request, session_id: str, op_id: str, w: Owner) -> Response:
+    s = session_or_404(w, session_id)
+    op = find_op(s, op_id)
+    await s.operations.abandon(op, "Abandoned by the user; no retry was sent.")
+    return op_response(w, request, s, op)
+
+
+@router.post("/sessions/{session_id}/operations/{op_id}/enable-and-retry")
+async def enable_and_retry(request: Request, session_id: str, op_id: str, w: Owner) -> Response:
+    s = connected(w, session_id)
+    op = find_op(s, op_id)
+    if not op.required_capabilities:
+        raise HTTPException(409, "The server did not ask for a capability on this operation.")
+    await s.operations.enable_and_retry(op)
+    return op_response(w, request, s, op)
+
+
+@router.post("/sessions/{session_id}/capabilities")
+async def set_capabilities(request: Request, session_id: str, w: Owner) -> Response:
+    s = session_or_404(w, session_id)
+    form = await form_of(request)
+    chosen = set(form.get("cap", []))
+    caps: dict[str, Any] = {}
+    modes: dict[str, Any] = {m: {} for m in ("form", "url") if f"elicitation.{m}" in chosen}
+    if modes:
+        caps["elicitation"] = modes
+    if "sampling" in chosen:
+        caps["sampling"] = {}
+    if "roots" in chosen:
+        caps["roots"] = {}
+    s.capabilities = caps
+    s.timeline.append("session", {"capabilities": caps})
+    return respond(request, False, {"client_capabilities": caps}, w.render("_client_settings.html", s=s, saved=True))
+
+
+@router.post("/sessions/{session_id}/roots")
+async def set_roots(request: Request, session_id: str, w: Owner) -> Response:
+    s = session_or_404(w, session_id)
+    form = await form_of(request)
+    roots: list[dict[str, str]] = []
+    problems: list[str] = []
+    for line in (form.first("roots") or "").splitlines():
+        if not line.strip():
+            continue
+        uri, _, name = line.strip().partition(" ")
+        if not uri.startswith("file://"):
+            problems.append(f"{uri!r}: a root must be a file:// URI")
+            continue
+        roots.append({"uri": uri, "name": name.strip()} if name.strip() else {"uri": uri})
+    if not problems:
+        s.roots = roots
+        s.timeline.append("session", {"roots": roots})
+    return respond(request, False, {"roots": s.roots, "problems": problems},
+                   w.render("_client_settings.html", s=s, saved=not problems, problems=problems))

@@ -1,0 +1,240 @@
+"""Real Chromium against a real console: `python -m app demo` runs as a subprocess for the whole folder.
+
+The console starts the bundled demo server over HTTP and opens a session on it; its launch URL (printed once
+the socket is bound) is how every browser context gets the owner cookie. Teardown stops the console and checks
+that every process it started (the HTTP demo server, stdio demo servers) is gone and the demo port is closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, expect, sync_playwright
+
+from tests.chromium import launch_options
+
+ROOT = Path(__file__).resolve().parents[2]
+LAUNCH_LINE = re.compile(r"MCP Console is running\. Open: (?P<url>http://127\.0\.0\.1:\d+/\?token=\S+&next=/sessions/\S+)")
+DEMO_LINE = re.compile(r"Demo server: (?P<url>http://\S+)")
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+LEFTOVER_GRACE_S = 3.0  # the console stops its demo server before it exits; orphans get this long
+CONNECT_TIMEOUT_MS = 30_000  # a stdio demo server is a fresh Python process importing the SDK
+
+expect.set_options(timeout=10_000)
+
+
+@dataclass(frozen=True)
+class Console:
+    base: str  # http://127.0.0.1:PORT
+    launch_url: str
+    token: str
+    session_id: str  # the session on the HTTP demo server that `demo` opens at start
+    demo_url: str
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    @property
+    def session_url(self) -> str:
+        return self.url(f"/sessions/{self.session_id}")
+
+
+def _read_lines(stream: object, lines: queue.Queue[str | None]) -> None:
+    for line in stream:  # type: ignore[attr-defined]
+        lines.put(line)
+    lines.put(None)
+
+
+def _wait_for_launch(proc: subprocess.Popen[str], lines: queue.Queue[str | None], log: Path) -> tuple[str, str]:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    demo_url = ""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RuntimeError(f"The console printed no launch URL within {START_TIMEOUT_S} s; stderr in {log}")
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            continue
+        if line is None:
+            raise RuntimeError(f"The console exited (code {proc.wait()}) before it was ready: "
+                               f"{log.read_text(errors='replace')[-2000:]}")
+        if match := DEMO_LINE.search(line):
+            demo_url = match["url"]
+        if match := LAUNCH_LINE.search(line):
+            return match["url"], demo_url
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry))
+    return tree
+
+
+def descendants(pid: int) -> set[int]:
+    tree, found, todo = _children(), set(), [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def port_open(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def wait_until(check: object, timeout_s: float) -> bool:
+    """Polls a condition until it holds or the deadline passes (a bounded wait on a condition, not a sleep)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return bool(check())  # type: ignore[operator]
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=STOP_TIMEOUT_S)
+
+
+class RunningConsole:
+    """`python -m app demo` as a subprocess, with what is needed to stop it and check that it left nothing behind."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.log = tmp / "console-stderr.log"
+        token = secrets.token_urlsafe(16)
+        # --port 0: the console binds any free port and prints it in the launch URL, so there is no port race.
+        with self.log.open("w") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "app", "demo", "--port", "0", "--token", token, "--data-dir", str(tmp / "data")],
+                cwd=str(ROOT), stdout=subprocess.PIPE, stderr=err, text=True)
+        lines: queue.Queue[str | None] = queue.Queue()
+        assert self.proc.stdout is not None
+        threading.Thread(target=_read_lines, args=(self.proc.stdout, lines), name="console-stdout", daemon=True).start()
+        try:
+            launch_url, demo_url = _wait_for_launch(self.proc, lines, self.log)
+        except BaseException:
+            self.kill_all(descendants(self.proc.pid))
+            raise
+        parts = urlsplit(launch_url)
+        self.console = Console(base=f"{parts.scheme}://{parts.netloc}", launch_url=launch_url, token=token,
+                               session_id=launch_url.rsplit("/sessions/", 1)[1], demo_url=demo_url)
+
+    def terminate(self) -> set[int]:
+        """SIGTERM (then SIGKILL after a timeout); returns the processes it started that are still alive."""
+        started = descendants(self.proc.pid)  # the HTTP demo server plus any stdio servers the tests started
+        _stop(self.proc)
+        wait_until(lambda: not any(alive(pid) for pid in started), LEFTOVER_GRACE_S)
+        return {pid for pid in started if alive(pid)}
+
+    def demo_port_open(self) -> bool:
+        demo = urlsplit(self.console.demo_url)
+        return port_open(demo.hostname or "127.0.0.1", demo.port or 80)
+
+    def kill_all(self, pids: set[int]) -> None:
+        """Kills, by pid, what this run started and left behind, so it never leaks into other runs."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=STOP_TIMEOUT_S)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="package")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    running = RunningConsole(tmp_path_factory.mktemp("console"))
+    try:
+        assert running.console.demo_url, "the console did not print its 'Demo server: URL' line"
+        yield running.console
+    finally:
+        left = running.terminate()
+        running.kill_all(left)
+    # SIGTERM leaving the demo server behind is a known bug with its own strict xfail test
+    # (test_console_process.py); here leftovers are only killed, so that bug does not error every test.
+    assert wait_until(lambda: not running.demo_port_open(), STOP_TIMEOUT_S), \
+        f"something still listens on the demo port {running.console.demo_url} after teardown"
+
+
+@pytest.fixture(scope="package")
+def playwright() -> Iterator[Playwright]:
+    with sync_playwright() as pw:
+        yield pw
+
+
+@pytest.fixture(scope="package")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    browser = playwright.chromium.launch(**launch_options())
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    context = browser.new_context()
+    context.set_default_timeout(15_000)
+    yield context
+    context.close()
+
+
+def open_launch_url(page: Page, console: Console) -> None:
+    """Opens the launch URL (which sets the owner cookie) and waits for the live session page."""
+    page.goto(console.launch_url)
+    expect(page).to_have_url(console.session_url)
+    wait_live(page)
+
+
+def wait_live(page: Page, timeout_ms: int = CONNECT_TIMEOUT_MS) -> None:
+    """Waits until the session is connected and this tab's websocket is open."""
+    expect(page.locator("#session-status")).to_have_attribute("data-status", "connected", timeout=timeout_ms)
+    expect(page.locator("body")).to_have_attribute("data-ws", "open")
+
+
+@pytest.fixture
+def page(context: BrowserContext, console: Console) -> Page:
+    """A tab on the demo session, with the owner cookie set by the launch URL."""
+    page = context.new_page()
+    open_launch_url(page, console)
+    return page

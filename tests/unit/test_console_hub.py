@@ -1,0 +1,154 @@
+"""The hub: render once per event, fan the same string out, bound every queue, replay what a tab missed."""
+
+from __future__ import annotations
+
+import asyncio
+
+from app.console.events import TimelineEvent
+from app.console.hub import Hub, Subscriber
+
+
+class CountingRenderer:
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def __call__(self, event: TimelineEvent) -> str | None:
+        self.calls.append(event.seq)
+        return f"<div id='e{event.seq}'>{event.kind}</div>"
+
+
+def ev(seq: int, kind: str = "exchange", session: str = "s1") -> TimelineEvent:
+    return TimelineEvent(session_id=session, seq=seq, kind=kind, data={}, at=float(seq))
+
+
+def drain(sub: Subscriber) -> list[tuple[int, str]]:
+    items = []
+    while not sub.queue.empty():
+        items.append(sub.queue.get_nowait())
+    return items
+
+
+async def test_publish_renders_once_per_event_and_every_subscriber_gets_the_same_string() -> None:
+    render = CountingRenderer()
+    hub = Hub(render)
+    subs = [hub.subscribe("s1", None, 0)[0] for _ in range(3)]
+    for seq in (1, 2):
+        hub.publish(ev(seq))
+    assert render.calls == [1, 2]
+    assert hub.rendered == 2
+    got = [drain(sub) for sub in subs]
+    assert got[0] == [(1, "<div id='e1'>exchange</div>"), (2, "<div id='e2'>exchange</div>")]
+    assert got[1] == got[0] and got[2] == got[0]
+    assert got[1][0][1] is got[0][0][1]  # the very same string object, not three renders
+
+
+async def test_publish_only_reaches_subscribers_of_the_same_session() -> None:
+    hub = Hub(CountingRenderer())
+    mine, _ = hub.subscribe("s1", None, 0)
+    other, _ = hub.subscribe("s2", None, 0)
+    hub.publish(ev(1, session="s1"))
+    assert [seq for seq, _ in drain(mine)] == [1]
+    assert drain(other) == []
+
+
+async def test_a_subscriber_with_a_full_queue_gets_overflow_while_the_others_keep_receiving() -> None:
+    hub = Hub(CountingRenderer(), queue_size=2)
+    slow, _ = hub.subscribe("s1", None, 0)
+    fast, _ = hub.subscribe("s1", None, 0)
+    received: list[int] = []
+    for seq in range(1, 6):
+        hub.publish(ev(seq))
+        received.extend(seq for seq, _ in drain(fast))
+    assert slow.overflow.is_set()
+    assert not fast.overflow.is_set()
+    assert received == [1, 2, 3, 4, 5]
+    assert [seq for seq, _ in drain(slow)] == [1, 2]  # nothing more is queued once it has overflowed
+
+
+async def test_an_overflowed_subscriber_stays_overflowed_even_after_its_queue_drains() -> None:
+    hub = Hub(CountingRenderer(), queue_size=1)
+    sub, _ = hub.subscribe("s1", None, 0)
+    hub.publish(ev(1))
+    hub.publish(ev(2))
+    drain(sub)
+    hub.publish(ev(3))
+    assert sub.overflow.is_set()
+    assert drain(sub) == []
+
+
+async def test_subscribe_with_last_seq_replays_exactly_the_missed_events_in_order() -> None:
+    hub = Hub(CountingRenderer())
+    for seq in range(1, 8):
+        hub.publish(ev(seq))
+    sub, whole = hub.subscribe("s1", last_seq=4, current_seq=7)
+    assert whole is True
+    hub.publish(ev(8))
+    assert [seq for seq, _ in drain(sub)] == [5, 6, 7, 8]
+
+
+async def test_subscribe_when_already_up_to_date_replays_nothing() -> None:
+    hub = Hub(CountingRenderer())
+    for seq in range(1, 4):
+        hub.publish(ev(seq))
+    sub, whole = hub.subscribe("s1", last_seq=3, current_seq=3)
+    assert whole is True
+    assert drain(sub) == []
+
+
+async def test_replay_skips_events_that_render_to_nothing() -> None:
+    hub = Hub(lambda e: None if e.kind == "session" else f"<p>{e.seq}</p>")
+    hub.publish(ev(1))
+    hub.publish(ev(2, kind="session"))
+    hub.publish(ev(3))
+    sub, whole = hub.subscribe("s1", last_seq=0, current_seq=3)
+    assert whole is True
+    assert drain(sub) == [(1, "<p>1</p>"), (3, "<p>3</p>")]
+
+
+async def test_wire_events_are_not_rendered_when_nobody_listens() -> None:
+    render = CountingRenderer()
+    hub = Hub(render)
+    hub.publish(ev(1, kind="wire"))
+    assert render.calls == []
+    hub.subscribe("s1", None, 1)
+    hub.publish(ev(2, kind="wire"))
+    assert render.calls == [2]
+
+
+async def test_a_gap_older_than_the_ring_is_not_whole() -> None:
+    hub = Hub(CountingRenderer(), ring_size=3)
+    for seq in range(1, 11):
+        hub.publish(ev(seq))
+    sub, whole = hub.subscribe("s1", last_seq=5, current_seq=10)
+    assert whole is False
+    assert drain(sub) == []
+
+
+async def test_a_gap_that_just_fits_the_ring_is_whole() -> None:
+    hub = Hub(CountingRenderer(), ring_size=3)
+    for seq in range(1, 11):
+        hub.publish(ev(seq))
+    sub, whole = hub.subscribe("s1", last_seq=7, current_seq=10)
+    assert whole is True
+    assert [seq for seq, _ in drain(sub)] == [8, 9, 10]
+
+
+async def test_a_gap_with_no_ring_at_all_is_not_whole() -> None:
+    hub = Hub(CountingRenderer())
+    _, whole = hub.subscribe("s1", last_seq=3, current_seq=9)
+    assert whole is False
+
+
+async def test_unsubscribe_stops_delivery_and_close_session_signals_every_subscriber() -> None:
+    hub = Hub(CountingRenderer())
+    a, _ = hub.subscribe("s1", None, 0)
+    b, _ = hub.subscribe("s1", None, 0)
+    assert hub.subscribers("s1") == 2
+    hub.unsubscribe(a)
+    hub.publish(ev(1))
+    assert drain(a) == []
+    assert len(drain(b)) == 1
+    hub.close_session("s1", "session deleted")
+    await asyncio.wait_for(b.closed.wait(), 1.0)
+    assert b.close_reason == "session deleted"
+    assert not a.closed.is_set()

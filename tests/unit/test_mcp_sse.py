@@ -1,0 +1,171 @@
+"""The incremental SSE parser: every line ending, comments, priming events, and any chunking of the stream."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from app.mcp.sse import SseEvent, SseParser
+
+# Mixed line endings on purpose: CRLF (Python SDK), LF (TypeScript SDK) and lone CR (legal SSE).
+SAMPLE = (
+    ": keep-alive\r\n"
+    "id: 1\n"
+    "data:\n"
+    "\n"
+    "event: message\r"
+    'data: {"a":1}\r'
+    "\r"
+    "data: line one\r\n"
+    "data:line two\r\n"
+    "id: 7\r\n"
+    "event: custom\r\n"
+    "retry: 1000\r\n"
+    "\r\n"
+    ": another comment\n"
+    "data: tail"
+)
+SAMPLE_EVENTS = [
+    SseEvent(data="", event="message", id="1"),
+    SseEvent(data='{"a":1}', event="message", id="1"),
+    SseEvent(data="line one\nline two", event="custom", id="7"),
+    SseEvent(data="tail", event="message", id="7"),
+]
+
+
+def parse_chunks(chunks: list[str]) -> tuple[list[SseEvent], int]:
+    parser = SseParser()
+    events: list[SseEvent] = []
+    for chunk in chunks:
+        events.extend(parser.feed(chunk))
+    events.extend(parser.finish())
+    return events, parser.comments
+
+
+def test_sse_parser_reads_the_sample_stream_in_one_chunk() -> None:
+    assert parse_chunks([SAMPLE]) == (SAMPLE_EVENTS, 2)
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"])
+def test_sse_parser_accepts_each_line_ending(ending: str) -> None:
+    stream = ending.join(["event: progress", "data: one", "data: two", "", "data: three", "", ""])
+    events, _ = parse_chunks([stream])
+    assert events == [SseEvent(data="one\ntwo", event="progress"), SseEvent(data="three")]
+
+
+def test_sse_parser_counts_comments_and_emits_nothing_for_them() -> None:
+    parser = SseParser()
+    assert parser.feed(": ping\n\n:\n\n: another\r\n\r\n") == []
+    assert parser.comments == 3
+    assert parser.finish() == []
+
+
+def test_sse_parser_emits_an_empty_data_line_as_a_priming_event_with_empty_data() -> None:
+    parser = SseParser()
+    assert parser.feed("id: 0\ndata:\n\n") == [SseEvent(data="", event="message", id="0")]
+
+
+def test_sse_parser_strips_only_one_space_after_the_colon() -> None:
+    assert SseParser().feed("data:  two spaces\n\n") == [SseEvent(data=" two spaces")]
+
+
+def test_sse_parser_joins_multi_line_data_with_newlines() -> None:
+    assert SseParser().feed("data: {\ndata:   \"a\": 1\ndata: }\n\n") == [SseEvent(data='{\n  "a": 1\n}')]
+
+
+def test_sse_parser_reads_id_and_event_fields_and_resets_the_event_name_after_dispatch() -> None:
+    parser = SseParser()
+    events = parser.feed("event: endpoint\nid: 42\ndata: /messages\n\ndata: next\n\n")
+    assert events == [SseEvent(data="/messages", event="endpoint", id="42"), SseEvent(data="next", id="42")]
+
+
+def test_sse_parser_ignores_unknown_fields_and_retry() -> None:
+    assert SseParser().feed("retry: 5\nfoo: bar\ndata: x\n\n") == [SseEvent(data="x")]
+
+
+def test_sse_parser_does_not_dispatch_a_blank_line_with_nothing_pending() -> None:
+    assert SseParser().feed("\n\n\r\n\r\r") == []
+
+
+def test_sse_parser_waits_for_more_input_when_a_chunk_ends_in_a_carriage_return() -> None:
+    parser = SseParser()
+    assert parser.feed("data: a\r") == []
+    # The LF completes the CRLF: one line ending, so no blank line yet and no event.
+    assert parser.feed("\n") == []
+    assert parser.feed("\r") == []
+    assert parser.feed("\n") == [SseEvent(data="a")]
+
+
+def test_sse_parser_treats_a_lone_carriage_return_followed_by_text_in_the_next_chunk_as_a_line_end() -> None:
+    parser = SseParser()
+    assert parser.feed("data: a\r") == []
+    assert parser.feed("data: b\r\r") == []
+    assert parser.finish() == [SseEvent(data="a\nb")]
+
+
+def test_sse_parser_gives_the_same_events_for_every_single_split_point() -> None:
+    failures = [(cut, got) for cut in range(len(SAMPLE) + 1)
+                if (got := parse_chunks([SAMPLE[:cut], SAMPLE[cut:]])) != (SAMPLE_EVENTS, 2)]
+    assert failures == []
+
+
+def test_sse_parser_gives_the_same_events_for_every_pair_of_split_points() -> None:
+    failures = []
+    for i, j in itertools.combinations(range(len(SAMPLE) + 1), 2):
+        got = parse_chunks([SAMPLE[:i], SAMPLE[i:j], SAMPLE[j:]])
+        if got != (SAMPLE_EVENTS, 2):
+            failures.append((i, j, got))
+    assert failures == []
+
+
+def test_sse_parser_gives_the_same_events_when_fed_one_character_at_a_time() -> None:
+    assert parse_chunks(list(SAMPLE)) == (SAMPLE_EVENTS, 2)
+
+
+def test_sse_parser_sample_covers_a_crlf_split_between_chunks() -> None:
+    # Guard for the property tests above: the sample must contain CRLF pairs a split can cut in half.
+    assert "\r\n" in SAMPLE and "\r" in SAMPLE.replace("\r\n", "")
+
+
+def test_sse_parser_finish_flushes_a_final_event_without_its_blank_line() -> None:
+    parser = SseParser()
+    assert parser.feed("data: last\n") == []
+    assert parser.finish() == [SseEvent(data="last")]
+
+
+def test_sse_parser_finish_flushes_a_final_line_without_any_line_ending() -> None:
+    parser = SseParser()
+    assert parser.feed("event: done\ndata: partial") == []
+    assert parser.finish() == [SseEvent(data="partial", event="done")]
+
+
+def test_sse_parser_finish_flushes_a_final_event_ending_in_a_lone_carriage_return() -> None:
+    parser = SseParser()
+    assert parser.feed("data: x\r") == []
+    assert parser.finish() == [SseEvent(data="x")]
+
+
+def test_sse_parser_finish_on_an_empty_stream_gives_nothing() -> None:
+    assert SseParser().finish() == []
+
+
+def test_sse_parser_raises_value_error_when_one_event_exceeds_the_size_limit() -> None:
+    parser = SseParser(max_event_bytes=10)
+    assert parser.feed("data: 12345\n") == []
+    with pytest.raises(ValueError, match="larger than 10"):
+        parser.feed("data: 678901\n")
+
+
+def test_sse_parser_raises_value_error_when_an_unterminated_line_exceeds_the_size_limit() -> None:
+    parser = SseParser(max_event_bytes=10)
+    with pytest.raises(ValueError, match="longer than 10"):
+        parser.feed("data: " + "x" * 20)
+
+
+def test_sse_parser_size_limit_applies_per_event_not_per_stream() -> None:
+    parser = SseParser(max_event_bytes=10)
+    events = []
+    for _ in range(5):
+        events.extend(parser.feed("data: 12345678\n\n"))
+    assert [e.data for e in events] == ["12345678"] * 5

@@ -1,0 +1,79 @@
+"""Host allow-list, Origin checks and the owner token comparison."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.web.security import COOKIE, Guard, hostname, token_matches
+
+
+@pytest.mark.parametrize("header, host", [
+    ("127.0.0.1", "127.0.0.1"),
+    ("127.0.0.1:8765", "127.0.0.1"),
+    ("LocalHost:80", "localhost"),
+    (" localhost ", "localhost"),
+    ("[::1]", "[::1]"),
+    ("[::1]:8765", "[::1]"),
+    ("::1", "::1"),
+    ("example.com:443", "example.com"),
+    ("[::1", "[::1"),
+])
+def test_hostname_strips_the_port_and_lower_cases(header: str, host: str) -> None:
+    assert hostname(header) == host
+
+
+@pytest.fixture
+def guard() -> Guard:
+    return Guard("s3cret", extra_hosts={"Console.Internal", ""})
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.1:8765", "localhost", "localhost:1", "[::1]", "[::1]:8765",
+                                  "console.internal:8765"])
+def test_host_ok_accepts_local_hosts_and_configured_extra_hosts(guard: Guard, host: str) -> None:
+    assert guard.host_ok(host)
+
+
+@pytest.mark.parametrize("host", ["evil.com", "127.0.0.1.evil.com", "127.0.0.1.evil.com:8765", "localhost.evil.com",
+                                  "127.0.0.2", "0.0.0.0", "", None, "[::2]:8765"])
+def test_host_ok_refuses_foreign_and_rebinding_hosts(guard: Guard, host: str | None) -> None:
+    assert not guard.host_ok(host)
+
+
+@pytest.mark.parametrize("origin", ["http://127.0.0.1:8765", "http://127.0.0.1", "http://localhost:3000",
+                                    "https://localhost", "http://[::1]:9999", "http://console.internal:1"])
+def test_origin_ok_accepts_same_host_origins_with_any_port(guard: Guard, origin: str) -> None:
+    assert guard.origin_ok(origin, None)
+    assert guard.origin_ok(origin, "same-origin")
+
+
+@pytest.mark.parametrize("origin", ["http://evil.com", "http://127.0.0.1.evil.com:8765", "http://localhost.evil.com",
+                                    "null", "file://localhost/x", "ws://127.0.0.1:8765", ""])
+def test_origin_ok_refuses_foreign_origins(guard: Guard, origin: str) -> None:
+    assert not guard.origin_ok(origin, None)
+
+
+def test_origin_ok_refuses_a_cross_site_fetch_even_with_a_local_origin(guard: Guard) -> None:
+    assert not guard.origin_ok("http://127.0.0.1:8765", "cross-site")
+    assert not guard.origin_ok(None, "cross-site")
+
+
+def test_origin_ok_allows_a_request_without_origin(guard: Guard) -> None:
+    assert guard.origin_ok(None, None)
+    assert guard.origin_ok(None, "none")
+
+
+def test_token_matches_only_the_exact_token() -> None:
+    assert token_matches("s3cret", "s3cret")
+    assert not token_matches("s3cre", "s3cret")
+    assert not token_matches("s3cret ", "s3cret")
+    assert not token_matches("S3CRET", "s3cret")
+    assert not token_matches(None, "s3cret")
+    assert not token_matches("", "s3cret")
+    assert not token_matches("sécret", "s3cret")
+
+
+def test_caller_token_prefers_a_bearer_header_over_the_cookie(guard: Guard) -> None:
+    assert guard.caller_token({"authorization": "Bearer  abc "}, {COOKIE: "cookie"}) == "abc"
+    assert guard.caller_token({"authorization": "bearer abc"}, {}) == "abc"
+    assert guard.caller_token({"authorization": "Basic abc"}, {COOKIE: "cookie"}) == "cookie"
+    assert guard.caller_token({}, {}) is None
