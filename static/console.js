@@ -21,5 +21,24 @@
     if (lastSeq !== null && seq <= lastSeq) { evt.preventDefault(); return; }  // already shown
     lastSeq = seq;
   });
-  // A socket message never carries a form that needs processing; nothing else to do here.
+  // Multi-select groups: the browser has no built-in minItems/maxItems check, so set one.
+  function checkGroups(form) {
+    form.querySelectorAll("fieldset[data-multi]").forEach(function (fs) {
+      var boxes = fs.querySelectorAll("input[type=checkbox]");
+      if (!boxes.length) return;
+      var min = parseInt(fs.dataset.minItems || "", 10), max = parseInt(fs.dataset.maxItems || "", 10);
+      var n = Array.prototype.filter.call(boxes, function (b) { return b.checked; }).length;
+      var msg = "";
+      if (n === 0 && fs.dataset.required !== "1") msg = "";
+      else if (!isNaN(min) && n < min) msg = "Choose at least " + min + ".";
+      else if (!isNaN(max) && n > max) msg = "Choose at most " + max + ".";
+      boxes[0].setCustomValidity(msg);
+      var err = fs.parentElement.querySelector(".field-error");
+      if (err) err.textContent = msg;
+    });
+  }
+  document.addEventListener("change", function (evt) { if (evt.target.form) checkGroups(evt.target.form); });
+  document.addEventListener("htmx:validation:validate", function (evt) {
+    if (evt.target.tagName === "FORM") checkGroups(evt.target);
+  });
 })();

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 OpStatus = Literal["running", "awaiting_input", "complete", "error", "cancelled", "capped", "abandoned"]
 _op_ids = itertools.count(1)
+MAX_KEPT = 500
 
 
 @dataclass(slots=True)
@@ -98,13 +99,28 @@ class OperationDriver:
     def _record(self, op: Operation) -> None:
         self.session.timeline.append("operation", op.snapshot())
 
-    async def start(self, method: str, params: dict[str, Any]) -> Operation:
+    def create(self, method: str, params: dict[str, Any]) -> Operation:
         op = Operation(id=str(next(_op_ids)) + "-" + self.session.id[:4], method=method,
                        params={k: v for k, v in params.items() if k not in mrtr.MRTR_KEYS})
         self.ops[op.id] = op
+        while len(self.ops) > MAX_KEPT:  # bounded: finished operations live on in the timeline store
+            done = [k for k, o in self.ops.items() if o.status not in ("awaiting_input", "running")]
+            del self.ops[done[0] if done else next(iter(self.ops))]
+        return op
+
+    async def run(self, op: Operation) -> Operation:
         async with op.lock:
             await self._run_round(op, dict(op.params))
         return op
+
+    async def start(self, method: str, params: dict[str, Any]) -> Operation:
+        return await self.run(self.create(method, params))
+
+    async def cancel(self, op: Operation, who: str) -> bool:
+        rnd = op.last
+        if op.status != "running" or rnd is None or not rnd.key:
+            return False
+        return await self.session.cancel(rnd.key, who)
 
     async def _run_round(self, op: Operation, params: dict[str, Any]) -> None:
         """Send one round and follow requestState-only rounds at once, until input or an end."""
@@ -149,7 +165,7 @@ class OperationDriver:
             rnd.status = "error"
             op.final = reply
             op.status = "cancelled" if type(reply.error).__name__ == "RequestCancelled" else "error"
-            op.message = str(reply.error)
+            op.message = f"Cancelled: {reply.error}" if op.status == "cancelled" else str(reply.error)
             data = getattr(reply.error, "data", None)
             if getattr(reply.error, "code", None) == -32021 and isinstance(data, dict):
                 op.required_capabilities = data.get("requiredCapabilities")

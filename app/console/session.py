@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import Callable
@@ -11,12 +12,16 @@ from typing import Any, Literal
 import httpx
 
 from app import __version__
+from app.console.listen import Listeners
+from app.console.live import ProgressCoalescer, log_data
 from app.console.operations import OperationDriver
 from app.console.store import Store
+from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
 from app.mcp.errors import McpError
 from app.mcp.http import HttpTransport
+from app.mcp.jsonrpc import Frame
 from app.mcp.stdio import StdioTransport
 from app.mcp.transport import Transport
 from app.mcp.wire import WireEvent
@@ -73,6 +78,15 @@ class ConsoleSession:
         self.client: McpClient | None = None
         self.roots: list[dict[str, str]] = [{"uri": "file:///tmp/mcp-console-demo", "name": "Demo workspace"}]
         self.operations = OperationDriver(self)
+        self.progress = ProgressCoalescer(self.timeline.append)
+        self.progress_enabled = True
+        self.log_level = ""  # empty: ask for no logs (the server must then send none)
+        self.auto_refresh = True
+        self.cancelled_by: dict[str, str] = {}
+        self.listeners = Listeners(self)
+        self.background = TaskGroup()
+        self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
+        self._refreshing = asyncio.Lock()
         self._bytes_in: dict[str, int] = {}
         self._http_status: dict[str, int] = {}
 
@@ -155,6 +169,11 @@ class ConsoleSession:
 
     async def refresh_lists(self, only: str | None = None) -> None:
         assert self.client is not None
+        async with self._refreshing:  # list_changed bursts must not interleave their pages
+            await self._refresh_lists(only)
+
+    async def _refresh_lists(self, only: str | None) -> None:
+        assert self.client is not None
         for method, key, capability in LISTS:
             if only and key != only:
                 continue
@@ -164,7 +183,7 @@ class ConsoleSession:
             self.lists[key] = items
             if key == "tools":
                 self.client.learn_tools(items)
-        self.timeline.append("session", {"lists": {k: len(v) for k, v in self.lists.items()}})
+        self.timeline.append("session", {"lists": {k: len(v) for k, v in self.lists.items()}, "only": only})
 
     async def client_list(self, method: str, key: str) -> tuple[list[dict[str, Any]], list[Reply]]:
         items: list[dict[str, Any]] = []
@@ -184,23 +203,46 @@ class ConsoleSession:
 
     # -- requests ---------------------------------------------------------
     async def run(self, method: str, params: dict[str, Any], *, op: str | None = None, round_: int | None = None,
-                  progress_token: Any = None, log_level: str | None = None,
-                  on_notification: Any = None, on_start: Callable[[str, Any], Any] | None = None) -> Reply:
-        """Send one request and record it as a timeline entry (pending, then finished)."""
+                  on_notification: Callable[[Frame], None] | None = None,
+                  on_start: Callable[[str, Any], Any] | None = None, stream: bool = False) -> Reply:
+        """Send one request and record it as a timeline entry (pending, then finished).
+
+        Progress and log notifications on its stream are routed to the entry they belong to: the
+        operation when there is one, else the exchange itself.
+        """
         client = self.client
         assert client is not None, "connect() first"
         key = client.new_key()
-        message = client.build(method, params, progress_token=progress_token, log_level=log_level)
+        target = f"op-{op}" if op else key
+        token = key if self.progress_enabled and not stream else None
+        message = client.build(method, params, progress_token=token, log_level=self.log_level or None)
         name = params.get("name") or params.get("uri")
         entry: dict[str, Any] = {"key": key, "method": method, "name": name, "id": message["id"],
                                  "status": "pending", "op": op, "round": round_}
         self.timeline.append("exchange", entry)
         if on_start is not None:
             on_start(key, message["id"])
-        reply = await client.request(method, message=message, key=key, on_notification=on_notification)
+
+        def on_frame(frame: Frame) -> None:
+            if frame.method == "notifications/progress":
+                self.progress.offer(target, frame)
+            elif frame.method == "notifications/message":
+                self.timeline.append("log", log_data(target, frame))
+            if on_notification is not None:
+                on_notification(frame)
+
+        reply = await client.request(method, message=message, key=key, on_notification=on_frame, stream=stream)
+        self.progress.done(target)
         self.timeline.append("exchange", self._finished(key, reply) | {"op": op, "round": round_})
         self.touch()
         return reply
+
+    async def cancel(self, key: str, who: str) -> bool:
+        """Cancel an in-flight request: HTTP closes its stream, stdio sends notifications/cancelled."""
+        if self.client is None:
+            return False
+        self.cancelled_by[key] = who
+        return await self.client.cancel(key, f"cancelled by the {who}")
 
     def _finished(self, key: str, reply: Reply) -> dict[str, Any]:
         status = "ok"
@@ -212,13 +254,20 @@ class ConsoleSession:
             status = "tool_error"
         first = reply.first_byte
         return {"key": key, "status": status, "duration_ms": reply.duration_ms,
+                "cancelled_by": self.cancelled_by.pop(key, None),
                 "ttfb_ms": None if first is None else (first - reply.sent) * 1000,
                 "bytes_in": self._bytes_in.pop(key, 0), "http_status": self._http_status.pop(key, None),
                 "error": str(reply.error) if reply.error else None,
                 "error_code": getattr(reply.error, "code", None), "warnings": reply.warnings,
                 "result_type": reply.result_type, "notifications": len(reply.notifications)}
 
+    async def reread(self, uri: str) -> None:
+        op = await self.operations.start("resources/read", {"uri": uri})
+        self.timeline.append("reread", {"uri": uri, "op": op.id})
+
     async def close(self) -> None:
+        await self.listeners.stop_all()
+        await self.background.cancel_all()
         if self.client is not None:
             await self.client.close()
         if self.status != "failed":

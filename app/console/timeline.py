@@ -49,6 +49,14 @@ class Timeline:
                 while len(self.entries) > self._window:
                     self.entries.popitem(last=False)
                     self.evicted += 1
+        elif event.kind in ("progress", "log"):
+            entry = self.entries.get(str(event.data.get("target")))
+            if entry is not None and event.kind == "progress":
+                entry["progress"] = event.data
+            elif entry is not None:
+                logs = entry.setdefault("logs", [])
+                logs.append(event.data)
+                del logs[:-200]
         elif event.kind == "stderr":
             self.stderr.append(str(event.data.get("line", "")))
             del self.stderr[:-500]

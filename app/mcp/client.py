@@ -109,7 +109,13 @@ class McpClient:
     async def request(self, method: str, params: dict[str, Any] | None = None, *,
                       progress_token: Any = None, log_level: str | None = None,
                       on_notification: NotificationSink | None = None, timeout_s: float | None = None,
-                      key: str | None = None, message: dict[str, Any] | None = None) -> Reply:
+                      key: str | None = None, message: dict[str, Any] | None = None,
+                      stream: bool = False) -> Reply:
+        """Send one request and wait for its final response (or failure), recording nothing itself.
+
+        `stream=True` is for subscriptions/listen: it has no deadline, since its answer is a
+        stream that stays open until someone closes it.
+        """
         message = message or self.build(method, params, progress_token=progress_token, log_level=log_level)
         key = key or self.new_key()
         sent_params = message.get("params", {})
@@ -118,7 +124,7 @@ class McpClient:
                                   self.tool_headers.get(sent_params.get("name", "")))
         stop = self._stops[key] = asyncio.Event()
         try:
-            async with asyncio.timeout(timeout_s or self.config.timeout_s):
+            async with asyncio.timeout(None if stream else (timeout_s or self.config.timeout_s)):
                 exchange = await self.transport.open(message, headers, key)
                 self._inflight[key] = exchange
                 try:

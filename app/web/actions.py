@@ -5,6 +5,7 @@ The handler sends and renders the *result*; the timeline entries reach every tab
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -13,12 +14,13 @@ from fastapi.responses import Response
 
 from app.console.session import ConsoleSession
 from app.mcp.client import Reply
-from app.web.deps import Owner, Web, connected, respond
+from app.web.deps import Owner, Web, connected, respond, wants_json
 from app.web.forms import FormInput, fields_for, parse_form
 from app.web.outputs import validate_structured
 from app.web.views import operation_json, reply_json
 
 router = APIRouter()
+QUICK_ANSWER_S = 0.5
 
 
 async def _form(request: Request) -> FormInput:
@@ -53,8 +55,17 @@ def _result(w: Web, request: Request, s: ConsoleSession, reply: Reply) -> Respon
 
 async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, params: dict[str, Any],
                      tool: dict[str, Any] | None = None) -> Response:
-    """tools/call, prompts/get and resources/read may take rounds: each runs as an operation."""
-    op = await s.operations.start(method, params)
+    """tools/call, prompts/get and resources/read may take rounds: each runs as an operation.
+
+    A script (JSON) waits for the end. A browser gets the card at once if the operation ends
+    quickly, else a running card with Cancel and progress that the websocket keeps current.
+    """
+    op = s.operations.create(method, params)
+    task = w.manager.tasks.spawn(f"op-{op.id}", s.operations.run(op))
+    if wants_json(request):
+        await task
+    else:
+        await asyncio.wait({task}, timeout=QUICK_ANSWER_S)
     validation = validate_structured(tool, op.final.result) if tool and op.final else None
     op.validation = validation
     data = {**(reply_json(op.final) if op.final else {"ok": False, "result": None}),
@@ -86,6 +97,7 @@ async def read_resource(request: Request, session_id: str, w: Owner) -> Response
     uri = ((await _form(request)).first("uri") or "").strip()
     if not uri:
         return _not_sent(w, request, {"uri": "Give a resource URI"}, {"uri": "URI"})
+    s.read_uris.add(uri)
     return await _operation(w, request, s, "resources/read", {"uri": uri})
 
 

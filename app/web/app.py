@@ -15,7 +15,7 @@ from app.console.manager import SessionManager
 from app.console.session import Target
 from app.console.store import Store
 from app.settings import Settings
-from app.web import actions, op_routes, routes, ws
+from app.web import actions, live_routes, op_routes, routes, ws
 from app.web.deps import Web
 from app.web.render import STATIC, EventRenderer, make_env
 from app.web.security import Guard, GuardMiddleware
@@ -46,6 +46,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.include_router(routes.router)
     app.include_router(actions.router)
     app.include_router(op_routes.router)
+    app.include_router(live_routes.router)
     app.include_router(ws.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     app.add_middleware(GZipMiddleware, minimum_size=1000)

@@ -30,7 +30,7 @@ def find_op(s: ConsoleSession, op_id: str) -> Operation:
 
 
 def op_response(w: Web, request: Request, s: ConsoleSession, op: Operation, as_json: bool = False) -> Response:
-    html = None if as_json else w.render("_operation.html", s=s, op=op)
+    html = None if as_json else w.render("_operation.html", s=s, op=op, poll=True)
     return respond(request, as_json, operation_json(op), html)
 
 
@@ -69,6 +69,23 @@ async def answer(request: Request, session_id: str, op_id: str, w: Owner) -> Res
         return op_response(w, request, s, op)
     await s.operations.answer(op, key, value)
     return op_response(w, request, s, op)
+
+
+@router.post("/sessions/{session_id}/operations/{op_id}/cancel")
+async def cancel_operation(request: Request, session_id: str, op_id: str, w: Owner) -> Response:
+    s = connected(w, session_id)
+    op = find_op(s, op_id)
+    await s.operations.cancel(op, "owner")
+    async with op.lock:  # the round ends promptly once cancelled; show its final state
+        pass
+    return op_response(w, request, s, op)
+
+
+@router.post("/sessions/{session_id}/cancel/{key}")
+async def cancel_exchange(request: Request, session_id: str, key: str, w: Owner) -> Response:
+    s = connected(w, session_id)
+    done = await s.cancel(key, "owner")
+    return respond(request, True, {"cancelled": done, "key": key}, None)
 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/abandon")

@@ -6,6 +6,7 @@ Every string from a target server is hostile: nothing here marks server text saf
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from app.console.events import TimelineEvent
+from app.console.live import LOG_LEVELS
 from app.console.manager import SessionManager
 from app.console.operations import Operation
 from app.mcp.errors import ERROR_NAMES
@@ -28,6 +30,7 @@ from app.web.urls import url_facts
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "templates"
 STATIC = ROOT / "static"
+GROUPS = {"tools": "tools", "prompts": "prompts", "resources": "resources", "resourceTemplates": "templates"}
 SAFE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 SAFE_AUDIO_TYPES = frozenset({"audio/wav", "audio/x-wav", "audio/wave", "audio/mpeg", "audio/ogg", "audio/webm",
                               "audio/mp3", "audio/flac"})
@@ -103,6 +106,11 @@ def waterfall(op: Operation | dict[str, Any]) -> list[dict[str, Any]]:
     return bars
 
 
+def dom_id(value: Any) -> str:
+    """A stable, safe element id fragment for any string (URIs are not valid ids as they are)."""
+    return hashlib.sha1(str(value).encode("utf-8")).hexdigest()[:12]
+
+
 def to_json(value: Any, indent: int | None = 2) -> str:
     return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
 
@@ -111,11 +119,11 @@ def make_env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(ms=fmt_ms, bytes=fmt_bytes, clock=fmt_time, tojson_pretty=to_json, pretty=pretty,
-                       header_decoded=decode_value)
+                       header_decoded=decode_value, dom_id=dom_id)
     env.globals.update(error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
                        fields_for=fields_for, waterfall=waterfall, url_facts=url_facts,
-                       form_fields=form_fields, kind_of=kind_of)
+                       form_fields=form_fields, kind_of=kind_of, levels=LOG_LEVELS)
     return env
 
 
@@ -145,6 +153,19 @@ class EventRenderer:
             ctx["line"] = event.data.get("line", "")
             return self.env.get_template("_push_stderr.html").render(ctx)
         if event.kind == "session":
-            ctx["with_lists"] = "lists" in event.data
+            only = event.data.get("only")
+            ctx.update(with_lists="lists" in event.data, group=GROUPS.get(only) if only else None)
             return self.env.get_template("_push_session.html").render(ctx)
+        if event.kind in ("progress", "log"):
+            ctx.update(target=event.data.get("target"), p=event.data, l=event.data)
+            return self.env.get_template(f"_push_{event.kind}.html").render(ctx)
+        if event.kind == "subscription":
+            sub = session.listeners.subs.get(str(event.data.get("sub")))
+            if sub is None:
+                return None
+            ctx.update(sub=sub, fresh=event.data.get("state") == "opening" and sub.subscription_id is None)
+            return self.env.get_template("_push_subscription.html").render(ctx)
+        if event.kind == "reread":
+            ctx.update(uri=event.data.get("uri"), op=session.operations.ops.get(str(event.data.get("op"))))
+            return self.env.get_template("_push_reread.html").render(ctx)
         return None

@@ -26,6 +26,8 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None)
         },
         "client_capabilities": s.capabilities,
         "roots": s.roots,
+        "request_settings": {"log_level": s.log_level, "progress": s.progress_enabled, "auto_refresh": s.auto_refresh},
+        "subscriptions": [sub.snapshot() for sub in s.listeners.subs.values()],
         "operations": [operation_json(op) for op in list(s.operations.ops.values())[-50:]],
         "lists": s.lists,
         "invalid_tools": s.client.invalid_tools if s.client else {},

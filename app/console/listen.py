@@ -1,0 +1,184 @@
+"""subscriptions/listen: long-lived streams of change notifications, kept apart by subscriptionId.
+
+Each subscription remembers what was asked and what the server acknowledged, flags protocol
+slips (no acknowledgement, a notification before it, a wrong subscriptionId), and listens again
+with backoff after an unexpected drop. The server keeps no state across reconnects, so a
+reconnect is simply a new listen request with a new id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from app.mcp.jsonrpc import Frame
+from app.mcp.stdio import SUBSCRIPTION_KEY
+
+if TYPE_CHECKING:
+    from app.console.session import ConsoleSession
+
+SubState = Literal["opening", "active", "closed_by_server", "connection_lost", "reconnecting", "stopped"]
+ACK_DEADLINE_S = 5.0
+MAX_BACKOFF_S = 5.0
+_ids = itertools.count(1)
+LIST_METHODS = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+}
+
+
+@dataclass(eq=False)
+class Subscription:
+    id: str
+    requested: dict[str, Any]
+    state: SubState = "opening"
+    acknowledged: dict[str, Any] | None = None
+    subscription_id: Any = None
+    exchange_key: str | None = None
+    opened_at: float = 0.0
+    ack_ms: float | None = None
+    reconnects: int = 0
+    problems: list[str] = field(default_factory=list)
+    notifications: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=200))
+    total: int = 0
+    stopping: bool = False
+
+    def dropped(self) -> dict[str, Any]:
+        """What was asked for but not granted."""
+        ack = self.acknowledged or {}
+        out: dict[str, Any] = {}
+        for key, value in self.requested.items():
+            if key == "resourceSubscriptions":
+                missing = [u for u in value if u not in (ack.get(key) or [])]
+                if missing:
+                    out[key] = missing
+            elif value and not ack.get(key):
+                out[key] = value
+        return out
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"sub": self.id, "requested": self.requested, "acknowledged": self.acknowledged,
+                "dropped": self.dropped() if self.acknowledged is not None else None, "state": self.state,
+                "subscription_id": self.subscription_id, "ack_ms": self.ack_ms, "reconnects": self.reconnects,
+                "problems": list(self.problems), "total": self.total, "exchange": self.exchange_key,
+                "notifications": list(self.notifications)[-20:]}
+
+
+class Listeners:
+    def __init__(self, session: ConsoleSession) -> None:
+        self.session = session
+        self.subs: dict[str, Subscription] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+
+    def _record(self, sub: Subscription) -> None:
+        self.session.timeline.append("subscription", sub.snapshot())
+
+    def start(self, requested: dict[str, Any]) -> Subscription:
+        sub = Subscription(id=f"L{next(_ids)}", requested=requested)
+        self.subs[sub.id] = sub
+        task = asyncio.get_running_loop().create_task(self._run(sub), name=f"listen-{self.session.id}-{sub.id}")
+        self._tasks[sub.id] = task
+
+        def forget(_task: asyncio.Task[None], sid: str = sub.id) -> None:
+            self._tasks.pop(sid, None)
+
+        task.add_done_callback(forget)
+        self._record(sub)
+        return sub
+
+    async def stop(self, sub: Subscription) -> None:
+        sub.stopping = True
+        if sub.exchange_key:
+            await self.session.cancel(sub.exchange_key, "owner")
+        task = self._tasks.get(sub.id)
+        if task is not None and sub.state == "reconnecting":
+            task.cancel()
+        sub.state = "stopped"
+        self._record(sub)
+
+    async def stop_all(self) -> None:
+        for sub in list(self.subs.values()):
+            if sub.state not in ("stopped", "closed_by_server"):
+                sub.stopping = True
+        for task in list(self._tasks.values()):
+            task.cancel()
+
+    async def _run(self, sub: Subscription) -> None:
+        backoff = 0.25
+        while not sub.stopping:
+            sub.state = "opening" if sub.reconnects == 0 else "reconnecting"
+            sub.acknowledged, sub.ack_ms = None, None
+            reply = await self._listen_once(sub)
+            if sub.stopping:
+                sub.state = "stopped"
+            elif reply.error is None:
+                sub.state = "closed_by_server"  # a graceful end: the server answered the listen request
+            else:
+                sub.state = "connection_lost"
+                sub.problems.append(f"stream dropped: {reply.error}")
+            del sub.problems[:-20]
+            self._record(sub)
+            if sub.state != "connection_lost":
+                return
+            if sub.ack_ms is not None:
+                backoff = 0.25  # it worked for a while: start the backoff over
+            await asyncio.sleep(backoff)  # backoff between reconnects, not a wait for an event
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+            sub.reconnects += 1
+
+    async def _listen_once(self, sub: Subscription) -> Any:
+        sub.opened_at = time.monotonic()
+        watchdog = asyncio.get_running_loop().call_later(ACK_DEADLINE_S, self._no_ack, sub)
+
+        def started(key: str, request_id: Any) -> None:
+            sub.exchange_key, sub.subscription_id = key, request_id
+            self._record(sub)
+
+        try:
+            return await self.session.run("subscriptions/listen", {"notifications": sub.requested},
+                                          on_notification=lambda f: self._on_frame(sub, f), on_start=started,
+                                          stream=True)
+        finally:
+            watchdog.cancel()
+
+    def _no_ack(self, sub: Subscription) -> None:
+        if sub.acknowledged is None and not sub.stopping:
+            sub.problems.append(f"no notifications/subscriptions/acknowledged within {ACK_DEADLINE_S:g} s")
+            self._record(sub)
+
+    def _on_frame(self, sub: Subscription, frame: Frame) -> None:
+        meta = frame.params.get("_meta")
+        sid = meta.get(SUBSCRIPTION_KEY) if isinstance(meta, dict) else None
+        if sid != sub.subscription_id:
+            sub.problems.append(f"{frame.method}: subscriptionId {sid!r}, expected {sub.subscription_id!r}")
+        if frame.method == "notifications/subscriptions/acknowledged":
+            granted = frame.params.get("notifications")
+            sub.acknowledged = granted if isinstance(granted, dict) else {}
+            sub.ack_ms = (time.monotonic() - sub.opened_at) * 1000
+            sub.state = "active"
+        else:
+            if sub.acknowledged is None:
+                sub.problems.append(f"{frame.method} arrived before the acknowledgement")
+            sub.total += 1
+            sub.notifications.append({"method": frame.method, "params": frame.params, "at": time.time()})
+            self._react(frame)
+        self._record(sub)
+
+    def _react(self, frame: Frame) -> None:
+        """A list change refreshes that list; an update to a resource on screen re-reads it."""
+        session = self.session
+        tasks = session.background
+        if frame.method in LIST_METHODS and session.auto_refresh:
+            only = LIST_METHODS[frame.method]
+            tasks.spawn(f"refresh-{only}-{session.id}", session.refresh_lists(only))
+            if only == "resources":
+                tasks.spawn(f"refresh-templates-{session.id}", session.refresh_lists("resourceTemplates"))
+        elif frame.method == "notifications/resources/updated":
+            uri = frame.params.get("uri")
+            if isinstance(uri, str) and uri in session.read_uris:
+                tasks.spawn(f"reread-{session.id}", session.reread(uri))

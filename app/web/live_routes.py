@@ -1,0 +1,55 @@
+"""Live feeds: start and stop subscriptions/listen, and per-session request settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import Response
+
+from app.console.live import LOG_LEVELS
+from app.web.deps import Owner, connected, respond, session_or_404
+from app.web.op_routes import form_of
+
+router = APIRouter()
+FLAGS = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
+
+
+@router.post("/sessions/{session_id}/subscriptions")
+async def start(request: Request, session_id: str, w: Owner) -> Response:
+    s = connected(w, session_id)
+    form = await form_of(request)
+    requested: dict[str, Any] = {flag: True for flag in FLAGS if form.first(flag)}
+    uris = [u for u in form.get("resourceSubscriptions", []) if u.strip()]
+    uris += [line.strip() for line in (form.first("extra_uris") or "").splitlines() if line.strip()]
+    if uris:
+        requested["resourceSubscriptions"] = list(dict.fromkeys(uris))
+    if not requested:
+        raise HTTPException(400, "Choose at least one kind of notification to listen for.")
+    sub = s.listeners.start(requested)
+    return respond(request, False, sub.snapshot(), w.render("_subscription.html", s=s, sub=sub))
+
+
+@router.post("/sessions/{session_id}/subscriptions/{sub_id}/stop")
+async def stop(request: Request, session_id: str, sub_id: str, w: Owner) -> Response:
+    s = session_or_404(w, session_id)
+    sub = s.listeners.subs.get(sub_id)
+    if sub is None:
+        raise HTTPException(404, f"No subscription {sub_id!r}")
+    await s.listeners.stop(sub)
+    return respond(request, False, sub.snapshot(), w.render("_subscription.html", s=s, sub=sub))
+
+
+@router.post("/sessions/{session_id}/request-settings")
+async def request_settings(request: Request, session_id: str, w: Owner) -> Response:
+    s = session_or_404(w, session_id)
+    form = await form_of(request)
+    level = form.first("log_level") or ""
+    if level not in LOG_LEVELS:
+        raise HTTPException(400, f"Unknown log level {level!r}")
+    s.log_level = level
+    s.progress_enabled = form.first("progress") == "on"
+    s.auto_refresh = form.first("auto_refresh") == "on"
+    data = {"log_level": s.log_level, "progress": s.progress_enabled, "auto_refresh": s.auto_refresh}
+    s.timeline.append("session", {"request_settings": data})
+    return respond(request, False, data, w.render("_request_settings.html", s=s, saved=True, levels=LOG_LEVELS))
