@@ -20,6 +20,7 @@ Renderer = Callable[[TimelineEvent], str | None]
 class Subscriber:
     session_id: str
     queue: asyncio.Queue[tuple[int, str]]
+    link_id: str | None = None  # the share link this socket came in through, if any
     overflow: asyncio.Event = field(default_factory=asyncio.Event)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
     close_reason: str = ""
@@ -58,12 +59,13 @@ class Hub:
         for sub in subs:
             sub.offer(event.seq, payload)
 
-    def subscribe(self, session_id: str, last_seq: int | None, current_seq: int) -> tuple[Subscriber, bool]:
+    def subscribe(self, session_id: str, last_seq: int | None, current_seq: int,
+                  link_id: str | None = None) -> tuple[Subscriber, bool]:
         """Register a socket. Returns it, and whether its missed events could be replayed.
 
         False means the gap is older than the ring: the tab must reload to be whole again.
         """
-        sub = Subscriber(session_id, asyncio.Queue(maxsize=self._queue_size))
+        sub = Subscriber(session_id, asyncio.Queue(maxsize=self._queue_size), link_id=link_id)
         whole = True
         if last_seq is not None and last_seq < current_seq:
             ring = self._rings.get(session_id, deque())
@@ -84,6 +86,12 @@ class Hub:
     def close_session(self, session_id: str, reason: str) -> None:
         for sub in list(self._subs.get(session_id, ())):
             sub.close(reason)
+
+    def close_link(self, link_id: str, reason: str) -> None:
+        for subs in self._subs.values():
+            for sub in list(subs):
+                if sub.link_id == link_id:
+                    sub.close(reason)
 
     def subscribers(self, session_id: str) -> int:
         return len(self._subs.get(session_id, ()))

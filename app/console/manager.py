@@ -6,11 +6,15 @@ from typing import Any
 
 import httpx
 
+from app.console.events import TimelineEvent
 from app.console.hub import Hub, Renderer
 from app.console.session import ConsoleSession, Target, new_session_id
+from app.console.sharing import LinkRegistry
 from app.console.store import SqliteStore, Store
 from app.console.tasks import TaskGroup
 from app.settings import Settings
+
+RESTORE_KINDS = ("exchange", "notice", "operation", "progress", "log", "stderr")
 
 
 class SessionManager:
@@ -20,6 +24,7 @@ class SessionManager:
         self.hub = Hub(render, queue_size=settings.ws_queue_size, ring_size=settings.ws_queue_size)
         self.tasks = TaskGroup()
         self.sessions: dict[str, ConsoleSession] = {}
+        self.links = LinkRegistry(self.store, self.hub)
         # One client for every HTTP target: connection pooling, and one place to set limits.
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), follow_redirects=False,
                                       limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
@@ -28,6 +33,42 @@ class SessionManager:
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http)
         self.sessions[session.id] = session
         session.touch()
+        return session
+
+    def restore(self) -> int:
+        """Bring back every stored session, disconnected, with its recent timeline."""
+        count = 0
+        for row in self.store.list_sessions():
+            meta = row["meta"]
+            try:
+                target = Target(**meta["target"])
+            except (KeyError, TypeError):
+                continue  # a row from a newer or broken writer: leave it alone rather than guess
+            session = ConsoleSession(row["id"], target, self.settings, self.store, self.hub.publish, self.http,
+                                     created=row["created"])
+            session.last_activity = row["updated"]
+            last = self.store.count(row["id"])
+            events = self.store.events(row["id"], kinds=RESTORE_KINDS, before_seq=last + 1,
+                                       limit=self.settings.timeline_window * 20)
+            note = "imported: read-only" if meta.get("read_only") else \
+                "The console restarted. Reconnect to send requests; the timeline is as it was."
+            session.restore(meta, events, note)
+            self.sessions[session.id] = session
+            count += 1
+        return count
+
+    def import_session(self, meta: dict[str, Any], created: float, events: list[TimelineEvent]) -> ConsoleSession:
+        """A session from a file: read-only, no target connected, looking as it did."""
+        target = Target(**meta["target"]) if isinstance(meta.get("target"), dict) else Target(kind="http")
+        session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http,
+                                 created=created)
+        moved = [TimelineEvent(session.id, e.seq, e.kind, e.data, e.at) for e in events]
+        for event in moved:
+            self.store.append(event)
+        meta = {**meta, "read_only": True}
+        session.restore(meta, moved[-self.settings.timeline_window * 20:], "Imported from a session file: read-only.")
+        self.sessions[session.id] = session
+        self.store.save_session(session.id, session.meta(), created, session.last_activity)
         return session
 
     def start(self, session: ConsoleSession) -> None:
@@ -41,6 +82,7 @@ class SessionManager:
         if session is not None:
             await session.close()
         self.hub.close_session(session_id, "session deleted")
+        self.links.forget_session(session_id)
         self.store.delete_session(session_id)
 
     def listing(self) -> list[dict[str, Any]]:

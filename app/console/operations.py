@@ -19,7 +19,8 @@ from app.mcp.state import analyze, compare
 if TYPE_CHECKING:
     from app.console.session import ConsoleSession
 
-OpStatus = Literal["running", "awaiting_input", "complete", "error", "cancelled", "capped", "abandoned"]
+OpStatus = Literal["running", "awaiting_input", "complete", "tool_error", "error", "cancelled", "capped",
+                   "abandoned"]
 _op_ids = itertools.count(1)
 MAX_KEPT = 500
 
@@ -62,7 +63,9 @@ class Operation:
     errors: dict[str, dict[str, str]] = field(default_factory=dict)    # key → field → message
     required_capabilities: dict[str, Any] | None = None
     final: Reply | None = None
-    validation: dict[str, Any] | None = None  # structuredContent checked against outputSchema
+    validation: dict[str, Any] | None = None
+    replay_of: str | None = None              # the exchange key this operation re-sends
+    first_params: dict[str, Any] | None = None  # structuredContent checked against outputSchema
     lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     @property
@@ -83,7 +86,7 @@ class Operation:
                 "message": self.message, "started": self.started,
                 "rounds": [asdict(r) | {"human_ms": r.human_ms} for r in self.rounds],
                 "pending": sorted(self.pending), "answered": sorted(self.answers),
-                "required_capabilities": self.required_capabilities}
+                "required_capabilities": self.required_capabilities, "replay_of": self.replay_of}
 
 
 class OperationDriver:
@@ -99,9 +102,12 @@ class OperationDriver:
     def _record(self, op: Operation) -> None:
         self.session.timeline.append("operation", op.snapshot())
 
-    def create(self, method: str, params: dict[str, Any]) -> Operation:
+    def create(self, method: str, params: dict[str, Any], replay_of: str | None = None,
+               keep_mrtr: bool = False) -> Operation:
+        """A new operation. A replay keeps inputResponses/requestState in its first round (as it was sent)."""
         op = Operation(id=str(next(_op_ids)) + "-" + self.session.id[:4], method=method,
-                       params={k: v for k, v in params.items() if k not in mrtr.MRTR_KEYS})
+                       params={k: v for k, v in params.items() if k not in mrtr.MRTR_KEYS}, replay_of=replay_of)
+        op.first_params = {k: v for k, v in params.items() if k != "_meta"} if keep_mrtr else dict(op.params)
         self.ops[op.id] = op
         while len(self.ops) > MAX_KEPT:  # bounded: finished operations live on in the timeline store
             done = [k for k, o in self.ops.items() if o.status not in ("awaiting_input", "running")]
@@ -110,7 +116,7 @@ class OperationDriver:
 
     async def run(self, op: Operation) -> Operation:
         async with op.lock:
-            await self._run_round(op, dict(op.params))
+            await self._run_round(op, dict(op.first_params or op.params))
         return op
 
     async def start(self, method: str, params: dict[str, Any]) -> Operation:
@@ -175,6 +181,8 @@ class OperationDriver:
             rnd.status = reply.result_type or "complete"
             op.final = reply
             op.status = "complete"
+            if result.get("isError") is True:  # the tool ran and failed: a result, but an error one
+                rnd.status = op.status = "tool_error"
             return False
         rnd.status = "input_required"
         problem = mrtr.shape_problem(result)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import httpx
 
 from app import __version__
+from app.console.events import TimelineEvent
 from app.console.listen import Listeners
 from app.console.live import ProgressCoalescer, log_data
 from app.console.operations import OperationDriver
@@ -85,6 +86,8 @@ class ConsoleSession:
         self.cancelled_by: dict[str, str] = {}
         self.listeners = Listeners(self)
         self.background = TaskGroup()
+        self.connects = 0
+        self.read_only = False  # an imported session: it shows what happened and sends nothing
         self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
         self._refreshing = asyncio.Lock()
         self._bytes_in: dict[str, int] = {}
@@ -113,8 +116,32 @@ class ConsoleSession:
         self.store.save_session(self.id, self.meta(), self.created, self.last_activity)
 
     def meta(self) -> dict[str, Any]:
+        """What survives a restart besides the timeline itself."""
         return {"target": self.target.to_dict(), "status": self.status, "status_message": self.status_message,
-                "capabilities": self.capabilities, "seq": self.timeline.seq}
+                "capabilities": self.capabilities, "seq": self.timeline.seq, "discover": self.discover,
+                "lists": self.lists, "roots": self.roots, "connects": self.connects, "read_only": self.read_only,
+                "request_settings": {"log_level": self.log_level, "progress": self.progress_enabled,
+                                     "auto_refresh": self.auto_refresh}}
+
+    def restore(self, meta: dict[str, Any], events: list[TimelineEvent], note: str) -> None:
+        """Rebuild from the store after a restart: the timeline window, what the server said, settings."""
+        for event in events:
+            self.timeline.fold(event)
+        self.timeline.seq = max([meta.get("seq") or 0, *(e.seq for e in events)])
+        self.capabilities = meta.get("capabilities") or self.capabilities
+        self.discover = meta.get("discover")
+        self.lists.update(meta.get("lists") or {})
+        self.roots = meta.get("roots") or self.roots
+        self.connects = int(meta.get("connects") or 0)
+        self.read_only = bool(meta.get("read_only"))
+        settings = meta.get("request_settings") or {}
+        self.log_level = settings.get("log_level", "")
+        self.progress_enabled = settings.get("progress", True)
+        self.auto_refresh = settings.get("auto_refresh", True)
+        self.status, self.status_message = "closed", note
+        for entry in self.timeline.entries.values():  # what was in flight at the restart never finished
+            if entry.get("status") in ("pending", "running", "awaiting_input"):
+                entry["status"] = "interrupted"
 
     # -- connecting -------------------------------------------------------
     def _make_transport(self) -> Transport:
@@ -134,9 +161,10 @@ class ConsoleSession:
         """Start the transport, ask server/discover, then fetch the lists the server offers."""
         self._set_status("connecting")
         self.transport = self._make_transport()
+        self.connects += 1
         self.client = McpClient(self.transport, ClientConfig(
             client_info=CLIENT_INFO, capabilities=lambda: self.capabilities,
-            timeout_s=self.settings.request_timeout_s))
+            timeout_s=self.settings.request_timeout_s, key_prefix=f"c{self.connects}"))
         try:
             await self.transport.start()
         except McpError as exc:
@@ -204,7 +232,8 @@ class ConsoleSession:
     # -- requests ---------------------------------------------------------
     async def run(self, method: str, params: dict[str, Any], *, op: str | None = None, round_: int | None = None,
                   on_notification: Callable[[Frame], None] | None = None,
-                  on_start: Callable[[str, Any], Any] | None = None, stream: bool = False) -> Reply:
+                  on_start: Callable[[str, Any], Any] | None = None, stream: bool = False,
+                  replay_of: str | None = None) -> Reply:
         """Send one request and record it as a timeline entry (pending, then finished).
 
         Progress and log notifications on its stream are routed to the entry they belong to: the
@@ -218,7 +247,7 @@ class ConsoleSession:
         message = client.build(method, params, progress_token=token, log_level=self.log_level or None)
         name = params.get("name") or params.get("uri")
         entry: dict[str, Any] = {"key": key, "method": method, "name": name, "id": message["id"],
-                                 "status": "pending", "op": op, "round": round_}
+                                 "status": "pending", "op": op, "round": round_, "replay_of": replay_of}
         self.timeline.append("exchange", entry)
         if on_start is not None:
             on_start(key, message["id"])

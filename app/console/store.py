@@ -24,6 +24,9 @@ CREATE TABLE IF NOT EXISTS events (
   at REAL NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq)
 );
 CREATE INDEX IF NOT EXISTS events_by_exchange ON events (session_id, exchange);
+CREATE TABLE IF NOT EXISTS links (
+  id TEXT PRIMARY KEY, session_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, data TEXT NOT NULL
+);
 """
 
 
@@ -36,6 +39,8 @@ class Store(Protocol):
                before_seq: int | None = None, after_seq: int | None = None,
                limit: int | None = None) -> list[TimelineEvent]: ...
     def count(self, session_id: str) -> int: ...
+    def save_link(self, link: dict[str, Any]) -> None: ...
+    def links(self, session_id: str | None = None) -> list[dict[str, Any]]: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
 
@@ -70,6 +75,10 @@ class SqliteStore:
         self._queue.put(("delete", session_id))
         self.flush()
 
+    def save_link(self, link: dict[str, Any]) -> None:
+        self._queue.put(("link", (link["id"], link["session_id"], link["token_hash"], json.dumps(link))))
+        self.flush()  # a revocation must hold across a restart the moment it is made
+
     def flush(self) -> None:
         done = threading.Event()
         self._queue.put(("flush", done))
@@ -101,7 +110,10 @@ class SqliteStore:
                                   ev.at, json.dumps(ev.data)))
                 elif op == "session":
                     conn.execute("INSERT OR REPLACE INTO sessions VALUES (?,?,?,?)", arg)
+                elif op == "link":
+                    conn.execute("INSERT OR REPLACE INTO links VALUES (?,?,?,?)", arg)
                 elif op == "delete":
+                    conn.execute("DELETE FROM links WHERE session_id=?", (arg,))
                     conn.execute("DELETE FROM events WHERE session_id=?", (arg,))
                     conn.execute("DELETE FROM sessions WHERE id=?", (arg,))
                 elif op == "flush":
@@ -150,6 +162,15 @@ class SqliteStore:
             rows = self._read.execute(sql, args).fetchall()
         out = [TimelineEvent(session_id, r[0], r[1], json.loads(r[3]), r[2]) for r in rows]
         return sorted(out, key=lambda e: e.seq)
+
+    def links(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        self.flush()
+        sql, args = "SELECT data FROM links", []
+        if session_id is not None:
+            sql, args = sql + " WHERE session_id=?", [session_id]
+        with self._read_lock:
+            rows = self._read.execute(sql, args).fetchall()
+        return [json.loads(r[0]) for r in rows]
 
     def count(self, session_id: str) -> int:
         self.flush()

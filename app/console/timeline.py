@@ -22,7 +22,7 @@ class Timeline:
         # key → entry snapshot; insertion order is the order entries first appeared.
         self.entries: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.stderr: list[str] = []
-        self.op_rounds: dict[str, str] = {}  # exchange key → operation id
+        self.rounds: OrderedDict[str, dict[str, Any]] = OrderedDict()  # exchange snapshots of operation rounds
         self.evicted = 0  # entries that left the window: the page offers to load them
 
     def append(self, kind: str, data: dict[str, Any]) -> TimelineEvent:
@@ -35,9 +35,13 @@ class Timeline:
 
     def fold(self, event: TimelineEvent) -> None:
         """Apply one event to the in-memory window (also used when loading from the store)."""
-        if event.kind == "exchange" and (event.data.get("op") or event.data.get("key") in self.op_rounds):
-            # A round of an operation: it nests under the operation's entry, not beside it.
-            self.op_rounds[event.data["key"]] = event.data.get("op") or self.op_rounds[event.data["key"]]
+        if event.kind == "exchange" and (event.data.get("op") or event.data.get("key") in self.rounds):
+            # A round of an operation: it nests under the operation's entry, not beside it,
+            # and keeps its own snapshot for its detail view.
+            key = event.data["key"]
+            self.rounds[key] = {**self.rounds.get(key, {"seq0": event.seq, "at0": event.at}), **event.data}
+            while len(self.rounds) > self._window * 4:
+                self.rounds.popitem(last=False)
             return
         if event.kind in ("exchange", "notice", "operation"):
             key = event.data.get("key") or f"n{event.seq}"
@@ -68,6 +72,16 @@ class Timeline:
         """Newest first, as the page shows them."""
         items = list(reversed(self.entries.values()))
         return items[:limit] if limit else items
+
+    def entry(self, key: str) -> dict[str, Any] | None:
+        """An entry or a round's exchange snapshot, from memory or else rebuilt from the store."""
+        found = self.entries.get(key) or self.rounds.get(key)
+        if found is not None:
+            return found
+        snapshot: dict[str, Any] = {}
+        for event in self._store.events(self.session_id, exchange=key, kinds=("exchange",)):
+            snapshot.update(event.data)
+        return snapshot or None
 
     def wire(self, key: str) -> list[dict[str, Any]]:
         return [e.data | {"seq": e.seq} for e in self._store.events(self.session_id, exchange=key, kinds=("wire",))]

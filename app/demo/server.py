@@ -15,7 +15,10 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import ListenHandler
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INVALID_PARAMS,
+    CallToolRequestParams,
     EmptyResult,
     InputRequiredResult,
     ReadResourceRequestParams,
@@ -67,8 +70,29 @@ def build_server() -> MCPServer:
     content.register(server, state)
     # Both wrap or add low-level handlers, so they run after MCPServer's own setup.
     install_guarded_read(server)
+    install_unknown_tool_error(server)
     advertise_logging(server)
     return server
+
+
+def install_unknown_tool_error(server: MCPServer) -> None:
+    """Answer a call to an unknown tool with JSON-RPC -32602, as the spec says.
+
+    MCPServer turns every failure, an unknown name included, into an isError result; a
+    debugging console's demo should show the protocol error a conforming server sends.
+    """
+    lowlevel = _lowlevel(server)
+    entry = lowlevel.get_request_handler("tools/call")
+    if entry is None:  # pragma: no cover - MCPServer always registers it
+        raise RuntimeError("MCPServer did not register a tools/call handler")
+    inner = entry.handler
+
+    async def call_known(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> Any:
+        if server._tool_manager.get_tool(params.name) is None:
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}", {"name": params.name})
+        return await inner(ctx, params)
+
+    lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_known)
 
 
 def _lowlevel(server: MCPServer) -> Server[Any]:

@@ -52,11 +52,17 @@ def register(server: MCPServer, state: DemoState) -> None:
     """Register the streaming / state-changing tools on `server`."""
 
     @server.tool(title="Progress burst", annotations=ToolAnnotations(read_only_hint=True), structured_output=False)
-    async def progress_fast(ctx: Context, count: Annotated[int, Field(ge=0, le=100_000)] = 500) -> str:
+    async def progress_fast(
+        ctx: Context,
+        count: Annotated[int, Field(ge=0, le=100_000)] = 500,
+        stamp: Annotated[bool, Field(description="put the server's send time in each message")] = False,
+    ) -> str:
         """Sends `count` progress notifications back to back (needs a progressToken)."""
         # No sleeps on purpose: this is the flood test for a client's progress rendering.
+        # `stamp` is for bench/progress_latency.py: "t=<unix time> i=<n>" lets a browser measure delay.
         for i in range(1, count + 1):
-            await ctx.report_progress(i, count, f"fast {i}/{count}")
+            message = f"t={time.time():.6f} i={i}" if stamp else f"fast {i}/{count}"
+            await ctx.report_progress(i, count, message)
         return f"sent {count}"
 
     @server.tool(title="Slow progress", annotations=ToolAnnotations(read_only_hint=True), structured_output=False)

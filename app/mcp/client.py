@@ -68,6 +68,7 @@ class ClientConfig:
     capabilities: Callable[[], dict[str, Any]]
     protocol_version: str = PROTOCOL_VERSION
     timeout_s: float = 60.0
+    key_prefix: str = ""  # keeps exchange keys unique across reconnects of one recorded session
 
 
 class McpClient:
@@ -83,7 +84,7 @@ class McpClient:
         self._stops: dict[str, asyncio.Event] = {}
 
     def new_key(self) -> str:
-        return f"x{next(self._keys)}"
+        return f"{self.config.key_prefix}x{next(self._keys)}"
 
     def meta(self, progress_token: Any = None, log_level: str | None = None) -> dict[str, Any]:
         meta: dict[str, Any] = {

@@ -80,7 +80,7 @@ class HttpExchange:
         if frame.kind in ("response", "error"):
             return frame
         looks = "HTML" if "html" in ctype or body.lstrip().startswith("<") else (ctype or "no content type")
-        if not self._response.is_success:
+        if not self._response.is_success or looks == "HTML":
             raise ProtocolViolation(f"HTTP {status} ({looks}): this does not look like an MCP endpoint")
         raise ProtocolViolation(f"HTTP {status} with a body that is not a JSON-RPC response ({frame.problem or looks})")
 

@@ -110,16 +110,14 @@ class StdioTransport:
         stream = self._proc.stdout
         while True:
             try:
-                line = await stream.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                # A line over the limit: drop what is buffered and say so, keep reading.
-                self.record(WireEvent(direction="transport", raw="",
-                                      note=f"stdout line longer than {self._max} bytes; dropped"))
-                with contextlib.suppress(Exception):
-                    await stream.read(self._max)
+                line = await stream.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:
+                line = exc.partial  # the last line before EOF, without its newline
+                if not line:
+                    break
+            except asyncio.LimitOverrunError:
+                await self._skip_long_line(stream)
                 continue
-            if not line:
-                break
             text = line.decode("utf-8", errors="replace").rstrip("\r\n")
             if text.strip():
                 self._route(text)
@@ -128,6 +126,23 @@ class StdioTransport:
         self.record(WireEvent(direction="transport", raw="", note=self.exit_reason()))
         for exchange in list(self._pending.values()):
             exchange.queue.put_nowait(_EXITED)
+
+    async def _skip_long_line(self, stream: asyncio.StreamReader) -> None:
+        """Drop one over-long line up to and including its newline, and nothing after it."""
+        dropped = 0
+        while True:
+            try:
+                rest = await stream.readuntil(b"\n")
+                dropped += len(rest)
+                break
+            except asyncio.LimitOverrunError as exc:
+                chunk = await stream.readexactly(exc.consumed)
+                dropped += len(chunk)
+            except asyncio.IncompleteReadError as exc:
+                dropped += len(exc.partial)
+                break
+        self.record(WireEvent(direction="transport", raw="",
+                              note=f"stdout line of {dropped} bytes is over the {self._max}-byte limit; dropped"))
 
     def _route(self, text: str) -> None:
         frame = parse_frame(text)

@@ -14,7 +14,7 @@ from fastapi.responses import Response
 
 from app.console.session import ConsoleSession
 from app.mcp.client import Reply
-from app.web.deps import Owner, Web, connected, respond, wants_json
+from app.web.deps import Operator, Web, connected, respond, wants_json
 from app.web.forms import FormInput, fields_for, parse_form
 from app.web.outputs import validate_structured
 from app.web.views import operation_json, reply_json
@@ -74,7 +74,7 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
 
 
 @router.post("/sessions/{session_id}/tools/call")
-async def call_tool(request: Request, session_id: str, w: Owner) -> Response:
+async def call_tool(request: Request, session_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
     form = await _form(request)
     name = form.first("tool") or ""
@@ -92,7 +92,7 @@ async def call_tool(request: Request, session_id: str, w: Owner) -> Response:
 
 
 @router.post("/sessions/{session_id}/resources/read")
-async def read_resource(request: Request, session_id: str, w: Owner) -> Response:
+async def read_resource(request: Request, session_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
     uri = ((await _form(request)).first("uri") or "").strip()
     if not uri:
@@ -102,7 +102,7 @@ async def read_resource(request: Request, session_id: str, w: Owner) -> Response
 
 
 @router.post("/sessions/{session_id}/prompts/get")
-async def get_prompt(request: Request, session_id: str, w: Owner) -> Response:
+async def get_prompt(request: Request, session_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
     form = await _form(request)
     name = form.first("prompt") or ""
@@ -127,7 +127,7 @@ async def get_prompt(request: Request, session_id: str, w: Owner) -> Response:
 
 
 @router.post("/sessions/{session_id}/complete")
-async def complete(request: Request, session_id: str, w: Owner) -> Response:
+async def complete(request: Request, session_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
     form = await _form(request)
     ref_type = form.first("ref_type") or "ref/prompt"

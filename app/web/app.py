@@ -15,7 +15,7 @@ from app.console.manager import SessionManager
 from app.console.session import Target
 from app.console.store import Store
 from app.settings import Settings
-from app.web import actions, live_routes, op_routes, routes, ws
+from app.web import actions, export_routes, live_routes, op_routes, routes, share_routes, ws
 from app.web.deps import Web
 from app.web.render import STATIC, EventRenderer, make_env
 from app.web.security import Guard, GuardMiddleware
@@ -33,6 +33,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        manager.restore()
         for target in initial_targets or []:
             session = manager.create(target)
             app.state.initial_sessions.append(session.id)
@@ -47,6 +48,8 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.include_router(actions.router)
     app.include_router(op_routes.router)
     app.include_router(live_routes.router)
+    app.include_router(share_routes.router)
+    app.include_router(export_routes.router)
     app.include_router(ws.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     app.add_middleware(GZipMiddleware, minimum_size=1000)

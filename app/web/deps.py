@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from jinja2 import Environment
 
+from app.console.links import Role
 from app.console.manager import SessionManager
 from app.console.session import ConsoleSession
-from app.web.security import Guard, token_matches
+from app.web.security import LINK_COOKIE, PRESENTER_COOKIE, Guard, token_matches
 
 
 class Web:
@@ -33,11 +35,78 @@ def web(request: Request) -> Web:
     return value
 
 
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is asking: the owner (every session), or a share link's holder (one session, one role)."""
+
+    role: Role
+    session_id: str | None = None
+    link_id: str | None = None
+    presenter: bool = False
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == "owner"
+
+    @property
+    def sees_secrets(self) -> bool:
+        return self.is_owner and not self.presenter
+
+    def may_view(self, session_id: str) -> bool:
+        return self.is_owner or self.session_id == session_id
+
+    def may_operate(self, session_id: str) -> bool:
+        return self.is_owner or (self.role == "operator" and self.session_id == session_id)
+
+
+def identify(w: Web, headers: dict[str, str], cookies: dict[str, str]) -> Principal | None:
+    presenter = cookies.get(PRESENTER_COOKIE) == "1"
+    if token_matches(w.guard.caller_token(headers, cookies), w.guard.token):
+        return Principal("owner", presenter=presenter)
+    link = w.manager.links.find(cookies.get(LINK_COOKIE))
+    if link is not None:
+        return Principal(link.role, link.session_id, link.id, presenter=presenter)
+    return None
+
+
+def principal(request: Request) -> Principal:
+    cached = getattr(request.state, "principal", None)
+    if isinstance(cached, Principal):
+        return cached
+    found = identify(web(request), {k.lower(): v for k, v in request.headers.items()}, dict(request.cookies))
+    if found is None:
+        raise HTTPException(401, "Open the launch URL printed in the terminal (it carries the owner token), "
+                                 "or a share link you were sent.")
+    request.state.principal = found
+    return found
+
+
+def _session_param(request: Request) -> str:
+    sid = request.path_params.get("session_id")
+    if sid is None:
+        sid = split_json(str(request.path_params.get("name", "")))[0]
+    return str(sid)
+
+
+def require_viewer(request: Request) -> Web:
+    if not principal(request).may_view(_session_param(request)):
+        raise HTTPException(403, "This link does not give access to that session.")
+    return web(request)
+
+
+def require_operator(request: Request) -> Web:
+    who = principal(request)
+    sid = _session_param(request)
+    if not who.may_operate(sid):
+        raise HTTPException(403, "A viewer link is read-only: it cannot send anything to the server."
+                            if who.may_view(sid) else "This link does not give access to that session.")
+    return web(request)
+
+
 def require_owner(request: Request) -> Web:
+    if not principal(request).is_owner:
+        raise HTTPException(403, "Only the owner can do this (start processes, change the target, share).")
     w = web(request)
-    given = w.guard.caller_token({k.lower(): v for k, v in request.headers.items()}, dict(request.cookies))
-    if not token_matches(given, w.guard.token):
-        raise HTTPException(401, "Open the launch URL printed in the terminal (it carries the owner token).")
     return w
 
 
@@ -72,3 +141,5 @@ def respond(request: Request, as_json: bool, data: Any, html: str | None) -> Res
 
 
 Owner = Annotated[Web, Depends(require_owner)]
+Viewer = Annotated[Web, Depends(require_viewer)]
+Operator = Annotated[Web, Depends(require_operator)]

@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
 from app.console.live import LOG_LEVELS
-from app.web.deps import Owner, connected, respond, session_or_404
+from app.web.deps import Operator, connected, respond, session_or_404
 from app.web.op_routes import form_of
 
 router = APIRouter()
@@ -16,7 +16,7 @@ FLAGS = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
 
 
 @router.post("/sessions/{session_id}/subscriptions")
-async def start(request: Request, session_id: str, w: Owner) -> Response:
+async def start(request: Request, session_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
     form = await form_of(request)
     requested: dict[str, Any] = {flag: True for flag in FLAGS if form.first(flag)}
@@ -31,7 +31,7 @@ async def start(request: Request, session_id: str, w: Owner) -> Response:
 
 
 @router.post("/sessions/{session_id}/subscriptions/{sub_id}/stop")
-async def stop(request: Request, session_id: str, sub_id: str, w: Owner) -> Response:
+async def stop(request: Request, session_id: str, sub_id: str, w: Operator) -> Response:
     s = session_or_404(w, session_id)
     sub = s.listeners.subs.get(sub_id)
     if sub is None:
@@ -41,7 +41,7 @@ async def stop(request: Request, session_id: str, sub_id: str, w: Owner) -> Resp
 
 
 @router.post("/sessions/{session_id}/request-settings")
-async def request_settings(request: Request, session_id: str, w: Owner) -> Response:
+async def request_settings(request: Request, session_id: str, w: Operator) -> Response:
     s = session_or_404(w, session_id)
     form = await form_of(request)
     level = form.first("log_level") or ""

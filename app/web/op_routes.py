@@ -11,7 +11,7 @@ from app.console.operations import Operation
 from app.console.session import ConsoleSession
 from app.mcp import mrtr
 from app.web.answers import NotAnswered, elicitation_answer, raw_answer, sampling_answer
-from app.web.deps import Owner, Web, connected, respond, session_or_404, split_json
+from app.web.deps import Operator, Viewer, Web, connected, respond, session_or_404, split_json
 from app.web.forms import FormInput
 from app.web.views import operation_json
 
@@ -35,14 +35,14 @@ def op_response(w: Web, request: Request, s: ConsoleSession, op: Operation, as_j
 
 
 @router.get("/sessions/{session_id}/operations/{name}")
-async def show(request: Request, session_id: str, name: str, w: Owner) -> Response:
+async def show(request: Request, session_id: str, name: str, w: Viewer) -> Response:
     op_id, as_json = split_json(name)
     s = session_or_404(w, session_id)
     return op_response(w, request, s, find_op(s, op_id), as_json)
 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/answer")
-async def answer(request: Request, session_id: str, op_id: str, w: Owner) -> Response:
+async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
     op = find_op(s, op_id)
     form = await form_of(request)
@@ -72,7 +72,7 @@ async def answer(request: Request, session_id: str, op_id: str, w: Owner) -> Res
 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/cancel")
-async def cancel_operation(request: Request, session_id: str, op_id: str, w: Owner) -> Response:
+async def cancel_operation(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
     op = find_op(s, op_id)
     await s.operations.cancel(op, "owner")
@@ -82,14 +82,14 @@ async def cancel_operation(request: Request, session_id: str, op_id: str, w: Own
 
 
 @router.post("/sessions/{session_id}/cancel/{key}")
-async def cancel_exchange(request: Request, session_id: str, key: str, w: Owner) -> Response:
+async def cancel_exchange(request: Request, session_id: str, key: str, w: Operator) -> Response:
     s = connected(w, session_id)
     done = await s.cancel(key, "owner")
     return respond(request, True, {"cancelled": done, "key": key}, None)
 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/abandon")
-async def abandon(request: Request, session_id: str, op_id: str, w: Owner) -> Response:
+async def abandon(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
     s = session_or_404(w, session_id)
     op = find_op(s, op_id)
     await s.operations.abandon(op, "Abandoned by the user; no retry was sent.")
@@ -97,7 +97,7 @@ async def abandon(request: Request, session_id: str, op_id: str, w: Owner) -> Re
 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/enable-and-retry")
-async def enable_and_retry(request: Request, session_id: str, op_id: str, w: Owner) -> Response:
+async def enable_and_retry(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
     op = find_op(s, op_id)
     if not op.required_capabilities:
@@ -107,7 +107,7 @@ async def enable_and_retry(request: Request, session_id: str, op_id: str, w: Own
 
 
 @router.post("/sessions/{session_id}/capabilities")
-async def set_capabilities(request: Request, session_id: str, w: Owner) -> Response:
+async def set_capabilities(request: Request, session_id: str, w: Operator) -> Response:
     s = session_or_404(w, session_id)
     form = await form_of(request)
     chosen = set(form.get("cap", []))
@@ -125,7 +125,7 @@ async def set_capabilities(request: Request, session_id: str, w: Owner) -> Respo
 
 
 @router.post("/sessions/{session_id}/roots")
-async def set_roots(request: Request, session_id: str, w: Owner) -> Response:
+async def set_roots(request: Request, session_id: str, w: Operator) -> Response:
     s = session_or_404(w, session_id)
     form = await form_of(request)
     roots: list[dict[str, str]] = []

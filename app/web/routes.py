@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.console.session import Target
-from app.web.deps import Owner, connected, require_owner, respond, session_or_404, split_json, web
+from app.web.deps import Operator, Owner, Viewer, connected, require_owner, respond, session_or_404, split_json, web
 from app.web.forms import FormInput
 from app.web.render import ROOT
 from app.web.security import COOKIE, token_matches
@@ -87,7 +87,7 @@ async def create_session(request: Request, w: Owner) -> Response:
 
 
 @router.get("/sessions/{name}")
-async def session_page(request: Request, name: str, w: Owner) -> Response:
+async def session_page(request: Request, name: str, w: Viewer) -> Response:
     session_id, as_json = split_json(name)
     s = session_or_404(w, session_id)
     if as_json:
@@ -105,7 +105,7 @@ async def delete_session(session_id: str, w: Owner) -> Response:
 
 
 @router.post("/sessions/{session_id}/refresh")
-async def refresh(request: Request, session_id: str, w: Owner) -> Response:
+async def refresh(request: Request, session_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
     await s.refresh_lists()
     return respond(request, False, {"lists": {k: len(v) for k, v in s.lists.items()}},
@@ -113,10 +113,10 @@ async def refresh(request: Request, session_id: str, w: Owner) -> Response:
 
 
 @router.get("/sessions/{session_id}/entries/{name}")
-async def entry(request: Request, session_id: str, name: str, w: Owner) -> Response:
+async def entry(request: Request, session_id: str, name: str, w: Viewer) -> Response:
     key, as_json = split_json(name)
     s = session_or_404(w, session_id)
-    found = s.timeline.entries.get(key)
+    found = s.timeline.entry(key)
     wire = s.timeline.wire(key)
     if found is None and not wire:
         raise HTTPException(404, f"No entry {key!r}")
@@ -125,7 +125,7 @@ async def entry(request: Request, session_id: str, name: str, w: Owner) -> Respo
 
 
 @router.get("/sessions/{session_id}/timeline")
-async def older(request: Request, session_id: str, before: int, w: Owner, limit: int = 100) -> Response:
+async def older(request: Request, session_id: str, before: int, w: Viewer, limit: int = 100) -> Response:
     s = session_or_404(w, session_id)
     entries = s.timeline.older(before, min(max(limit, 1), 500))
     full_page = len(entries) >= min(max(limit, 1), 500)

@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 COOKIE = "mcp_console_token"
+LINK_COOKIE = "mcp_console_link"
+PRESENTER_COOKIE = "mcp_console_presenter"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 WILDCARDS = frozenset({"0.0.0.0", "::", "[::]", "*", ""})

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from app.console.hub import Subscriber
-from app.web.deps import Web
-from app.web.security import token_matches
+from app.web.deps import Web, identify
 
 router = APIRouter()
 HELLO_TIMEOUT_S = 5.0
@@ -23,14 +23,20 @@ def reset_message(seq: int, reason: str) -> str:
 @router.websocket("/sessions/{session_id}/ws")
 async def feed(websocket: WebSocket, session_id: str) -> None:
     w: Web = websocket.app.state.web
-    given = w.guard.caller_token({k.lower(): v for k, v in websocket.headers.items()}, dict(websocket.cookies))
+    who = identify(w, {k.lower(): v for k, v in websocket.headers.items()}, dict(websocket.cookies))
     session = w.manager.get(session_id)
-    if not token_matches(given, w.guard.token) or session is None:
+    if who is None or session is None or not who.may_view(session_id):
         await websocket.close(code=1008)
         return
     await websocket.accept()
     last_seq = await _hello(websocket)
-    sub, whole = w.manager.hub.subscribe(session_id, last_seq, session.timeline.seq)
+    sub, whole = w.manager.hub.subscribe(session_id, last_seq, session.timeline.seq, link_id=who.link_id)
+    link = w.manager.links.get(who.link_id) if who.link_id else None
+    expiry = None
+    if link is not None and link.expires is not None:
+        # An expiring link stops at once, open sockets included.
+        delay = max(0.0, link.expires - time.time())
+        expiry = asyncio.get_running_loop().call_later(delay, sub.close, "this share link expired")
     try:
         if not whole:
             await websocket.send_text(reset_message(session.timeline.seq, "missed too much"))
@@ -39,6 +45,8 @@ async def feed(websocket: WebSocket, session_id: str) -> None:
     except (WebSocketDisconnect, RuntimeError):
         pass
     finally:
+        if expiry is not None:
+            expiry.cancel()
         w.manager.hub.unsubscribe(sub)
         with contextlib.suppress(Exception):
             await websocket.close()

@@ -108,9 +108,7 @@ async def test_an_http_endpoint_that_is_not_mcp_fails_the_session_with_its_http_
 
 
 @pytest.mark.parametrize(("path", "status"), [
-    pytest.param("/", 200, marks=pytest.mark.xfail(
-        strict=True, reason="bug: app/mcp/http.py _body_frame prefers the JSON parse error over 'HTML' for a "
-                            "200 text/html body, so the message talks of malformed JSON, not of a web page")),
+    ("/", 200),
     ("/mcp", 404),
 ], ids=["html-page", "html-404"])
 async def test_the_failure_message_says_the_endpoint_answered_html_and_is_not_mcp(
@@ -164,14 +162,40 @@ async def test_sse_with_crlf_comments_and_an_empty_priming_event_connects(
     assert not [e for e in s["timeline"] if e["kind"] == "notice" and e.get("level") == "warning"]
 
 
+@pytest.mark.parametrize("framing", ["json", "sse"])
 async def test_a_response_larger_than_max_message_bytes_fails_with_a_clear_message(
-        make_console: Any, demo_url: str, tiny_http: TinyHttp) -> None:
+        make_console: Any, demo_url: str, tiny_http: TinyHttp, framing: str) -> None:
     console: Console = make_console(max_message_bytes=100_000)
 
     def huge(seen: Seen) -> tuple[int, str, bytes]:
-        return _json(tiny_http.result(seen.json()["id"], tiny_http.discover(instructions="x" * 200_000)))
+        body = tiny_http.result(seen.json()["id"], tiny_http.discover(instructions="x" * 200_000))
+        if framing == "sse":
+            return 200, "text/event-stream", b"event: message\ndata: " + body + b"\n\n"
+        return _json(body)
 
     server = tiny_http.start(huge)
     s = await console.connect(kind="http", url=server.url, headers="")
-    _failed(s, "larger than 100000 bytes")
+    _failed(s, "than 100000 bytes")
     await _still_serves(console, demo_url)
+
+
+async def test_extra_headers_from_the_form_are_sent_and_shown_on_the_wire(
+        console: Console, tiny_http: TinyHttp) -> None:
+    server = tiny_http.start(lambda seen: _json(tiny_http.result(seen.json()["id"], tiny_http.discover())))
+    s = await console.connect(kind="http", url=server.url, headers="X-Team: blue\nX-Trace-Id: abc-123\n")
+    assert s["status"] == "connected", s["status_message"]
+    [seen] = server.requests
+    assert seen.headers["x-team"] == "blue" and seen.headers["x-trace-id"] == "abc-123"
+    assert seen.headers["mcp-method"] == "server/discover"
+    [discover] = [e for e in s["timeline"] if e["kind"] == "exchange"]
+    [out] = [w for w in (await console.entry(s["id"], discover["key"]))["wire"] if w["direction"] == "out"]
+    assert ["x-team", "blue"] in out["headers"]
+
+
+async def test_a_header_line_without_a_colon_is_refused_before_anything_starts(console: Console) -> None:
+    response = await console.http.post("/sessions", data={"kind": "http", "url": "http://127.0.0.1:9/mcp",
+                                                          "headers": "not a header"},
+                                       headers={"Accept": "application/json"})
+    assert response.status_code == 400
+    assert "Name: value" in response.json()["error"]
+    assert console.manager.sessions == {}

@@ -85,8 +85,6 @@ async def test_timeline_has_one_finished_entry_per_exchange_with_timing_and_size
     assert set(await console.shown_statuses(s["id"], reply["key"])) <= {"ok", "complete"}
 
 
-@pytest.mark.xfail(strict=True, reason="bug: app/console/timeline.py fold() drops the snapshot of an exchange "
-                                       "that is an operation's round, so its entry JSON twin says entry: null")
 async def test_entry_json_of_a_tool_call_has_its_exchange_snapshot(console: Console, demo_url: str) -> None:
     s = await _connected(console, demo_url)
     reply = await console.call_tool(s["id"], "add", a="2", b="40")
@@ -134,10 +132,6 @@ async def test_fail_tool_gives_an_is_error_result_not_a_json_rpc_error(console: 
     assert "isError" in html.text
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a tools/call answered with isError shows as 'complete' on the "
-                                       "timeline: app/console/operations.py _take_reply sets the round and "
-                                       "operation status from resultType only, and timeline.fold drops the "
-                                       "exchange's own 'tool_error' status")
 async def test_fail_tool_call_is_marked_tool_error_on_the_timeline(console: Console, demo_url: str) -> None:
     s = await _connected(console, demo_url)
     reply = await console.call_tool(s["id"], "fail")
@@ -183,8 +177,6 @@ async def test_reading_a_resource_and_getting_a_prompt_work(console: Console, de
     assert named[("prompts/get", "greet")] in ("ok", "complete")
 
 
-@pytest.mark.xfail(reason="bug: the demo server answers an unknown tool with an isError result, "
-                          "not the JSON-RPC -32602 error the spec prescribes", strict=True)
 async def test_unknown_tool_on_the_demo_server_gives_json_rpc_error_32602(console: Console, demo_url: str) -> None:
     s = await _connected(console, demo_url)
     reply = await console.call_tool(s["id"], "no_such_tool")

@@ -1,0 +1,154 @@
+"""Session files, HAR 1.2 and cURL: what happened in a session, in forms that travel.
+
+Secrets are masked unless the owner explicitly asks to include them.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from collections import OrderedDict
+from datetime import UTC, datetime
+from typing import Any
+
+from app import __version__
+from app.console.events import TimelineEvent
+from app.console.secrets import is_secret, mask_url, mask_value, mask_wire
+from app.console.store import Store
+
+FORMAT = "mcp-console-session"
+VERSION = 1
+# Headers curl sets itself, or that would change what comes back (compressed bytes on a terminal).
+CURL_SKIP = frozenset({"host", "content-length", "accept-encoding", "connection"})
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def session_file(session_id: str, meta: dict[str, Any], created: float, store: Store,
+                 include_secrets: bool = False) -> dict[str, Any]:
+    events = [e.to_dict() for e in store.events(session_id)]
+    meta = json.loads(json.dumps(meta))  # a deep copy we may mask
+    if not include_secrets:
+        for event in events:
+            if event["kind"] == "wire":
+                event["data"] = mask_wire(event["data"])
+        target = meta.get("target") or {}
+        headers = target.get("headers") or {}
+        target["headers"] = {k: (mask_value(k, v) if is_secret(k) else v) for k, v in headers.items()}
+        if target.get("url"):
+            target["url"] = mask_url(target["url"])
+    return {"format": FORMAT, "version": VERSION, "exported_at": _iso(time.time()), "console_version": __version__,
+            "secrets": "included" if include_secrets else "masked",
+            "session": {"id": session_id, "created": created, "meta": meta}, "events": events}
+
+
+def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEvent]]:
+    """Validate an uploaded session file; returns (meta, created, events). Raises ValueError."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError("not an MCP Console session file")
+    if data.get("version") != VERSION:
+        raise ValueError(f"session file version {data.get('version')!r} is not supported (this reads {VERSION})")
+    session = data.get("session")
+    if not isinstance(session, dict) or not isinstance(session.get("meta"), dict):
+        raise ValueError("the file has no session metadata")
+    raw_events = data.get("events")
+    if not isinstance(raw_events, list):
+        raise ValueError("the file has no events list")
+    events = [TimelineEvent.from_dict(e) for e in raw_events]
+    return session["meta"], float(session.get("created") or time.time()), events
+
+
+def exchanges(session_id: str, store: Store) -> OrderedDict[str, dict[str, Any]]:
+    """Every exchange's entry facts and wire events, in the order they started."""
+    out: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    for event in store.events(session_id, kinds=("exchange", "wire")):
+        key = event.data.get("exchange") if event.kind == "wire" else event.data.get("key")
+        if not key:
+            continue
+        item = out.setdefault(key, {"entry": {}, "wire": []})
+        if event.kind == "exchange":
+            item["entry"].update(event.data)
+        else:
+            item["wire"].append(event.data)
+    return out
+
+
+def _parts(wire: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[dict[str, Any]]]:
+    sent = next((w for w in wire if w["direction"] == "out"), None)
+    head = next((w for w in wire if w["direction"] == "transport" and w.get("http_status") is not None), None)
+    frames = [w for w in wire if w["direction"] == "in"]
+    return sent, head, frames
+
+
+def _headers(pairs: list[list[str]] | None, include_secrets: bool) -> list[dict[str, str]]:
+    return [{"name": k, "value": v if include_secrets or not is_secret(k) else mask_value(k, v)}
+            for k, v in pairs or []]
+
+
+def har(session_id: str, url: str, store: Store, include_secrets: bool = False) -> dict[str, Any]:
+    entries = []
+    for key, item in exchanges(session_id, store).items():
+        sent, head, frames = _parts(item["wire"])
+        if sent is None or sent.get("headers") is None:
+            continue  # not an HTTP exchange (stdio frames carry no headers)
+        entries.append(_har_entry(key, item["entry"], url, sent, head, frames, include_secrets))
+    return {"log": {"version": "1.2", "creator": {"name": "MCP Console", "version": __version__},
+                    "pages": [], "entries": entries}}
+
+
+def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], head: dict[str, Any] | None,
+               frames: list[dict[str, Any]], include_secrets: bool) -> dict[str, Any]:
+    body = sent["raw"]
+    response_headers = (head or {}).get("headers") or []
+    ctype = next((v for k, v in response_headers if k.lower() == "content-type"), "")
+    streamed = ctype.startswith("text/event-stream")
+    text = "".join(f"data: {f['raw']}\n\n" for f in frames) if streamed else "".join(f["raw"] for f in frames)
+    start = sent["wall"]
+    first = head["wall"] if head else start
+    last = frames[-1]["wall"] if frames else first
+    status = (head or {}).get("http_status") or 0
+    note = (head or {}).get("note") or ""
+    result_type = None
+    if frames:
+        try:
+            final = json.loads(frames[-1]["raw"])
+            result_type = (final.get("result") or {}).get("resultType") if isinstance(final, dict) else None
+        except ValueError:
+            pass
+    return {
+        "startedDateTime": _iso(start),
+        "time": round((last - start) * 1000, 3),
+        "request": {"method": "POST", "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
+                    "headers": _headers(sent.get("headers"), include_secrets), "queryString": [],
+                    "postData": {"mimeType": "application/json", "text": body},
+                    "headersSize": -1, "bodySize": len(body.encode("utf-8"))},
+        "response": {"status": status, "statusText": note.split(" ", 2)[2] if note.count(" ") >= 2 else "",
+                     "httpVersion": "HTTP/1.1", "cookies": [], "headers": _headers(response_headers, include_secrets),
+                     "content": {"size": len(text.encode("utf-8")), "mimeType": ctype or "x-unknown", "text": text},
+                     "redirectURL": "", "headersSize": -1, "bodySize": len(text.encode("utf-8"))},
+        "cache": {},
+        "timings": {"send": 0, "wait": round((first - start) * 1000, 3), "receive": round((last - first) * 1000, 3)},
+        "_mcp": {"exchange": key, "method": entry.get("method"), "jsonrpcId": entry.get("id"),
+                 "operationId": entry.get("op"), "round": entry.get("round"),
+                 "subscriptionId": entry.get("id") if entry.get("method") == "subscriptions/listen" else None,
+                 "resultType": result_type, "status": entry.get("status")},
+    }
+
+
+def curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | None:
+    """The request as a curl command line that reproduces it exactly (None for non-HTTP exchanges)."""
+    sent, _, _ = _parts(wire)
+    if sent is None or sent.get("headers") is None:
+        return None
+    lines = [f"curl -sS -X POST {shlex.quote(url)}"]
+    for name, value in sent["headers"]:
+        if name.lower() in CURL_SKIP:
+            continue
+        shown = value if include_secrets or not is_secret(name) else mask_value(name, value)
+        lines.append(f"  -H {shlex.quote(f'{name}: {shown}')}")
+    lines.append(f"  --data-raw {shlex.quote(sent['raw'])}")
+    return " \\\n".join(lines)
+

@@ -1,0 +1,48 @@
+"""The registry of share links: create, find by token, revoke, and tell the hub to cut sockets."""
+
+from __future__ import annotations
+
+import time
+
+from app.console.hub import Hub
+from app.console.links import Role, ShareLink, hash_token, new_link
+from app.console.store import Store
+
+
+class LinkRegistry:
+    def __init__(self, store: Store, hub: Hub) -> None:
+        self._store = store
+        self._hub = hub
+        self._by_hash: dict[str, ShareLink] = {}
+        for raw in store.links():
+            link = ShareLink.from_dict(raw)
+            self._by_hash[link.token_hash] = link
+
+    def create(self, session_id: str, role: Role, ttl_s: float | None, label: str = "") -> tuple[ShareLink, str]:
+        link, token = new_link(session_id, role, ttl_s, label)
+        self._by_hash[link.token_hash] = link
+        self._store.save_link(link.to_dict())
+        return link, token
+
+    def find(self, token: str | None) -> ShareLink | None:
+        """The active link for a token; None for unknown, revoked or expired tokens."""
+        if not token:
+            return None
+        link = self._by_hash.get(hash_token(token))
+        return link if link is not None and link.active() else None
+
+    def for_session(self, session_id: str) -> list[ShareLink]:
+        return sorted((lk for lk in self._by_hash.values() if lk.session_id == session_id), key=lambda lk: lk.created)
+
+    def get(self, link_id: str) -> ShareLink | None:
+        return next((lk for lk in self._by_hash.values() if lk.id == link_id), None)
+
+    def revoke(self, link: ShareLink) -> None:
+        link.revoked = time.time()
+        self._store.save_link(link.to_dict())
+        self._hub.close_link(link.id, "this share link was revoked")
+
+    def forget_session(self, session_id: str) -> None:
+        for link in self.for_session(session_id):
+            self._hub.close_link(link.id, "the session was deleted")
+            del self._by_hash[link.token_hash]

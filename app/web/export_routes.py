@@ -1,0 +1,130 @@
+"""Export (session file, HAR), import, Copy as cURL, replay and reconnect."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+
+from app.console import export
+from app.console.session import ConsoleSession
+from app.mcp.client import MRTR_METHODS
+from app.web.deps import Operator, Owner, Viewer, connected, principal, respond, session_or_404
+from app.web.op_routes import form_of, op_response
+from app.web.views import reply_json
+
+router = APIRouter()
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
+
+
+def _secrets(request: Request) -> bool:
+    """Secrets go out only when the owner asks for them explicitly."""
+    return principal(request).is_owner and request.query_params.get("secrets") == "1"
+
+
+def _download(data: Any, filename: str, media_type: str) -> Response:
+    return JSONResponse(data, media_type=media_type,
+                        headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+@router.get("/sessions/{session_id}/export.json")
+async def export_session(request: Request, session_id: str, w: Viewer) -> Response:
+    s = session_or_404(w, session_id)
+    data = export.session_file(s.id, s.meta(), s.created, s.store, include_secrets=_secrets(request))
+    return _download(data, f"mcp-session-{s.id}.json", "application/json")
+
+
+@router.get("/sessions/{session_id}/export.har")
+async def export_har(request: Request, session_id: str, w: Viewer) -> Response:
+    s = session_or_404(w, session_id)
+    data = export.har(s.id, s.target.url, s.store, include_secrets=_secrets(request))
+    return _download(data, f"mcp-session-{s.id}.har", "application/json")
+
+
+@router.post("/sessions/import")
+async def import_session(request: Request, w: Owner) -> Response:
+    body = await _upload(request)
+    try:
+        meta, created, events = export.read_session_file(json.loads(body))
+    except ValueError as exc:  # JSONDecodeError is a ValueError too
+        raise HTTPException(400, f"Cannot import: {exc}") from exc
+    session = w.manager.import_session(meta, created, events)
+    if "application/json" in request.headers.get("accept", ""):
+        return respond(request, True, {"id": session.id, "url": f"/sessions/{session.id}"}, None)
+    return RedirectResponse(f"/sessions/{session.id}", status_code=303)
+
+
+async def _upload(request: Request) -> bytes:
+    ctype = request.headers.get("content-type", "")
+    if ctype.startswith("multipart/form-data"):
+        form = await request.form()
+        upload = form.get("file")
+        if upload is None or isinstance(upload, str):
+            raise HTTPException(400, "Choose a session file to import")
+        data = await upload.read(MAX_IMPORT_BYTES + 1)
+    else:
+        data = await request.body()
+    if len(data) > MAX_IMPORT_BYTES:
+        raise HTTPException(413, "That file is too large to import")
+    return data
+
+
+@router.get("/sessions/{session_id}/entries/{key}/curl")
+async def copy_as_curl(request: Request, session_id: str, key: str, w: Viewer) -> Response:
+    s = session_or_404(w, session_id)
+    who = principal(request)
+    command = export.curl(s.target.url, s.timeline.wire(key), include_secrets=who.sees_secrets)
+    if command is None:
+        raise HTTPException(404, "Only HTTP requests can be copied as cURL")
+    return PlainTextResponse(command)
+
+
+@router.post("/sessions/{session_id}/replay")
+async def replay(request: Request, session_id: str, w: Operator) -> Response:
+    """Re-send a past request, as it was or edited, as a new entry linked to the original."""
+    s = connected(w, session_id)
+    form = await form_of(request)
+    original = form.first("key") or ""
+    method, params = _original_request(s, original)
+    if form.first("mode") == "edited":
+        method = (form.first("method") or method).strip()
+        try:
+            params = json.loads(form.first("params") or "{}")
+        except ValueError as exc:
+            raise HTTPException(400, f"The edited params are not valid JSON: {exc}") from exc
+        if not isinstance(params, dict):
+            raise HTTPException(400, "The edited params must be a JSON object")
+    params.pop("_meta", None)  # the console stamps fresh per-request _meta, as on every request
+    if method in MRTR_METHODS:
+        op = s.operations.create(method, params, replay_of=original, keep_mrtr=True)
+        await s.operations.run(op)
+        return op_response(w, request, s, op)
+    reply = await s.run(method, params, replay_of=original)
+    return respond(request, False, reply_json(reply), w.render("_result.html", s=s, reply=reply,
+                                                                result=reply.result, validation=None))
+
+
+def _original_request(s: ConsoleSession, key: str) -> tuple[str, dict[str, Any]]:
+    sent = next((w for w in s.timeline.wire(key) if w["direction"] == "out"), None)
+    if sent is None:
+        raise HTTPException(404, f"No request recorded under {key!r}")
+    try:
+        message = json.loads(sent["raw"])
+    except ValueError as exc:
+        raise HTTPException(400, "The recorded request is not JSON") from exc
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    return str(message.get("method")), dict(params)
+
+
+@router.post("/sessions/{session_id}/reconnect")
+async def reconnect(request: Request, session_id: str, w: Owner) -> Response:
+    """Connect a restored session again (for stdio this starts the process: owner only, POST only)."""
+    s = session_or_404(w, session_id)
+    if s.read_only:
+        raise HTTPException(409, "An imported session is read-only: it has no target to connect to")
+    if s.status in ("connecting", "connected"):
+        raise HTTPException(409, f"The session is already {s.status}")
+    w.manager.start(s)
+    return RedirectResponse(f"/sessions/{s.id}", status_code=303)
