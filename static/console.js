@@ -41,4 +41,23 @@
   document.addEventListener("htmx:validation:validate", function (evt) {
     if (evt.target.tagName === "FORM") checkGroups(evt.target);
   });
+
+  // Copy buttons: fetch the text (e.g. a cURL command) on click, then put it on the clipboard.
+  document.addEventListener("click", function (evt) {
+    var btn = evt.target.closest("[data-copy-url],[data-copy-from]");
+    if (!btn) return;
+    var done = function (text) {
+      var ok = function () { btn.dataset.copied = "1"; btn.textContent = "Copied"; };
+      if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(ok, ok);
+      else { var ta = document.createElement("textarea"); ta.value = text; document.body.appendChild(ta);
+             ta.select(); document.execCommand("copy"); ta.remove(); ok(); }
+      btn.dataset.copiedText = text;
+    };
+    if (btn.dataset.copyFrom) {
+      var src = btn.parentElement.querySelector(btn.dataset.copyFrom);
+      if (src) done(src.value || src.textContent);
+    } else {
+      fetch(btn.dataset.copyUrl, { credentials: "same-origin" }).then(function (r) { return r.text(); }).then(done);
+    }
+  });
 })();

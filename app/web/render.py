@@ -19,6 +19,7 @@ from app.console.events import TimelineEvent
 from app.console.live import LOG_LEVELS
 from app.console.manager import SessionManager
 from app.console.operations import Operation
+from app.console.secrets import mask_headers, mask_url
 from app.mcp.errors import ERROR_NAMES
 from app.mcp.headers import decode_value
 from app.mcp.jsonrpc import pretty
@@ -111,6 +112,17 @@ def dom_id(value: Any) -> str:
     return hashlib.sha1(str(value).encode("utf-8")).hexdigest()[:12]
 
 
+def from_json(raw: Any) -> Any:
+    try:
+        return json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+
+
+def without_meta(params: Any) -> Any:
+    return {k: v for k, v in params.items() if k != "_meta"} if isinstance(params, dict) else params
+
+
 def to_json(value: Any, indent: int | None = 2) -> str:
     return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
 
@@ -119,11 +131,13 @@ def make_env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(ms=fmt_ms, bytes=fmt_bytes, clock=fmt_time, tojson_pretty=to_json, pretty=pretty,
-                       header_decoded=decode_value, dom_id=dom_id)
+                       header_decoded=decode_value, dom_id=dom_id, from_json=from_json,
+                       without_meta=without_meta)
     env.globals.update(error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
                        fields_for=fields_for, waterfall=waterfall, url_facts=url_facts,
-                       form_fields=form_fields, kind_of=kind_of, levels=LOG_LEVELS)
+                       form_fields=form_fields, kind_of=kind_of, levels=LOG_LEVELS, mask_headers=mask_headers,
+                       mask_url=mask_url)
     return env
 
 

@@ -9,8 +9,20 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from app.console.secrets import mask_wire
 from app.console.session import Target
-from app.web.deps import Operator, Owner, Viewer, connected, require_owner, respond, session_or_404, split_json, web
+from app.web.deps import (
+    Operator,
+    Owner,
+    Viewer,
+    connected,
+    principal,
+    require_owner,
+    respond,
+    session_or_404,
+    split_json,
+    web,
+)
 from app.web.forms import FormInput
 from app.web.render import ROOT
 from app.web.security import COOKIE, token_matches
@@ -32,7 +44,8 @@ async def home(request: Request, token: str | None = None, next: str = "/") -> R
         response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
         return response
     require_owner(request)
-    return w.page("home.html", sessions=w.manager.listing(), demo_url=w.manager.settings.demo_url)
+    return w.page("home.html", sessions=w.manager.listing(), demo_url=w.manager.settings.demo_url,
+                  me=principal(request), here="/")
 
 
 @router.get("/sessions.json")
@@ -94,7 +107,10 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
         return respond(request, True, session_json(s), None)
     entries = s.timeline.recent()
     oldest = min((e["seq0"] for e in entries), default=0) if s.timeline.evicted else 0
-    return w.page("session.html", s=s, entries=entries, seq=s.timeline.seq, oldest=oldest)
+    me = principal(request)
+    links = w.manager.links.for_session(s.id) if me.is_owner else []
+    return w.page("session.html", s=s, entries=entries, seq=s.timeline.seq, oldest=oldest, me=me,
+                  here=f"/sessions/{s.id}", links=links)
 
 
 @router.post("/sessions/{session_id}/delete")
@@ -120,8 +136,12 @@ async def entry(request: Request, session_id: str, name: str, w: Viewer) -> Resp
     wire = s.timeline.wire(key)
     if found is None and not wire:
         raise HTTPException(404, f"No entry {key!r}")
+    me = principal(request)
+    if not me.sees_secrets:
+        wire = [mask_wire(item) for item in wire]
     data = {"entry": found, "wire": wire}
-    return respond(request, as_json, data, None if as_json else w.render("_entry_detail.html", s=s, **data))
+    return respond(request, as_json, data,
+                   None if as_json else w.render("_entry_detail.html", s=s, key=key, me=me, **data))
 
 
 @router.get("/sessions/{session_id}/timeline")
