@@ -14,17 +14,13 @@ from fastapi.responses import Response
 
 from app.console.session import ConsoleSession
 from app.mcp.client import Reply
-from app.web.deps import Operator, Web, connected, respond, wants_json
-from app.web.forms import FormInput, fields_for, parse_form
+from app.web.deps import Operator, Web, connected, form_input, respond, wants_json
+from app.web.forms import fields_for, parse_form
 from app.web.outputs import validate_structured
 from app.web.views import operation_json, reply_json
 
 router = APIRouter()
 QUICK_ANSWER_S = 0.5
-
-
-async def _form(request: Request) -> FormInput:
-    return FormInput([(k, v) for k, v in (await request.form()).multi_items() if isinstance(v, str)])
 
 
 def _find(items: list[dict[str, Any]], key: str, value: str) -> dict[str, Any] | None:
@@ -76,7 +72,7 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
 @router.post("/sessions/{session_id}/tools/call")
 async def call_tool(request: Request, session_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
-    form = await _form(request)
+    form = await form_input(request)
     name = form.first("tool") or ""
     tool = _find(s.lists["tools"], "name", name)
     if form.first("mode") == "json" or tool is None:
@@ -94,7 +90,7 @@ async def call_tool(request: Request, session_id: str, w: Operator) -> Response:
 @router.post("/sessions/{session_id}/resources/read")
 async def read_resource(request: Request, session_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
-    uri = ((await _form(request)).first("uri") or "").strip()
+    uri = ((await form_input(request)).first("uri") or "").strip()
     if not uri:
         return _not_sent(w, request, {"uri": "Give a resource URI"}, {"uri": "URI"})
     s.read_uris.add(uri)
@@ -104,7 +100,7 @@ async def read_resource(request: Request, session_id: str, w: Operator) -> Respo
 @router.post("/sessions/{session_id}/prompts/get")
 async def get_prompt(request: Request, session_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
-    form = await _form(request)
+    form = await form_input(request)
     name = form.first("prompt") or ""
     prompt = _find(s.lists["prompts"], "name", name)
     arguments: dict[str, str] = {}
@@ -129,7 +125,7 @@ async def get_prompt(request: Request, session_id: str, w: Operator) -> Response
 @router.post("/sessions/{session_id}/complete")
 async def complete(request: Request, session_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
-    form = await _form(request)
+    form = await form_input(request)
     ref_type = form.first("ref_type") or "ref/prompt"
     ref: dict[str, Any] = {"type": ref_type}
     if ref_type == "ref/prompt":

@@ -12,6 +12,7 @@ from jinja2 import Environment
 from app.console.links import Role
 from app.console.manager import SessionManager
 from app.console.session import ConsoleSession
+from app.web.forms import FormInput
 from app.web.security import LINK_COOKIE, PRESENTER_COOKIE, Guard, token_matches
 
 
@@ -122,6 +123,11 @@ def connected(w: Web, session_id: str) -> ConsoleSession:
     if s.client is None or s.status != "connected":
         raise HTTPException(409, f"The session is {s.status}: {s.status_message or 'not connected'}")
     return s
+
+
+async def form_input(request: Request) -> FormInput:
+    """The submitted form as name → values (checkbox groups repeat names); files are left out."""
+    return FormInput([(k, v) for k, v in (await request.form()).multi_items() if isinstance(v, str)])
 
 
 def split_json(name: str) -> tuple[str, bool]:

@@ -11,8 +11,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse,
 from app.console import export
 from app.console.session import ConsoleSession
 from app.mcp.client import MRTR_METHODS
-from app.web.deps import Operator, Owner, Viewer, connected, principal, respond, session_or_404
-from app.web.op_routes import form_of, op_response
+from app.web.deps import Operator, Owner, Viewer, connected, form_input, principal, respond, session_or_404
+from app.web.op_routes import op_response
 from app.web.views import reply_json
 
 router = APIRouter()
@@ -85,7 +85,7 @@ async def copy_as_curl(request: Request, session_id: str, key: str, w: Viewer) -
 async def replay(request: Request, session_id: str, w: Operator) -> Response:
     """Re-send a past request, as it was or edited, as a new entry linked to the original."""
     s = connected(w, session_id)
-    form = await form_of(request)
+    form = await form_input(request)
     original = form.first("key") or ""
     method, params = _original_request(s, original)
     if form.first("mode") == "edited":

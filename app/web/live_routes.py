@@ -8,8 +8,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
 from app.console.live import LOG_LEVELS
-from app.web.deps import Operator, connected, respond, session_or_404
-from app.web.op_routes import form_of
+from app.web.deps import Operator, connected, form_input, respond, session_or_404
 
 router = APIRouter()
 FLAGS = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
@@ -18,7 +17,7 @@ FLAGS = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
 @router.post("/sessions/{session_id}/subscriptions")
 async def start(request: Request, session_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
-    form = await form_of(request)
+    form = await form_input(request)
     requested: dict[str, Any] = {flag: True for flag in FLAGS if form.first(flag)}
     uris = [u for u in form.get("resourceSubscriptions", []) if u.strip()]
     uris += [line.strip() for line in (form.first("extra_uris") or "").splitlines() if line.strip()]
@@ -43,7 +42,7 @@ async def stop(request: Request, session_id: str, sub_id: str, w: Operator) -> R
 @router.post("/sessions/{session_id}/request-settings")
 async def request_settings(request: Request, session_id: str, w: Operator) -> Response:
     s = session_or_404(w, session_id)
-    form = await form_of(request)
+    form = await form_input(request)
     level = form.first("log_level") or ""
     if level not in LOG_LEVELS:
         raise HTTPException(400, f"Unknown log level {level!r}")

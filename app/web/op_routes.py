@@ -11,15 +11,10 @@ from app.console.operations import Operation
 from app.console.session import ConsoleSession
 from app.mcp import mrtr
 from app.web.answers import NotAnswered, elicitation_answer, raw_answer, sampling_answer
-from app.web.deps import Operator, Viewer, Web, connected, respond, session_or_404, split_json
-from app.web.forms import FormInput
+from app.web.deps import Operator, Viewer, Web, connected, form_input, respond, session_or_404, split_json
 from app.web.views import operation_json
 
 router = APIRouter()
-
-
-async def form_of(request: Request) -> FormInput:
-    return FormInput([(k, v) for k, v in (await request.form()).multi_items() if isinstance(v, str)])
 
 
 def find_op(s: ConsoleSession, op_id: str) -> Operation:
@@ -45,7 +40,7 @@ async def show(request: Request, session_id: str, name: str, w: Viewer) -> Respo
 async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
     op = find_op(s, op_id)
-    form = await form_of(request)
+    form = await form_input(request)
     key = form.first("key") or ""
     input_request = op.pending.get(key)
     if input_request is None:
@@ -109,7 +104,7 @@ async def enable_and_retry(request: Request, session_id: str, op_id: str, w: Ope
 @router.post("/sessions/{session_id}/capabilities")
 async def set_capabilities(request: Request, session_id: str, w: Operator) -> Response:
     s = session_or_404(w, session_id)
-    form = await form_of(request)
+    form = await form_input(request)
     chosen = set(form.get("cap", []))
     caps: dict[str, Any] = {}
     modes: dict[str, Any] = {m: {} for m in ("form", "url") if f"elicitation.{m}" in chosen}
@@ -127,7 +122,7 @@ async def set_capabilities(request: Request, session_id: str, w: Operator) -> Re
 @router.post("/sessions/{session_id}/roots")
 async def set_roots(request: Request, session_id: str, w: Operator) -> Response:
     s = session_or_404(w, session_id)
-    form = await form_of(request)
+    form = await form_input(request)
     roots: list[dict[str, str]] = []
     problems: list[str] = []
     for line in (form.first("roots") or "").splitlines():

@@ -6,8 +6,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
 from app.console.links import ROLES
-from app.web.deps import Owner, principal, respond, session_or_404, web
-from app.web.op_routes import form_of
+from app.web.deps import Owner, form_input, principal, respond, session_or_404, web
 from app.web.security import LINK_COOKIE, PRESENTER_COOKIE
 
 router = APIRouter()
@@ -36,7 +35,7 @@ async def land(request: Request, token: str) -> Response:
 @router.post("/sessions/{session_id}/links")
 async def create_link(request: Request, session_id: str, w: Owner) -> Response:
     s = session_or_404(w, session_id)
-    form = await form_of(request)
+    form = await form_input(request)
     role = form.first("role") or "viewer"
     if role not in ROLES:
         raise HTTPException(400, f"A link's role is viewer or operator, not {role!r}")
@@ -70,7 +69,7 @@ async def revoke_link(request: Request, session_id: str, link_id: str, w: Owner)
 async def presenter(request: Request) -> Response:
     """Toggle presenter mode for this browser: larger type, secrets hidden, fewer panels."""
     who = principal(request)
-    form = await form_of(request)
+    form = await form_input(request)
     back = form.first("next") or "/"
     if not back.startswith("/") or back.startswith("//"):
         back = "/"
