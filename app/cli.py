@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "serve":
         serve(settings)
         return
+    # uvicorn re-raises SIGTERM once it has shut down; make that an exit that runs `finally`,
+    # so the demo server is stopped however the console is.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     proc, url = start_demo_server(args.demo_port)
     print(f"Demo server: {url}", flush=True)
     settings.demo_url = url

@@ -3,6 +3,25 @@
 (function () {
   "use strict";
   var lastSeq = null;
+
+  // Pushed fragments are rendered once for every tab, so some target elements only one tab has
+  // (the card of an operation started there). Drop those parts before htmx swaps, instead of
+  // letting it log an error for each.
+  htmx.defineExtension("mcp-filter", {
+    transformResponse: function (text, xhr) {
+      if (xhr) return text;  // only websocket messages come without an XHR
+      var tpl = document.createElement("template");
+      tpl.innerHTML = text;
+      Array.prototype.slice.call(tpl.content.children).forEach(function (child) {
+        var spec = child.getAttribute("hx-swap-oob") || "true";
+        var colon = spec.indexOf(":");
+        var present = colon >= 0 ? document.querySelector(spec.slice(colon + 1))
+                                 : (child.id ? document.getElementById(child.id) : null);
+        if (!present) child.remove();
+      });
+      return tpl.innerHTML;
+    }
+  });
   var SEQ = /^\s*<div id="ws-seq"[^>]*data-seq="(\d+)"( data-reset="1")?/;
 
   document.addEventListener("htmx:wsOpen", function (evt) {
@@ -21,6 +40,26 @@
     if (lastSeq !== null && seq <= lastSeq) { evt.preventDefault(); return; }  // already shown
     lastSeq = seq;
   });
+  // The page holds a bounded window of the timeline: live entries push old ones out, and the
+  // "Load older entries" button brings them back on demand. Cost stays flat as a session grows.
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    var list = document.getElementById("timeline-list");
+    if (!list) return;
+    var limit = parseInt(list.dataset.window || "200", 10);
+    var extra = list.children.length - limit;
+    if (extra <= 0) return;
+    for (var i = 0; i < extra; i++) list.removeChild(list.lastElementChild);
+    var oldest = list.lastElementChild && list.lastElementChild.dataset.seq;
+    var older = document.getElementById("older");
+    if (!oldest || !older) return;
+    var btn = document.createElement("button");
+    btn.id = "older"; btn.className = "link"; btn.textContent = "Load older entries";
+    btn.setAttribute("hx-get", "/sessions/" + list.dataset.session + "/timeline?before=" + oldest);
+    btn.setAttribute("hx-target", "#timeline-list"); btn.setAttribute("hx-swap", "beforeend");
+    older.replaceWith(btn);
+    htmx.process(btn);
+  });
+
   // Multi-select groups: the browser has no built-in minItems/maxItems check, so set one.
   function checkGroups(form) {
     form.querySelectorAll("fieldset[data-multi]").forEach(function (fs) {

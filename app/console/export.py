@@ -94,7 +94,8 @@ def har(session_id: str, url: str, store: Store, include_secrets: bool = False) 
         sent, head, frames = _parts(item["wire"])
         if sent is None or sent.get("headers") is None:
             continue  # not an HTTP exchange (stdio frames carry no headers)
-        entries.append(_har_entry(key, item["entry"], url, sent, head, frames, include_secrets))
+        entries.append(_har_entry(key, item["entry"], url if include_secrets else mask_url(url), sent, head, frames,
+                                  include_secrets))
     return {"log": {"version": "1.2", "creator": {"name": "MCP Console", "version": __version__},
                     "pages": [], "entries": entries}}
 
@@ -143,7 +144,7 @@ def curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | N
     sent, _, _ = _parts(wire)
     if sent is None or sent.get("headers") is None:
         return None
-    lines = [f"curl -sS -X POST {shlex.quote(url)}"]
+    lines = [f"curl -sS -X POST {shlex.quote(url if include_secrets else mask_url(url))}"]
     for name, value in sent["headers"]:
         if name.lower() in CURL_SKIP:
             continue

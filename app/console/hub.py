@@ -44,18 +44,27 @@ class Hub:
         self._queue_size = queue_size
         self._ring_size = ring_size
         self._subs: dict[str, set[Subscriber]] = {}
-        self._rings: dict[str, deque[tuple[int, str | None]]] = {}
+        # Per session: the last events, each as its rendered payload (str), None when it renders
+        # to nothing, or the event itself when nobody was watching (rendered on demand).
+        self._rings: dict[str, deque[tuple[int, str | TimelineEvent | None]]] = {}
         self.rendered = 0
 
     def publish(self, event: TimelineEvent) -> None:
+        """Render once and offer to every socket; with no socket open, only remember the event.
+
+        Nobody watching costs nothing but a ring slot: a tab that connects later and asks for
+        what it missed gets those events rendered then (showing their entries as they are now).
+        """
         subs = self._subs.get(event.session_id)
         ring = self._rings.setdefault(event.session_id, deque(maxlen=self._ring_size))
-        payload = self._render(event) if subs or event.kind != "wire" else None
-        if payload is not None:
-            self.rendered += 1
-        ring.append((event.seq, payload))
-        if payload is None or not subs:
+        if not subs or event.kind == "wire":
+            ring.append((event.seq, event))
             return
+        payload = self._render(event)
+        ring.append((event.seq, payload))
+        if payload is None:
+            return
+        self.rendered += 1
         for sub in subs:
             sub.offer(event.seq, payload)
 
@@ -72,8 +81,11 @@ class Hub:
             if not ring or ring[0][0] > last_seq + 1:
                 whole = False
             else:
-                for seq, payload in ring:
-                    if seq > last_seq and payload is not None:
+                for seq, item in ring:
+                    if seq <= last_seq or item is None:
+                        continue
+                    payload = self._render(item) if isinstance(item, TimelineEvent) else item
+                    if payload is not None:
                         sub.offer(seq, payload)
         self._subs.setdefault(session_id, set()).add(sub)
         return sub, whole

@@ -52,7 +52,7 @@ class SessionManager:
                                        limit=self.settings.timeline_window * 20)
             note = "imported: read-only" if meta.get("read_only") else \
                 "The console restarted. Reconnect to send requests; the timeline is as it was."
-            session.restore(meta, events, note)
+            session.restore(meta, events, note, last_seq=last)
             self.sessions[session.id] = session
             count += 1
         return count

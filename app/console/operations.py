@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from app.console.outputs import validate_structured
 from app.mcp import mrtr
 from app.mcp.client import Reply
 from app.mcp.state import analyze, compare
@@ -183,6 +184,9 @@ class OperationDriver:
             op.status = "complete"
             if result.get("isError") is True:  # the tool ran and failed: a result, but an error one
                 rnd.status = op.status = "tool_error"
+            if op.method == "tools/call":  # checked before the final event, so every tab shows it
+                tool = next((t for t in self.session.lists["tools"] if t.get("name") == op.name), None)
+                op.validation = validate_structured(tool, result)
             return False
         rnd.status = "input_required"
         problem = mrtr.shape_problem(result)

@@ -36,6 +36,7 @@ LISTS = (
     ("resources/templates/list", "resourceTemplates", "resources"),
     ("prompts/list", "prompts", "prompts"),
 )
+META_SAVE_INTERVAL_S = 1.0
 Status = Literal["new", "connecting", "connected", "failed", "closed"]
 
 
@@ -90,6 +91,7 @@ class ConsoleSession:
         self.read_only = False  # an imported session: it shows what happened and sends nothing
         self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
         self._refreshing = asyncio.Lock()
+        self._saved_at = 0.0
         self._bytes_in: dict[str, int] = {}
         self._http_status: dict[str, int] = {}
 
@@ -111,9 +113,12 @@ class ConsoleSession:
         elif event.exchange is None and event.direction == "transport" and event.note:
             self.timeline.notice("info" if event.note.startswith("started") else "warning", event.note)
 
-    def touch(self) -> None:
+    def touch(self, force: bool = False) -> None:
+        """Note activity; the metadata row is rewritten at most once a second unless something changed."""
         self.last_activity = time.time()
-        self.store.save_session(self.id, self.meta(), self.created, self.last_activity)
+        if force or self.last_activity - self._saved_at >= META_SAVE_INTERVAL_S:
+            self._saved_at = self.last_activity
+            self.store.save_session(self.id, self.meta(), self.created, self.last_activity)
 
     def meta(self) -> dict[str, Any]:
         """What survives a restart besides the timeline itself."""
@@ -123,11 +128,15 @@ class ConsoleSession:
                 "request_settings": {"log_level": self.log_level, "progress": self.progress_enabled,
                                      "auto_refresh": self.auto_refresh}}
 
-    def restore(self, meta: dict[str, Any], events: list[TimelineEvent], note: str) -> None:
-        """Rebuild from the store after a restart: the timeline window, what the server said, settings."""
+    def restore(self, meta: dict[str, Any], events: list[TimelineEvent], note: str, last_seq: int = 0) -> None:
+        """Rebuild from the store after a restart: the timeline window, what the server said, settings.
+
+        `last_seq` is the highest sequence number stored: new events must continue after it, even
+        when the saved metadata lags behind (a crash between two batched writes).
+        """
         for event in events:
             self.timeline.fold(event)
-        self.timeline.seq = max([meta.get("seq") or 0, *(e.seq for e in events)])
+        self.timeline.seq = max([meta.get("seq") or 0, last_seq, *(e.seq for e in events)])
         self.capabilities = meta.get("capabilities") or self.capabilities
         self.discover = meta.get("discover")
         self.lists.update(meta.get("lists") or {})
@@ -155,7 +164,7 @@ class ConsoleSession:
     def _set_status(self, status: Status, message: str = "") -> None:
         self.status, self.status_message = status, message
         self.timeline.append("session", {"status": status, "message": message})
-        self.touch()
+        self.touch(force=True)
 
     async def connect(self) -> None:
         """Start the transport, ask server/discover, then fetch the lists the server offers."""
@@ -212,6 +221,7 @@ class ConsoleSession:
             if key == "tools":
                 self.client.learn_tools(items)
         self.timeline.append("session", {"lists": {k: len(v) for k, v in self.lists.items()}, "only": only})
+        self.touch(force=True)
 
     async def client_list(self, method: str, key: str) -> tuple[list[dict[str, Any]], list[Reply]]:
         items: list[dict[str, Any]] = []
@@ -288,7 +298,7 @@ class ConsoleSession:
                 "bytes_in": self._bytes_in.pop(key, 0), "http_status": self._http_status.pop(key, None),
                 "error": str(reply.error) if reply.error else None,
                 "error_code": getattr(reply.error, "code", None), "warnings": reply.warnings,
-                "result_type": reply.result_type, "notifications": len(reply.notifications)}
+                "result_type": reply.result_type, "notifications": reply.notification_count}
 
     async def reread(self, uri: str) -> None:
         op = await self.operations.start("resources/read", {"uri": uri})

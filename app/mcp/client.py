@@ -10,7 +10,8 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 KNOWN_RESULT_TYPES = frozenset({"complete", "input_required"})
 
 NotificationSink = Callable[[Frame], None]
+KEEP_NOTIFICATIONS = 50
 
 
 @dataclass(slots=True)
@@ -43,7 +45,10 @@ class Reply:
     finished: float | None = None
     result: dict[str, Any] | None = None
     error: McpError | None = None
-    notifications: list[Frame] = field(default_factory=list)
+    # The last notifications only (the wire record keeps them all): a burst of 20,000 progress
+    # updates must not stay in memory with every finished reply.
+    notifications: deque[Frame] = field(default_factory=lambda: deque(maxlen=KEEP_NOTIFICATIONS))
+    notification_count: int = 0
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -126,13 +131,7 @@ class McpClient:
         stop = self._stops[key] = asyncio.Event()
         try:
             async with asyncio.timeout(None if stream else (timeout_s or self.config.timeout_s)):
-                exchange = await self.transport.open(message, headers, key)
-                self._inflight[key] = exchange
-                try:
-                    await self._collect_until(stop, exchange, reply, on_notification)
-                finally:
-                    self._inflight.pop(key, None)
-                    await exchange.aclose()
+                await self._until_stopped(stop, self._exchange(message, headers, key, reply, on_notification))
         except TimeoutError:
             reply.error = RequestTimedOut(f"no final response within {timeout_s or self.config.timeout_s:g} s")
         except McpError as exc:
@@ -147,25 +146,35 @@ class McpClient:
         self._check_result(reply)
         return reply
 
-    async def _collect_until(self, stop: asyncio.Event, exchange: Exchange, reply: Reply,
-                             on_notification: NotificationSink | None) -> None:
-        """Collect frames until the final response, or until the user cancels.
+    async def _exchange(self, message: dict[str, Any], headers: dict[str, str], key: str, reply: Reply,
+                        on_notification: NotificationSink | None) -> None:
+        exchange = await self.transport.open(message, headers, key)
+        self._inflight[key] = exchange
+        try:
+            await self._collect(exchange, reply, on_notification)
+        finally:
+            self._inflight.pop(key, None)
+            await exchange.aclose()
 
-        A cancelled stdio request never gets a response (the server drops it), so waiting for
-        one would hang until the deadline: the cancel itself ends the wait.
+    async def _until_stopped(self, stop: asyncio.Event, work: Coroutine[Any, Any, None]) -> None:
+        """Run the exchange until it ends, or until the user cancels.
+
+        A cancel may come before the response headers (the request is still being sent) or after
+        (a cancelled stdio request never gets a response, the server drops it); either way the
+        cancel itself ends the wait rather than the deadline.
         """
-        collect = asyncio.ensure_future(self._collect(exchange, reply, on_notification))
+        task = asyncio.ensure_future(work)
         stopped = asyncio.ensure_future(stop.wait())
         try:
-            await asyncio.wait({collect, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
-            if not collect.done():
-                collect.cancel()
+            if not task.done():
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, McpError):
-                    await collect
-        if not collect.cancelled():
-            collect.result()
+                    await task
+        if not task.cancelled():
+            task.result()
 
     async def _collect(self, exchange: Exchange, reply: Reply, on_notification: NotificationSink | None) -> None:
         async for frame in exchange.frames():
@@ -182,6 +191,7 @@ class McpClient:
             if frame.kind == "request":
                 reply.warnings.append(f"server sent a request ({frame.method}); servers must not in 2026-07-28")
             reply.notifications.append(frame)
+            reply.notification_count += 1
             if on_notification is not None:
                 on_notification(frame)
         if reply.key not in self._cancelled:
@@ -212,16 +222,17 @@ class McpClient:
             reply.warnings.append(f"input_required is not allowed on {reply.method}")
 
     async def cancel(self, key: str, reason: str = "cancelled by the user") -> bool:
-        exchange = self._inflight.get(key)
-        if exchange is None:
+        """Cancel a request in flight; False when there is none under that key."""
+        stop = self._stops.get(key)
+        if stop is None:
             return False
         self._cancelled[key] = reason
+        exchange = self._inflight.get(key)
         try:
-            await exchange.cancel(reason)
+            if exchange is not None:
+                await exchange.cancel(reason)
         finally:
-            stop = self._stops.get(key)
-            if stop is not None:
-                stop.set()
+            stop.set()  # not yet answered at all: stopping the send is the cancel (HTTP drops the connection)
         return True
 
     def inflight(self) -> list[str]:

@@ -23,8 +23,9 @@ _EXITED = object()
 
 
 class StdioExchange:
-    def __init__(self, transport: StdioTransport, request_id: Any, key: str) -> None:
+    def __init__(self, transport: StdioTransport, request_id: Any, key: str, is_listen: bool = False) -> None:
         self._t = transport
+        self.is_listen = is_listen
         self.request_id = request_id
         self.key = key
         self.queue: asyncio.Queue[Frame | object] = asyncio.Queue()
@@ -165,6 +166,12 @@ class StdioTransport:
         meta = params.get("_meta")
         if isinstance(meta, dict) and SUBSCRIPTION_KEY in meta:
             return self._pending.get(meta[SUBSCRIPTION_KEY])
+        if frame.method == "notifications/message":
+            # Log lines carry no id; they ride only on a request's own stream, never on a listen.
+            # With one ordinary request in flight there is no doubt whose they are.
+            ordinary = [x for x in self._pending.values() if not x.is_listen]
+            if len(ordinary) == 1:
+                return ordinary[0]
         return None
 
     async def _read_stderr(self) -> None:
@@ -191,7 +198,7 @@ class StdioTransport:
                 raise ProcessExited(self.exit_reason()) from exc
 
     async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> StdioExchange:
-        exchange = StdioExchange(self, message.get("id"), key)
+        exchange = StdioExchange(self, message.get("id"), key, message.get("method") == "subscriptions/listen")
         self._pending[exchange.request_id] = exchange
         meta = message.get("params", {}).get("_meta", {})
         if isinstance(meta, dict) and meta.get("progressToken") is not None:

@@ -16,7 +16,6 @@ from app.console.session import ConsoleSession
 from app.mcp.client import Reply
 from app.web.deps import Operator, Web, connected, form_input, respond, wants_json
 from app.web.forms import fields_for, parse_form
-from app.web.outputs import validate_structured
 from app.web.views import operation_json, reply_json
 
 router = APIRouter()
@@ -49,8 +48,7 @@ def _result(w: Web, request: Request, s: ConsoleSession, reply: Reply) -> Respon
     return respond(request, False, reply_json(reply), html)
 
 
-async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, params: dict[str, Any],
-                     tool: dict[str, Any] | None = None) -> Response:
+async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, params: dict[str, Any]) -> Response:
     """tools/call, prompts/get and resources/read may take rounds: each runs as an operation.
 
     A script (JSON) waits for the end. A browser gets the card at once if the operation ends
@@ -62,11 +60,11 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
         await task
     else:
         await asyncio.wait({task}, timeout=QUICK_ANSWER_S)
-    validation = validate_structured(tool, op.final.result) if tool and op.final else None
-    op.validation = validation
     data = {**(reply_json(op.final) if op.final else {"ok": False, "result": None}),
-            "status": op.status, "operation": operation_json(op), "output_validation": validation}
-    return respond(request, False, data, w.render("_operation.html", s=s, op=op))
+            "status": op.status, "operation": operation_json(op), "output_validation": op.validation}
+    if wants_json(request):
+        return respond(request, True, data, None)
+    return respond(request, False, data, w.render("_operation.html", s=s, op=op, poll=True))
 
 
 @router.post("/sessions/{session_id}/tools/call")
@@ -84,7 +82,7 @@ async def call_tool(request: Request, session_id: str, w: Operator) -> Response:
         arguments, errors = parse_form(fields, form)
         if errors:
             return _not_sent(w, request, errors, {f.name: f.label for f in fields})
-    return await _operation(w, request, s, "tools/call", {"name": name, "arguments": arguments}, tool)
+    return await _operation(w, request, s, "tools/call", {"name": name, "arguments": arguments})
 
 
 @router.post("/sessions/{session_id}/resources/read")

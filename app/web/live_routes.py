@@ -49,6 +49,7 @@ async def request_settings(request: Request, session_id: str, w: Operator) -> Re
     s.log_level = level
     s.progress_enabled = form.first("progress") == "on"
     s.auto_refresh = form.first("auto_refresh") == "on"
+    s.touch(force=True)
     data = {"log_level": s.log_level, "progress": s.progress_enabled, "auto_refresh": s.auto_refresh}
     s.timeline.append("session", {"request_settings": data})
     return respond(request, False, data, w.render("_request_settings.html", s=s, saved=True, levels=LOG_LEVELS))

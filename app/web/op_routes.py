@@ -115,6 +115,7 @@ async def set_capabilities(request: Request, session_id: str, w: Operator) -> Re
     if "roots" in chosen:
         caps["roots"] = {}
     s.capabilities = caps
+    s.touch(force=True)
     s.timeline.append("session", {"capabilities": caps})
     return respond(request, False, {"client_capabilities": caps}, w.render("_client_settings.html", s=s, saved=True))
 
@@ -135,6 +136,7 @@ async def set_roots(request: Request, session_id: str, w: Operator) -> Response:
         roots.append({"uri": uri, "name": name.strip()} if name.strip() else {"uri": uri})
     if not problems:
         s.roots = roots
+        s.touch(force=True)
         s.timeline.append("session", {"roots": roots})
     return respond(request, False, {"roots": s.roots, "problems": problems},
                    w.render("_client_settings.html", s=s, saved=not problems, problems=problems))

@@ -104,7 +104,7 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
     session_id, as_json = split_json(name)
     s = session_or_404(w, session_id)
     if as_json:
-        return respond(request, True, session_json(s), None)
+        return respond(request, True, session_json(s, reveal=principal(request).sees_secrets), None)
     entries = s.timeline.recent()
     oldest = min((e["seq0"] for e in entries), default=0) if s.timeline.evicted else 0
     me = principal(request)

@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from app.console.operations import Operation
+from app.console.secrets import mask_url
 from app.console.session import ConsoleSession
 from app.mcp.client import Reply
 
 
-def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
+                 reveal: bool = True) -> dict[str, Any]:
+    target = s.target.describe()
     return {
         "id": s.id,
-        "target": s.target.describe(),
+        "target": target if reveal or s.target.kind != "http" else mask_url(target),
         "transport": s.target.kind,
         "status": s.status,
         "status_message": s.status_message,
@@ -49,7 +52,8 @@ def reply_json(reply: Reply) -> dict[str, Any]:
         "error": _error_json(reply),
         "duration_ms": reply.duration_ms,
         "warnings": reply.warnings,
-        "notifications": [f.message for f in reply.notifications],
+        "notification_count": reply.notification_count,
+        "notifications": [f.message for f in reply.notifications],  # the last ones; the wire has all
     }
 
 

@@ -1,8 +1,9 @@
 """Real Chromium against a real console: `python -m app demo` runs as a subprocess for the whole folder.
 
 The console starts the bundled demo server over HTTP and opens a session on it; its launch URL (printed once
-the socket is bound) is how every browser context gets the owner cookie. Teardown stops the console and checks
-that every process it started (the HTTP demo server, stdio demo servers) is gone and the demo port is closed.
+the socket is bound) is how every browser context gets the owner cookie. Teardown stops the console (SIGTERM,
+then SIGKILL after a timeout), kills by pid whatever it started and left behind (the HTTP demo server, stdio demo
+servers), and checks that the console lived to the end and that the demo port is closed.
 """
 
 from __future__ import annotations
@@ -144,6 +145,7 @@ class RunningConsole:
 
     def __init__(self, tmp: Path) -> None:
         self.log = tmp / "console-stderr.log"
+        self.died_early: int | None = None
         token = secrets.token_urlsafe(16)
         # --port 0: the console binds any free port and prints it in the launch URL, so there is no port race.
         with self.log.open("w") as err:
@@ -158,13 +160,16 @@ class RunningConsole:
         except BaseException:
             self.kill_all(descendants(self.proc.pid))
             raise
+        self.children = descendants(self.proc.pid)  # the demo server; kept in case the console dies early
         parts = urlsplit(launch_url)
         self.console = Console(base=f"{parts.scheme}://{parts.netloc}", launch_url=launch_url, token=token,
                                session_id=launch_url.rsplit("/sessions/", 1)[1], demo_url=demo_url)
 
     def terminate(self) -> set[int]:
         """SIGTERM (then SIGKILL after a timeout); returns the processes it started that are still alive."""
-        started = descendants(self.proc.pid)  # the HTTP demo server plus any stdio servers the tests started
+        # The HTTP demo server plus any stdio servers the tests started (their stdin closes if the console dies).
+        started = self.children | descendants(self.proc.pid)
+        self.died_early = self.proc.poll()
         _stop(self.proc)
         wait_until(lambda: not any(alive(pid) for pid in started), LEFTOVER_GRACE_S)
         return {pid for pid in started if alive(pid)}
@@ -192,10 +197,11 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     finally:
         left = running.terminate()
         running.kill_all(left)
+    assert running.died_early is None, f"the console died during the tests (exit code {running.died_early})"
     # SIGTERM leaving the demo server behind is a known bug with its own strict xfail test
     # (test_console_process.py); here leftovers are only killed, so that bug does not error every test.
     assert wait_until(lambda: not running.demo_port_open(), STOP_TIMEOUT_S), \
-        f"something still listens on the demo port {running.console.demo_url} after teardown"
+        f"something still listens on the demo port {running.console.demo_url} after teardown (killed {sorted(left)})"
 
 
 @pytest.fixture(scope="package")

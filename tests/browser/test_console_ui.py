@@ -17,6 +17,7 @@ pytestmark = pytest.mark.browser
 
 COOKIE = "mcp_console_token"
 PAGE_WEIGHT_LIMIT = 100 * 1024
+DONE = re.compile(r"^(ok|complete)$")  # an exchange ends "ok"; a tools/call operation (MRTR) ends "complete"
 
 
 def label(text: str) -> re.Pattern[str]:
@@ -31,20 +32,35 @@ def open_tool(page: Page, name: str) -> Locator:
     return item
 
 
-def call(item: Locator, name: str) -> str:
-    """Clicks "Call NAME" and returns the timeline key of the reply shown in the tool's result."""
+def call(page: Page, item: Locator, name: str) -> Locator:
+    """Clicks "Call NAME", waits for the reply in the tool's result and returns the call's timeline entry.
+
+    A call that runs as an MRTR operation has one timeline entry for the operation (data-op), else one entry for
+    the exchange (id e-KEY).
+    """
     item.get_by_role("button", name=f"Call {name}", exact=True).click()
     reply = item.locator(".result .reply")
     expect(reply).to_have_attribute("data-entry", re.compile(r"\S"))
-    key = reply.get_attribute("data-entry")
-    assert key
-    return key
+    card = item.locator(".result .operation[data-op]")
+    if card.count():
+        return page.locator(f'#timeline-list > li.entry[data-op="{card.get_attribute("data-op")}"]')
+    return page.locator(f'#timeline-list > li.entry#e-{reply.get_attribute("data-entry")}')
 
 
-def open_entry(page: Page, key: str) -> Locator:
-    """Opens a timeline entry and waits for its wire frames (loaded when the details open)."""
-    entry = page.locator(f"#timeline-list > li.entry#e-{key}")
+def same_entry(page: Page, entry: Locator) -> Locator:
+    """The same timeline entry in another tab."""
+    op = entry.get_attribute("data-op")
+    if op:
+        return page.locator(f'#timeline-list > li.entry[data-op="{op}"]')
+    return page.locator(f"#timeline-list > li.entry#{entry.get_attribute('id')}")
+
+
+def open_entry(entry: Locator) -> Locator:
+    """Opens a timeline entry (and its first round, for an operation) and waits for the wire frames to load."""
     entry.locator(":scope > details > summary").click()
+    rounds = entry.locator("ol.op-rounds > li > details > summary")
+    if rounds.count():
+        rounds.first.click()
     expect(entry.locator(".detail .frame").first).to_be_visible()
     return entry
 
@@ -55,14 +71,19 @@ def header_rows(frame: Locator) -> dict[str, str]:
     return {name.strip().lower(): value for name, value in rows}
 
 
-def errors_of(page: Page) -> list[str]:
-    """Collects uncaught page errors and console errors, to assert there were none."""
+def page_errors(page: Page) -> list[str]:
+    """Collects uncaught page errors (exceptions in the page's scripts), to assert there were none."""
     problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
+    page.on("pageerror", lambda exc: problems.append(str(exc)))
+    return problems
+
+
+def console_errors(page: Page) -> list[str]:
+    problems: list[str] = []
 
     def on_console(msg: ConsoleMessage) -> None:
         if msg.type == "error":
-            problems.append(f"console.error: {msg.text}")
+            problems.append(msg.text)
 
     page.on("console", on_console)
     return problems
@@ -82,19 +103,19 @@ def start_demo_over_stdio(page: Page, console: Console) -> None:
     expect(page.locator("#session-head .target .badge")).to_have_text("stdio")
 
 
-def call_echo(page: Page, text: str) -> str:
+def call_echo(page: Page, text: str) -> Locator:
     echo = open_tool(page, "echo")
     echo.get_by_label(label("Text")).fill(text)
-    key = call(echo, "echo")
+    entry = call(page, echo, "echo")
     expect(echo.locator(".result pre.text-content")).to_have_text(text)
-    expect(page.locator(f"#e-{key}")).to_have_attribute("data-status", "ok")
-    return key
+    expect(entry).to_have_attribute("data-status", DONE)
+    return entry
 
 
 def test_launch_url_sets_an_httponly_cookie_and_lands_on_the_connected_session_without_the_token(
         context: BrowserContext, console: Console) -> None:
     page = context.new_page()
-    problems = errors_of(page)
+    problems = page_errors(page)
 
     open_launch_url(page, console)
 
@@ -124,20 +145,19 @@ def test_calling_add_from_its_form_shows_the_sum_and_logs_a_tools_call_with_type
     expect(a).to_have_attribute("type", "number")
     a.fill("2")
     b.fill("40")
-    key = call(add, "add")
+    entry = call(page, add, "add")
 
     result = add.locator(".result")
     expect(result.locator("pre.text-content")).to_have_text("42")
-    expect(result.locator(".alert.ok")).to_contain_text("structuredContent matches outputSchema")
     expect(result.locator("pre.structured")).to_contain_text('"sum": 42')
 
-    entry = page.locator(f"#timeline-list > li.entry#e-{key}")
     expect(entry).to_have_attribute("data-method", "tools/call")
-    expect(entry).to_have_attribute("data-status", "ok")
+    expect(entry).to_have_attribute("data-status", DONE)
     expect(calls).to_have_count(before + 1)
-    expect(entry.locator(".name")).to_have_text("add")
+    expect(calls.first).to_have_attribute("id", entry.get_attribute("id") or "")
+    expect(entry.locator(":scope > details > summary .name")).to_have_text("add")
 
-    open_entry(page, key)
+    open_entry(entry)
     sent = entry.locator(".detail .frame.dir-out").first
     expect(sent.locator("table.headers")).to_be_visible()
     headers = header_rows(sent)
@@ -152,6 +172,55 @@ def test_calling_add_from_its_form_shows_the_sum_and_logs_a_tools_call_with_type
     assert all(type(v) is int for v in body["params"]["arguments"].values())
 
 
+def test_the_add_result_says_its_structured_content_matches_the_output_schema(
+        context: BrowserContext, console: Console) -> None:
+    page = context.new_page()
+    frames: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(str(payload))))
+    open_launch_url(page, console)
+
+    add = open_tool(page, "add")
+    add.get_by_label(label("A")).fill("2")
+    add.get_by_label(label("B")).fill("40")
+    entry = call(page, add, "add")
+    # The push that marks the entry finished is the last word on this call, live card included.
+    expect(entry).to_have_attribute("data-status", DONE)
+
+    # Whichever arrives last, the POST response or the live push, must keep the message: check the pushes too,
+    # so the outcome does not depend on which one won the race.
+    card = add.locator(".result .operation[data-op]")
+    op = card.get_attribute("data-op") if card.count() else None
+    finished = [f for f in frames if f'id="op-card-{op}"' in f and 'data-status="complete"' in f]
+    assert all("structuredContent matches outputSchema." in f for f in finished), finished
+    result = add.locator(".result")
+    expect(result.locator("pre.structured")).to_contain_text('"sum": 42')
+    expect(result.locator(".alert.ok")).to_have_text("structuredContent matches outputSchema.")
+
+
+def test_the_on_the_timeline_link_of_a_result_points_at_the_calls_timeline_entry(page: Page) -> None:
+    entry = call_echo(page, "where is my entry")
+    link = page.locator('details.item[data-tool="echo"] .result').get_by_role("link", name="on the timeline")
+    href = link.get_attribute("href") or ""
+    assert href.startswith("#"), href
+    target = page.locator(f"[id='{href[1:]}']")
+    expect(target).to_have_count(1)
+    assert target.evaluate("(el, entry) => entry.contains(el)", entry.element_handle()), \
+        f"{href} is not inside the call's timeline entry #{entry.get_attribute('id')}"
+
+
+def test_a_tool_call_leaves_no_errors_in_the_browser_console_of_any_tab(
+        context: BrowserContext, page: Page, console: Console) -> None:
+    other = context.new_page()
+    other.goto(console.session_url)
+    wait_live(other)
+    problems = {"calling tab": console_errors(page), "other tab": console_errors(other)}
+
+    entry = call_echo(page, "quiet console")
+    expect(same_entry(other, entry)).to_have_attribute("data-status", DONE)
+
+    assert problems == {"calling tab": [], "other tab": []}
+
+
 def test_a_call_made_in_one_tab_appears_live_in_another_tab_on_the_same_session(
         context: BrowserContext, page: Page, console: Console) -> None:
     other = context.new_page()
@@ -160,25 +229,25 @@ def test_a_call_made_in_one_tab_appears_live_in_another_tab_on_the_same_session(
     other.evaluate("window.__sameDocument = true")
 
     text = f"two tabs {uuid.uuid4().hex[:8]}"
-    key = call_echo(page, text)
+    entry = call_echo(page, text)
 
-    arrived = other.locator(f"#timeline-list > li.entry#e-{key}")
-    expect(arrived).to_have_attribute("data-status", "ok")
+    arrived = same_entry(other, entry)
+    expect(arrived).to_have_attribute("data-status", DONE)
     expect(arrived).to_have_attribute("data-method", "tools/call")
-    expect(arrived.locator(".name")).to_have_text("echo")
+    expect(arrived.locator(":scope > details > summary .name")).to_have_text("echo")
     assert other.evaluate("window.__sameDocument === true"), "the second tab reloaded instead of updating live"
 
 
 def test_starting_the_demo_over_stdio_from_home_connects_and_echo_works(page: Page, console: Console) -> None:
-    problems = errors_of(page)
+    problems = page_errors(page)
     page.goto(console.url("/"))
 
     start_demo_over_stdio(page, console)
 
     expect(page.get_by_text("Server stderr", exact=True)).to_be_visible()
     expect(page.locator("#stderr-lines")).to_be_attached()
-    key = call_echo(page, "hello over stdio")
-    expect(page.locator(f"#e-{key}")).to_have_attribute("data-method", "tools/call")
+    entry = call_echo(page, "hello over stdio")
+    expect(entry).to_have_attribute("data-method", "tools/call")
     assert problems == []
 
 
@@ -191,7 +260,7 @@ def test_html_from_the_server_is_shown_as_text_and_never_runs(page: Page) -> Non
 
     page.on("dialog", on_dialog)
     trap = open_tool(page, "html_trap")
-    key = call(trap, "html_trap")
+    entry = call(page, trap, "html_trap")
 
     text = trap.locator(".result pre.text-content")
     expect(text).to_contain_text("<script>alert(1)</script>")
@@ -202,15 +271,15 @@ def test_html_from_the_server_is_shown_as_text_and_never_runs(page: Page) -> Non
     expect(main.locator("img[onerror], img[src='x']")).to_have_count(0)
     expect(main.locator("b", has_text="not bold")).to_have_count(0)
 
-    entry = open_entry(page, key)
-    expect(entry.locator(".detail .frame.dir-in pre.raw", has_text="<script>alert(1)</script>")).to_have_count(1)
+    open_entry(entry)
+    expect(entry.locator(".detail .frame.dir-in pre.raw", has_text="<script>alert(1)</script>").first).to_be_visible()
     expect(main.locator("script")).to_have_count(0)
     assert dialogs == []
 
 
 def test_a_connection_failure_is_shown_on_the_session_page_and_the_console_keeps_working(
         page: Page, console: Console) -> None:
-    problems = errors_of(page)
+    problems = page_errors(page)
     url = f"http://127.0.0.1:{closed_port()}/mcp"
     page.goto(console.url("/"))
 
@@ -232,7 +301,7 @@ def test_a_connection_failure_is_shown_on_the_session_page_and_the_console_keeps
     expect(page.get_by_role("row").filter(has_text=url)).to_contain_text("failed")
     start_demo_over_stdio(page, console)
     call_echo(page, "still working")
-    assert [p for p in problems if "Failed to load resource" not in p] == []
+    assert problems == []
 
 
 def test_first_load_of_the_session_page_stays_under_100_kb_of_js_and_css_and_only_talks_to_127_0_0_1(
@@ -240,8 +309,8 @@ def test_first_load_of_the_session_page_stays_under_100_kb_of_js_and_css_and_onl
     page = context.new_page()
     requests: list[Request] = []
     sockets: list[WebSocket] = []
-    page.on("request", requests.append)
-    page.on("websocket", sockets.append)
+    page.on("request", lambda request: requests.append(request))
+    page.on("websocket", lambda ws: sockets.append(ws))
 
     open_launch_url(page, console)
 
