@@ -57,6 +57,12 @@ def fmt_time(value: Any) -> str:
     return time.strftime("%H:%M:%S", time.localtime(value)) + f".{int(value * 1000) % 1000:03d}"
 
 
+def fmt_datetime(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value))
+
+
 def data_uri(mime: Any, data: Any, allowed: frozenset[str]) -> str | None:
     """A data: URI only for media types a browser renders inertly, and only for valid base64."""
     if not isinstance(mime, str) or mime.lower() not in allowed or not isinstance(data, str):
@@ -130,7 +136,8 @@ def to_json(value: Any, indent: int | None = 2) -> str:
 def make_env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(ms=fmt_ms, bytes=fmt_bytes, clock=fmt_time, tojson_pretty=to_json, pretty=pretty,
+    env.filters.update(datetime=fmt_datetime, ms=fmt_ms, bytes=fmt_bytes, clock=fmt_time, tojson_pretty=to_json,
+                       pretty=pretty,
                        header_decoded=decode_value, dom_id=dom_id, from_json=from_json,
                        without_meta=without_meta)
     env.globals.update(error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
