@@ -10,6 +10,7 @@ import json
 import queue
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -46,11 +47,12 @@ class Store(Protocol):
 
 
 class SqliteStore:
-    def __init__(self, path: Path | str, batch: int = 500) -> None:
+    def __init__(self, path: Path | str, batch: int = 500, linger_s: float = 0.05) -> None:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._batch = batch
+        self._linger = linger_s
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._read = self._connect()
         self._read_lock = threading.Lock()
@@ -66,7 +68,11 @@ class SqliteStore:
 
     # -- writes (queued) -------------------------------------------------
     def append(self, event: TimelineEvent) -> None:
-        self._queue.put(("event", event))
+        # Serialized here, on the caller's thread: the row records the event as it was at this
+        # moment, and the writer thread's work is mostly SQLite, which runs without the GIL.
+        row = (event.session_id, event.seq, event.kind, event.data.get("exchange") or event.data.get("key"),
+               event.at, json.dumps(event.data))
+        self._queue.put(("event", row))
 
     def save_session(self, session_id: str, meta: dict[str, Any], created: float, updated: float) -> None:
         self._queue.put(("session", (session_id, json.dumps(meta), created, updated)))
@@ -95,19 +101,19 @@ class SqliteStore:
         running = True
         while running:
             items = [self._queue.get()]
-            while len(items) < self._batch:
+            # Gather a batch for a short while: one transaction for the burst of events a request
+            # makes, and fewer wake-ups competing with the event loop. A flush ends the wait.
+            deadline = time.monotonic() + self._linger
+            while len(items) < self._batch and items[-1][0] not in ("flush", "stop"):
                 try:
-                    items.append(self._queue.get_nowait())
+                    items.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
                 except queue.Empty:
                     break
             waiters: list[threading.Event] = []
             conn.execute("BEGIN")
             for op, arg in items:
                 if op == "event":
-                    ev: TimelineEvent = arg
-                    conn.execute("INSERT OR REPLACE INTO events VALUES (?,?,?,?,?,?)",
-                                 (ev.session_id, ev.seq, ev.kind, ev.data.get("exchange") or ev.data.get("key"),
-                                  ev.at, json.dumps(ev.data)))
+                    conn.execute("INSERT OR REPLACE INTO events VALUES (?,?,?,?,?,?)", arg)
                 elif op == "session":
                     conn.execute("INSERT OR REPLACE INTO sessions VALUES (?,?,?,?)", arg)
                 elif op == "link":

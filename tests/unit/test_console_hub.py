@@ -105,14 +105,26 @@ async def test_replay_skips_events_that_render_to_nothing() -> None:
     assert drain(sub) == [(1, "<p>1</p>"), (3, "<p>3</p>")]
 
 
-async def test_wire_events_are_not_rendered_when_nobody_listens() -> None:
+async def test_nothing_is_rendered_while_nobody_listens() -> None:
     render = CountingRenderer()
     hub = Hub(render)
     hub.publish(ev(1, kind="wire"))
+    hub.publish(ev(2))
     assert render.calls == []
-    hub.subscribe("s1", None, 1)
-    hub.publish(ev(2, kind="wire"))
-    assert render.calls == [2]
+    hub.subscribe("s1", None, 2)
+    hub.publish(ev(3))
+    assert render.calls == [3]
+
+
+async def test_events_published_while_nobody_listened_are_rendered_for_a_tab_that_catches_up() -> None:
+    render = CountingRenderer()
+    hub = Hub(render)
+    for seq in (1, 2, 3):
+        hub.publish(ev(seq))
+    sub, whole = hub.subscribe("s1", last_seq=1, current_seq=3)
+    assert whole is True
+    assert [seq for seq, _ in drain(sub)] == [2, 3]
+    assert render.calls == [2, 3]
 
 
 async def test_a_gap_older_than_the_ring_is_not_whole() -> None:

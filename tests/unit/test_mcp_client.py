@@ -168,7 +168,7 @@ async def test_notifications_before_the_response_land_in_the_reply_and_the_callb
                                  on_notification=received.append)
     assert reply.ok
     assert [f.method for f in reply.notifications] == ["notifications/progress", "notifications/message"]
-    assert received == reply.notifications
+    assert received == list(reply.notifications)
     assert reply.warnings == []
     assert reply.first_byte is not None and reply.finished is not None
     assert reply.sent <= reply.first_byte <= reply.finished
@@ -185,7 +185,7 @@ async def test_a_malformed_frame_before_the_response_adds_a_warning_and_the_repl
     assert reply.result == {"resultType": "complete"}
     assert len(reply.warnings) == 1
     assert reply.warnings[0].startswith("malformed frame")
-    assert reply.notifications == []
+    assert list(reply.notifications) == []
 
 
 async def test_a_response_with_a_different_id_adds_a_warning() -> None:
