@@ -11,9 +11,11 @@ Every wait is a poll with a deadline; nothing sleeps a fixed time to make a test
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import queue
+import re
 import socket
 import subprocess
 import sys
@@ -330,3 +332,243 @@ async def make_console(tmp_path: Path) -> AsyncIterator[Callable[..., Console]]:
 @pytest.fixture
 async def console(make_console: Callable[..., Console]) -> Console:
     return make_console()
+
+
+# --- live feeds, websockets, share links and restarts (used by test_live_* and test_share_*) ---------
+
+WS_DEADLINE_S = 10.0
+OWNER_COOKIE = "mcp_console_token"
+LINK_COOKIE = "mcp_console_link"
+_WS_SEQ = re.compile(r'\A\s*<div id="ws-seq" hx-swap-oob="true" data-seq="(\d+)"')
+
+
+def fragment_seq(fragment: str) -> int:
+    """The sequence number a websocket fragment leads with (every fragment starts with its ws-seq div)."""
+    match = _WS_SEQ.match(fragment)
+    assert match, f"a websocket fragment without its leading ws-seq div: {fragment[:200]!r}"
+    return int(match.group(1))
+
+
+def is_reset(fragment: str) -> bool:
+    """A fragment that tells the tab to reload: it missed more than the hub can replay, or fell behind."""
+    return 'data-reset="1"' in fragment.split(">", 1)[0]
+
+
+async def ws_collect(ws: Any, done: Callable[[list[str]], bool], what: str,
+                     timeout: float = WS_DEADLINE_S) -> list[str]:
+    """Receive fragments from a websocket until `done(fragments)` holds; fail when the deadline passes."""
+    frames: list[str] = []
+    deadline = time.monotonic() + timeout
+    while (remaining := deadline - time.monotonic()) > 0:
+        try:
+            frames.append(str(await asyncio.wait_for(ws.recv(), remaining)))
+        except TimeoutError:
+            break
+        if done(frames):
+            return frames
+    pytest.fail(f"the websocket never delivered {what} within {timeout:g} s; got seqs "
+                f"{[fragment_seq(f) for f in frames]!r}")
+
+
+async def ws_closed(ws: Any, timeout: float = WS_DEADLINE_S) -> tuple[list[str], Any]:
+    """Read a websocket until the server closes it; returns what arrived first and the close frame received."""
+    from websockets.exceptions import ConnectionClosed
+
+    frames: list[str] = []
+    deadline = time.monotonic() + timeout
+    while (remaining := deadline - time.monotonic()) > 0:
+        try:
+            frames.append(str(await asyncio.wait_for(ws.recv(), remaining)))
+        except ConnectionClosed as closed:
+            return frames, closed.rcvd
+        except TimeoutError:
+            break
+    pytest.fail(f"the server did not close the websocket within {timeout:g} s; got {len(frames)} fragments")
+
+
+@dataclass
+class Served:
+    """A console app served by a real uvicorn on 127.0.0.1, for websocket clients."""
+
+    console: Console
+    host: str  # "127.0.0.1:PORT"
+
+    @property
+    def origin(self) -> str:
+        return f"http://{self.host}"
+
+    def ws_url(self, session_id: str) -> str:
+        return f"ws://{self.host}/sessions/{session_id}/ws"
+
+    def headers(self, cookie: str = f"{OWNER_COOKIE}={TOKEN}") -> dict[str, str]:
+        return {"Cookie": cookie, "Origin": self.origin}
+
+
+@pytest.fixture
+async def serve(make_console: Callable[..., Console]) -> AsyncIterator[Callable[..., Awaitable[Served]]]:
+    """Start `await serve(console)`: uvicorn on a free 127.0.0.1 port, stopped before the console closes.
+
+    `send_buffer` pins SO_SNDBUF on the listening socket (accepted sockets inherit it), so a client that
+    stops reading fills the pipe after kilobytes instead of megabytes of kernel autotuned buffers.
+    """
+    import uvicorn
+
+    running: list[tuple[Any, asyncio.Task[None]]] = []
+
+    async def start(console: Console, send_buffer: int | None = None) -> Served:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if send_buffer is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+        sock.bind(("127.0.0.1", 0))
+        config = uvicorn.Config(console.app, lifespan="off", log_level="warning", ws="websockets-sansio",
+                                timeout_graceful_shutdown=2)
+        server = uvicorn.Server(config)
+        task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name="uvicorn-console")
+        running.append((server, task))
+        deadline = time.monotonic() + WS_DEADLINE_S
+        while not server.started:
+            if task.done() or time.monotonic() > deadline:
+                pytest.fail("uvicorn did not start")
+            await asyncio.sleep(POLL_S)
+        return Served(console, f"127.0.0.1:{sock.getsockname()[1]}")
+
+    yield start
+    for server, task in reversed(running):
+        server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(task, WS_DEADLINE_S)
+
+
+class DemoProcess:
+    """A dedicated demo server on a fixed port: a test may kill it and start it again on the same port."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}/mcp"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _start(self) -> None:
+        proc = subprocess.Popen([sys.executable, "-m", "app.demo", "--port", str(self.port)], cwd=REPO_ROOT,
+                                env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        self.proc = proc
+        assert proc.stderr is not None
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=pump, args=(proc.stderr, lines), name=f"demo-{self.port}", daemon=True).start()
+        ready, seen = wait_for_line(lines, proc, lambda line: line.strip() == f"demo server listening on {self.url}",
+                                    STARTUP_TIMEOUT_S)
+        if ready is None:
+            pytest.fail(f"demo server on port {self.port} did not become ready; stderr: {''.join(seen)!r}")
+
+    async def start(self) -> None:
+        """Start (or start again) and wait for the readiness line, off the event loop."""
+        await asyncio.to_thread(self._start)
+
+    def kill(self) -> None:
+        """SIGKILL: the process vanishes mid-stream, as in a crash (no graceful end of listen streams)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_process(self.proc)
+
+
+@pytest.fixture
+async def demo_process() -> AsyncIterator[Callable[[], Awaitable[DemoProcess]]]:
+    """`await demo_process()`: a started demo server of the test's own; stopped at teardown."""
+    made: list[DemoProcess] = []
+
+    async def make() -> DemoProcess:
+        demo = DemoProcess(free_port())
+        made.append(demo)
+        await demo.start()
+        return demo
+
+    yield make
+    for demo in made:
+        demo.stop()
+
+
+async def create_link(console: Console, session_id: str, role: str = "viewer",
+                      ttl_minutes: float | None = None) -> dict[str, Any]:
+    """The owner makes a share link; returns {id, role, url, expires} (the url ends in /s/<token>)."""
+    form = {"role": role, **({"ttl_minutes": str(ttl_minutes)} if ttl_minutes is not None else {})}
+    response = await console.http.post(f"/sessions/{session_id}/links", data=form, headers=JSON)
+    assert response.status_code == 200, response.text
+    link: dict[str, Any] = response.json()
+    return link
+
+
+def link_token(link: dict[str, Any]) -> str:
+    return str(link["url"]).rsplit("/s/", 1)[1]
+
+
+@pytest.fixture
+async def share_tab(make_console: Callable[..., Console]) -> AsyncIterator[Callable[..., Awaitable[httpx.AsyncClient]]]:
+    """`await share_tab(console, link)`: a fresh client (no owner token) that opened the share link.
+
+    It lands on /s/<token>, which must answer 200 and set the link cookie; the client keeps that cookie.
+    """
+    tabs: list[httpx.AsyncClient] = []
+
+    async def open_link(console: Console, link: dict[str, Any]) -> httpx.AsyncClient:
+        tab = httpx.AsyncClient(transport=httpx.ASGITransport(app=console.app), base_url="http://127.0.0.1",
+                                timeout=30)
+        tabs.append(tab)
+        landing = await tab.get(f"/s/{link_token(link)}")
+        assert landing.status_code == 200, landing.text
+        assert f"{LINK_COOKIE}={link_token(link)}" in landing.headers.get("set-cookie", "")
+        assert tab.cookies.get(LINK_COOKIE) == link_token(link)
+        return tab
+
+    yield open_link
+    for tab in tabs:
+        await tab.aclose()
+
+
+class ConsoleRestarts:
+    """Consoles on one data_dir: `restart(console)` shuts one down and builds the next on the same store.
+
+    ASGITransport runs no lifespan, so the new console restores its sessions by calling `restore()`,
+    as the lifespan would.
+    """
+
+    def __init__(self, tmp_path: Path) -> None:
+        self._tmp = tmp_path
+        self.open: list[Console] = []
+
+    def first(self, **overrides: Any) -> Console:
+        settings = Settings(**{"data_dir": str(self._tmp / "restartable"), "token": TOKEN,
+                               "allowed_hosts": "testserver", "request_timeout_s": 20.0,
+                               "stdio_shutdown_grace_s": 2.0, **overrides})
+        console = Console(settings)
+        self.open.append(console)
+        return console
+
+    async def restart(self, console: Console) -> Console:
+        self.open.remove(console)
+        await console.close()
+        return self._again(console)
+
+    def after_crash(self, console: Console) -> Console:
+        """The next console as after a SIGKILL of this one: it never shut down; what its store committed is
+        all the new one finds. (The crashed one is only closed at teardown.)"""
+        console.manager.store.flush()
+        return self._again(console)
+
+    def _again(self, console: Console) -> Console:
+        again = Console(console.settings)
+        self.open.append(again)
+        again.manager.restore()
+        return again
+
+
+@pytest.fixture
+async def restarts(tmp_path: Path) -> AsyncIterator[ConsoleRestarts]:
+    made = ConsoleRestarts(tmp_path)
+    yield made
+    for console in made.open:
+        await console.close()
