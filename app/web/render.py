@@ -175,7 +175,8 @@ class EventRenderer:
             return self.env.get_template("_push_stderr.html").render(ctx)
         if event.kind == "session":
             only = event.data.get("only")
-            ctx.update(with_lists="lists" in event.data, group=GROUPS.get(only) if only else None)
+            ctx.update(with_lists="lists" in event.data, group=GROUPS.get(only) if only else None,
+                       status_changed="status" in event.data)
             return self.env.get_template("_push_session.html").render(ctx)
         if event.kind in ("progress", "log"):
             ctx.update(target=event.data.get("target"), p=event.data, l=event.data)
