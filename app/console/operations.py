@@ -62,6 +62,7 @@ class Operation:
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)   # key → input request
     answers: dict[str, Any] = field(default_factory=dict)              # key → response value
     errors: dict[str, dict[str, str]] = field(default_factory=dict)    # key → field → message
+    drafts: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # key → what was typed (refused)
     required_capabilities: dict[str, Any] | None = None
     final: Reply | None = None
     validation: dict[str, Any] | None = None
@@ -167,7 +168,7 @@ class OperationDriver:
         """Fold one round's reply into the operation. True when more input (or a retry) is needed."""
         rnd.received = time.time()
         rnd.server_ms = reply.duration_ms
-        op.pending, op.answers, op.errors = {}, {}, {}
+        op.pending, op.answers, op.errors, op.drafts = {}, {}, {}, {}
         if reply.error is not None:
             rnd.status = "error"
             op.final = reply
@@ -210,6 +211,7 @@ class OperationDriver:
                 return
             op.answers[key] = value
             op.errors.pop(key, None)
+            op.drafts.pop(key, None)
             rnd = op.last
             if set(op.answers) < set(op.pending):
                 self._record(op)
@@ -233,6 +235,8 @@ class OperationDriver:
                 current = self.session.capabilities.get(name)
                 merged = {**(current or {}), **(value if isinstance(value, dict) else {})}
                 self.session.capabilities[name] = merged
+            self.session.timeline.append("session", {"capabilities": self.session.capabilities})
+            self.session.touch(force=True)
             op.required_capabilities = None
             op.status = "running"
             await self._run_round(op, dict(op.params))

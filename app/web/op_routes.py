@@ -61,6 +61,7 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
             value = raw_answer(form)
     except NotAnswered as exc:
         op.errors[key] = exc.errors
+        op.drafts[key] = {name: list(values) for name, values in form.items()}
         return op_response(w, request, s, op)
     await s.operations.answer(op, key, value)
     return op_response(w, request, s, op)
@@ -116,7 +117,7 @@ async def set_capabilities(request: Request, session_id: str, w: Operator) -> Re
         caps["roots"] = {}
     s.capabilities = caps
     s.touch(force=True)
-    s.timeline.append("session", {"capabilities": caps})
+    s.timeline.append("session", {"capabilities": caps, "saved": True})
     return respond(request, False, {"client_capabilities": caps}, w.render("_client_settings.html", s=s, saved=True))
 
 
@@ -137,6 +138,6 @@ async def set_roots(request: Request, session_id: str, w: Operator) -> Response:
     if not problems:
         s.roots = roots
         s.touch(force=True)
-        s.timeline.append("session", {"roots": roots})
+        s.timeline.append("session", {"roots": roots, "saved": True})
     return respond(request, False, {"roots": s.roots, "problems": problems},
                    w.render("_client_settings.html", s=s, saved=not problems, problems=problems))

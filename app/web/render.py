@@ -176,7 +176,9 @@ class EventRenderer:
         if event.kind == "session":
             only = event.data.get("only")
             ctx.update(with_lists="lists" in event.data, group=GROUPS.get(only) if only else None,
-                       status_changed="status" in event.data)
+                       status_changed="status" in event.data,
+                       client_changed="capabilities" in event.data or "roots" in event.data,
+                       client_saved=bool(event.data.get("saved")))
             return self.env.get_template("_push_session.html").render(ctx)
         if event.kind in ("progress", "log"):
             ctx.update(target=event.data.get("target"), p=event.data, l=event.data)
