@@ -111,9 +111,10 @@ class OperationDriver:
                        params={k: v for k, v in params.items() if k not in mrtr.MRTR_KEYS}, replay_of=replay_of)
         op.first_params = {k: v for k, v in params.items() if k != "_meta"} if keep_mrtr else dict(op.params)
         self.ops[op.id] = op
-        while len(self.ops) > MAX_KEPT:  # bounded: finished operations live on in the timeline store
-            done = [k for k, o in self.ops.items() if o.status not in ("awaiting_input", "running")]
-            del self.ops[done[0] if done else next(iter(self.ops))]
+        if len(self.ops) > MAX_KEPT:  # bounded: finished operations live on in the timeline store
+            oldest = next((k for k, o in self.ops.items() if o.status not in ("awaiting_input", "running")),
+                          next(iter(self.ops)))
+            del self.ops[oldest]
         return op
 
     async def run(self, op: Operation) -> Operation:
