@@ -71,10 +71,11 @@ def clock_offset_ms(page: Any, samples: int = 20) -> tuple[float, float]:
     return best
 
 
-def call_from_page(page: Any, count: int) -> None:
+def call_from_page(page: Any, count: int, per_second: float) -> None:
     page.click(f"{TOOL} > summary")
     page.fill(f"{TOOL} input[name='arg.count']", str(count))
     page.check(f"{TOOL} input[name='arg.stamp']")
+    page.fill(f"{TOOL} input[name='arg.per_second']", repr(per_second) if per_second else "0")
     page.click(f"{TOOL} button:text-is('Call progress_fast')")
 
 
@@ -101,7 +102,7 @@ def console_wire(rig: Rig, session_id: str, count: int) -> list[tuple[float, flo
         return frames() or []
 
 
-def run(count: int, timeout_s: float) -> dict[str, Any]:
+def run(count: int, timeout_s: float, per_second: float) -> dict[str, Any]:
     with Rig() as rig, chromium() as context:
         assert rig.console is not None and rig.demo is not None
         session_id = rig.open_demo_session()
@@ -111,7 +112,7 @@ def run(count: int, timeout_s: float) -> dict[str, Any]:
         pid = rig.console.pid
         before = {"cpu": cpu_seconds(pid), "rss": rss_mb(pid), "demo_cpu": cpu_seconds(rig.demo.pid)}
         clicked = time.time()
-        call_from_page(page, count)
+        call_from_page(page, count, per_second)
         final = f"i={count}"
         page.wait_for_function("(final) => Array.from(window.__progress.keys()).some(k => k.endsWith(final))",
                                arg=final, timeout=timeout_s * 1000)
@@ -175,13 +176,15 @@ def report(count: int, shown: list[dict[str, Any]], wire: list[tuple[float, floa
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.progress_latency", description=__doc__.split("\n")[0])
-    p.add_argument("--count", type=int, default=20_000,
-                   help="progress notifications to send (default 20000: a few seconds at the demo's rate)")
+    p.add_argument("--count", type=int, default=10_000,
+                   help="progress notifications to send (default 10000: ten seconds at 1,000 a second)")
     p.add_argument("--timeout", type=float, default=120, help="seconds to wait for the call (default 120)")
+    p.add_argument("--per-second", type=float, default=1000,
+                   help="pace of the demo server's notifications (default 1000; 0 = as fast as it can)")
     args = p.parse_args(argv)
     if not 1 <= args.count <= 100_000:
         p.error("--count must be 1..100000")
-    result = run(args.count, args.timeout)
+    result = run(args.count, args.timeout, args.per_second)
     emit_json("progress_latency", result)
     if not result["final_shown"]:
         raise SystemExit(1)

@@ -56,11 +56,18 @@ def register(server: MCPServer, state: DemoState) -> None:
         ctx: Context,
         count: Annotated[int, Field(ge=0, le=100_000)] = 500,
         stamp: Annotated[bool, Field(description="put the server's send time in each message")] = False,
+        per_second: Annotated[float, Field(ge=0, le=1_000_000, description="pace; 0 = as fast as possible")] = 0,
     ) -> str:
         """Sends `count` progress notifications back to back (needs a progressToken)."""
-        # No sleeps on purpose: this is the flood test for a client's progress rendering.
-        # `stamp` is for bench/progress_latency.py: "t=<unix time> i=<n>" lets a browser measure delay.
+        # By default no sleeps: this is the flood test for a client's progress rendering.
+        # `stamp` is for bench/progress_latency.py: "t=<unix time> i=<n>" lets a browser measure delay;
+        # `per_second` paces the sending against a schedule (no drift), for a steady-rate measurement.
+        start = time.monotonic()
         for i in range(1, count + 1):
+            if per_second:
+                delay = start + i / per_second - time.monotonic()
+                if delay > 0:
+                    await anyio.sleep(delay)
             message = f"t={time.time():.6f} i={i}" if stamp else f"fast {i}/{count}"
             await ctx.report_progress(i, count, message)
         return f"sent {count}"
