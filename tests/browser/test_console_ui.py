@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import BrowserContext, ConsoleMessage, Dialog, Locator, Page, Request, WebSocket, expect
 
 from tests.browser.conftest import CONNECT_TIMEOUT_MS, Console, open_launch_url, wait_live
+from tests.browser.ui import label, open_tool
 
 pytestmark = pytest.mark.browser
 
@@ -20,16 +21,8 @@ PAGE_WEIGHT_LIMIT = 100 * 1024
 DONE = re.compile(r"^(ok|complete)$")  # an exchange ends "ok"; a tools/call operation (MRTR) ends "complete"
 
 
-def label(text: str) -> re.Pattern[str]:
-    """A field's label: its title, then a '*' when required ('A *'); never a longer label that starts alike."""
-    return re.compile(rf"^{re.escape(text)}(\s*\*)?$")
 
 
-def open_tool(page: Page, name: str) -> Locator:
-    item = page.locator(f'details.item[data-tool="{name}"]')
-    item.locator(":scope > summary").click()
-    expect(item.get_by_role("button", name=f"Call {name}", exact=True)).to_be_visible()
-    return item
 
 
 def call(page: Page, item: Locator, name: str) -> Locator:

@@ -20,7 +20,8 @@ import pytest
 from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 from tests.browser.conftest import CONNECT_TIMEOUT_MS, ROOT, Console, wait_live
-from tests.browser.test_console_ui import DONE, label, start_demo_over_stdio
+from tests.browser.test_console_ui import DONE, start_demo_over_stdio
+from tests.browser.ui import label, open_tool
 
 pytestmark = pytest.mark.browser
 
@@ -81,13 +82,6 @@ def stop_listening(page: Page, sub: str) -> None:
     expect(card).to_have_attribute("data-state", "stopped")
 
 
-def open_tool(page: Page, name: str) -> Locator:
-    """Opens a tool's form (clicking its summary only when it is closed, so calling twice works)."""
-    item = page.locator(f'details.item[data-tool="{name}"]')
-    if item.get_attribute("open") is None:
-        item.locator(":scope > summary").click()
-    expect(item.get_by_role("button", name=f"Call {name}", exact=True)).to_be_visible()
-    return item
 
 
 def press_call(page: Page, name: str, **fields: str) -> None:

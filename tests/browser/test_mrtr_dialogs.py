@@ -23,6 +23,7 @@ import pytest
 from playwright.sync_api import BrowserContext, Locator, Page, Request, Route, expect
 
 from tests.browser.conftest import Console, open_launch_url, wait_live
+from tests.browser.ui import label, open_tool
 
 pytestmark = pytest.mark.browser
 
@@ -61,16 +62,8 @@ def session_id(page: Page) -> str:
     return urlsplit(page.url).path.rsplit("/", 1)[-1]
 
 
-def field_label(text: str) -> re.Pattern[str]:
-    """A prompt argument's label, which holds the required asterisk inside it ('topic *')."""
-    return re.compile(rf"^{re.escape(text)}(\s*\*)?$")
 
 
-def open_tool(page: Page, name: str) -> Locator:
-    item = page.locator(f'details.item[data-tool="{name}"]')
-    item.locator(":scope > summary").click()
-    expect(item.get_by_role("button", name=f"Call {name}", exact=True)).to_be_visible()
-    return item
 
 
 def start(page: Page, item: Locator, button: str) -> Locator:
@@ -360,7 +353,7 @@ def test_answer_with_defaults_sends_the_schema_defaults_when_every_required_fiel
         tab: Page, console: Console) -> None:
     prompt = tab.locator('details.item[data-prompt="confirm_prompt"]')
     prompt.locator(":scope > summary").click()
-    prompt.get_by_label(field_label("topic")).fill("tides")
+    prompt.get_by_label(label("topic")).fill("tides")
     card = settle(tab, start(tab, prompt, "Get prompt confirm_prompt"), "awaiting_input")
 
     press(tab, dialog(card, "confirm_topic"), "Answer with defaults")
@@ -687,7 +680,7 @@ def test_saving_roots_says_saved_once_and_not_for_the_request_settings(own_tab: 
 def test_a_prompt_behind_an_elicitation_returns_its_messages_once_confirmed(tab: Page) -> None:
     prompt = tab.locator('details.item[data-prompt="confirm_prompt"]')
     prompt.locator(":scope > summary").click()
-    prompt.get_by_label(field_label("topic")).fill("volcanoes")
+    prompt.get_by_label(label("topic")).fill("volcanoes")
     card = settle(tab, start(tab, prompt, "Get prompt confirm_prompt"), "awaiting_input")
     ask = dialog(card, "confirm_topic")
     expect(ask.locator(".dialog-message")).to_have_text("Build a prompt about 'volcanoes'?")

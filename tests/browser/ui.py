@@ -1,0 +1,21 @@
+"""Small page helpers shared by the browser tests."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Locator, Page, expect
+
+
+def label(text: str) -> re.Pattern[str]:
+    """A field's label, which may end in the required asterisk ('A *'); never a longer label that starts alike."""
+    return re.compile(rf"^{re.escape(text)}(\s*\*)?$")
+
+
+def open_tool(page: Page, name: str) -> Locator:
+    """Opens a tool's form (clicking its summary only when it is closed, so calling twice works)."""
+    item = page.locator(f'details.item[data-tool="{name}"]')
+    if item.get_attribute("open") is None:
+        item.locator(":scope > summary").click()
+    expect(item.get_by_role("button", name=f"Call {name}", exact=True)).to_be_visible()
+    return item
