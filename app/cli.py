@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import re
 import signal
@@ -68,17 +69,30 @@ def settings_from(args: argparse.Namespace) -> Settings:
     settings = Settings.from_env(host=args.host, port=args.port, token=args.token, data_dir=args.data_dir,
                                  allowed_hosts=args.allowed_hosts,
                                  allow_all_interfaces=True if args.dangerously_bind_all_interfaces else None)
-    if settings.host.strip() in WILDCARDS and not settings.allow_all_interfaces:
+    if binds_everywhere(settings.host) and not settings.allow_all_interfaces:
         raise SystemExit(f"Refusing to bind {settings.host!r}: that exposes the console to the network. "
                          "Pass --dangerously-bind-all-interfaces if you really mean it.")
     return settings
+
+
+def binds_everywhere(host: str) -> bool:
+    """Whether binding `host` listens on every interface: any spelling of 0.0.0.0 or :: counts
+    ("0", "0.0.0.0", "::0", "[::]", "0:0::0"), so no spelling slips past the refusal."""
+    host = host.strip().strip("[]")
+    if host in WILDCARDS:
+        return True
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return False  # uvicorn will fail to bind it and say why
+    return any(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_unspecified for info in infos)
 
 
 def serve(settings: Settings, initial: list[Target] | None = None) -> None:
     app = create_app(settings, initial_targets=initial)
 
     def launch(port: int) -> None:
-        host = "127.0.0.1" if settings.host in WILDCARDS else settings.host
+        host = "127.0.0.1" if binds_everywhere(settings.host) else settings.host
         first = app.state.initial_sessions[0] if app.state.initial_sessions else None
         suffix = f"&next=/sessions/{first}" if first else ""
         print(f"MCP Console is running. Open: http://{host}:{port}/?token={settings.token}{suffix}", flush=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -118,6 +119,7 @@ class HttpTransport:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self.target = url
+        self.shown_target = redact_url(url)
         self._client = client
         self.record = record
         self.extra_headers = dict(extra_headers or {})
@@ -134,14 +136,19 @@ class HttpTransport:
 
     async def _post(self, message: dict[str, Any], headers: dict[str, str], key: str) -> httpx.Response:
         body = encode(message)
-        request = self._client.build_request("POST", self.target, content=body.encode("utf-8"),
-                                             headers=self._headers(headers))
+        try:
+            request = self._client.build_request("POST", self.target, content=body.encode("utf-8"),
+                                                 headers=self._headers(headers))
+        except (ValueError, TypeError, httpx.InvalidURL) as exc:  # UnicodeEncodeError is a ValueError
+            note = f"could not build the request to {self.shown_target}: {exc}"
+            self.record(WireEvent(direction="transport", raw=body, exchange=key, note=note))
+            raise ConnectFailed(note) from exc
         self.record(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key,
                               headers=_header_list(request.headers)))
         try:
             response = await self._client.send(request, stream=True)
-        except httpx.HTTPError as exc:
-            note = f"could not reach {self.target}: {_explain(exc)}"
+        except (httpx.HTTPError, OSError, ValueError) as exc:  # a header httpx cannot encode raises ValueError
+            note = f"could not reach {self.shown_target}: {_explain(exc)}"
             self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
             raise ConnectFailed(note) from exc
         self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
@@ -168,7 +175,20 @@ class HttpTransport:
         """The shared client belongs to the caller; nothing of ours to close."""
 
 
-def _explain(exc: httpx.HTTPError) -> str:
+def redact_url(url: str) -> str:
+    """The URL for messages: no userinfo, no query (either may hold a credential)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(an unparseable URL)"
+    return f"{parts.scheme}://{host}{port}{parts.path}" + ("?…" if parts.query else "")
+
+
+def _explain(exc: Exception) -> str:
     if isinstance(exc, httpx.ConnectError):
         return f"connection failed ({exc or 'refused'})"
     if isinstance(exc, httpx.TimeoutException):

@@ -61,6 +61,10 @@ def _parse_headers(text: str) -> dict[str, str]:
         name, sep, value = line.partition(":")
         if not sep or not name.strip() or any(c in name for c in " \t\r\n"):
             raise HTTPException(400, f"Header lines look like 'Name: value'; got {line[:80]!r}")
+        try:
+            (name + value).encode("latin-1")
+        except UnicodeEncodeError as exc:
+            raise HTTPException(400, f"Header {name.strip()!r}: HTTP header values must be Latin-1 text") from exc
         headers[name.strip()] = value.strip()
     return headers
 

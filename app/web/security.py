@@ -11,7 +11,7 @@ from __future__ import annotations
 import hmac
 from urllib.parse import urlsplit
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 COOKIE = "mcp_console_token"
 LINK_COOKIE = "mcp_console_link"
@@ -41,20 +41,47 @@ class Guard:
     def host_ok(self, host_header: str | None) -> bool:
         return host_header is not None and hostname(host_header) in self.hosts
 
-    def origin_ok(self, origin: str | None, sec_fetch_site: str | None) -> bool:
-        if sec_fetch_site == "cross-site":
+    def origin_ok(self, origin: str | None, sec_fetch_site: str | None, host: str | None) -> bool:
+        """A state-changing request or a websocket must come from this very origin.
+
+        Same origin means scheme, host *and port*: another service on 127.0.0.1 (a dev server, a
+        page a hostile MCP server asks you to open) is same-site to a browser, and would otherwise
+        ride the owner's cookie.
+        """
+        if sec_fetch_site in ("cross-site", "same-site"):
             return False
         if origin is None:
             return True  # not a browser (browsers send Origin on POST and websockets); the token still applies
         parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and (parts.hostname or "").lower() in {
-            h.strip("[]") for h in self.hosts}
+        return (parts.scheme in ("http", "https") and host is not None
+                and parts.netloc.lower() == host.strip().lower() and self.host_ok(host))
 
     def caller_token(self, headers: dict[str, str], cookies: dict[str, str]) -> str | None:
         auth = headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
             return auth[7:].strip()
         return cookies.get(COOKIE)
+
+
+# Defence in depth: even if a server string ever escaped into markup, no inline script runs, no
+# other origin is contacted, and no other site can frame the console.
+SECURITY_HEADERS = [
+    (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                                 b"img-src 'self' data:; media-src 'self' data:; connect-src 'self'; "
+                                 b"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+    (b"x-content-type-options", b"nosniff"),
+    # same-origin, not no-referrer: with no-referrer Chrome sends "Origin: null" on form posts.
+    (b"referrer-policy", b"same-origin"),
+]
+
+
+def _with_headers(send: Send) -> Send:
+    async def sender(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+        await send(message)
+
+    return sender
 
 
 class GuardMiddleware:
@@ -73,10 +100,10 @@ class GuardMiddleware:
         if not self.guard.host_ok(headers.get("host")):
             problem = "Host header not allowed"
         elif (scope["type"] == "websocket" or scope.get("method") not in SAFE_METHODS) and not \
-                self.guard.origin_ok(headers.get("origin"), headers.get("sec-fetch-site")):
+                self.guard.origin_ok(headers.get("origin"), headers.get("sec-fetch-site"), headers.get("host")):
             problem = "Origin not allowed"
         if problem is None:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, _with_headers(send) if scope["type"] == "http" else send)
             return
         if scope["type"] == "websocket":
             await receive()  # the websocket.connect message; closing before accept answers 403

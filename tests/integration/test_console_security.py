@@ -71,6 +71,31 @@ async def test_a_post_from_a_foreign_origin_is_refused_with_403(console: Console
     assert console.manager.sessions == {}, "a refused POST must not start a process"
 
 
+async def test_a_post_from_another_port_on_the_same_host_is_refused_and_starts_nothing(console: Console) -> None:
+    # A page served by another local service is same-site to the browser, which sends the owner's cookie.
+    response = await console.http.post("/sessions", data={"kind": "demo-stdio"},
+                                       headers={"Origin": "http://127.0.0.1:3000", "Sec-Fetch-Site": "same-site",
+                                                "Accept": "application/json"})
+    assert response.status_code == 403
+    assert console.manager.sessions == {}, "a refused POST must not start a process"
+
+
+async def test_every_response_carries_a_content_security_policy(console: Console) -> None:
+    response = await console.http.get("/sessions.json")
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert response.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_a_header_value_that_is_not_latin1_is_refused_before_anything_is_sent(console: Console) -> None:
+    response = await console.http.post("/sessions", data={"kind": "http", "url": "http://127.0.0.1:9/mcp",
+                                                          "headers": "X-Name: h\u00e9llo \u2603"},
+                                       headers={"Accept": "application/json"})
+    assert response.status_code == 400
+    assert "Latin-1" in response.text
+    assert console.manager.sessions == {}
+
+
 async def test_a_cross_site_fetch_is_refused_with_403(console: Console) -> None:
     response = await console.http.post("/sessions", data={"kind": "demo-stdio"},
                                        headers={"Sec-Fetch-Site": "cross-site"})
@@ -173,6 +198,15 @@ async def test_the_websocket_refuses_a_foreign_origin(console: Console, demo_url
     session_id = await _ws_session(console, demo_url)
     status = await _refused(f"ws://{served}/sessions/{session_id}/ws",
                             {"Cookie": f"{COOKIE}={TOKEN}", "Origin": "http://evil.example"})
+    assert status == 403
+
+
+async def test_the_websocket_refuses_another_port_on_the_same_host(console: Console, demo_url: str,
+                                                                  served: str) -> None:
+    session_id = await _ws_session(console, demo_url)
+    host = served.rsplit(":", 1)[0]
+    status = await _refused(f"ws://{served}/sessions/{session_id}/ws",
+                            {"Cookie": f"{COOKIE}={TOKEN}", "Origin": f"http://{host}:1"})
     assert status == 403
 
 

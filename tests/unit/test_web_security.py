@@ -41,25 +41,33 @@ def test_host_ok_refuses_foreign_and_rebinding_hosts(guard: Guard, host: str | N
 
 @pytest.mark.parametrize("origin", ["http://127.0.0.1:8765", "http://127.0.0.1", "http://localhost:3000",
                                     "https://localhost", "http://[::1]:9999", "http://console.internal:1"])
-def test_origin_ok_accepts_same_host_origins_with_any_port(guard: Guard, origin: str) -> None:
-    assert guard.origin_ok(origin, None)
-    assert guard.origin_ok(origin, "same-origin")
+def test_origin_ok_accepts_only_the_consoles_own_origin(guard: Guard, origin: str) -> None:
+    host = origin.split("://", 1)[1]
+    assert guard.origin_ok(origin, None, host)
+    assert guard.origin_ok(origin, "same-origin", host)
+
+
+def test_origin_ok_refuses_another_port_on_the_same_host(guard: Guard) -> None:
+    # A dev server on :3000 is same-site to the browser and would carry the owner's cookie.
+    assert not guard.origin_ok("http://127.0.0.1:3000", None, "127.0.0.1:8765")
+    assert not guard.origin_ok("http://localhost:3000", "same-site", "localhost:8765")
+    assert not guard.origin_ok("http://localhost:8765", None, "127.0.0.1:8765")
 
 
 @pytest.mark.parametrize("origin", ["http://evil.com", "http://127.0.0.1.evil.com:8765", "http://localhost.evil.com",
                                     "null", "file://localhost/x", "ws://127.0.0.1:8765", ""])
 def test_origin_ok_refuses_foreign_origins(guard: Guard, origin: str) -> None:
-    assert not guard.origin_ok(origin, None)
+    assert not guard.origin_ok(origin, None, "127.0.0.1:8765")
 
 
 def test_origin_ok_refuses_a_cross_site_fetch_even_with_a_local_origin(guard: Guard) -> None:
-    assert not guard.origin_ok("http://127.0.0.1:8765", "cross-site")
-    assert not guard.origin_ok(None, "cross-site")
+    assert not guard.origin_ok("http://127.0.0.1:8765", "cross-site", "127.0.0.1:8765")
+    assert not guard.origin_ok(None, "cross-site", "127.0.0.1:8765")
 
 
 def test_origin_ok_allows_a_request_without_origin(guard: Guard) -> None:
-    assert guard.origin_ok(None, None)
-    assert guard.origin_ok(None, "none")
+    assert guard.origin_ok(None, None, "127.0.0.1:8765")
+    assert guard.origin_ok(None, "none", "127.0.0.1:8765")
 
 
 def test_token_matches_only_the_exact_token() -> None:
