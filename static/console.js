@@ -81,6 +81,18 @@
     if (evt.target.tagName === "FORM") checkGroups(evt.target);
   });
 
+  // "Fill with defaults": put the schema's defaults back in every field (empty where none),
+  // whatever the form shows now (a refused draft included).
+  document.addEventListener("click", function (evt) {
+    var btn = evt.target.closest("[data-fill-defaults]");
+    if (!btn || !btn.form) return;
+    btn.form.querySelectorAll("[data-default]").forEach(function (el) {
+      if (el.type === "checkbox") el.checked = el.dataset.default === "true";
+      else el.value = el.dataset.default;
+    });
+    checkGroups(btn.form);
+  });
+
   // Copy buttons: fetch the text (e.g. a cURL command) on click, then put it on the clipboard.
   document.addEventListener("click", function (evt) {
     var btn = evt.target.closest("[data-copy-url],[data-copy-from]");

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from app.console.outputs import validate_structured
 from app.mcp import mrtr
-from app.mcp.client import Reply
+from app.mcp.client import KNOWN_RESULT_TYPES, Reply
 from app.mcp.state import analyze, compare
 
 if TYPE_CHECKING:
@@ -65,9 +65,10 @@ class Operation:
     drafts: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # key → what was typed (refused)
     required_capabilities: dict[str, Any] | None = None
     final: Reply | None = None
-    validation: dict[str, Any] | None = None
+    validation: dict[str, Any] | None = None  # structuredContent checked against outputSchema
     replay_of: str | None = None              # the exchange key this operation re-sends
-    first_params: dict[str, Any] | None = None  # structuredContent checked against outputSchema
+    first_params: dict[str, Any] | None = None
+    log_level: str | None = None  # this operation's own _meta logLevel (else the session's)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     @property
@@ -105,11 +106,12 @@ class OperationDriver:
         self.session.timeline.append("operation", op.snapshot())
 
     def create(self, method: str, params: dict[str, Any], replay_of: str | None = None,
-               keep_mrtr: bool = False) -> Operation:
+               keep_mrtr: bool = False, log_level: str | None = None) -> Operation:
         """A new operation. A replay keeps inputResponses/requestState in its first round (as it was sent)."""
         op = Operation(id=str(next(_op_ids)) + "-" + self.session.id[:4], method=method,
                        params={k: v for k, v in params.items() if k not in mrtr.MRTR_KEYS}, replay_of=replay_of)
         op.first_params = {k: v for k, v in params.items() if k != "_meta"} if keep_mrtr else dict(op.params)
+        op.log_level = log_level
         self.ops[op.id] = op
         if len(self.ops) > MAX_KEPT:  # bounded: finished operations live on in the timeline store
             oldest = next((k for k, o in self.ops.items() if o.status not in ("awaiting_input", "running")),
@@ -151,7 +153,8 @@ class OperationDriver:
                 rnd.key, rnd.request_id = key, request_id
                 self._record(op)
 
-            reply = await self.session.run(op.method, params, op=op.id, round_=n, on_start=started)
+            reply = await self.session.run(op.method, params, op=op.id, round_=n, on_start=started,
+                                           log_level=op.log_level)
             if not self._take_reply(op, rnd, reply):
                 self._record(op)
                 return
@@ -180,6 +183,13 @@ class OperationDriver:
                 op.required_capabilities = data.get("requiredCapabilities")
             return False
         result = reply.result or {}
+        if reply.result_type not in KNOWN_RESULT_TYPES:
+            # The spec: a resultType the client does not recognise MUST be treated as invalid.
+            rnd.status = op.status = "error"
+            op.final = reply
+            old = ' (the pre-release name of "input_required")' if reply.result_type == "incomplete" else ""
+            op.message = f"Invalid result: unknown resultType {reply.result_type!r}{old}."
+            return False
         if reply.result_type != "input_required":
             rnd.status = reply.result_type or "complete"
             op.final = reply
@@ -202,6 +212,8 @@ class OperationDriver:
         if problem and not requests and rnd.state is None:
             op.status, op.message, op.final = "error", problem, reply
             return False
+        if problem or ("requestState" in result and rnd.state is None):
+            op.message = f"Malformed input_required: {problem or 'requestState is not a string'}"
         op.pending = requests
         return True
 

@@ -88,6 +88,7 @@ class ConsoleSession:
         self.listeners = Listeners(self)
         self.background = TaskGroup()
         self.connects = 0
+        self.last_id = 0  # the highest JSON-RPC id sent, so a reconnect goes on from there
         self.read_only = False  # an imported session: it shows what happened and sends nothing
         self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
         self._refreshing = asyncio.Lock()
@@ -124,7 +125,8 @@ class ConsoleSession:
         """What survives a restart besides the timeline itself."""
         return {"target": self.target.to_dict(), "status": self.status, "status_message": self.status_message,
                 "capabilities": self.capabilities, "seq": self.timeline.seq, "discover": self.discover,
-                "lists": self.lists, "roots": self.roots, "connects": self.connects, "read_only": self.read_only,
+                "lists": self.lists, "roots": self.roots, "connects": self.connects, "last_id": self.last_id,
+                "read_only": self.read_only,
                 "request_settings": {"log_level": self.log_level, "progress": self.progress_enabled,
                                      "auto_refresh": self.auto_refresh}}
 
@@ -142,6 +144,8 @@ class ConsoleSession:
         self.lists.update(meta.get("lists") or {})
         self.roots = meta.get("roots") or self.roots
         self.connects = int(meta.get("connects") or 0)
+        seen_ids = [e.get("id") for e in [*self.timeline.entries.values(), *self.timeline.rounds.values()]]
+        self.last_id = max([int(meta.get("last_id") or 0), *(i for i in seen_ids if isinstance(i, int))])
         self.read_only = bool(meta.get("read_only"))
         settings = meta.get("request_settings") or {}
         self.log_level = settings.get("log_level", "")
@@ -173,7 +177,7 @@ class ConsoleSession:
         self.connects += 1
         self.client = McpClient(self.transport, ClientConfig(
             client_info=CLIENT_INFO, capabilities=lambda: self.capabilities,
-            timeout_s=self.settings.request_timeout_s, key_prefix=f"c{self.connects}"))
+            timeout_s=self.settings.request_timeout_s, key_prefix=f"c{self.connects}", first_id=self.last_id + 1))
         try:
             await self.transport.start()
         except McpError as exc:
@@ -243,7 +247,7 @@ class ConsoleSession:
     async def run(self, method: str, params: dict[str, Any], *, op: str | None = None, round_: int | None = None,
                   on_notification: Callable[[Frame], None] | None = None,
                   on_start: Callable[[str, Any], Any] | None = None, stream: bool = False,
-                  replay_of: str | None = None) -> Reply:
+                  replay_of: str | None = None, log_level: str | None = None) -> Reply:
         """Send one request and record it as a timeline entry (pending, then finished).
 
         Progress and log notifications on its stream are routed to the entry they belong to: the
@@ -254,7 +258,9 @@ class ConsoleSession:
         key = client.new_key()
         target = f"op-{op}" if op else key
         token = key if self.progress_enabled and not stream else None
-        message = client.build(method, params, progress_token=token, log_level=self.log_level or None)
+        message = client.build(method, params, progress_token=token, log_level=log_level or self.log_level or None)
+        if isinstance(message["id"], int):
+            self.last_id = max(self.last_id, message["id"])
         name = params.get("name") or params.get("uri")
         entry: dict[str, Any] = {"key": key, "method": method, "name": name, "id": message["id"],
                                  "status": "pending", "op": op, "round": round_, "replay_of": replay_of}

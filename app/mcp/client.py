@@ -74,13 +74,14 @@ class ClientConfig:
     protocol_version: str = PROTOCOL_VERSION
     timeout_s: float = 60.0
     key_prefix: str = ""  # keeps exchange keys unique across reconnects of one recorded session
+    first_id: int = 1     # likewise for JSON-RPC ids: a session's ids never repeat
 
 
 class McpClient:
     def __init__(self, transport: Transport, config: ClientConfig) -> None:
         self.transport = transport
         self.config = config
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(config.first_id)
         self._keys = itertools.count(1)
         self.tool_headers: dict[str, dict[str, str]] = {}
         self.invalid_tools: dict[str, str] = {}

@@ -135,13 +135,13 @@ class HttpTransport:
         return merged
 
     async def _post(self, message: dict[str, Any], headers: dict[str, str], key: str) -> httpx.Response:
-        body = encode(message)
         try:
+            body = encode(message)
             request = self._client.build_request("POST", self.target, content=body.encode("utf-8"),
                                                  headers=self._headers(headers))
         except (ValueError, TypeError, httpx.InvalidURL) as exc:  # UnicodeEncodeError is a ValueError
             note = f"could not build the request to {self.shown_target}: {exc}"
-            self.record(WireEvent(direction="transport", raw=body, exchange=key, note=note))
+            self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
             raise ConnectFailed(note) from exc
         self.record(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key,
                               headers=_header_list(request.headers)))

@@ -82,8 +82,11 @@ def with_status(frame: Frame, status: int) -> Frame:
 
 
 def encode(message: dict[str, Any]) -> str:
-    """Serialize compactly, on one line (stdio framing forbids embedded newlines)."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    """Serialize compactly, on one line (stdio framing forbids embedded newlines).
+
+    NaN and Infinity raise ValueError: they are not JSON, and a console must never send non-JSON.
+    """
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def request(id_: int | str, method: str, params: dict[str, Any]) -> dict[str, Any]:

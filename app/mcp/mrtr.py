@@ -41,6 +41,10 @@ def shape_problem(result: dict[str, Any]) -> str | None:
         return "inputRequests is not an object"
     if "requestState" in result and not isinstance(result["requestState"], str):
         return "requestState is not a string"
+    if isinstance(raw, dict):
+        bad = [k for k, v in raw.items() if not isinstance(v, dict) or not isinstance(v.get("method"), str)]
+        if bad:
+            return f"inputRequests entries without a method: {bad}"
     if not input_requests(result) and request_state(result) is None:
         return "input_required with neither inputRequests nor requestState"
     return None

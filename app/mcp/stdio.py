@@ -13,7 +13,7 @@ import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
-from app.mcp.errors import ConnectFailed, ProcessExited
+from app.mcp.errors import ConnectFailed, ProcessExited, ProtocolViolation
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
 from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES
 from app.mcp.wire import Recorder, WireEvent
@@ -188,7 +188,10 @@ class StdioTransport:
     async def _write(self, message: dict[str, Any], key: str) -> None:
         if not self.alive or self._proc is None or self._proc.stdin is None:
             raise ProcessExited(self.exit_reason())
-        text = encode(message)
+        try:
+            text = encode(message)
+        except ValueError as exc:
+            raise ProtocolViolation(f"the request cannot be sent as JSON: {exc}") from exc
         self.record(WireEvent(direction="out", raw=text, frame=parse_frame(text), exchange=key))
         async with self._write_lock:
             try:
@@ -205,7 +208,7 @@ class StdioTransport:
             self._by_token[meta["progressToken"]] = exchange
         try:
             await self._write(message, key)
-        except ProcessExited:
+        except (ProcessExited, ProtocolViolation):
             self.forget(exchange)
             raise
         return exchange

@@ -6,16 +6,16 @@ The handler sends and renders the *result*; the timeline entries reach every tab
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from app.console.live import LOG_LEVELS
 from app.console.session import ConsoleSession
 from app.mcp.client import Reply
 from app.web.deps import Operator, Web, connected, form_input, respond, wants_json
-from app.web.forms import fields_for, parse_form
+from app.web.forms import fields_for, parse_form, strict_json
 from app.web.views import operation_json, reply_json
 
 router = APIRouter()
@@ -28,7 +28,7 @@ def _find(items: list[dict[str, Any]], key: str, value: str) -> dict[str, Any] |
 
 def _json_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
     try:
-        value = json.loads(text)
+        value = strict_json(text)
     except ValueError as exc:
         return None, f"Arguments are not valid JSON: {exc}"
     if not isinstance(value, dict):
@@ -48,13 +48,14 @@ def _result(w: Web, request: Request, s: ConsoleSession, reply: Reply) -> Respon
     return respond(request, False, reply_json(reply), html)
 
 
-async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, params: dict[str, Any]) -> Response:
+async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, params: dict[str, Any],
+                     log_level: str | None = None) -> Response:
     """tools/call, prompts/get and resources/read may take rounds: each runs as an operation.
 
     A script (JSON) waits for the end. A browser gets the card at once if the operation ends
     quickly, else a running card with Cancel and progress that the websocket keeps current.
     """
-    op = s.operations.create(method, params)
+    op = s.operations.create(method, params, log_level=log_level)
     task = w.manager.tasks.spawn(f"op-{op.id}", s.operations.run(op))
     if wants_json(request):
         await task
@@ -82,7 +83,10 @@ async def call_tool(request: Request, session_id: str, w: Operator) -> Response:
         arguments, errors = parse_form(fields, form)
         if errors:
             return _not_sent(w, request, errors, {f.name: f.label for f in fields})
-    return await _operation(w, request, s, "tools/call", {"name": name, "arguments": arguments})
+    level = form.first("log_level") or None
+    if level is not None and level not in LOG_LEVELS:
+        return _not_sent(w, request, {"log_level": f"Unknown log level {level!r}"}, {"log_level": "Log level"})
+    return await _operation(w, request, s, "tools/call", {"name": name, "arguments": arguments}, level)
 
 
 @router.post("/sessions/{session_id}/resources/read")

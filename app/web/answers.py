@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from app.mcp import mrtr
-from app.web.forms import FormField, FormInput, check_value, fields_for, parse_form
+from app.web.forms import FormField, FormInput, check_value, fields_for, parse_form, strict_json
 
 ACTIONS = ("accept", "decline", "cancel")
 
@@ -79,7 +78,7 @@ def raw_answer(form: FormInput) -> Any:
 
 def _json_object(text: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
+        value = strict_json(text)
     except ValueError as exc:
         raise NotAnswered({"json": f"Not valid JSON: {exc}"}) from exc
     if not isinstance(value, dict):

@@ -12,6 +12,7 @@ from app.console import export
 from app.console.session import ConsoleSession
 from app.mcp.client import MRTR_METHODS
 from app.web.deps import Operator, Owner, Viewer, connected, form_input, principal, respond, session_or_404
+from app.web.forms import strict_json
 from app.web.op_routes import op_response
 from app.web.views import reply_json
 
@@ -91,7 +92,7 @@ async def replay(request: Request, session_id: str, w: Operator) -> Response:
     if form.first("mode") == "edited":
         method = (form.first("method") or method).strip()
         try:
-            params = json.loads(form.first("params") or "{}")
+            params = strict_json(form.first("params") or "{}")
         except ValueError as exc:
             raise HTTPException(400, f"The edited params are not valid JSON: {exc}") from exc
         if not isinstance(params, dict):

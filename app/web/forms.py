@@ -8,6 +8,7 @@ with a visible note, never a guess.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -143,6 +144,29 @@ def fields_for(schema: Any) -> list[FormField]:
     return [field_for(name, sub, name in required) for name, sub in props.items()]
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON (JSON has no NaN or Infinity)")
+
+
+def strict_json(text: str) -> Any:
+    """Parse what a person typed as JSON, refusing NaN/Infinity (Python would accept and resend them,
+    and what went on the wire would not be JSON)."""
+    value = json.loads(text, parse_constant=_no_constant)
+    _check_finite(value)
+    return value
+
+
+def _check_finite(value: Any) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("a number too large for JSON (it would become Infinity)")
+    if isinstance(value, dict):
+        for item in value.values():
+            _check_finite(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_finite(item)
+
+
 class FormInput(Mapping[str, Sequence[str]]):
     """What a submitted form holds: name → every value given (checkbox groups repeat names)."""
 
@@ -217,10 +241,13 @@ def convert(f: FormField, text: str) -> Any:
         t = text.strip()
         if not _NUMBER.match(t):
             raise ValueError("Enter a number.")
-        return int(t) if _INT.match(t) else float(t)
+        value = int(t) if _INT.match(t) else float(t)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("That number is too large to send as JSON.")
+        return value
     if f.kind == "json":
         try:
-            return json.loads(text)
+            return strict_json(text)
         except ValueError as exc:
             raise ValueError(f"Not valid JSON: {exc}") from exc
     if f.kind == "list":

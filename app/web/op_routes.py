@@ -12,6 +12,7 @@ from app.console.session import ConsoleSession
 from app.mcp import mrtr
 from app.web.answers import NotAnswered, elicitation_answer, raw_answer, sampling_answer
 from app.web.deps import Operator, Viewer, Web, connected, form_input, respond, session_or_404, split_json
+from app.web.forms import strict_json
 from app.web.views import operation_json
 
 router = APIRouter()
@@ -54,6 +55,10 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
                 # No error replay exists in MRTR: declining simply stops; the server is not waiting.
                 await s.operations.abandon(op, "The sampling request was declined; nothing was sent.")
                 return op_response(w, request, s, op)
+            tools_declared = isinstance((s.capabilities.get("sampling") or {}).get("tools"), dict)
+            if input_request.get("params", {}).get("tools") and not tools_declared:
+                raise NotAnswered({"reply": "The request offers tools but sampling.tools was not declared: "
+                                            "the client must refuse (decline instead)."})
             value = sampling_answer(form)
         elif kind == "roots":
             value = {"roots": [dict(r) for r in s.roots]}
@@ -104,21 +109,43 @@ async def enable_and_retry(request: Request, session_id: str, op_id: str, w: Ope
 
 @router.post("/sessions/{session_id}/capabilities")
 async def set_capabilities(request: Request, session_id: str, w: Operator) -> Response:
+    """Toggle the four common capabilities, keeping everything else declared (sampling.tools,
+    extensions, experimental…); or replace the whole object from the JSON editor."""
     s = session_or_404(w, session_id)
     form = await form_input(request)
-    chosen = set(form.get("cap", []))
-    caps: dict[str, Any] = {}
-    modes: dict[str, Any] = {m: {} for m in ("form", "url") if f"elicitation.{m}" in chosen}
-    if modes:
-        caps["elicitation"] = modes
-    if "sampling" in chosen:
-        caps["sampling"] = {}
-    if "roots" in chosen:
-        caps["roots"] = {}
+    raw = (form.first("caps_json") or "").strip()
+    if form.first("mode") == "json":
+        try:
+            caps = strict_json(raw or "{}")
+        except ValueError as exc:
+            return _caps_page(w, request, s, [f"Not valid JSON: {exc}"])
+        if not isinstance(caps, dict) or not all(isinstance(v, dict) for v in caps.values()):
+            return _caps_page(w, request, s, ["Capabilities must be an object of objects"])
+    else:
+        caps = _toggled(s.capabilities, set(form.get("cap", [])))
     s.capabilities = caps
-    s.touch(force=True)
     s.timeline.append("session", {"capabilities": caps, "saved": True})
-    return respond(request, False, {"client_capabilities": caps}, w.render("_client_settings.html", s=s, saved=True))
+    s.touch(force=True)
+    return _caps_page(w, request, s, [])
+
+
+def _toggled(current: dict[str, Any], chosen: set[str]) -> dict[str, Any]:
+    caps = {k: v for k, v in current.items() if k not in ("elicitation", "sampling", "roots")}
+    elicitation = {k: v for k, v in (current.get("elicitation") or {}).items() if k not in ("form", "url")}
+    for mode in ("form", "url"):
+        if f"elicitation.{mode}" in chosen:
+            elicitation[mode] = (current.get("elicitation") or {}).get(mode) or {}
+    if "elicitation.form" in chosen or "elicitation.url" in chosen:
+        caps["elicitation"] = elicitation
+    for name in ("sampling", "roots"):
+        if name in chosen:
+            caps[name] = current.get(name) or {}
+    return caps
+
+
+def _caps_page(w: Web, request: Request, s: ConsoleSession, problems: list[str]) -> Response:
+    return respond(request, False, {"client_capabilities": s.capabilities, "problems": problems},
+                   w.render("_client_settings.html", s=s, saved=not problems, problems=problems))
 
 
 @router.post("/sessions/{session_id}/roots")
