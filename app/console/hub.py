@@ -47,6 +47,9 @@ class Hub:
         # Per session: the last events, each as its rendered payload (str), None when it renders
         # to nothing, or the event itself when nobody was watching (rendered on demand).
         self._rings: dict[str, deque[tuple[int, str | TimelineEvent | None]]] = {}
+        # Per session: the newest seq that left the ring. A tab that saw at least that much can be
+        # caught up from the ring; the seqs in between are frames, which tabs never get anyway.
+        self._floors: dict[str, int] = {}
         self.rendered = 0
 
     def publish(self, event: TimelineEvent) -> None:
@@ -55,9 +58,13 @@ class Hub:
         Nobody watching costs nothing but a ring slot: a tab that connects later and asks for
         what it missed gets those events rendered then (showing their entries as they are now).
         """
+        if event.kind == "wire":
+            return  # frames render to nothing: they never reach a tab, and must not crowd the ring
         subs = self._subs.get(event.session_id)
-        ring = self._rings.setdefault(event.session_id, deque(maxlen=self._ring_size))
-        if not subs or event.kind == "wire":
+        ring = self._ring(event.session_id, event.seq - 1)
+        if len(ring) == ring.maxlen:
+            self._floors[event.session_id] = ring[0][0]  # that event is about to leave the ring
+        if not subs:
             ring.append((event.seq, event))
             return
         payload = self._render(event)
@@ -77,8 +84,8 @@ class Hub:
         sub = Subscriber(session_id, asyncio.Queue(maxsize=self._queue_size), link_id=link_id)
         whole = True
         if last_seq is not None and last_seq < current_seq:
-            ring = self._rings.get(session_id, deque())
-            if not ring or ring[0][0] > last_seq + 1:
+            ring = self._ring(session_id, current_seq)
+            if last_seq < self._floors[session_id]:
                 whole = False
             else:
                 for seq, item in ring:
@@ -89,6 +96,14 @@ class Hub:
                         sub.offer(seq, payload)
         self._subs.setdefault(session_id, set()).add(sub)
         return sub, whole
+
+    def _ring(self, session_id: str, known_up_to: int) -> deque[tuple[int, str | TimelineEvent | None]]:
+        """The session's ring; a new one (e.g. after a restart) knows nothing up to `known_up_to`."""
+        ring = self._rings.get(session_id)
+        if ring is None:
+            ring = self._rings[session_id] = deque(maxlen=self._ring_size)
+            self._floors[session_id] = known_up_to
+        return ring
 
     def unsubscribe(self, sub: Subscriber) -> None:
         subs = self._subs.get(sub.session_id)

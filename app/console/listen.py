@@ -47,6 +47,7 @@ class Subscription:
     notifications: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=200))
     total: int = 0
     stopping: bool = False
+    ended_by_server: bool = False
 
     def dropped(self) -> dict[str, Any]:
         """What was asked for but not granted."""
@@ -91,10 +92,10 @@ class Listeners:
         self._record(sub)
         return sub
 
-    async def stop(self, sub: Subscription) -> None:
+    async def stop(self, sub: Subscription, who: str = "owner") -> None:
         sub.stopping = True
         if sub.exchange_key:
-            await self.session.cancel(sub.exchange_key, "owner")
+            await self.session.cancel(sub.exchange_key, who)
         task = self._tasks.get(sub.id)
         if task is not None and sub.state == "reconnecting":
             task.cancel()
@@ -112,18 +113,26 @@ class Listeners:
         backoff = 0.25
         while not sub.stopping:
             sub.state = "opening" if sub.reconnects == 0 else "reconnecting"
+            sub.ended_by_server = False
             sub.acknowledged, sub.ack_ms = None, None
             reply = await self._listen_once(sub)
             if sub.stopping:
                 sub.state = "stopped"
-            elif reply.error is None:
-                sub.state = "closed_by_server"  # a graceful end: the server answered the listen request
+            elif reply.error is None or sub.ended_by_server:
+                # A graceful end: the server answered the listen request, or (stdio) sent
+                # notifications/cancelled for it. Either way it is not to be re-opened.
+                sub.state = "closed_by_server"
             else:
                 sub.state = "connection_lost"
                 sub.problems.append(f"stream dropped: {reply.error}")
             del sub.problems[:-20]
             self._record(sub)
             if sub.state != "connection_lost":
+                return
+            if self.session.status != "connected":
+                sub.problems.append(f"not listening again: the session is {self.session.status} "
+                                    f"({self.session.status_message or 'no target'})")
+                self._record(sub)
                 return
             if sub.ack_ms is not None:
                 backoff = 0.25  # it worked for a while: start the backoff over
@@ -156,7 +165,10 @@ class Listeners:
         sid = meta.get(SUBSCRIPTION_KEY) if isinstance(meta, dict) else None
         if sid != sub.subscription_id:
             sub.problems.append(f"{frame.method}: subscriptionId {sid!r}, expected {sub.subscription_id!r}")
-        if frame.method == "notifications/subscriptions/acknowledged":
+        if frame.method == "notifications/cancelled":
+            sub.ended_by_server = True
+            sub.problems.append(f"the server ended the stream: {frame.params.get('reason') or 'no reason given'}")
+        elif frame.method == "notifications/subscriptions/acknowledged":
             granted = frame.params.get("notifications")
             sub.acknowledged = granted if isinstance(granted, dict) else {}
             sub.ack_ms = (time.monotonic() - sub.opened_at) * 1000

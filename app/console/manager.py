@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import httpx
@@ -13,6 +14,17 @@ from app.console.sharing import LinkRegistry
 from app.console.store import SqliteStore, Store
 from app.console.tasks import TaskGroup
 from app.settings import Settings
+
+
+def target_from(raw: Any) -> Target:
+    """A Target from stored or imported data, taking only the fields it knows."""
+    raw = raw if isinstance(raw, dict) else {}
+    known = {f.name for f in fields(Target)}
+    data = {k: v for k, v in raw.items() if k in known}
+    if data.get("kind") not in ("http", "stdio"):
+        data["kind"] = "http"
+    return Target(**data)
+
 
 RESTORE_KINDS = ("exchange", "notice", "operation", "progress", "log", "stderr")
 
@@ -40,10 +52,7 @@ class SessionManager:
         count = 0
         for row in self.store.list_sessions():
             meta = row["meta"]
-            try:
-                target = Target(**meta["target"])
-            except (KeyError, TypeError):
-                continue  # a row from a newer or broken writer: leave it alone rather than guess
+            target = target_from(meta.get("target"))
             session = ConsoleSession(row["id"], target, self.settings, self.store, self.hub.publish, self.http,
                                      created=row["created"])
             session.last_activity = row["updated"]
@@ -53,13 +62,14 @@ class SessionManager:
             note = "imported: read-only" if meta.get("read_only") else \
                 "The console restarted. Reconnect to send requests; the timeline is as it was."
             session.restore(meta, events, note, last_seq=last)
+            session.timeline.set_total(self.store.entry_count(row["id"]))
             self.sessions[session.id] = session
             count += 1
         return count
 
     def import_session(self, meta: dict[str, Any], created: float, events: list[TimelineEvent]) -> ConsoleSession:
         """A session from a file: read-only, no target connected, looking as it did."""
-        target = Target(**meta["target"]) if isinstance(meta.get("target"), dict) else Target(kind="http")
+        target = target_from(meta.get("target"))
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http,
                                  created=created)
         moved = [TimelineEvent(session.id, e.seq, e.kind, e.data, e.at) for e in events]
@@ -67,6 +77,7 @@ class SessionManager:
             self.store.append(event)
         meta = {**meta, "read_only": True}
         session.restore(meta, moved[-self.settings.timeline_window * 20:], "Imported from a session file: read-only.")
+        session.timeline.set_total(self.store.entry_count(session.id))
         self.sessions[session.id] = session
         self.store.save_session(session.id, session.meta(), created, session.last_activity)
         return session
@@ -87,7 +98,7 @@ class SessionManager:
 
     def listing(self) -> list[dict[str, Any]]:
         return [{"id": s.id, "target": s.target.describe(), "transport": s.target.kind, "status": s.status,
-                 "created": s.created, "last_activity": s.last_activity, "entries": len(s.timeline.entries)}
+                 "created": s.created, "last_activity": s.last_activity, "entries": s.timeline.entry_count}
                 for s in sorted(self.sessions.values(), key=lambda s: -s.last_activity)]
 
     async def shutdown(self) -> None:

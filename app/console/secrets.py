@@ -47,3 +47,23 @@ def mask_wire(event: dict[str, Any]) -> dict[str, Any]:
     if not event.get("headers"):
         return event
     return {**event, "headers": mask_headers(event["headers"])}
+
+
+def mask_argv(argv: list[str]) -> str:
+    """A command line for display: values of credential-looking flags and NAME=value pairs masked."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(MASK)
+            hide_next = False
+            continue
+        name, sep, _value = arg.partition("=")
+        if sep and is_secret(name.lstrip("-")):
+            out.append(f"{name}={MASK}")
+        elif arg.startswith("-") and is_secret(arg.lstrip("-")):
+            out.append(arg)
+            hide_next = True
+        else:
+            out.append(arg)
+    return " ".join(out)

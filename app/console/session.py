@@ -16,6 +16,7 @@ from app.console.events import TimelineEvent
 from app.console.listen import Listeners
 from app.console.live import ProgressCoalescer, log_data
 from app.console.operations import OperationDriver
+from app.console.secrets import mask_argv, mask_url
 from app.console.store import Store
 from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
@@ -50,6 +51,10 @@ class Target:
 
     def describe(self) -> str:
         return self.url if self.kind == "http" else " ".join(self.argv)
+
+    def shown(self) -> str:
+        """How to show the target to anyone: credentials in the URL or the command line masked."""
+        return mask_url(self.url) if self.kind == "http" else mask_argv(self.argv)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,6 +98,7 @@ class ConsoleSession:
         self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
         self._refreshing = asyncio.Lock()
         self._saved_at = 0.0
+        self._closing = False
         self._bytes_in: dict[str, int] = {}
         self._http_status: dict[str, int] = {}
 
@@ -113,6 +119,9 @@ class ConsoleSession:
             self.timeline.notice("warning", what, raw=event.raw[:2000])
         elif event.exchange is None and event.direction == "transport" and event.note:
             self.timeline.notice("info" if event.note.startswith("started") else "warning", event.note)
+            if event.note.startswith("the server process exited") and self.status == "connected" \
+                    and not self._closing:
+                self._set_status("failed", f"{event.note}; reconnect to start it again")
 
     def touch(self, force: bool = False) -> None:
         """Note activity; the metadata row is rewritten at most once a second unless something changed."""
@@ -172,6 +181,7 @@ class ConsoleSession:
 
     async def connect(self) -> None:
         """Start the transport, ask server/discover, then fetch the lists the server offers."""
+        self._closing = False
         self._set_status("connecting")
         self.transport = self._make_transport()
         self.connects += 1
@@ -311,6 +321,7 @@ class ConsoleSession:
         self.timeline.append("reread", {"uri": uri, "op": op.id})
 
     async def close(self) -> None:
+        self._closing = True
         await self.listeners.stop_all()
         await self.background.cancel_all()
         if self.client is not None:

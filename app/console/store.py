@@ -40,6 +40,7 @@ class Store(Protocol):
                before_seq: int | None = None, after_seq: int | None = None,
                limit: int | None = None) -> list[TimelineEvent]: ...
     def count(self, session_id: str) -> int: ...
+    def entry_count(self, session_id: str) -> int: ...
     def save_link(self, link: dict[str, Any]) -> None: ...
     def links(self, session_id: str | None = None) -> list[dict[str, Any]]: ...
     def flush(self) -> None: ...
@@ -177,6 +178,16 @@ class SqliteStore:
         with self._read_lock:
             rows = self._read.execute(sql, args).fetchall()
         return [json.loads(r[0]) for r in rows]
+
+    def entry_count(self, session_id: str) -> int:
+        """How many timeline entries a session has (operation rounds nest, so they do not count)."""
+        self.flush()
+        with self._read_lock:
+            row = self._read.execute(
+                "SELECT COUNT(DISTINCT COALESCE(exchange, 'n' || seq)) FROM events WHERE session_id=? AND "
+                "(kind IN ('notice','operation') OR (kind='exchange' AND json_extract(data,'$.op') IS NULL))",
+                (session_id,)).fetchone()
+        return int(row[0])
 
     def count(self, session_id: str) -> int:
         self.flush()

@@ -24,6 +24,7 @@ class Timeline:
         self.stderr: list[str] = []
         self.rounds: OrderedDict[str, dict[str, Any]] = OrderedDict()  # exchange snapshots of operation rounds
         self.evicted = 0  # entries that left the window: the page offers to load them
+        self.entry_count = 0  # every entry ever, not only the window
 
     def append(self, kind: str, data: dict[str, Any]) -> TimelineEvent:
         self.seq += 1
@@ -50,6 +51,7 @@ class Timeline:
             else:
                 self.entries[key] = {"seq0": event.seq, "key": key, "kind": event.kind, **event.data,
                                      "at0": event.at}
+                self.entry_count += 1
                 while len(self.entries) > self._window:
                     self.entries.popitem(last=False)
                     self.evicted += 1
@@ -64,6 +66,16 @@ class Timeline:
         elif event.kind == "stderr":
             self.stderr.append(str(event.data.get("line", "")))
             del self.stderr[:-500]
+
+    def set_total(self, count: int) -> None:
+        """After a restore: how many entries exist in all (those not in the window load on demand)."""
+        self.entry_count = max(count, len(self.entries))
+        self.evicted = self.entry_count - len(self.entries)
+
+    def anchor(self, key: str) -> str:
+        """The page element that shows an exchange: its own entry, or the operation it is a round of."""
+        rnd = self.rounds.get(key)
+        return f"op-{rnd['op']}" if rnd and rnd.get("op") else key
 
     def notice(self, level: str, message: str, **extra: Any) -> TimelineEvent:
         return self.append("notice", {"level": level, "message": message, **extra})

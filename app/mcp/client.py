@@ -153,6 +153,13 @@ class McpClient:
         self._inflight[key] = exchange
         try:
             await self._collect(exchange, reply, on_notification)
+        except asyncio.CancelledError:
+            if key not in self._cancelled:
+                # Our deadline (or shutdown), not the user: tell the server to stop too. On stdio
+                # that is notifications/cancelled; on HTTP closing the stream says it.
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(exchange.cancel("the client's deadline passed"))
+            raise
         finally:
             self._inflight.pop(key, None)
             await exchange.aclose()

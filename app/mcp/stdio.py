@@ -40,6 +40,8 @@ class StdioExchange:
                 yield item
                 if item.kind in ("response", "error") and item.id == self.request_id:
                     return
+                if item.method == "notifications/cancelled":
+                    return  # the server ended this request's stream; nothing more will come
         finally:
             self._t.forget(self)
 
@@ -160,6 +162,9 @@ class StdioTransport:
         if frame.kind in ("response", "error"):
             return self._pending.get(frame.id)
         params = frame.params
+        if frame.method == "notifications/cancelled":
+            # A server ends a listen stream this way on stdio; it belongs to that request.
+            return self._pending.get(params.get("requestId"))
         token = params.get("progressToken")
         if token is not None and token in self._by_token:
             return self._by_token[token]

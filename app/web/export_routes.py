@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -33,14 +34,14 @@ def _download(data: Any, filename: str, media_type: str) -> Response:
 @router.get("/sessions/{session_id}/export.json")
 async def export_session(request: Request, session_id: str, w: Viewer) -> Response:
     s = session_or_404(w, session_id)
-    data = export.session_file(s.id, s.meta(), s.created, s.store, include_secrets=_secrets(request))
+    data = await asyncio.to_thread(export.session_file, s.id, s.meta(), s.created, s.store, _secrets(request))
     return _download(data, f"mcp-session-{s.id}.json", "application/json")
 
 
 @router.get("/sessions/{session_id}/export.har")
 async def export_har(request: Request, session_id: str, w: Viewer) -> Response:
     s = session_or_404(w, session_id)
-    data = export.har(s.id, s.target.url, s.store, include_secrets=_secrets(request))
+    data = await asyncio.to_thread(export.har, s.id, s.target.url, s.store, _secrets(request))
     return _download(data, f"mcp-session-{s.id}.har", "application/json")
 
 
@@ -76,7 +77,8 @@ async def _upload(request: Request) -> bytes:
 async def copy_as_curl(request: Request, session_id: str, key: str, w: Viewer) -> Response:
     s = session_or_404(w, session_id)
     who = principal(request)
-    command = export.curl(s.target.url, s.timeline.wire(key), include_secrets=who.sees_secrets)
+    wire = await asyncio.to_thread(s.timeline.wire, key)
+    command = export.curl(s.target.url, wire, include_secrets=who.sees_secrets)
     if command is None:
         raise HTTPException(404, "Only HTTP requests can be copied as cURL")
     return PlainTextResponse(command)
@@ -98,6 +100,8 @@ async def replay(request: Request, session_id: str, w: Operator) -> Response:
         if not isinstance(params, dict):
             raise HTTPException(400, "The edited params must be a JSON object")
     params.pop("_meta", None)  # the console stamps fresh per-request _meta, as on every request
+    if method == "subscriptions/listen":
+        raise HTTPException(400, "A listen is a stream: start it again from the Subscriptions panel")
     if method in MRTR_METHODS:
         op = s.operations.create(method, params, replay_of=original, keep_mrtr=True)
         await s.operations.run(op)

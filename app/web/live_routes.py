@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
 from app.console.live import LOG_LEVELS
-from app.web.deps import Operator, connected, form_input, respond, session_or_404
+from app.web.deps import Operator, connected, form_input, principal, respond, session_or_404
 
 router = APIRouter()
 FLAGS = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
@@ -35,7 +35,7 @@ async def stop(request: Request, session_id: str, sub_id: str, w: Operator) -> R
     sub = s.listeners.subs.get(sub_id)
     if sub is None:
         raise HTTPException(404, f"No subscription {sub_id!r}")
-    await s.listeners.stop(sub)
+    await s.listeners.stop(sub, principal(request).role)
     return respond(request, False, sub.snapshot(), w.render("_subscription.html", s=s, sub=sub))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
@@ -11,7 +12,7 @@ from app.console.operations import Operation
 from app.console.session import ConsoleSession
 from app.mcp import mrtr
 from app.web.answers import NotAnswered, elicitation_answer, raw_answer, sampling_answer
-from app.web.deps import Operator, Viewer, Web, connected, form_input, respond, session_or_404, split_json
+from app.web.deps import Operator, Viewer, Web, connected, form_input, principal, respond, session_or_404, split_json
 from app.web.forms import strict_json
 from app.web.views import operation_json
 
@@ -34,6 +35,13 @@ def op_response(w: Web, request: Request, s: ConsoleSession, op: Operation, as_j
 async def show(request: Request, session_id: str, name: str, w: Viewer) -> Response:
     op_id, as_json = split_json(name)
     s = session_or_404(w, session_id)
+    if op_id not in s.operations.ops:
+        # Not live (the console restarted, or it was imported): what the timeline recorded.
+        snapshot = await asyncio.to_thread(s.timeline.entry, f"op-{op_id}")
+        if snapshot is None:
+            raise HTTPException(404, f"No operation {op_id!r}")
+        return respond(request, as_json, snapshot, None if as_json else
+                       w.render("_entry.html", s=s, entry=snapshot, oob=False))
     return op_response(w, request, s, find_op(s, op_id), as_json)
 
 
@@ -76,7 +84,7 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
 async def cancel_operation(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
     op = find_op(s, op_id)
-    await s.operations.cancel(op, "owner")
+    await s.operations.cancel(op, principal(request).role)
     async with op.lock:  # the round ends promptly once cancelled; show its final state
         pass
     return op_response(w, request, s, op)
@@ -85,7 +93,7 @@ async def cancel_operation(request: Request, session_id: str, op_id: str, w: Ope
 @router.post("/sessions/{session_id}/cancel/{key}")
 async def cancel_exchange(request: Request, session_id: str, key: str, w: Operator) -> Response:
     s = connected(w, session_id)
-    done = await s.cancel(key, "owner")
+    done = await s.cancel(key, principal(request).role)
     return respond(request, True, {"cancelled": done, "key": key}, None)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 import sys
 from typing import Any
@@ -136,8 +137,8 @@ async def refresh(request: Request, session_id: str, w: Operator) -> Response:
 async def entry(request: Request, session_id: str, name: str, w: Viewer) -> Response:
     key, as_json = split_json(name)
     s = session_or_404(w, session_id)
-    found = s.timeline.entry(key)
-    wire = s.timeline.wire(key)
+    found = await asyncio.to_thread(s.timeline.entry, key)  # may read the store: keep the loop free
+    wire = await asyncio.to_thread(s.timeline.wire, key)
     if found is None and not wire:
         raise HTTPException(404, f"No entry {key!r}")
     me = principal(request)
@@ -151,7 +152,7 @@ async def entry(request: Request, session_id: str, name: str, w: Viewer) -> Resp
 @router.get("/sessions/{session_id}/timeline")
 async def older(request: Request, session_id: str, before: int, w: Viewer, limit: int = 100) -> Response:
     s = session_or_404(w, session_id)
-    entries = s.timeline.older(before, min(max(limit, 1), 500))
+    entries = await asyncio.to_thread(s.timeline.older, before, min(max(limit, 1), 500))
     full_page = len(entries) >= min(max(limit, 1), 500)
     oldest = min((e["seq0"] for e in entries), default=0) if full_page else 0
     return respond(request, False, {"timeline": entries},

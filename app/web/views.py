@@ -5,17 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from app.console.operations import Operation
-from app.console.secrets import mask_url
 from app.console.session import ConsoleSession
 from app.mcp.client import Reply
 
 
 def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
                  reveal: bool = True) -> dict[str, Any]:
-    target = s.target.describe()
     return {
         "id": s.id,
-        "target": target if reveal or s.target.kind != "http" else mask_url(target),
+        "target": s.target.describe() if reveal else s.target.shown(),
         "transport": s.target.kind,
         "status": s.status,
         "status_message": s.status_message,

@@ -198,8 +198,8 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
         left = running.terminate()
         running.kill_all(left)
     assert running.died_early is None, f"the console died during the tests (exit code {running.died_early})"
-    # SIGTERM leaving the demo server behind is a known bug with its own strict xfail test
-    # (test_console_process.py); here leftovers are only killed, so that bug does not error every test.
+    # SIGTERM must stop the demo server too (test_console_process.py checks it); here leftovers are
+    # only killed, as a safety net, so a regression there does not error every test.
     assert wait_until(lambda: not running.demo_port_open(), STOP_TIMEOUT_S), \
         f"something still listens on the demo port {running.console.demo_url} after teardown (killed {sorted(left)})"
 

@@ -121,7 +121,8 @@ async def test_a_reconnect_older_than_the_hubs_ring_gets_a_reset_fragment(
     console = make_console(ws_queue_size=20)
     served = await serve(console)
     sid = await connected(console, demo_url)
-    await console.call_tool(sid, "echo", text="more events than the ring holds")
+    for n in range(8):  # frames never enter the ring, so it takes entries to push seq 1 out of it
+        await console.call_tool(sid, "echo", text=f"more events than the ring holds {n}")
     current = (await console.session(sid))["seq"]
     assert current > 25
 

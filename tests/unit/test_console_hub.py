@@ -164,3 +164,23 @@ async def test_unsubscribe_stops_delivery_and_close_session_signals_every_subscr
     await asyncio.wait_for(b.closed.wait(), 1.0)
     assert b.close_reason == "session deleted"
     assert not a.closed.is_set()
+
+
+async def test_a_flood_of_wire_events_does_not_push_what_a_tab_missed_out_of_the_ring() -> None:
+    hub = Hub(CountingRenderer(), ring_size=3)
+    hub.publish(ev(1))
+    for seq in range(2, 500):
+        hub.publish(ev(seq, kind="wire"))
+    hub.publish(ev(500))
+    sub, whole = hub.subscribe("s1", last_seq=0, current_seq=500)
+    assert whole is True
+    assert [seq for seq, _ in drain(sub)] == [1, 500]
+
+
+async def test_a_hub_that_has_seen_nothing_of_a_session_cannot_catch_up_a_tab_that_is_behind() -> None:
+    # After a console restart the ring is empty: a tab that saw seq 5 of 9 must reload.
+    hub = Hub(CountingRenderer())
+    _, whole = hub.subscribe("s1", last_seq=5, current_seq=9)
+    assert whole is False
+    _, whole = hub.subscribe("s1", last_seq=9, current_seq=9)
+    assert whole is True
