@@ -149,3 +149,12 @@ def test_notification_leaves_out_params_when_none_are_given() -> None:
 def test_pretty_indents_json_and_returns_anything_else_unchanged() -> None:
     assert pretty('{"a":1}') == '{\n  "a": 1\n}'
     assert pretty("{broken") == "{broken"
+
+
+def test_encode_refuses_nan_rather_than_send_something_that_is_not_json() -> None:
+    import math
+
+    from app.mcp.jsonrpc import encode
+
+    with pytest.raises(ValueError):
+        encode({"jsonrpc": "2.0", "id": 1, "method": "x", "params": {"v": math.nan}})

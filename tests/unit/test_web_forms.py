@@ -304,3 +304,12 @@ def test_default_text_formats_defaults_for_their_inputs() -> None:
                        "t": {"type": "string", "format": "date-time", "default": "2026-01-02T03:04:05Z"},
                        "n": {"type": "integer"}})
     assert [f.default_text() for f in fields] == ["true", "1\n2", '{\n  "a": 1\n}', "2026-01-02T03:04:05Z", ""]
+
+
+def test_strict_json_refuses_nan_infinity_and_numbers_that_overflow() -> None:
+    from app.web.forms import strict_json
+
+    for text in ('{"x": NaN}', '{"x": Infinity}', '{"x": -Infinity}', '{"x": 1e400}', '[1, [2e999]]'):
+        with pytest.raises(ValueError):
+            strict_json(text)
+    assert strict_json('{"x": 1.5, "y": [7]}') == {"x": 1.5, "y": [7]}
