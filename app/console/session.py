@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
 from collections.abc import Callable
@@ -181,6 +182,9 @@ class ConsoleSession:
 
     async def connect(self) -> None:
         """Start the transport, ask server/discover, then fetch the lists the server offers."""
+        if self.client is not None:  # a reconnect: the old process or connection goes first
+            with contextlib.suppress(Exception):
+                await self.client.close()
         self._closing = False
         self._set_status("connecting")
         self.transport = self._make_transport()
