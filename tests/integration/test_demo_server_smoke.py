@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import queue
 import socket
 import subprocess
@@ -17,10 +16,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import httpx
 import pytest
+
+from tests.integration.conftest import child_env, pump, stop_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = "2026-07-28"
@@ -54,27 +55,7 @@ def _request(method: str, params: dict[str, Any] | None = None, **meta: Any) -> 
     return {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": body_params}
 
 
-def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
 
-
-def _pump(stream: IO[bytes], sink: queue.Queue[str]) -> None:
-    """Drain a child pipe on a thread so it can never fill up and block the child."""
-    for raw in iter(stream.readline, b""):
-        sink.put(raw.decode("utf-8", "replace"))
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 # --- HTTP ------------------------------------------------------------------------------
@@ -92,14 +73,14 @@ def base_url() -> Iterator[str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.demo", "--port", str(port)],
         cwd=REPO_ROOT,
-        env=_child_env(),
+        env=child_env(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stderr is not None
-    threading.Thread(target=_pump, args=(proc.stderr, lines), daemon=True).start()
+    threading.Thread(target=pump, args=(proc.stderr, lines), daemon=True).start()
     try:
         expected = f"demo server listening on http://127.0.0.1:{port}/mcp"
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
@@ -117,7 +98,7 @@ def base_url() -> Iterator[str]:
                 break
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        _stop(proc)
+        stop_process(proc)
 
 
 @pytest.fixture
@@ -324,7 +305,7 @@ class _StdioPeer:
         assert proc.stdin is not None and proc.stdout is not None
         self.proc = proc
         self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=_pump, args=(proc.stdout, self.lines), daemon=True).start()
+        threading.Thread(target=pump, args=(proc.stdout, self.lines), daemon=True).start()
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         body = _request(method, params)
@@ -347,7 +328,7 @@ def test_stdio_round_trip() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.demo", "--stdio"],
         cwd=REPO_ROOT,
-        env=_child_env(),
+        env=child_env(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -372,4 +353,4 @@ def test_stdio_round_trip() -> None:
     finally:
         if proc.stdin is not None:
             proc.stdin.close()
-        _stop(proc)
+        stop_process(proc)
