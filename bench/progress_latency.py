@@ -74,7 +74,7 @@ def clock_offset_ms(page: Any, samples: int = 20) -> tuple[float, float]:
 def call_from_page(page: Any, count: int, per_second: float) -> None:
     page.click(f"{TOOL} > summary")
     page.fill(f"{TOOL} input[name='arg.count']", str(count))
-    page.check(f"{TOOL} input[name='arg.stamp']")
+    page.select_option(f"{TOOL} select[name='arg.stamp']", "true")  # optional boolean: not set / true / false
     page.fill(f"{TOOL} input[name='arg.per_second']", repr(per_second) if per_second else "0")
     page.click(f"{TOOL} button:text-is('Call progress_fast')")
 
