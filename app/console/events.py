@@ -12,10 +12,9 @@ EVENT_VERSION = 1
 # notice:   a console message (connection refused, process exited, …) that gets its own entry
 # stderr:   a line the stdio server wrote to stderr
 # session:  the session's own state changed (connected, discovered, lists refreshed)
+# operation: a snapshot of an operation with its rounds
 # progress: the latest progress of a request (coalesced); log: one notifications/message line
 # subscription: a snapshot of a listen subscription; reread: a resource re-read after an update
-KINDS = frozenset({"exchange", "wire", "notice", "stderr", "session", "operation", "progress", "log",
-                   "subscription", "reread"})
 
 
 @dataclass(slots=True)

@@ -24,12 +24,9 @@ class ProgressCoalescer:
         self._latest: dict[str, dict[str, Any]] = {}
         self._counts: dict[str, int] = {}
         self._timer: asyncio.TimerHandle | None = None
-        self.received = 0
-        self.emitted = 0
 
     def offer(self, target: str, frame: Frame) -> None:
         params = frame.params
-        self.received += 1
         self._counts[target] = self._counts.get(target, 0) + 1
         self._latest[target] = {"target": target, "progress": params.get("progress"), "total": params.get("total"),
                                 "message": params.get("message"), "count": self._counts[target],
@@ -48,7 +45,6 @@ class ProgressCoalescer:
             one = self._latest.pop(target, None)
             pending = {target: one} if one else {}
         for data in pending.values():
-            self.emitted += 1
             self._emit("progress", data)
 
     def done(self, target: str) -> None:

@@ -119,9 +119,8 @@ class ConsoleSession:
                 else f"a frame that {event.note or 'matches no request in flight'}"
             self.timeline.notice("warning", what, raw=event.raw[:2000])
         elif event.exchange is None and event.direction == "transport" and event.note:
-            self.timeline.notice("info" if event.note.startswith("started") else "warning", event.note)
-            if event.note.startswith("the server process exited") and self.status == "connected" \
-                    and not self._closing:
+            self.timeline.notice("info" if event.signal == "process_started" else "warning", event.note)
+            if event.signal == "process_exited" and self.status == "connected" and not self._closing:
                 self._set_status("failed", f"{event.note}; reconnect to start it again")
 
     def touch(self, force: bool = False) -> None:

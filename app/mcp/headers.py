@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import re
-from dataclasses import dataclass
 from typing import Any
 
 # Methods whose request must carry Mcp-Name, and the param it mirrors.
@@ -38,12 +37,6 @@ def decode_value(value: str) -> str:
         except (ValueError, UnicodeDecodeError):
             return value
     return value
-
-
-@dataclass(frozen=True, slots=True)
-class HeaderProblem:
-    tool: str
-    reason: str
 
 
 def param_headers(tool: dict[str, Any]) -> tuple[dict[str, str], str | None]:

@@ -93,7 +93,8 @@ class StdioTransport:
             note = f"could not start {self.target!r}: {exc.strerror or exc}"
             self.record(WireEvent(direction="transport", raw="", note=note))
             raise ConnectFailed(note) from exc
-        self.record(WireEvent(direction="transport", raw="", note=f"started pid {self._proc.pid}: {self.target}"))
+        self.record(WireEvent(direction="transport", raw="", note=f"started pid {self._proc.pid}: {self.target}",
+                              signal="process_started"))
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._read_stdout(), name=f"stdio-stdout-{self._proc.pid}"),
@@ -126,7 +127,7 @@ class StdioTransport:
                 self._route(text)
         await self._proc.wait()
         self.returncode = self._proc.returncode
-        self.record(WireEvent(direction="transport", raw="", note=self.exit_reason()))
+        self.record(WireEvent(direction="transport", raw="", note=self.exit_reason(), signal="process_exited"))
         for exchange in list(self._pending.values()):
             exchange.queue.put_nowait(_EXITED)
 

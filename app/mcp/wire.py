@@ -10,6 +10,7 @@ from typing import Any, Literal
 from app.mcp.jsonrpc import Frame
 
 Direction = Literal["out", "in", "stderr", "transport"]
+Signal = Literal["process_started", "process_exited"]
 
 
 @dataclass(slots=True)
@@ -27,6 +28,7 @@ class WireEvent:
     http_status: int | None = None
     headers: list[tuple[str, str]] | None = None
     note: str | None = None
+    signal: Signal | None = None  # what a transport event means, for code (the note is for people)
     mono: float = field(default_factory=time.monotonic)
     wall: float = field(default_factory=time.time)
 

@@ -38,9 +38,9 @@ def _json_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
 
 def _not_sent(w: Web, request: Request, errors: dict[str, str], labels: dict[str, str]) -> Response:
     data = {"ok": False, "sent": False, "errors": errors}
-    html = w.render("_not_sent.html", errors=errors, labels=labels)
-    return respond(request, False, data, html) if "application/json" not in request.headers.get(
-        "accept", "") else respond(request, True, data, None)
+    if wants_json(request):
+        return respond(request, True, data, None)
+    return respond(request, False, data, w.render("_not_sent.html", errors=errors, labels=labels))
 
 
 def _result(w: Web, request: Request, s: ConsoleSession, reply: Reply) -> Response:
