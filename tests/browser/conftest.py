@@ -150,7 +150,7 @@ class RunningConsole:
         # --port 0: the console binds any free port and prints it in the launch URL, so there is no port race.
         with self.log.open("w") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "app", "demo", "--port", "0", "--token", token, "--data-dir", str(tmp / "data")],
+                [sys.executable, "-m", "app", "demo", "--port", "0", f"--token={token}", "--data-dir", str(tmp / "data")],
                 cwd=str(ROOT), stdout=subprocess.PIPE, stderr=err, text=True)
         lines: queue.Queue[str | None] = queue.Queue()
         assert self.proc.stdout is not None
@@ -221,8 +221,18 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 def context(browser: Browser) -> Iterator[BrowserContext]:
     context = browser.new_context()
     context.set_default_timeout(15_000)
+    # Nothing outside this machine's loopback is ever loaded, whatever a hostile target links to.
+    context.route(lambda url: not is_loopback_url(url), lambda route: route.abort())
     yield context
     context.close()
+
+
+def is_loopback_url(url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https", "ws", "wss"):
+        return True  # data:, blob:, about: never leave the browser
+    host = (parts.hostname or "").lower()
+    return host in ("127.0.0.1", "localhost", "::1") or host.endswith(".localhost")
 
 
 def open_launch_url(page: Page, console: Console) -> None:
