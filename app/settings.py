@@ -41,6 +41,20 @@ class Settings:
     stdio_shutdown_grace_s: float = _help("Seconds to wait after closing stdin and after SIGTERM before escalating.",
                                           default=2.0)
 
+    max_stream_bytes: int = _help("Most bytes read from one response stream (HTTP body or SSE, or the stdio frames of "
+                                  "one request); past it the console stops reading that stream and says so.",
+                                  default=64 * 1024 * 1024)
+    max_entry_notification_bytes: int = _help("Most bytes of log lines kept per timeline entry; beyond it they are "
+                                              "counted, not stored or pushed.", default=1024 * 1024)
+    max_stderr_lines: int = _help("Most stderr lines of a stdio server stored per session; later ones are counted "
+                                  "as dropped.", default=5000)
+    max_websockets_per_credential: int = _help("Most open websockets for one credential (the owner token or one "
+                                               "share link).", default=20)
+    max_websockets: int = _help("Most open websockets in total.", default=200)
+    max_request_body_bytes: int = _help("Largest request body the console accepts (checked before parsing, "
+                                        "multipart and chunked included).", default=1024 * 1024)
+    max_import_bytes: int = _help("Largest session file /sessions/import accepts.", default=64 * 1024 * 1024)
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
         env = dict(os.environ if env is None else env)

@@ -40,6 +40,27 @@
     if (lastSeq !== null && seq <= lastSeq) { evt.preventDefault(); return; }  // already shown
     lastSeq = seq;
   });
+  // The stderr box keeps its last data-max lines (one <span> each): a flooding server cannot grow the DOM.
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    var box = document.getElementById("stderr-lines");
+    if (!box) return;
+    var extra = box.children.length - parseInt(box.dataset.max || "500", 10);
+    for (var i = 0; i < extra; i++) box.removeChild(box.firstElementChild);
+  });
+  // A socket the server refused (too many open for this credential, or in all) says why, and stays closed.
+  document.addEventListener("htmx:wsClose", function (evt) {
+    var e = evt.detail && evt.detail.event;
+    if (!e || e.code !== 4029) return;
+    var note = document.getElementById("ws-refused");
+    if (!note) {
+      note = document.createElement("p");
+      note.id = "ws-refused"; note.className = "notice warning"; note.setAttribute("role", "alert");
+      var root = document.getElementById("session-root") || document.body;
+      root.insertBefore(note, root.firstChild);
+    }
+    note.textContent = "Live updates are off: " + (e.reason || "the server refused this tab's websocket") +
+      ". Close other tabs of this console and reload.";
+  });
   // The page holds a bounded window of the timeline: live entries push old ones out, and the
   // "Load older entries" button brings them back on demand. Cost stays flat as a session grows.
   document.addEventListener("htmx:wsAfterMessage", function () {

@@ -1,12 +1,15 @@
-"""Live request feedback: progress coalesced per token, and per-request log lines.
+"""Live request feedback: progress coalesced per token, per-request log lines, stderr in batches.
 
 A server may send thousands of progress notifications a second; the browser needs a few dozen.
 Within a short window the latest value wins; the final value always arrives (flush on finish).
+Log lines are kept up to a byte budget per entry, then only counted; stderr lines travel in
+batches (one event, one websocket message, for many lines) and the stored ones are capped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +18,12 @@ from app.mcp.jsonrpc import Frame
 # "" means: ask for no logs (without the _meta key the server must send none).
 LOG_LEVELS = ("", "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 Emit = Callable[[str, dict[str, Any]], Any]
+LOG_DATA_KEEP_CHARS = 8192  # one log line's data as kept for display; the wire record has it whole
+PROGRESS_MESSAGE_KEEP_CHARS = 2000
+STDERR_LINE_KEEP_CHARS = 2000
+STDERR_WINDOW_S = 0.1
+STDERR_BATCH_LINES = 200
+STDERR_DROPPED_EVERY_S = 1.0  # past the cap, the dropped count is re-announced at most this often
 
 
 class ProgressCoalescer:
@@ -29,7 +38,8 @@ class ProgressCoalescer:
         params = frame.params
         self._counts[target] = self._counts.get(target, 0) + 1
         self._latest[target] = {"target": target, "progress": params.get("progress"), "total": params.get("total"),
-                                "message": params.get("message"), "count": self._counts[target],
+                                "message": _cut(params.get("message"), PROGRESS_MESSAGE_KEEP_CHARS),
+                                "count": self._counts[target],
                                 "token": params.get("progressToken")}
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._window, self.flush)
@@ -52,7 +62,101 @@ class ProgressCoalescer:
         self._counts.pop(target, None)
 
 
+def _cut(value: Any, keep: int) -> Any:
+    if isinstance(value, str) and len(value) > keep:
+        return value[:keep] + f" … [{len(value) - keep} more characters not kept]"
+    return value
+
+
 def log_data(target: str, frame: Frame) -> dict[str, Any]:
+    """One log line as the timeline keeps it: its data cut to LOG_DATA_KEEP_CHARS, with a marker."""
     params = frame.params
-    return {"target": target, "level": params.get("level"), "logger": params.get("logger"),
-            "data": params.get("data")}
+    data = params.get("data")
+    if not isinstance(data, str) and len(frame.raw) > LOG_DATA_KEEP_CHARS:
+        data = json.dumps(data, ensure_ascii=False, default=str)  # too big to keep as structure: cut its text
+    return {"target": target, "level": _cut(params.get("level"), 40), "logger": _cut(params.get("logger"), 200),
+            "data": _cut(data, LOG_DATA_KEEP_CHARS)}
+
+
+class NotificationBudget:
+    """Bytes of log lines kept per entry: past the budget, lines are counted but neither stored nor pushed."""
+
+    def __init__(self, emit: Emit, limit: int) -> None:
+        self._emit = emit
+        self._limit = limit
+        self._used: dict[str, int] = {}
+        self._dropped: dict[str, tuple[int, int]] = {}
+
+    def take(self, target: str, size: int) -> bool:
+        """True when a notification of `size` bytes may be kept for `target`."""
+        used = self._used.get(target, 0)
+        if target not in self._dropped and used + size <= self._limit:
+            self._used[target] = used + size
+            return True
+        count, total = self._dropped.get(target, (0, 0))
+        self._dropped[target] = (count + 1, total + size)
+        return False
+
+    def done(self, target: str) -> None:
+        """The entry's request is over: say once what was not kept."""
+        self._used.pop(target, None)
+        dropped = self._dropped.pop(target, None)
+        if dropped is None:
+            return
+        count, total = dropped
+        self._emit("log", {"target": target, "level": "warning", "logger": "mcp-console", "dropped": count,
+                           "dropped_bytes": total,
+                           "data": f"{count} more notifications, {total / 1024 / 1024:.1f} MB, not kept "
+                                   f"(past {self._limit} bytes for this entry; setting max_entry_notification_bytes)"})
+
+
+class StderrBatcher:
+    """Collects stderr lines and records one event per window (or per STDERR_BATCH_LINES lines).
+
+    Adding a line costs a list append: nothing is rendered or published per line, so a server
+    that writes thousands of lines a second cannot delay the timeline. Past `max_lines` stored
+    lines, lines are only counted; the count is shown as "N lines dropped".
+    """
+
+    def __init__(self, emit: Emit, max_lines: int, stored: int = 0, dropped: int = 0) -> None:
+        self._emit = emit
+        self._max = max_lines
+        self.stored = stored
+        self.dropped = dropped
+        self._lines: list[str] = []
+        self._announced = dropped
+        self._announced_at = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, line: str) -> None:
+        if self.stored + len(self._lines) >= self._max:
+            self.dropped += 1
+        else:
+            self._lines.append(_cut(line, STDERR_LINE_KEEP_CHARS))
+            if len(self._lines) >= STDERR_BATCH_LINES:
+                self.flush()
+                return
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(STDERR_WINDOW_S, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        self.flush(final=False)
+
+    def flush(self, final: bool = True) -> None:
+        """Record what is pending. Past the cap the dropped count goes out at most once a second (always when final)."""
+        loop = asyncio.get_running_loop()
+        news = self.dropped != self._announced
+        due = final or loop.time() - self._announced_at >= STDERR_DROPPED_EVERY_S
+        if not self._lines and not (news and due):
+            if news and self._timer is None:
+                self._timer = loop.call_later(STDERR_WINDOW_S, self._tick)  # come back for the count
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        lines, self._lines = self._lines, []
+        self.stored += len(lines)
+        if news and due:
+            self._announced, self._announced_at = self.dropped, loop.time()
+        self._emit("stderr", {"lines": lines, "dropped": self._announced})

@@ -15,7 +15,7 @@ import httpx
 from app import __version__
 from app.console.events import TimelineEvent
 from app.console.listen import Listeners
-from app.console.live import ProgressCoalescer, log_data
+from app.console.live import NotificationBudget, ProgressCoalescer, StderrBatcher, log_data
 from app.console.operations import OperationDriver
 from app.console.secrets import mask_argv, mask_url
 from app.console.store import Store
@@ -87,6 +87,8 @@ class ConsoleSession:
         self.roots: list[dict[str, str]] = [{"uri": "file:///tmp/mcp-console-demo", "name": "Demo workspace"}]
         self.operations = OperationDriver(self)
         self.progress = ProgressCoalescer(self.timeline.append)
+        self.log_budget = NotificationBudget(self.timeline.append, settings.max_entry_notification_bytes)
+        self.stderr_batch = StderrBatcher(self.timeline.append, settings.max_stderr_lines)
         self.progress_enabled = True
         self.log_level = ""  # empty: ask for no logs (the server must then send none)
         self.auto_refresh = True
@@ -106,20 +108,26 @@ class ConsoleSession:
     # -- recording --------------------------------------------------------
     def on_wire(self, event: WireEvent) -> None:
         if event.direction == "stderr":
-            self.timeline.append("stderr", {"line": event.raw})
+            self.stderr_batch.add(event.raw)  # batched: never one event (or render) per line
             return
+        record = event.to_dict()
         if event.exchange is not None:
             if event.direction == "in":
-                self._bytes_in[event.exchange] = self._bytes_in.get(event.exchange, 0) + len(event.raw.encode())
+                size = len(event.raw.encode())
+                self._bytes_in[event.exchange] = seen = self._bytes_in.get(event.exchange, 0) + size
+                if seen > self.settings.max_stream_bytes:  # the transports stop first; this is the backstop
+                    record["raw"], record["note"] = "", f"{size} bytes past max_stream_bytes, not kept"
             if event.http_status is not None:
                 self._http_status.setdefault(event.exchange, event.http_status)
-        self.timeline.append("wire", event.to_dict())
+        self.timeline.append("wire", record)
         if event.exchange is None and event.direction == "in":
             what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
                 else f"a frame that {event.note or 'matches no request in flight'}"
             self.timeline.notice("warning", what, raw=event.raw[:2000])
         elif event.exchange is None and event.direction == "transport" and event.note:
             self.timeline.notice("info" if event.signal == "process_started" else "warning", event.note)
+            if event.signal == "process_exited":
+                self.stderr_batch.flush()  # its last words first
             if event.signal == "process_exited" and self.status == "connected" and not self._closing:
                 self._set_status("failed", f"{event.note}; reconnect to start it again")
 
@@ -169,10 +177,11 @@ class ConsoleSession:
     def _make_transport(self) -> Transport:
         if self.target.kind == "http":
             return HttpTransport(self.target.url, self._http, self.on_wire, self.target.headers,
-                                 self.settings.max_message_bytes)
+                                 self.settings.max_message_bytes, self.settings.max_stream_bytes)
         return StdioTransport(self.target.argv, self.on_wire, cwd=self.target.cwd,
                               max_message_bytes=self.settings.max_message_bytes,
-                              shutdown_grace_s=self.settings.stdio_shutdown_grace_s)
+                              shutdown_grace_s=self.settings.stdio_shutdown_grace_s,
+                              max_stream_bytes=self.settings.max_stream_bytes)
 
     def _set_status(self, status: Status, message: str = "") -> None:
         self.status, self.status_message = status, message
@@ -284,13 +293,14 @@ class ConsoleSession:
         def on_frame(frame: Frame) -> None:
             if frame.method == "notifications/progress":
                 self.progress.offer(target, frame)
-            elif frame.method == "notifications/message":
+            elif frame.method == "notifications/message" and self.log_budget.take(target, len(frame.raw)):
                 self.timeline.append("log", log_data(target, frame))
             if on_notification is not None:
                 on_notification(frame)
 
         reply = await client.request(method, message=message, key=key, on_notification=on_frame, stream=stream)
         self.progress.done(target)
+        self.log_budget.done(target)
         self.timeline.append("exchange", self._finished(key, reply) | {"op": op, "round": round_})
         self.touch()
         return reply

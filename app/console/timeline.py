@@ -10,6 +10,7 @@ from app.console.events import TimelineEvent
 from app.console.store import Store
 
 Publish = Callable[[TimelineEvent], None]
+STDERR_KEPT = 500  # stderr lines held in memory and shown in the page's box
 
 
 class Timeline:
@@ -22,6 +23,8 @@ class Timeline:
         # key → entry snapshot; insertion order is the order entries first appeared.
         self.entries: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.stderr: list[str] = []
+        self.stderr_stored = 0  # stderr lines recorded in all, against max_stderr_lines
+        self.stderr_dropped = 0  # lines past max_stderr_lines: counted, not stored
         self.rounds: OrderedDict[str, dict[str, Any]] = OrderedDict()  # exchange snapshots of operation rounds
         self.evicted = 0  # entries that left the window: the page offers to load them
         self.entry_count = 0  # every entry ever, not only the window
@@ -64,8 +67,12 @@ class Timeline:
                 logs.append(event.data)
                 del logs[:-200]
         elif event.kind == "stderr":
-            self.stderr.append(str(event.data.get("line", "")))
-            del self.stderr[:-500]
+            # A batch of lines (older sessions recorded one "line" per event).
+            lines = event.data["lines"] if "lines" in event.data else [event.data.get("line", "")]
+            self.stderr.extend(str(line) for line in lines)
+            del self.stderr[:-STDERR_KEPT]
+            self.stderr_stored += len(lines)
+            self.stderr_dropped = max(self.stderr_dropped, int(event.data.get("dropped") or 0))
 
     def set_total(self, count: int) -> None:
         """After a restore: how many entries exist in all (those not in the window load on demand)."""

@@ -30,6 +30,7 @@ KNOWN_RESULT_TYPES = frozenset({"complete", "input_required"})
 
 NotificationSink = Callable[[Frame], None]
 KEEP_NOTIFICATIONS = 50
+KEEP_NOTIFICATION_BYTES = 8 * 1024  # a bigger one is kept as a stub: 50 × 1 MB logs must not ride on every reply
 
 
 @dataclass(slots=True)
@@ -75,6 +76,14 @@ class ClientConfig:
     timeout_s: float = 60.0
     key_prefix: str = ""  # keeps exchange keys unique across reconnects of one recorded session
     first_id: int = 1     # likewise for JSON-RPC ids: a session's ids never repeat
+
+
+def _kept(frame: Frame) -> Frame:
+    """The frame as a finished reply keeps it: small ones whole, big ones as a stub saying their size."""
+    if len(frame.raw) <= KEEP_NOTIFICATION_BYTES:
+        return frame
+    stub = {"method": frame.method, "params": {"note": f"{len(frame.raw)} bytes, not kept with the reply"}}
+    return Frame(raw="", kind=frame.kind, message=stub)
 
 
 class McpClient:
@@ -198,7 +207,7 @@ class McpClient:
                 continue
             if frame.kind == "request":
                 reply.warnings.append(f"server sent a request ({frame.method}); servers must not in 2026-07-28")
-            reply.notifications.append(frame)
+            reply.notifications.append(_kept(frame))
             reply.notification_count += 1
             if on_notification is not None:
                 on_notification(frame)

@@ -4,7 +4,8 @@
     ├── TransportError          the bytes could not be moved
     │   ├── ConnectFailed       refused, unreachable, DNS, TLS
     │   ├── ProcessExited       the stdio server is gone
-    │   └── StreamLost          a response stream closed before its final response
+    │   ├── StreamLost          a response stream closed before its final response
+    │   └── StreamTooLarge      we stopped reading a stream past max_stream_bytes
     ├── ProtocolViolation       bytes arrived but are not valid MCP (not JSON, not JSON-RPC, wrong shape)
     ├── RequestTimedOut         no final response within the deadline
     ├── RequestCancelled        the user cancelled the request
@@ -47,6 +48,10 @@ class ProcessExited(TransportError):
 
 class StreamLost(TransportError):
     pass
+
+
+class StreamTooLarge(TransportError):
+    """The console itself stopped reading a response stream: it passed the per-stream bound."""
 
 
 class ProtocolViolation(McpError):

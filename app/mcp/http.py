@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from app.mcp.errors import ConnectFailed, ProtocolViolation, StreamLost, TransportError
+from app.mcp.errors import ConnectFailed, ProtocolViolation, StreamLost, StreamTooLarge, TransportError
 from app.mcp.jsonrpc import Frame, encode, parse_frame, with_status
 from app.mcp.sse import SseParser
-from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES
+from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STREAM_BYTES, stream_bound_note
 from app.mcp.wire import Recorder, WireEvent
 
 ACCEPT = "application/json, text/event-stream"
@@ -27,6 +28,7 @@ class HttpExchange:
         self._response = response
         self._key = key
         self.cancelled = False
+        self.bytes_read = 0  # every byte of this response stream, counted against max_stream_bytes
 
     async def frames(self) -> AsyncIterator[Frame]:
         response = self._response
@@ -45,11 +47,22 @@ class HttpExchange:
         finally:
             await response.aclose()
 
+    def _count(self, chunk: bytes) -> None:
+        """Count a chunk before anything parses or records it; past the bound, stop reading the stream."""
+        self.bytes_read += len(chunk)
+        if self.bytes_read > self._t.max_stream_bytes:
+            note = stream_bound_note(self._t.max_stream_bytes, self.bytes_read)
+            self._record_problem(note)
+            raise StreamTooLarge(note)  # frames() closes the response: the 2026-07-28 HTTP cancel
+
     async def _sse(self) -> AsyncIterator[Frame]:
         parser = SseParser(self._t.max_message_bytes)
-        async for chunk in self._response.aiter_text():
+        # Bytes, not text: the bound counts what crossed the wire; the decoder keeps split characters whole.
+        decoder = codecs.getincrementaldecoder(self._response.encoding or "utf-8")(errors="replace")
+        async for raw_chunk in self._response.aiter_bytes():
+            self._count(raw_chunk)
             try:
-                events = parser.feed(chunk)
+                events = parser.feed(decoder.decode(raw_chunk))
             except ValueError as exc:
                 self._record_problem(str(exc))
                 raise ProtocolViolation(str(exc)) from exc
@@ -57,7 +70,8 @@ class HttpExchange:
                 if event.data == "":
                     continue  # a priming event: nothing to parse
                 yield self._incoming(event.data, note=f"sse id={event.id}" if event.id else None)
-        for event in parser.finish():
+        tail = decoder.decode(b"", final=True)
+        for event in [*(parser.feed(tail) if tail else []), *parser.finish()]:
             if event.data:
                 yield self._incoming(event.data)
 
@@ -65,6 +79,7 @@ class HttpExchange:
         chunks: list[bytes] = []
         size = 0
         async for chunk in self._response.aiter_bytes():
+            self._count(chunk)
             size += len(chunk)
             if size > self._t.max_message_bytes:
                 self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
@@ -117,6 +132,7 @@ class HttpTransport:
         record: Recorder,
         extra_headers: dict[str, str] | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
     ) -> None:
         self.target = url
         self.shown_target = redact_url(url)
@@ -124,6 +140,7 @@ class HttpTransport:
         self.record = record
         self.extra_headers = dict(extra_headers or {})
         self.max_message_bytes = max_message_bytes
+        self.max_stream_bytes = max_stream_bytes
 
     async def start(self) -> None:
         """Nothing to open: every message is its own POST."""
@@ -162,7 +179,7 @@ class HttpTransport:
     async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
         response = await self._post(message, headers, key)
         try:
-            body = (await response.aread()).decode("utf-8", errors="replace")
+            body = (await self._bounded_body(response)).decode("utf-8", errors="replace")
         except httpx.HTTPError as exc:
             raise TransportError(f"notification answer broke: {exc!r}") from exc
         finally:
@@ -170,6 +187,17 @@ class HttpTransport:
         if body:
             self.record(WireEvent(direction="in", raw=body, frame=parse_frame(body), exchange=key,
                                   http_status=response.status_code))
+
+    async def _bounded_body(self, response: httpx.Response) -> bytes:
+        """A notification's answer should be empty; whatever comes, keep at most one message of it."""
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > self.max_message_bytes:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     async def close(self) -> None:
         """The shared client belongs to the caller; nothing of ours to close."""

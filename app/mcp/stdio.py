@@ -13,13 +13,15 @@ import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
-from app.mcp.errors import ConnectFailed, ProcessExited, ProtocolViolation
+from app.mcp.errors import ConnectFailed, ProcessExited, ProtocolViolation, StreamTooLarge
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
-from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES
+from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STREAM_BYTES, stream_bound_note
 from app.mcp.wire import Recorder, WireEvent
 
 SUBSCRIPTION_KEY = "io.modelcontextprotocol/subscriptionId"
 _EXITED = object()
+_BOUNDED = object()  # the request's frames passed max_stream_bytes: its reader stops here
+MUTED_KEPT = 32  # requests past the bound whose late frames we still recognise (and drop)
 
 
 class StdioExchange:
@@ -29,6 +31,13 @@ class StdioExchange:
         self.request_id = request_id
         self.key = key
         self.queue: asyncio.Queue[Frame | object] = asyncio.Queue()
+        self.bytes_in = 0
+        # Past max_stream_bytes the request is muted: its frames are counted and dropped, not routed
+        # or recorded, until its final response (or the server's cancel) says it is over.
+        self.muted = False
+        self.dropped_frames = 0
+        self.dropped_bytes = 0
+        self.bound_note = ""
 
     async def frames(self) -> AsyncIterator[Frame]:
         try:
@@ -36,6 +45,10 @@ class StdioExchange:
                 item = await self.queue.get()
                 if item is _EXITED:
                     raise ProcessExited(self._t.exit_reason())
+                if item is _BOUNDED:
+                    with contextlib.suppress(ProcessExited, ProtocolViolation):  # a dead server needs no cancel
+                        await self.cancel("the response stream passed the console's max_stream_bytes")
+                    raise StreamTooLarge(self.bound_note)
                 assert isinstance(item, Frame)
                 yield item
                 if item.kind in ("response", "error") and item.id == self.request_id:
@@ -65,6 +78,7 @@ class StdioTransport:
         cwd: str | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         shutdown_grace_s: float = 2.0,
+        max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
     ) -> None:
         self.argv = argv
         self.target = " ".join(argv)
@@ -72,6 +86,8 @@ class StdioTransport:
         self._env = env
         self._cwd = cwd
         self._max = max_message_bytes
+        self._max_stream = max_stream_bytes
+        self._muted: list[StdioExchange] = []
         self._grace = shutdown_grace_s
         self._proc: asyncio.subprocess.Process | None = None
         self._pending: dict[Any, StdioExchange] = {}
@@ -151,6 +167,8 @@ class StdioTransport:
     def _route(self, text: str) -> None:
         frame = parse_frame(text)
         target = self._target_for(frame)
+        if target is not None and self._bounded(target, frame, len(text.encode("utf-8", errors="replace"))):
+            return
         late = target is None and frame.kind in ("response", "error") and frame.id in self.cancelled_ids
         note = None if target or frame.kind == "invalid" else (
             "arrived after its request was cancelled" if late else "matches no request in flight")
@@ -158,6 +176,34 @@ class StdioTransport:
                               note=note))
         if target is not None:
             target.queue.put_nowait(frame)
+
+    def _bounded(self, target: StdioExchange, frame: Frame, size: int) -> bool:
+        """Count a frame against its request's bound; True when it must be dropped (not routed, not recorded)."""
+        target.bytes_in += size
+        if target.muted:
+            target.dropped_frames += 1
+            target.dropped_bytes += size
+            if (frame.kind in ("response", "error") and frame.id == target.request_id) \
+                    or frame.method == "notifications/cancelled":
+                self.record(WireEvent(direction="transport", raw="", exchange=target.key,
+                                      note=f"{target.dropped_frames} frames ({target.dropped_bytes} bytes) arrived "
+                                           "after the stream bound and were not kept"))
+                self._unmute(target)
+            return True
+        if target.bytes_in <= self._max_stream:
+            return False
+        target.muted = True
+        target.dropped_frames, target.dropped_bytes = 1, size
+        target.bound_note = stream_bound_note(self._max_stream, target.bytes_in)
+        self.record(WireEvent(direction="transport", raw="", exchange=target.key, note=target.bound_note))
+        target.queue.put_nowait(_BOUNDED)
+        return True
+
+    def _unmute(self, exchange: StdioExchange) -> None:
+        exchange.muted = False
+        if exchange in self._muted:
+            self._muted.remove(exchange)
+        self.forget(exchange)
 
     def _target_for(self, frame: Frame) -> StdioExchange | None:
         if frame.kind in ("response", "error"):
@@ -176,6 +222,11 @@ class StdioTransport:
             # Log lines carry no id; they ride only on a request's own stream, never on a listen.
             # With one ordinary request in flight there is no doubt whose they are.
             ordinary = [x for x in self._pending.values() if not x.is_listen]
+            muted = [x for x in ordinary if x.muted]
+            if muted:
+                # A request we stopped reading is still flooding: its tail is the likeliest owner, and
+                # must not spill into (and past the bound of) whatever request came next.
+                return muted[-1]
             if len(ordinary) == 1:
                 return ordinary[0]
         return None
@@ -220,6 +271,13 @@ class StdioTransport:
         return exchange
 
     def forget(self, exchange: StdioExchange) -> None:
+        if exchange.muted:
+            # Still registered, so its late frames are recognised and dropped; only the newest few.
+            if exchange not in self._muted:
+                self._muted.append(exchange)
+                while len(self._muted) > MUTED_KEPT:
+                    self._unmute(self._muted[0])
+            return
         if self._pending.get(exchange.request_id) is exchange:
             del self._pending[exchange.request_id]
         for token, owner in list(self._by_token.items()):

@@ -8,6 +8,22 @@ from typing import Any, Protocol
 from app.mcp.jsonrpc import Frame
 
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_STREAM_BYTES = 64 * 1024 * 1024
+
+
+def size_text(n: int) -> str:
+    """A byte count as people read settings: 64 MiB, 512 KiB, 1000 bytes."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def stream_bound_note(limit: int, read: int) -> str:
+    """What the entry says when a transport stops reading a stream (the same words on HTTP and stdio)."""
+    return (f"stopped reading: the response stream passed {size_text(limit)} (setting max_stream_bytes); "
+            f"{read} bytes were read and what came before is kept")
 
 
 class Exchange(Protocol):

@@ -17,6 +17,7 @@ from app.console.store import Store
 from app.settings import Settings
 from app.web import actions, export_routes, live_routes, op_routes, routes, share_routes, ws
 from app.web.deps import Web
+from app.web.limits import BodyLimitMiddleware
 from app.web.render import STATIC, EventRenderer, make_env
 from app.web.security import Guard, GuardMiddleware
 
@@ -55,6 +56,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     # Small JSON replies go uncompressed: on loopback compressing them costs more than it saves.
     app.add_middleware(GZipMiddleware, minimum_size=2048)
     app.add_middleware(GuardMiddleware, guard=guard)
+    app.add_middleware(BodyLimitMiddleware, settings=settings)  # outermost: bodies bounded before anything reads them
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:

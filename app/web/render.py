@@ -171,7 +171,8 @@ class EventRenderer:
             ctx.update(entry=entry, fresh=entry["seq0"] == event.seq, op=op)
             return self.env.get_template("_push_entry.html").render(ctx)
         if event.kind == "stderr":
-            ctx["line"] = event.data.get("line", "")
+            ctx.update(lines=event.data["lines"] if "lines" in event.data else [event.data.get("line", "")],
+                       dropped=event.data.get("dropped") or 0)
             return self.env.get_template("_push_stderr.html").render(ctx)
         if event.kind == "session":
             only = event.data.get("only")

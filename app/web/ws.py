@@ -6,14 +6,53 @@ import asyncio
 import contextlib
 import json
 import time
+from collections import Counter
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from app.console.hub import Subscriber
-from app.web.deps import Web, identify
+from app.settings import Settings
+from app.web.deps import Principal, Web, identify
 
 router = APIRouter()
 HELLO_TIMEOUT_S = 5.0
+REFUSED_CODE = 4029  # ours (4000–4999): "too many"; the page shows the reason and does not retry
+
+
+class SocketCounts:
+    """Open websockets per credential (the owner token, or one share link) and in all."""
+
+    def __init__(self) -> None:
+        self.by_credential: Counter[str] = Counter()
+        self.total = 0
+
+    def admit(self, credential: str, settings: Settings) -> str | None:
+        """Count one more socket, or say why not (None means admitted)."""
+        if self.total >= settings.max_websockets:
+            return f"too many open websockets in all ({settings.max_websockets}, setting max_websockets)"
+        if self.by_credential[credential] >= settings.max_websockets_per_credential:
+            return (f"too many open websockets for this credential ({settings.max_websockets_per_credential}, "
+                    "setting max_websockets_per_credential)")
+        self.by_credential[credential] += 1
+        self.total += 1
+        return None
+
+    def release(self, credential: str) -> None:
+        self.by_credential[credential] -= 1
+        if self.by_credential[credential] <= 0:
+            del self.by_credential[credential]
+        self.total -= 1
+
+
+def _counts(websocket: WebSocket) -> SocketCounts:
+    counts = getattr(websocket.app.state, "socket_counts", None)
+    if not isinstance(counts, SocketCounts):
+        counts = websocket.app.state.socket_counts = SocketCounts()
+    return counts
+
+
+def credential_of(who: Principal) -> str:
+    return f"link:{who.link_id}" if who.link_id else "owner"
 
 
 def reset_message(seq: int, reason: str) -> str:
@@ -28,7 +67,22 @@ async def feed(websocket: WebSocket, session_id: str) -> None:
     if who is None or session is None or not who.may_view(session_id):
         await websocket.close(code=1008)
         return
-    await websocket.accept()
+    await websocket.accept()  # accepted first, so the refusal can carry its reason
+    counts, credential = _counts(websocket), credential_of(who)
+    refused = counts.admit(credential, w.manager.settings)
+    if refused is not None:
+        await websocket.close(code=REFUSED_CODE, reason=refused[:120])
+        return
+    try:
+        await _serve(websocket, w, session_id, who)
+    finally:
+        counts.release(credential)
+
+
+async def _serve(websocket: WebSocket, w: Web, session_id: str, who: Principal) -> None:
+    session = w.manager.get(session_id)
+    if session is None:
+        return
     last_seq = await _hello(websocket)
     sub, whole = w.manager.hub.subscribe(session_id, last_seq, session.timeline.seq, link_id=who.link_id)
     link = w.manager.links.get(who.link_id) if who.link_id else None

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.integration.conftest import eventually
+
 if TYPE_CHECKING:
     from tests.integration.conftest import Console
 
@@ -120,8 +122,12 @@ async def test_server_stderr_lines_appear_in_the_session_json(console: Console, 
     script.write_text(NOISY_SERVER)
     s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
     assert s["status"] == "connected", s["status_message"]
-    assert "noisy server starting" in s["stderr"]
-    assert "answering server/discover" in s["stderr"]
+
+    async def both_lines() -> bool:  # stderr travels in batches (at most 100 ms apart)
+        stderr = (await console.session(s["id"]))["stderr"]
+        return "noisy server starting" in stderr and "answering server/discover" in stderr
+
+    await eventually(both_lines, what="the stderr lines in the session JSON")
 
 
 async def test_garbage_on_stdout_is_a_warning_and_the_session_still_connects(
