@@ -188,7 +188,7 @@ class ConsoleSession:
     def _set_status(self, status: Status, message: str = "") -> None:
         self.status, self.status_message = status, message
         self.status_since = time.time()
-        self.timeline.append("session", {"status": status, "message": message})
+        self.timeline.append("session", {"status": status, "message": message, "since": self.status_since})
         self.touch(force=True)
 
     async def connect(self) -> None:

@@ -17,6 +17,7 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
         "transport": s.target.kind,
         "status": s.status,
         "status_message": s.status_message,
+        "status_since": s.status_since,
         "created": s.created,
         "last_activity": s.last_activity,
         "server": {
