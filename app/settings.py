@@ -28,7 +28,11 @@ class Settings:
                                        default=False)
     allowed_hosts: str = _help("Extra comma-separated Host header values to accept besides 127.0.0.1/localhost.",
                                default="")
-    request_timeout_s: float = _help("Deadline for one request to a target server, in seconds.", default=60.0)
+    request_idle_timeout_s: float = _help(
+        "Seconds a request may go without any frame (progress, log, response) before the console stops waiting; "
+        "every frame restarts it. Per session in the request settings.", default=60.0)
+    request_max_s: float = _help("Overall maximum seconds for one request, however chatty. Per session in the "
+                                 "request settings.", default=3600.0)
     max_message_bytes: int = _help("Largest single message accepted from a target server.",
                                    default=16 * 1024 * 1024)
     mrtr_max_rounds: int = _help("Most input_required rounds one operation may take before the console stops it.",

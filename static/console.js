@@ -81,6 +81,30 @@
     htmx.process(btn);
   });
 
+  // Deadlines of running requests: the server renders when it will give up (data-due, epoch ms);
+  // count down from it once a second, no polling. A progress or log line pushed for the request
+  // restarts the idle part here as the frame did on the server (never past the overall maximum).
+  function tickDeadlines() {
+    var now = Date.now();
+    document.querySelectorAll("[data-deadline]").forEach(function (el) {
+      var left = Math.max(0, Math.round((parseInt(el.dataset.due, 10) - now) / 1000));
+      var out = el.querySelector(".deadline-left");
+      if (out && out.textContent !== String(left)) out.textContent = String(left);
+    });
+  }
+  setInterval(tickDeadlines, 1000);
+  document.addEventListener("htmx:oobAfterSwap", function (evt) {
+    var swapped = evt.detail.target;
+    if (!swapped || !swapped.id || !/^(progress|logs)-/.test(swapped.id)) return;
+    var live = document.getElementById(swapped.id);  // an outerHTML swap detached the old target
+    var holder = live && live.closest(".entry, .operation");
+    var el = holder && holder.querySelector("[data-deadline]");
+    if (!el) return;
+    var due = Math.min(Date.now() + parseFloat(el.dataset.idleS) * 1000, parseInt(el.dataset.maxDue, 10));
+    if (due > parseInt(el.dataset.due, 10)) el.dataset.due = String(due);
+    tickDeadlines();
+  });
+
   // Multi-select groups: the browser has no built-in minItems/maxItems check, so set one.
   function checkGroups(form) {
     form.querySelectorAll("fieldset[data-multi]").forEach(function (fs) {

@@ -129,7 +129,7 @@ class Listeners:
             self._record(sub)
             if sub.state != "connection_lost":
                 return
-            if self.session.status != "connected":
+            if self.session.status not in ("connected", "unreachable"):  # unreachable may come back: keep trying
                 sub.problems.append(f"not listening again: the session is {self.session.status} "
                                     f"({self.session.status_message or 'no target'})")
                 self._record(sub)

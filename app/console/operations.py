@@ -105,6 +105,10 @@ class OperationDriver:
     def _record(self, op: Operation) -> None:
         self.session.timeline.append("operation", op.snapshot())
 
+    def record(self, op: Operation) -> None:
+        """Re-publish an operation as it stands (e.g. its deadline moved): every tab re-renders it."""
+        self._record(op)
+
     def create(self, method: str, params: dict[str, Any], replay_of: str | None = None,
                keep_mrtr: bool = False, log_level: str | None = None) -> Operation:
         """A new operation. A replay keeps inputResponses/requestState in its first round (as it was sent)."""

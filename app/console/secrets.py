@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -66,4 +67,5 @@ def mask_argv(argv: list[str]) -> str:
             hide_next = True
         else:
             out.append(arg)
-    return " ".join(out)
+    # Quoted as a shell would need it, so the shown command pastes back; masks stay readable as masks.
+    return " ".join(arg if MASK in arg else shlex.quote(arg) for arg in out)

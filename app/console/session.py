@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -22,7 +23,7 @@ from app.console.store import Store
 from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
-from app.mcp.errors import McpError
+from app.mcp.errors import ConnectFailed, McpError, ProcessExited
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
 from app.mcp.stdio import StdioTransport
@@ -39,7 +40,9 @@ LISTS = (
     ("prompts/list", "prompts", "prompts"),
 )
 META_SAVE_INTERVAL_S = 1.0
-Status = Literal["new", "connecting", "connected", "failed", "closed"]
+# "unreachable": connected once, but the last request could not reach the server (refused, process gone);
+# the next request that gets any answer makes it "connected" again.
+Status = Literal["new", "connecting", "connected", "unreachable", "failed", "closed"]
 
 
 @dataclass(slots=True)
@@ -51,7 +54,7 @@ class Target:
     cwd: str | None = None
 
     def describe(self) -> str:
-        return self.url if self.kind == "http" else " ".join(self.argv)
+        return self.url if self.kind == "http" else shlex.join(self.argv)  # pasteable back into a shell
 
     def shown(self) -> str:
         """How to show the target to anyone: credentials in the URL or the command line masked."""
@@ -77,6 +80,7 @@ class ConsoleSession:
         self.timeline = Timeline(session_id, store, publish, settings.timeline_window, seq)
         self.status: Status = "new"
         self.status_message = ""
+        self.status_since: float | None = None  # wall clock of the last status change (shown when unreachable)
         self.capabilities: dict[str, Any] = {k: dict(v) for k, v in DEFAULT_CAPABILITIES.items()}
         self.discover: dict[str, Any] | None = None
         self.lists: dict[str, list[dict[str, Any]]] = {"tools": [], "resources": [], "resourceTemplates": [],
@@ -92,6 +96,8 @@ class ConsoleSession:
         self.progress_enabled = True
         self.log_level = ""  # empty: ask for no logs (the server must then send none)
         self.auto_refresh = True
+        self.idle_timeout_s = settings.request_idle_timeout_s  # per session: the request settings form
+        self.max_s = settings.request_max_s
         self.cancelled_by: dict[str, str] = {}
         self.listeners = Listeners(self)
         self.background = TaskGroup()
@@ -129,7 +135,7 @@ class ConsoleSession:
             if event.signal == "process_exited":
                 self.stderr_batch.flush()  # its last words first
             if event.signal == "process_exited" and self.status == "connected" and not self._closing:
-                self._set_status("failed", f"{event.note}; reconnect to start it again")
+                self._set_status("unreachable", f"{event.note}; reconnect to start it again")
 
     def touch(self, force: bool = False) -> None:
         """Note activity; the metadata row is rewritten at most once a second unless something changed."""
@@ -144,8 +150,11 @@ class ConsoleSession:
                 "capabilities": self.capabilities, "seq": self.timeline.seq, "discover": self.discover,
                 "lists": self.lists, "roots": self.roots, "connects": self.connects, "last_id": self.last_id,
                 "read_only": self.read_only,
-                "request_settings": {"log_level": self.log_level, "progress": self.progress_enabled,
-                                     "auto_refresh": self.auto_refresh}}
+                "request_settings": self.request_settings()}
+
+    def request_settings(self) -> dict[str, Any]:
+        return {"log_level": self.log_level, "progress": self.progress_enabled, "auto_refresh": self.auto_refresh,
+                "idle_timeout_s": self.idle_timeout_s, "max_s": self.max_s}
 
     def restore(self, meta: dict[str, Any], events: list[TimelineEvent], note: str, last_seq: int = 0) -> None:
         """Rebuild from the store after a restart: the timeline window, what the server said, settings.
@@ -168,6 +177,8 @@ class ConsoleSession:
         self.log_level = settings.get("log_level", "")
         self.progress_enabled = settings.get("progress", True)
         self.auto_refresh = settings.get("auto_refresh", True)
+        self.idle_timeout_s = float(settings.get("idle_timeout_s") or self.idle_timeout_s)
+        self.max_s = float(settings.get("max_s") or self.max_s)
         self.status, self.status_message = "closed", note
         for entry in self.timeline.entries.values():  # what was in flight at the restart never finished
             if entry.get("status") in ("pending", "running", "awaiting_input"):
@@ -185,7 +196,8 @@ class ConsoleSession:
 
     def _set_status(self, status: Status, message: str = "") -> None:
         self.status, self.status_message = status, message
-        self.timeline.append("session", {"status": status, "message": message})
+        self.status_since = time.time()
+        self.timeline.append("session", {"status": status, "message": message, "since": self.status_since})
         self.touch(force=True)
 
     async def connect(self) -> None:
@@ -199,7 +211,8 @@ class ConsoleSession:
         self.connects += 1
         self.client = McpClient(self.transport, ClientConfig(
             client_info=CLIENT_INFO, capabilities=lambda: self.capabilities,
-            timeout_s=self.settings.request_timeout_s, key_prefix=f"c{self.connects}", first_id=self.last_id + 1))
+            idle_timeout_s=self.idle_timeout_s, max_s=self.max_s, key_prefix=f"c{self.connects}",
+            first_id=self.last_id + 1))
         try:
             await self.transport.start()
         except McpError as exc:
@@ -284,6 +297,8 @@ class ConsoleSession:
         if isinstance(message["id"], int):
             self.last_id = max(self.last_id, message["id"])
         name = params.get("name") or params.get("uri")
+        if not stream:  # armed before the entry is first shown, so it shows the countdown from the start
+            client.arm(key, self.idle_timeout_s, self.max_s)
         entry: dict[str, Any] = {"key": key, "method": method, "name": name, "id": message["id"],
                                  "status": "pending", "op": op, "round": round_, "replay_of": replay_of}
         self.timeline.append("exchange", entry)
@@ -298,13 +313,41 @@ class ConsoleSession:
             if on_notification is not None:
                 on_notification(frame)
 
-        reply = await client.request(method, message=message, key=key, on_notification=on_frame, stream=stream)
+        reply = await client.request(method, message=message, key=key, on_notification=on_frame, stream=stream,
+                                     idle_timeout_s=self.idle_timeout_s, max_s=self.max_s)
         self.progress.done(target)
         self.log_budget.done(target)
         self.timeline.append("exchange", self._finished(key, reply) | {"op": op, "round": round_})
+        self._note_reachability(reply)
         self.touch()
         return reply
 
+    def _note_reachability(self, reply: Reply) -> None:
+        """The badge tells the last failure to reach the server, and recovers when one gets through.
+
+        Only a connected session changes: while connecting, connect() itself says how it went.
+        """
+        if self.status not in ("connected", "unreachable") or self._closing:
+            return
+        if isinstance(reply.error, ConnectFailed | ProcessExited):
+            if self.status == "connected":
+                self._set_status("unreachable", str(reply.error))
+        elif self.status == "unreachable" and reply.first_byte is not None:  # the server answered something
+            self._set_status("connected", "")
+
+    def deadline_view(self, key: str | None) -> dict[str, Any] | None:
+        """When a request in flight will be given up (wall clock), for the page's countdown; None if never."""
+        deadline = self.client.deadline(key) if self.client is not None and key else None
+        if deadline is None:
+            return None
+        return {"key": key, "due": deadline.wall(deadline.due), "max_due": deadline.wall(deadline.max_at),
+                "left_s": max(0.0, deadline.left()), "idle_s": deadline.idle_s, "extensions": deadline.extensions}
+
+    def wait_longer(self, key: str) -> dict[str, Any] | None:
+        """Push out the idle deadline of a request in flight by one idle period."""
+        if self.client is None or self.client.wait_longer(key) is None:
+            return None
+        return self.deadline_view(key)
     async def cancel(self, key: str, who: str) -> bool:
         """Cancel an in-flight request: HTTP closes its stream, stdio sends notifications/cancelled."""
         if self.client is None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.mcp.deadline import Deadline
 from app.mcp.errors import McpError, ProtocolViolation, RequestCancelled, RequestTimedOut, RpcError
 from app.mcp.headers import param_headers, request_headers
 from app.mcp.jsonrpc import Frame, request
@@ -51,6 +52,8 @@ class Reply:
     notifications: deque[Frame] = field(default_factory=lambda: deque(maxlen=KEEP_NOTIFICATIONS))
     notification_count: int = 0
     warnings: list[str] = field(default_factory=list)
+    # Responses whose id is not ours: flagged, never taken as the answer (the stream is read on).
+    stray_ids: list[Any] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -73,7 +76,8 @@ class ClientConfig:
     client_info: dict[str, Any]
     capabilities: Callable[[], dict[str, Any]]
     protocol_version: str = PROTOCOL_VERSION
-    timeout_s: float = 60.0
+    idle_timeout_s: float = 60.0  # reset by every frame of the request
+    max_s: float = 3600.0         # the overall maximum, whatever the frames
     key_prefix: str = ""  # keeps exchange keys unique across reconnects of one recorded session
     first_id: int = 1     # likewise for JSON-RPC ids: a session's ids never repeat
 
@@ -97,6 +101,7 @@ class McpClient:
         self._inflight: dict[str, Exchange] = {}
         self._cancelled: dict[str, str] = {}
         self._stops: dict[str, asyncio.Event] = {}
+        self._deadlines: dict[str, Deadline] = {}
 
     def new_key(self) -> str:
         return f"{self.config.key_prefix}x{next(self._keys)}"
@@ -124,13 +129,14 @@ class McpClient:
 
     async def request(self, method: str, params: dict[str, Any] | None = None, *,
                       progress_token: Any = None, log_level: str | None = None,
-                      on_notification: NotificationSink | None = None, timeout_s: float | None = None,
-                      key: str | None = None, message: dict[str, Any] | None = None,
+                      on_notification: NotificationSink | None = None, idle_timeout_s: float | None = None,
+                      max_s: float | None = None, key: str | None = None, message: dict[str, Any] | None = None,
                       stream: bool = False) -> Reply:
         """Send one request and wait for its final response (or failure), recording nothing itself.
 
-        `stream=True` is for subscriptions/listen: it has no deadline, since its answer is a
-        stream that stays open until someone closes it.
+        The deadline is an idle timer that every frame of the request resets, under an overall
+        maximum (see `Deadline`). `stream=True` is for subscriptions/listen: it has no deadline,
+        since its answer is a stream that stays open until someone closes it.
         """
         message = message or self.build(method, params, progress_token=progress_token, log_level=log_level)
         key = key or self.new_key()
@@ -139,15 +145,19 @@ class McpClient:
         headers = request_headers(method, sent_params, self.config.protocol_version,
                                   self.tool_headers.get(sent_params.get("name", "")))
         stop = self._stops[key] = asyncio.Event()
+        deadline = None if stream else (self._deadlines.get(key) or self.arm(key, idle_timeout_s, max_s))
         try:
-            async with asyncio.timeout(None if stream else (timeout_s or self.config.timeout_s)):
-                await self._until_stopped(stop, self._exchange(message, headers, key, reply, on_notification))
-        except TimeoutError:
-            reply.error = RequestTimedOut(f"no final response within {timeout_s or self.config.timeout_s:g} s")
+            await self._until_stopped(stop, self._exchange(message, headers, key, reply, on_notification),
+                                      deadline)
         except McpError as exc:
             reply.error = exc
         finally:
             self._stops.pop(key, None)
+            self._deadlines.pop(key, None)
+            if deadline is not None:
+                deadline.stop()
+        if deadline is not None and deadline.expired.is_set() and reply.result is None and reply.error is None:
+            reply.error = RequestTimedOut(deadline.message())
         reply.finished = time.monotonic()
         if key in self._cancelled:
             reason = self._cancelled.pop(key)
@@ -173,8 +183,9 @@ class McpClient:
             self._inflight.pop(key, None)
             await exchange.aclose()
 
-    async def _until_stopped(self, stop: asyncio.Event, work: Coroutine[Any, Any, None]) -> None:
-        """Run the exchange until it ends, or until the user cancels.
+    async def _until_stopped(self, stop: asyncio.Event, work: Coroutine[Any, Any, None],
+                             deadline: Deadline | None) -> None:
+        """Run the exchange until it ends, the user cancels, or the deadline passes.
 
         A cancel may come before the response headers (the request is still being sent) or after
         (a cancelled stdio request never gets a response, the server drops it); either way the
@@ -182,10 +193,16 @@ class McpClient:
         """
         task = asyncio.ensure_future(work)
         stopped = asyncio.ensure_future(stop.wait())
+        waits = {task, stopped}
+        expired = asyncio.ensure_future(deadline.expired.wait()) if deadline is not None else None
+        if expired is not None:
+            waits.add(expired)
         try:
-            await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
+            if expired is not None:
+                expired.cancel()
             if not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, McpError):
@@ -194,12 +211,20 @@ class McpClient:
             task.result()
 
     async def _collect(self, exchange: Exchange, reply: Reply, on_notification: NotificationSink | None) -> None:
+        deadline = self._deadlines.get(reply.key)
         async for frame in exchange.frames():
             if reply.first_byte is None:
                 reply.first_byte = time.monotonic()
+            if deadline is not None:
+                deadline.touch()
             if frame.kind in ("response", "error"):
                 if frame.id != reply.id:
-                    reply.warnings.append(f"response id {frame.id!r} does not match request id {reply.id!r}")
+                    # Not our answer: taking it would show a green "complete" for a request the
+                    # server never answered. Flag it and keep reading for the right id.
+                    reply.stray_ids.append(frame.id)
+                    reply.warnings.append(f"response id {frame.id!r} does not match request id {reply.id!r}; "
+                                          "not taken as the answer")
+                    continue
                 self._take_final(frame, reply)
                 return
             if frame.kind == "invalid":
@@ -212,6 +237,9 @@ class McpClient:
             if on_notification is not None:
                 on_notification(frame)
         if reply.key not in self._cancelled:
+            if reply.stray_ids:
+                raise ProtocolViolation(f"no answer: the server's response carried id {reply.stray_ids[0]!r}, "
+                                        f"not {reply.id!r}")
             raise ProtocolViolation("the stream ended without a final response")
 
     def _take_final(self, frame: Frame, reply: Reply) -> None:
@@ -251,6 +279,26 @@ class McpClient:
         finally:
             stop.set()  # not yet answered at all: stopping the send is the cancel (HTTP drops the connection)
         return True
+
+    def arm(self, key: str, idle_timeout_s: float | None = None, max_s: float | None = None) -> Deadline:
+        """Start a request's deadline before it is sent, so its first rendering can already show it.
+
+        request() with the same key then uses this one.
+        """
+        deadline = self._deadlines[key] = Deadline(idle_timeout_s or self.config.idle_timeout_s,
+                                                   max_s or self.config.max_s)
+        return deadline
+
+    def deadline(self, key: str) -> Deadline | None:
+        """The deadline of a request in flight (None for a listen stream or one that is over)."""
+        return self._deadlines.get(key)
+
+    def wait_longer(self, key: str) -> Deadline | None:
+        """Push the idle deadline of a request in flight out by one idle period; the maximum stays."""
+        deadline = self._deadlines.get(key)
+        if deadline is not None:
+            deadline.extend()
+        return deadline
 
     def inflight(self) -> list[str]:
         return list(self._inflight)

@@ -23,10 +23,13 @@ def _header_list(headers: httpx.Headers) -> list[tuple[str, str]]:
 
 
 class HttpExchange:
-    def __init__(self, transport: HttpTransport, response: httpx.Response, key: str) -> None:
+    def __init__(self, transport: HttpTransport, response: httpx.Response, key: str, request_id: Any = None,
+                 discovery: bool = False) -> None:
         self._t = transport
         self._response = response
         self._key = key
+        self._request_id = request_id
+        self._discovery = discovery  # the first server/discover of this connection: is this MCP at all?
         self.cancelled = False
         self.bytes_read = 0  # every byte of this response stream, counted against max_stream_bytes
 
@@ -96,12 +99,19 @@ class HttpExchange:
         if frame.kind in ("response", "error"):
             return frame
         looks = "HTML" if "html" in ctype or body.lstrip().startswith("<") else (ctype or "no content type")
-        if not self._response.is_success or looks == "HTML":
+        if self._discovery and (not self._response.is_success or looks == "HTML"):
             raise ProtocolViolation(f"HTTP {status} ({looks}): this does not look like an MCP endpoint")
+        if not self._response.is_success:
+            # An endpoint that answered before is an MCP endpoint having a bad moment: say what it said.
+            raise ProtocolViolation(f"HTTP {status} {httpx.codes.get_reason_phrase(status)} from the server: "
+                                    f"{_excerpt(body)}")
         raise ProtocolViolation(f"HTTP {status} with a body that is not a JSON-RPC response ({frame.problem or looks})")
 
     def _incoming(self, raw: str, note: str | None = None) -> Frame:
         frame = with_status(parse_frame(raw), self._response.status_code)
+        if frame.kind in ("response", "error") and frame.id != self._request_id:
+            stray = f"response id {frame.id!r} matches no request: this stream is for id {self._request_id!r}"
+            note = f"{note}; {stray}" if note else stray
         self._t.record(
             WireEvent(direction="in", raw=raw, frame=frame, exchange=self._key,
                       http_status=self._response.status_code, note=note)
@@ -141,6 +151,7 @@ class HttpTransport:
         self.extra_headers = dict(extra_headers or {})
         self.max_message_bytes = max_message_bytes
         self.max_stream_bytes = max_stream_bytes
+        self._discovered = False
 
     async def start(self) -> None:
         """Nothing to open: every message is its own POST."""
@@ -174,7 +185,10 @@ class HttpTransport:
         return response
 
     async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> HttpExchange:
-        return HttpExchange(self, await self._post(message, headers, key), key)
+        discovery = message.get("method") == "server/discover" and not self._discovered
+        if discovery:
+            self._discovered = True
+        return HttpExchange(self, await self._post(message, headers, key), key, message.get("id"), discovery)
 
     async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
         response = await self._post(message, headers, key)
@@ -214,6 +228,14 @@ def redact_url(url: str) -> str:
     except ValueError:
         return "(an unparseable URL)"
     return f"{parts.scheme}://{host}{port}{parts.path}" + ("?…" if parts.query else "")
+
+
+def _excerpt(body: str, limit: int = 200) -> str:
+    """A short, one-line look at a body for a message (the wire record keeps all of it)."""
+    flat = " ".join(body.split())
+    if not flat:
+        return "(empty body)"
+    return repr(flat[:limit] + ("…" if len(flat) > limit else ""))
 
 
 def _explain(exc: Exception) -> str:

@@ -77,6 +77,16 @@ def parse_frame(raw: str) -> Frame:
     return Frame(raw=raw, kind=kind, message=message if isinstance(message, dict) else None, problem=problem)
 
 
+def parse_line(raw: str) -> Frame:
+    """A stdio stdout line: like parse_frame, but a line that is not JSON at all is named for what it
+    usually is, a server logging to stdout (the stdio transport reserves stdout for messages)."""
+    frame = parse_frame(raw)
+    if frame.kind == "invalid" and frame.message is None and (frame.problem or "").startswith("malformed JSON"):
+        shown = raw if len(raw) <= 120 else raw[:120] + "…"
+        return replace(frame, problem=f"stdout line is not JSON-RPC: {shown!r} (stdio servers must log to stderr)")
+    return frame
+
+
 def with_status(frame: Frame, status: int) -> Frame:
     return replace(frame, http_status=status)
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
 from app.mcp.errors import ConnectFailed, ProcessExited, ProtocolViolation, StreamTooLarge
-from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
+from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, parse_line
 from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STREAM_BYTES, stream_bound_note
 from app.mcp.wire import Recorder, WireEvent
 
@@ -81,7 +82,7 @@ class StdioTransport:
         max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
     ) -> None:
         self.argv = argv
-        self.target = " ".join(argv)
+        self.target = shlex.join(argv)  # pasteable back into a shell
         self.record = record
         self._env = env
         self._cwd = cwd
@@ -165,12 +166,15 @@ class StdioTransport:
                               note=f"stdout line of {dropped} bytes is over the {self._max}-byte limit; dropped"))
 
     def _route(self, text: str) -> None:
-        frame = parse_frame(text)
+        frame = parse_line(text)
+        if frame.kind == "invalid":
+            self._route_invalid(text, frame)
+            return
         target = self._target_for(frame)
         if target is not None and self._bounded(target, frame, len(text.encode("utf-8", errors="replace"))):
             return
         late = target is None and frame.kind in ("response", "error") and frame.id in self.cancelled_ids
-        note = None if target or frame.kind == "invalid" else (
+        note = None if target else (
             "arrived after its request was cancelled" if late else "matches no request in flight")
         self.record(WireEvent(direction="in", raw=text, frame=frame, exchange=target.key if target else None,
                               note=note))
@@ -204,6 +208,14 @@ class StdioTransport:
         if exchange in self._muted:
             self._muted.remove(exchange)
         self.forget(exchange)
+    def _route_invalid(self, text: str, frame: Frame) -> None:
+        """A line that is no message carries no id: every ordinary request waiting may be the one it
+        broke (or the one whose server is printing instead of answering), so each gets the warning."""
+        waiting = [x for x in self._pending.values() if not x.is_listen]
+        # Recorded once for the session (it belongs to no single request), then told to each waiting one.
+        self.record(WireEvent(direction="in", raw=text, frame=frame))
+        for exchange in waiting:
+            exchange.queue.put_nowait(frame)
 
     def _target_for(self, frame: Frame) -> StdioExchange | None:
         if frame.kind in ("response", "error"):

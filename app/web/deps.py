@@ -120,7 +120,8 @@ def session_or_404(w: Web, session_id: str) -> ConsoleSession:
 
 def connected(w: Web, session_id: str) -> ConsoleSession:
     s = session_or_404(w, session_id)
-    if s.client is None or s.status != "connected":
+    # "unreachable" still sends: the next request that gets through is how the session recovers.
+    if s.client is None or s.status not in ("connected", "unreachable"):
         raise HTTPException(409, f"The session is {s.status}: {s.status_message or 'not connected'}")
     return s
 

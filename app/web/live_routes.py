@@ -46,10 +46,26 @@ async def request_settings(request: Request, session_id: str, w: Operator) -> Re
     level = form.first("log_level") or ""
     if level not in LOG_LEVELS:
         raise HTTPException(400, f"Unknown log level {level!r}")
+    idle_s = _seconds(form.first("idle_timeout_s"), s.idle_timeout_s, "Idle deadline")
+    max_s = _seconds(form.first("max_s"), s.max_s, "Overall maximum")
     s.log_level = level
     s.progress_enabled = form.first("progress") == "on"
     s.auto_refresh = form.first("auto_refresh") == "on"
+    s.idle_timeout_s, s.max_s = idle_s, max_s
     s.touch(force=True)
-    data = {"log_level": s.log_level, "progress": s.progress_enabled, "auto_refresh": s.auto_refresh}
+    data = s.request_settings()
     s.timeline.append("session", {"request_settings": data})
     return respond(request, False, data, w.render("_request_settings.html", s=s, saved=True, levels=LOG_LEVELS))
+
+
+def _seconds(raw: str | None, current: float, label: str) -> float:
+    """A positive, finite number of seconds from the form; absent keeps the current value."""
+    if raw is None or not raw.strip():
+        return current
+    try:
+        value = float(raw)
+    except ValueError:
+        raise HTTPException(400, f"{label}: {raw!r} is not a number of seconds") from None
+    if not 0 < value < 10**7:  # also refuses NaN and infinity
+        raise HTTPException(400, f"{label}: give a number of seconds above 0")
+    return value

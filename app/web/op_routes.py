@@ -97,6 +97,23 @@ async def cancel_exchange(request: Request, session_id: str, key: str, w: Operat
     return respond(request, True, {"cancelled": done, "key": key}, None)
 
 
+@router.post("/sessions/{session_id}/wait-longer/{key}")
+async def wait_longer(request: Request, session_id: str, key: str, w: Operator) -> Response:
+    """Push out the idle deadline of a request in flight (an exchange key, or an operation's op-<id>)."""
+    s = connected(w, session_id)
+    op = s.operations.ops.get(key.removeprefix("op-")) if key.startswith("op-") else None
+    exchange = (op.last.key if op is not None and op.last is not None else "") if key.startswith("op-") else key
+    view = s.wait_longer(exchange)
+    if view is None:
+        raise HTTPException(409, "That request is not waiting on a deadline (it is over, or a listen stream).")
+    # Every tab learns the new deadline the one way tabs learn anything: an event, re-rendering the entry.
+    if op is not None:
+        s.operations.record(op)
+    else:
+        s.timeline.append("exchange", {"key": exchange, "deadline_extensions": view["extensions"]})
+    return respond(request, True, {"waiting_longer": True, **view}, None)
+
+
 @router.post("/sessions/{session_id}/operations/{op_id}/abandon")
 async def abandon(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
     s = session_or_404(w, session_id)

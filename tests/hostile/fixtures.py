@@ -28,19 +28,33 @@ def hostile_argv(*tools: str, name: str = "hostile") -> list[str]:
     return argv + (["--tools", ",".join(tools)] if tools else [])
 
 
+class HostileUrl(str):
+    """The target's /mcp URL (a plain str to every caller), plus its process: a test may kill it and
+    start another on the same port (`hostile_http(..., port=url.port)`)."""
+
+    proc: subprocess.Popen[str]
+    port: int
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
 @pytest.fixture
-def hostile_http() -> Iterator[Callable[..., str]]:
+def hostile_http() -> Iterator[Callable[..., HostileUrl]]:
     """Start the hostile target over HTTP; returns its /mcp URL. Every process started is stopped after the test."""
     procs: list[subprocess.Popen[str]] = []
 
-    def start(*tools: str, name: str = "hostile") -> str:
+    def start(*tools: str, name: str = "hostile", port: int = 0) -> HostileUrl:
         argv = [sys.executable, "-m", "tests.hostile.target", "--port", "0", "--name", name]
         argv += ["--tools", ",".join(tools)] if tools else []
         # --port 0 would hide the port; pick one by binding first instead.
         import socket
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        if not port:
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = sock.getsockname()[1]
         argv[argv.index("--port") + 1] = str(port)
         proc = subprocess.Popen(argv, cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True)
@@ -50,7 +64,9 @@ def hostile_http() -> Iterator[Callable[..., str]]:
         line = proc.stdout.readline()
         if "listening on" not in line or time.monotonic() > deadline:
             raise RuntimeError(f"the hostile target did not start: {line!r}")
-        return line.strip().rsplit(" ", 1)[1]
+        url = HostileUrl(line.strip().rsplit(" ", 1)[1])
+        url.proc, url.port = proc, port
+        return url
 
     yield start
     for proc in procs:

@@ -319,7 +319,7 @@ async def make_console(tmp_path: Path) -> AsyncIterator[Callable[..., Console]]:
     def make(**overrides: Any) -> Console:
         data_dir = tmp_path / f"console-{len(consoles)}"
         settings = Settings(**{"data_dir": str(data_dir), "token": TOKEN, "allowed_hosts": "testserver",
-                               "request_timeout_s": 20.0, "stdio_shutdown_grace_s": 2.0, **overrides})
+                               "request_idle_timeout_s": 20.0, "stdio_shutdown_grace_s": 2.0, **overrides})
         console = Console(settings)
         consoles.append(console)
         return console
@@ -542,7 +542,7 @@ class ConsoleRestarts:
 
     def first(self, **overrides: Any) -> Console:
         settings = Settings(**{"data_dir": str(self._tmp / "restartable"), "token": TOKEN,
-                               "allowed_hosts": "testserver", "request_timeout_s": 20.0,
+                               "allowed_hosts": "testserver", "request_idle_timeout_s": 20.0,
                                "stdio_shutdown_grace_s": 2.0, **overrides})
         console = Console(settings)
         self.open.append(console)

@@ -161,7 +161,7 @@ OVERSIZED_LINE_SERVER = textwrap.dedent('''
 
 async def test_an_over_long_stdout_line_is_dropped_with_a_warning_and_the_next_message_still_counts(
         make_console: Any, tmp_path: Path) -> None:
-    console: Console = make_console(max_message_bytes=100_000, request_timeout_s=3.0)
+    console: Console = make_console(max_message_bytes=100_000, request_idle_timeout_s=3.0)
     script = tmp_path / "oversized_line_server.py"
     script.write_text(OVERSIZED_LINE_SERVER)
     s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))

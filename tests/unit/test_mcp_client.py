@@ -42,7 +42,7 @@ async def ok_handler(message: dict[str, Any], headers: dict[str, str]) -> AsyncI
 def make_client(handler: Any = ok_handler, caps: Callable[[], dict[str, Any]] | None = None,
                 timeout_s: float = 5.0, **transport_kw: Any) -> tuple[McpClient, MemoryTransport]:
     transport = MemoryTransport(handler, **transport_kw)
-    config = ClientConfig(client_info=CLIENT_INFO, capabilities=caps or (lambda: {}), timeout_s=timeout_s)
+    config = ClientConfig(client_info=CLIENT_INFO, capabilities=caps or (lambda: {}), idle_timeout_s=timeout_s)
     return McpClient(transport, config), transport
 
 
@@ -188,13 +188,14 @@ async def test_a_malformed_frame_before_the_response_adds_a_warning_and_the_repl
     assert list(reply.notifications) == []
 
 
-async def test_a_response_with_a_different_id_adds_a_warning() -> None:
+async def test_a_response_with_a_different_id_is_flagged_and_not_taken_as_the_answer() -> None:
     async def handler(message: dict[str, Any], headers: dict[str, str]) -> AsyncIterator[str]:
         yield json.dumps({"jsonrpc": "2.0", "id": "someone-else", "result": {"resultType": "complete"}})
 
     client, _ = make_client(handler)
     reply = await client.request("tools/list")
     assert any("does not match request id" in w for w in reply.warnings)
+    assert not reply.ok and "carried id 'someone-else'" in str(reply.error)
 
 
 async def test_a_server_sent_request_is_kept_with_a_warning() -> None:
@@ -237,7 +238,7 @@ async def test_a_handler_that_never_answers_gives_request_timed_out() -> None:
         yield result(message)
 
     client, _ = make_client(handler, timeout_s=30)
-    reply = await asyncio.wait_for(client.request("tools/list", timeout_s=0.2), WAIT_S)
+    reply = await asyncio.wait_for(client.request("tools/list", idle_timeout_s=0.2), WAIT_S)
     assert isinstance(reply.error, RequestTimedOut)
     assert "0.2" in str(reply.error)
     assert client.inflight() == []

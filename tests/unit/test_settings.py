@@ -22,7 +22,7 @@ def test_from_env_reads_mcp_console_variables_with_their_types() -> None:
         "MCP_CONSOLE_HOST": "localhost",
         "MCP_CONSOLE_PORT": "9000",
         "MCP_CONSOLE_TOKEN": "tok",
-        "MCP_CONSOLE_REQUEST_TIMEOUT_S": "2.5",
+        "MCP_CONSOLE_REQUEST_IDLE_TIMEOUT_S": "2.5",
         "MCP_CONSOLE_MAX_MESSAGE_BYTES": "1024",
         "MCP_CONSOLE_ALLOW_ALL_INTERFACES": "true",
         "MCP_CONSOLE_STDIO_SHUTDOWN_GRACE_S": "1",
@@ -30,7 +30,7 @@ def test_from_env_reads_mcp_console_variables_with_their_types() -> None:
     assert settings.host == "localhost"
     assert settings.port == 9000 and type(settings.port) is int
     assert settings.token == "tok"
-    assert settings.request_timeout_s == 2.5 and type(settings.request_timeout_s) is float
+    assert settings.request_idle_timeout_s == 2.5 and type(settings.request_idle_timeout_s) is float
     assert settings.max_message_bytes == 1024
     assert settings.allow_all_interfaces is True
     assert settings.stdio_shutdown_grace_s == 1.0 and type(settings.stdio_shutdown_grace_s) is float
