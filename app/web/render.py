@@ -19,7 +19,7 @@ from app.console.events import TimelineEvent
 from app.console.live import LOG_LEVELS
 from app.console.manager import SessionManager
 from app.console.operations import Operation
-from app.console.secrets import mask_headers, mask_url
+from app.console.secrets import Redactor, mask_headers, mask_url
 from app.mcp.errors import ERROR_NAMES
 from app.mcp.headers import decode_value
 from app.mcp.jsonrpc import pretty
@@ -156,12 +156,22 @@ class EventRenderer:
         self.manager: SessionManager | None = None
 
     def __call__(self, event: TimelineEvent) -> str | None:
+        """The fragment for the owner's tabs."""
+        return self._render(event, reveal=True)
+
+    def masked(self, event: TimelineEvent) -> str | None:
+        """The fragment for link holders and presenter tabs: every value the owner typed masked."""
+        session = self.manager.get(event.session_id) if self.manager else None
+        payload = self._render(event, reveal=False)
+        return Redactor(session.target).text(payload) if session is not None and payload is not None else None
+
+    def _render(self, event: TimelineEvent, reveal: bool) -> str | None:
         if event.kind == "wire":
             return None
         session = self.manager.get(event.session_id) if self.manager else None
         if session is None:
             return None
-        ctx: dict[str, Any] = {"s": session, "seq": event.seq}
+        ctx: dict[str, Any] = {"s": session, "seq": event.seq, "reveal": reveal}
         if event.kind in ("exchange", "notice", "operation"):
             key = event.data.get("key") or f"n{event.seq}"
             entry = session.timeline.entries.get(key)

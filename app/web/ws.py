@@ -30,7 +30,8 @@ async def feed(websocket: WebSocket, session_id: str) -> None:
         return
     await websocket.accept()
     last_seq = await _hello(websocket)
-    sub, whole = w.manager.hub.subscribe(session_id, last_seq, session.timeline.seq, link_id=who.link_id)
+    sub, whole = w.manager.hub.subscribe(session_id, last_seq, session.timeline.seq, link_id=who.link_id,
+                                         masked=not who.sees_secrets)
     link = w.manager.links.get(who.link_id) if who.link_id else None
     expiry = None
     if link is not None and link.expires is not None:
