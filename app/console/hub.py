@@ -59,7 +59,7 @@ class Hub:
         # Per session: the last events, each with the owner's rendered payload (str), None when it
         # renders to nothing, or UNRENDERED when nobody was watching (rendered on demand). Masked tabs
         # catching up render the event again, masked.
-        self._rings: dict[str, deque[tuple[int, TimelineEvent, str | None | _Unrendered]]] = {}
+        self._rings: dict[str, deque[tuple[int, TimelineEvent, str | _Unrendered | None]]] = {}
         # Per session: the newest seq that left the ring. A tab that saw at least that much can be
         # caught up from the ring; the seqs in between are frames, which tabs never get anyway.
         self._floors: dict[str, int] = {}
@@ -116,7 +116,7 @@ class Hub:
         self._subs.setdefault(session_id, set()).add(sub)
         return sub, whole
 
-    def _ring(self, session_id: str, known_up_to: int) -> deque[tuple[int, TimelineEvent, str | None | _Unrendered]]:
+    def _ring(self, session_id: str, known_up_to: int) -> deque[tuple[int, TimelineEvent, str | _Unrendered | None]]:
         """The session's ring; a new one (e.g. after a restart) knows nothing up to `known_up_to`."""
         ring = self._rings.get(session_id)
         if ring is None:

@@ -173,7 +173,8 @@ class Redactor:
         """The target's serialized form (session files) with every typed value masked where it stands."""
         t = self.target
         return {"kind": t.kind, "url": mask_url(t.url) if t.url else "",
-                "headers": {name: mask_value(name, value) for name, value in t.headers.items()}, "argv": masked_argv(t.argv),
+                "headers": {name: mask_value(name, value) for name, value in t.headers.items()},
+                "argv": masked_argv(t.argv),
                 "cwd": MASK if t.cwd else None}
 
     def text(self, value: str) -> str:

@@ -29,7 +29,8 @@ def test_a_redactor_masks_typed_values_inside_any_string_and_short_ones_only_whe
     redact = Redactor(target)
     assert redact({"notes": ["sent s3cr3t-value", {"qv-secret-1": "x"}], "n": 1, "id": "call 1 of abc"}) == {
         "notes": [f"sent {MASK}", {MASK: "x"}], "n": 1, "id": "call 1 of abc"}
-    assert redact.text(r'{"raw": "say \"qv-secret-1\"", "q": "a%20b"}') == f'{{"raw": "say \\"{MASK}\\"", "q": "a%20b"}}'
+    raw = r'{"raw": "say \"qv-secret-1\"", "q": "a%20b"}'
+    assert redact.text(raw) == f'{{"raw": "say \\"{MASK}\\"", "q": "a%20b"}}'
     assert redact.text("&lt;s3cr3t-value&gt; qv-secret-1") == f"&lt;{MASK}&gt; {MASK}"
     shown = redact.target_display()
     assert "abc" not in shown and "s3cr3t" not in shown and "qv-secret" not in shown
