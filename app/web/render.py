@@ -8,12 +8,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
 
 from app.console.events import TimelineEvent
 from app.console.live import LOG_LEVELS
@@ -133,13 +136,38 @@ def to_json(value: Any, indent: int | None = 2) -> str:
     return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
 
 
+# Characters that reorder or hide text: bidi embeddings, overrides, isolates and marks, and zero-width ones.
+# A server could use them to make `invoice\u202eexe.pdf` read as `invoicefdp.exe`, or two names look alike.
+INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b-\u200d\u2060\ufeff]")
+
+
+def _shown_char(match: re.Match[str]) -> str:
+    char = match.group(0)
+    code = f"U+{ord(char):04X}"
+    name = unicodedata.name(char, code)
+    return f'<span class="invisible-char" title="{name}">⟨{code}⟩</span>'
+
+
+def visible(value: Any) -> Markup:
+    """Server text for display: escaped first, then bidi and zero-width characters shown as ⟨U+XXXX⟩.
+
+    The whole value sits in a <bdi>, so even ordinary right-to-left letters in it cannot reorder the
+    text around it. Only escaped text and our own fixed tags go into the Markup. Text content only:
+    never use it inside an attribute.
+    """
+    if value is None:
+        return Markup("")
+    escaped = str(escape(str(value)))
+    return Markup('<bdi class="sv">' + INVISIBLE.sub(_shown_char, escaped) + "</bdi>")
+
+
 def make_env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(datetime=fmt_datetime, ms=fmt_ms, bytes=fmt_bytes, clock=fmt_time, tojson_pretty=to_json,
                        pretty=pretty,
                        header_decoded=decode_value, dom_id=dom_id, from_json=from_json,
-                       without_meta=without_meta)
+                       without_meta=without_meta, visible=visible)
     env.globals.update(error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
                        fields_for=fields_for, waterfall=waterfall, url_facts=url_facts,
