@@ -14,7 +14,8 @@ from typing import Any
 
 from app import __version__
 from app.console.events import TimelineEvent
-from app.console.secrets import is_secret, mask_url, mask_value, mask_wire
+from app.console.secrets import Redactor, is_secret, mask_url, mask_value, mask_wire
+from app.console.session import Target
 from app.console.store import Store
 
 FORMAT = "mcp-console-session"
@@ -35,11 +36,9 @@ def session_file(session_id: str, meta: dict[str, Any], created: float, store: S
         for event in events:
             if event["kind"] == "wire":
                 event["data"] = mask_wire(event["data"])
-        target = meta.get("target") or {}
-        headers = target.get("headers") or {}
-        target["headers"] = {k: (mask_value(k, v) if is_secret(k) else v) for k, v in headers.items()}
-        if target.get("url"):
-            target["url"] = mask_url(target["url"])
+        redact = Redactor(Target(**meta["target"])) if isinstance(meta.get("target"), dict) else None
+        if redact is not None:
+            events, meta = redact(events), {**redact(meta), "target": redact.target_dict()}
     return {"format": FORMAT, "version": VERSION, "exported_at": _iso(time.time()), "console_version": __version__,
             "secrets": "included" if include_secrets else "masked",
             "session": {"id": session_id, "created": created, "meta": meta}, "events": events}
@@ -88,7 +87,12 @@ def _headers(pairs: list[list[str]] | None, include_secrets: bool) -> list[dict[
             for k, v in pairs or []]
 
 
-def har(session_id: str, url: str, store: Store, include_secrets: bool = False) -> dict[str, Any]:
+def har(session_id: str, target: Target, store: Store, include_secrets: bool = False) -> dict[str, Any]:
+    data = _har(session_id, target.url, store, include_secrets)
+    return data if include_secrets else Redactor(target)(data)  # typed values, wherever they were echoed
+
+
+def _har(session_id: str, url: str, store: Store, include_secrets: bool) -> dict[str, Any]:
     entries = []
     for key, item in exchanges(session_id, store).items():
         sent, head, frames = _parts(item["wire"])
@@ -139,8 +143,13 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
     }
 
 
-def curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | None:
+def curl(target: Target, wire: list[dict[str, Any]], include_secrets: bool) -> str | None:
     """The request as a curl command line that reproduces it exactly (None for non-HTTP exchanges)."""
+    command = _curl(target.url, wire, include_secrets)
+    return command if include_secrets or command is None else Redactor(target).text(command)
+
+
+def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | None:
     sent, _, _ = _parts(wire)
     if sent is None or sent.get("headers") is None:
         return None

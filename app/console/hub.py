@@ -16,11 +16,19 @@ from app.console.events import TimelineEvent
 Renderer = Callable[[TimelineEvent], str | None]
 
 
+class _Unrendered:
+    """Marks a ring slot whose owner payload was never rendered (nobody, or only masked tabs, watched)."""
+
+
+UNRENDERED = _Unrendered()
+
+
 @dataclass(eq=False)
 class Subscriber:
     session_id: str
     queue: asyncio.Queue[tuple[int, str]]
     link_id: str | None = None  # the share link this socket came in through, if any
+    masked: bool = False  # a link holder's or presenter's tab: gets the masked rendering
     overflow: asyncio.Event = field(default_factory=asyncio.Event)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
     close_reason: str = ""
@@ -39,14 +47,19 @@ class Subscriber:
 
 
 class Hub:
+    """`render` makes the owner's fragment; a renderer with a `masked` method also makes the fragment
+    for masked sockets (link holders, presenter mode), rendered only when such a socket is open."""
+
     def __init__(self, render: Renderer, queue_size: int = 2000, ring_size: int = 2000) -> None:
         self._render = render
+        self._render_masked: Renderer = getattr(render, "masked", render)
         self._queue_size = queue_size
         self._ring_size = ring_size
         self._subs: dict[str, set[Subscriber]] = {}
-        # Per session: the last events, each as its rendered payload (str), None when it renders
-        # to nothing, or the event itself when nobody was watching (rendered on demand).
-        self._rings: dict[str, deque[tuple[int, str | TimelineEvent | None]]] = {}
+        # Per session: the last events, each with the owner's rendered payload (str), None when it
+        # renders to nothing, or UNRENDERED when nobody was watching (rendered on demand). Masked tabs
+        # catching up render the event again, masked.
+        self._rings: dict[str, deque[tuple[int, TimelineEvent, str | _Unrendered | None]]] = {}
         # Per session: the newest seq that left the ring. A tab that saw at least that much can be
         # caught up from the ring; the seqs in between are frames, which tabs never get anyway.
         self._floors: dict[str, int] = {}
@@ -65,39 +78,45 @@ class Hub:
         if len(ring) == ring.maxlen:
             self._floors[event.session_id] = ring[0][0]  # that event is about to leave the ring
         if not subs:
-            ring.append((event.seq, event))
+            ring.append((event.seq, event, UNRENDERED))
             return
-        payload = self._render(event)
-        ring.append((event.seq, payload))
+        payload = self._render(event) if any(not sub.masked for sub in subs) else UNRENDERED
+        ring.append((event.seq, event, payload))
         if payload is None:
             return
+        masked = self._render_masked(event) if any(sub.masked for sub in subs) else None
         self.rendered += 1
         for sub in subs:
-            sub.offer(event.seq, payload)
+            chosen = masked if sub.masked else payload
+            if isinstance(chosen, str):
+                sub.offer(event.seq, chosen)
 
     def subscribe(self, session_id: str, last_seq: int | None, current_seq: int,
-                  link_id: str | None = None) -> tuple[Subscriber, bool]:
+                  link_id: str | None = None, masked: bool = False) -> tuple[Subscriber, bool]:
         """Register a socket. Returns it, and whether its missed events could be replayed.
 
         False means the gap is older than the ring: the tab must reload to be whole again.
         """
-        sub = Subscriber(session_id, asyncio.Queue(maxsize=self._queue_size), link_id=link_id)
+        sub = Subscriber(session_id, asyncio.Queue(maxsize=self._queue_size), link_id=link_id, masked=masked)
         whole = True
         if last_seq is not None and last_seq < current_seq:
             ring = self._ring(session_id, current_seq)
             if last_seq < self._floors[session_id]:
                 whole = False
             else:
-                for seq, item in ring:
+                for seq, event, item in ring:
                     if seq <= last_seq or item is None:
                         continue
-                    payload = self._render(item) if isinstance(item, TimelineEvent) else item
+                    if masked:
+                        payload = self._render_masked(event)
+                    else:
+                        payload = self._render(event) if isinstance(item, _Unrendered) else item
                     if payload is not None:
                         sub.offer(seq, payload)
         self._subs.setdefault(session_id, set()).add(sub)
         return sub, whole
 
-    def _ring(self, session_id: str, known_up_to: int) -> deque[tuple[int, str | TimelineEvent | None]]:
+    def _ring(self, session_id: str, known_up_to: int) -> deque[tuple[int, TimelineEvent, str | _Unrendered | None]]:
         """The session's ring; a new one (e.g. after a restart) knows nothing up to `known_up_to`."""
         ring = self._rings.get(session_id)
         if ring is None:

@@ -1,12 +1,30 @@
-"""Masking credentials for viewers, presenter mode and exports (the owner may opt in to see them)."""
+"""Masking for link holders, presenter mode and exports (the owner may opt in to see everything).
+
+Two layers:
+- `Redactor`: every value the owner *typed* into the target (header values, URL query values and userinfo,
+  command arguments, environment assignments, the working directory) is a secret, whatever its name.
+  It masks them in their structured places (the target's display) and as substrings of any string it is
+  given (notes, status messages, raw frames, rendered HTML), so there is one function to call.
+- Name-based masking (`is_secret`): headers the *server* sends back (Set-Cookie, tokens) are not typed by
+  the owner, so their values are masked by what the header is called.
+"""
 
 from __future__ import annotations
 
+import html
+import json
+import os
 import shlex
-from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, quote, quote_plus, urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from app.console.session import Target
 
 MASK = "••••••"
+# Shorter typed values are masked only where they stand (the target display): replacing every "1" or "on"
+# in every string would destroy the timeline.
+MIN_SUBSTRING = 4
 _EXACT = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
                     "x-auth-token", "x-access-token"})
 _WORDS = ("token", "secret", "api-key", "apikey", "api_key", "password", "passwd", "credential", "session")
@@ -30,42 +48,149 @@ def mask_headers(headers: list[list[str]] | list[tuple[str, str]] | None) -> lis
 
 
 def mask_url(url: str) -> str:
-    """Hide credential-looking query parameters and userinfo in a URL."""
+    """Every query value and any userinfo in a URL masked; scheme, host, path and parameter names stay."""
     try:
         parts = urlsplit(url)
     except ValueError:
-        return url
+        return MASK
     netloc = parts.netloc
     if "@" in netloc:
         netloc = MASK + "@" + netloc.rsplit("@", 1)[1]
-    query = urlencode([(k, MASK if is_secret(k) or k.lower() in ("key", "sig", "code") else v)
-                       for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="•")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    # Names stay as typed (they say what the URL is for); every value goes, whatever it is called.
+    query = "&".join(part.partition("=")[0] + ("=" + MASK if "=" in part else "")
+                     for part in parts.query.split("&")) if parts.query else ""
+    fragment = MASK if parts.fragment else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
 def mask_wire(event: dict[str, Any]) -> dict[str, Any]:
-    """A wire event as a viewer may see it."""
+    """A wire event with credential-named headers masked (the layer for what the server sends back)."""
     if not event.get("headers"):
         return event
     return {**event, "headers": mask_headers(event["headers"])}
 
 
+def _is_assignment(arg: str) -> bool:
+    name, sep, _ = arg.partition("=")
+    return bool(sep) and name.replace("_", "a").isalnum() and not name[:1].isdigit()
+
+
+def split_command(argv: list[str]) -> tuple[list[str], list[str], str, list[str]]:
+    """(launcher, NAME=value assignments, program, arguments) of a command line.
+
+    `env A=1 B=2 python -m x` is launcher ["env"], assignments [A=1, B=2], program "python", arguments
+    [-m, x]: the program and the variable names explain the command; everything after is the owner's input.
+    """
+    launcher: list[str] = []
+    rest = list(argv)
+    if rest and os.path.basename(rest[0]) == "env":
+        launcher, rest = rest[:1], rest[1:]
+    assignments: list[str] = []
+    while rest and _is_assignment(rest[0]):
+        assignments.append(rest.pop(0))
+    program = rest.pop(0) if rest else ""
+    return launcher, assignments, program, rest
+
+
+def _mask_arg(arg: str) -> str:
+    """A bare flag (`--stdio`) is the program's vocabulary, not the owner's data: it stays; values go."""
+    if _is_assignment(arg):
+        return arg.partition("=")[0] + "=" + MASK
+    if arg.startswith("-") and len(arg) > 1:
+        name, sep, _ = arg.partition("=")
+        return f"{name}={MASK}" if sep else arg
+    return MASK
+
+
+def masked_argv(argv: list[str]) -> list[str]:
+    """A command line with the program and names kept and every value the owner typed masked."""
+    launcher, assignments, program, args = split_command(argv)
+    shown = [*launcher, *(a.partition("=")[0] + "=" + MASK for a in assignments)]
+    shown += [program] if program else []
+    return shown + [_mask_arg(a) for a in args]
+
+
 def mask_argv(argv: list[str]) -> str:
-    """A command line for display: values of credential-looking flags and NAME=value pairs masked."""
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(MASK)
-            hide_next = False
-            continue
-        name, sep, _value = arg.partition("=")
-        if sep and is_secret(name.lstrip("-")):
-            out.append(f"{name}={MASK}")
-        elif arg.startswith("-") and is_secret(arg.lstrip("-")):
-            out.append(arg)
-            hide_next = True
-        else:
-            out.append(arg)
     # Quoted as a shell would need it, so the shown command pastes back; masks stay readable as masks.
-    return " ".join(arg if MASK in arg else shlex.quote(arg) for arg in out)
+    return " ".join(arg if MASK in arg else shlex.quote(arg) for arg in masked_argv(argv))
+
+
+def typed_values(target: Target) -> list[str]:
+    """Every value the owner typed into the target, as it was typed."""
+    values: list[str] = list(target.headers.values())
+    if target.url:
+        try:
+            parts = urlsplit(target.url)
+        except ValueError:
+            parts = None
+        if parts is not None:
+            values += [v for _k, v in parse_qsl(parts.query, keep_blank_values=True)]
+            values += [parts.query, parts.fragment]
+            if "@" in parts.netloc:
+                values.append(parts.netloc.rsplit("@", 1)[0])
+    if target.argv:
+        _launcher, assignments, _program, args = split_command(target.argv)
+        values += [a.partition("=")[2] for a in assignments]
+        for arg in args:
+            values.append(arg.partition("=")[2] if arg.startswith("-") or _is_assignment(arg) else arg)
+    if target.cwd:
+        values.append(target.cwd)
+    return [v for v in values if v]
+
+
+def _spellings(value: str) -> set[str]:
+    """How a typed value may appear in a string: as typed, URL-encoded, inside JSON text, HTML-escaped."""
+    forms = {value, quote(value, safe=""), quote_plus(value), json.dumps(value)[1:-1],
+             json.dumps(value, ensure_ascii=False)[1:-1]}
+    return forms | {html.escape(f) for f in forms} | {_jinja_escape(f) for f in forms}
+
+
+def _jinja_escape(value: str) -> str:
+    """Escaped as Jinja (markupsafe) escapes, which spells quotes differently from `html.escape`."""
+    return (value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
+            .replace("'", "&#39;"))
+
+
+class Redactor:
+    """The one masking function for a non-owner's eyes: built from the session's target, applied to anything."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        forms: set[str] = set()
+        for value in typed_values(target):
+            if len(value) >= MIN_SUBSTRING:
+                forms |= {f for f in _spellings(value) if len(f) >= MIN_SUBSTRING}
+        # Longest first: a value that contains another must go whole, not leave its tail behind.
+        self._forms = sorted(forms, key=len, reverse=True)
+
+    def target_display(self) -> str:
+        """The target for a non-owner: structure kept, every typed value masked (short ones too)."""
+        t = self.target
+        if t.kind == "http":
+            headers = "".join(f" · {name}: {mask_value(name, value)}" for name, value in t.headers.items())
+            return mask_url(t.url) + headers
+        return mask_argv(t.argv) + (f" (in {MASK})" if t.cwd else "")
+
+    def target_dict(self) -> dict[str, Any]:
+        """The target's serialized form (session files) with every typed value masked where it stands."""
+        t = self.target
+        return {"kind": t.kind, "url": mask_url(t.url) if t.url else "",
+                "headers": {name: mask_value(name, value) for name, value in t.headers.items()},
+                "argv": masked_argv(t.argv),
+                "cwd": MASK if t.cwd else None}
+
+    def text(self, value: str) -> str:
+        for form in self._forms:
+            if form in value:
+                value = value.replace(form, MASK)
+        return value
+
+    def __call__(self, value: Any) -> Any:
+        """Any JSON-like value with every string (keys too) masked; other values as they are."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.text(k) if isinstance(k, str) else k: self(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self(v) for v in value]
+        return value

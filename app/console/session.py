@@ -18,7 +18,7 @@ from app.console.events import TimelineEvent
 from app.console.listen import Listeners
 from app.console.live import NotificationBudget, ProgressCoalescer, StderrBatcher, log_data
 from app.console.operations import OperationDriver
-from app.console.secrets import mask_argv, mask_url
+from app.console.secrets import Redactor
 from app.console.store import Store
 from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
@@ -57,8 +57,8 @@ class Target:
         return self.url if self.kind == "http" else shlex.join(self.argv)  # pasteable back into a shell
 
     def shown(self) -> str:
-        """How to show the target to anyone: credentials in the URL or the command line masked."""
-        return mask_url(self.url) if self.kind == "http" else mask_argv(self.argv)
+        """How to show the target to a non-owner: every value the owner typed masked, short ones too."""
+        return Redactor(self).target_display()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -11,6 +11,7 @@ from jinja2 import Environment
 
 from app.console.links import Role
 from app.console.manager import SessionManager
+from app.console.secrets import Redactor
 from app.console.session import ConsoleSession
 from app.web.forms import FormInput
 from app.web.security import LINK_COOKIE, PRESENTER_COOKIE, Guard, token_matches
@@ -141,7 +142,22 @@ def wants_json(request: Request) -> bool:
     return "application/json" in accept and "text/html" not in accept
 
 
+def redactor(request: Request) -> Redactor | None:
+    """The masking for this caller on this request's session: None when the caller sees secrets.
+
+    Link holders and presenter mode see no value the owner typed; `respond` applies it to every
+    answer about a session, so no route or template has to remember to.
+    """
+    if principal(request).sees_secrets:
+        return None
+    session = web(request).manager.get(_session_param(request))
+    return Redactor(session.target) if session is not None else None
+
+
 def respond(request: Request, as_json: bool, data: Any, html: str | None) -> Response:
+    mask = redactor(request)
+    if mask is not None:
+        data, html = mask(data), (mask.text(html) if html is not None else None)
     if as_json or html is None or wants_json(request):
         return JSONResponse(data)
     return HTMLResponse(html)

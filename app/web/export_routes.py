@@ -41,7 +41,7 @@ async def export_session(request: Request, session_id: str, w: Viewer) -> Respon
 @router.get("/sessions/{session_id}/export.har")
 async def export_har(request: Request, session_id: str, w: Viewer) -> Response:
     s = session_or_404(w, session_id)
-    data = await asyncio.to_thread(export.har, s.id, s.target.url, s.store, _secrets(request))
+    data = await asyncio.to_thread(export.har, s.id, s.target, s.store, _secrets(request))
     return _download(data, f"mcp-session-{s.id}.har", "application/json")
 
 
@@ -78,7 +78,7 @@ async def copy_as_curl(request: Request, session_id: str, key: str, w: Viewer) -
     s = session_or_404(w, session_id)
     who = principal(request)
     wire = await asyncio.to_thread(s.timeline.wire, key)
-    command = export.curl(s.target.url, wire, include_secrets=who.sees_secrets)
+    command = export.curl(s.target, wire, include_secrets=who.sees_secrets)
     if command is None:
         raise HTTPException(404, "Only HTTP requests can be copied as cURL")
     return PlainTextResponse(command)

@@ -8,18 +8,21 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
 
 from app.console.events import TimelineEvent
 from app.console.live import LOG_LEVELS
 from app.console.manager import SessionManager
 from app.console.operations import Operation
-from app.console.secrets import mask_headers, mask_url
+from app.console.secrets import Redactor, mask_headers, mask_url
 from app.mcp.errors import ERROR_NAMES
 from app.mcp.headers import decode_value
 from app.mcp.jsonrpc import pretty
@@ -133,13 +136,38 @@ def to_json(value: Any, indent: int | None = 2) -> str:
     return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
 
 
+# Characters that reorder or hide text: bidi embeddings, overrides, isolates and marks, and zero-width ones.
+# A server could use them to make `invoice\u202eexe.pdf` read as `invoicefdp.exe`, or two names look alike.
+INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b-\u200d\u2060\ufeff]")
+
+
+def _shown_char(match: re.Match[str]) -> str:
+    char = match.group(0)
+    code = f"U+{ord(char):04X}"
+    name = unicodedata.name(char, code)
+    return f'<span class="invisible-char" title="{name}">⟨{code}⟩</span>'
+
+
+def visible(value: Any) -> Markup:
+    """Server text for display: escaped first, then bidi and zero-width characters shown as ⟨U+XXXX⟩.
+
+    The whole value sits in a <bdi>, so even ordinary right-to-left letters in it cannot reorder the
+    text around it. Only escaped text and our own fixed tags go into the Markup. Text content only:
+    never use it inside an attribute.
+    """
+    if value is None:
+        return Markup("")
+    escaped = str(escape(str(value)))
+    return Markup('<bdi class="sv">' + INVISIBLE.sub(_shown_char, escaped) + "</bdi>")
+
+
 def make_env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(datetime=fmt_datetime, ms=fmt_ms, bytes=fmt_bytes, clock=fmt_time, tojson_pretty=to_json,
                        pretty=pretty,
                        header_decoded=decode_value, dom_id=dom_id, from_json=from_json,
-                       without_meta=without_meta)
+                       without_meta=without_meta, visible=visible)
     env.globals.update(error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
                        fields_for=fields_for, waterfall=waterfall, url_facts=url_facts,
@@ -156,12 +184,22 @@ class EventRenderer:
         self.manager: SessionManager | None = None
 
     def __call__(self, event: TimelineEvent) -> str | None:
+        """The fragment for the owner's tabs."""
+        return self._render(event, reveal=True)
+
+    def masked(self, event: TimelineEvent) -> str | None:
+        """The fragment for link holders and presenter tabs: every value the owner typed masked."""
+        session = self.manager.get(event.session_id) if self.manager else None
+        payload = self._render(event, reveal=False)
+        return Redactor(session.target).text(payload) if session is not None and payload is not None else None
+
+    def _render(self, event: TimelineEvent, reveal: bool) -> str | None:
         if event.kind == "wire":
             return None
         session = self.manager.get(event.session_id) if self.manager else None
         if session is None:
             return None
-        ctx: dict[str, Any] = {"s": session, "seq": event.seq}
+        ctx: dict[str, Any] = {"s": session, "seq": event.seq, "reveal": reveal}
         if event.kind in ("exchange", "notice", "operation"):
             key = event.data.get("key") or f"n{event.seq}"
             entry = session.timeline.entries.get(key)

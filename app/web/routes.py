@@ -18,6 +18,7 @@ from app.web.deps import (
     Viewer,
     connected,
     principal,
+    redactor,
     require_owner,
     respond,
     session_or_404,
@@ -114,8 +115,10 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
     oldest = min((e["seq0"] for e in entries), default=0) if s.timeline.evicted else 0
     me = principal(request)
     links = w.manager.links.for_session(s.id) if me.is_owner else []
-    return w.page("session.html", s=s, entries=entries, seq=s.timeline.seq, oldest=oldest, me=me,
-                  here=f"/sessions/{s.id}", links=links)
+    page = w.render("session.html", s=s, entries=entries, seq=s.timeline.seq, oldest=oldest, me=me,
+                    here=f"/sessions/{s.id}", links=links, reveal=me.sees_secrets)
+    mask = redactor(request)
+    return HTMLResponse(mask.text(page) if mask is not None else page)
 
 
 @router.post("/sessions/{session_id}/delete")

@@ -2,19 +2,47 @@
 
 from __future__ import annotations
 
-from app.console.secrets import MASK, mask_argv, mask_headers, mask_url
+from app.console.secrets import MASK, Redactor, mask_argv, mask_headers, mask_url
+from app.console.session import Target
 
 
-def test_credential_looking_command_line_values_are_masked() -> None:
+def test_every_command_line_value_is_masked_while_the_program_flags_and_names_stay() -> None:
     shown = mask_argv(["server", "--api-key", "sk-123", "--token=abc", "DB_PASSWORD=hunter2", "--port", "80"])
     assert "sk-123" not in shown and "abc" not in shown and "hunter2" not in shown
-    assert shown == f"server --api-key {MASK} --token={MASK} DB_PASSWORD={MASK} --port 80"
+    assert shown == f"server --api-key {MASK} --token={MASK} DB_PASSWORD={MASK} --port {MASK}"
 
 
-def test_userinfo_and_credential_query_parameters_are_masked_in_a_url() -> None:
-    shown = mask_url("https://user:pw@example.com/mcp?api_key=k1&region=eu&token=t2")
-    assert "pw" not in shown and "k1" not in shown and "t2" not in shown
-    assert "region=eu" in shown and "example.com/mcp" in shown
+def test_an_env_prefix_keeps_its_variable_names_and_the_program_but_masks_their_values() -> None:
+    shown = mask_argv(["env", "OPENAI_KEY=sk-live-abc123", "MY_TOKEN=hunter22", "python", "-m", "srv", "--stdio"])
+    assert shown == f"env OPENAI_KEY={MASK} MY_TOKEN={MASK} python -m {MASK} --stdio"
+
+
+def test_userinfo_and_every_query_value_are_masked_in_a_url() -> None:
+    shown = mask_url("https://user:pw@example.com/mcp?api_key=k1&region=eu&auth=t2")
+    assert "pw" not in shown and "k1" not in shown and "t2" not in shown and "eu" not in shown
+    assert shown == f"https://{MASK}@example.com/mcp?api_key={MASK}&region={MASK}&auth={MASK}"
+
+
+def test_a_redactor_masks_typed_values_inside_any_string_and_short_ones_only_where_they_stand() -> None:
+    target = Target(kind="http", url="https://h.example/mcp?auth=qv-secret-1&n=1",
+                    headers={"X-Custom-Auth": "s3cr3t-value", "X-Short": "abc"})
+    redact = Redactor(target)
+    assert redact({"notes": ["sent s3cr3t-value", {"qv-secret-1": "x"}], "n": 1, "id": "call 1 of abc"}) == {
+        "notes": [f"sent {MASK}", {MASK: "x"}], "n": 1, "id": "call 1 of abc"}
+    raw = r'{"raw": "say \"qv-secret-1\"", "q": "a%20b"}'
+    assert redact.text(raw) == f'{{"raw": "say \\"{MASK}\\"", "q": "a%20b"}}'
+    assert redact.text("&lt;s3cr3t-value&gt; qv-secret-1") == f"&lt;{MASK}&gt; {MASK}"
+    shown = redact.target_display()
+    assert "abc" not in shown and "s3cr3t" not in shown and "qv-secret" not in shown
+    assert "X-Custom-Auth" in shown and "h.example/mcp?auth=" in shown
+
+
+def test_a_redactor_masks_the_environment_values_and_working_directory_of_a_command() -> None:
+    redact = Redactor(Target(kind="stdio", argv=["env", "K=sk-live-abc123", "python", "srv.py"], cwd="/home/ann"))
+    assert redact.text("started pid 7: env K=sk-live-abc123 python srv.py in /home/ann/x") == \
+        f"started pid 7: env K={MASK} python {MASK} in {MASK}/x"
+    assert redact.target_dict()["argv"] == ["env", f"K={MASK}", "python", MASK]
+    assert redact.target_dict()["cwd"] == MASK
 
 
 def test_the_authorization_scheme_stays_visible_while_its_credential_is_masked() -> None:

@@ -1,0 +1,42 @@
+"""Hostile text: strings that try to break the page's layout, spoof what a name says, or run script.
+
+- `long_title`: a 3,000-character unbroken title and description (would widen the page).
+- `invoice\u202eexe.pdf`: a right-to-left override in a tool name (would read as `invoicefdp.exe`).
+- `markup`: HTML and a script break-out in its title and description, and in its result, with a
+  resource link whose URI carries a bidi override and a zero-width space.
+
+Start the target with `--name '<b>x</b>\u202eevil'` to put the same in serverInfo.
+"""
+
+from __future__ import annotations
+
+from tests.hostile.target import Ctx, Tool, complete
+
+LONG = "W" * 3000
+RLO = "\u202e"
+BIDI_NAME = f"invoice{RLO}exe.pdf"
+IMG = "<img src=x onerror=alert(1)>"
+SCRIPT = "</script><script>alert(1)</script>"
+BIDI_URI = f"file:///tmp/report{RLO}fdp.exe\u200b"
+
+
+async def long_title(ctx: Ctx) -> None:
+    await ctx.reply(complete([{"type": "text", "text": "L" * 3000}]))
+
+
+async def bidi_name(ctx: Ctx) -> None:
+    await ctx.reply(complete([{"type": "text", "text": f"you called {BIDI_NAME}"}]))
+
+
+async def markup(ctx: Ctx) -> None:
+    await ctx.reply(complete([
+        {"type": "text", "text": f"{IMG} {SCRIPT}"},
+        {"type": "resource_link", "uri": BIDI_URI, "name": f"{IMG}{RLO}gpj.exe", "mimeType": "text/plain"},
+    ]))
+
+
+TOOLS = [
+    Tool("long_title", long_title, {"title": LONG, "description": "D" * 3000}),
+    Tool(BIDI_NAME, bidi_name, {"title": f"Pay {BIDI_NAME}", "description": f"Opens {BIDI_NAME}"}),
+    Tool("markup", markup, {"title": IMG, "description": SCRIPT}),
+]

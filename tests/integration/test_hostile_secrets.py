@@ -1,0 +1,174 @@
+"""Link holders see no value the owner typed: header and query values, command arguments, environment, cwd.
+
+The owner types secrets into the target (an `X-Custom-Auth` header, an `?auth=` query value, `env KEY=…`
+before a command); none of them has a credential-looking *name*, so only masking by what was typed hides
+them. Every way a viewer can look is checked: the page, its JSON twin, entry details, websocket pushes, the
+session file, HAR and cURL. The owner's own view still shows them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from websockets.asyncio.client import connect
+
+from tests.hostile.fixtures import hostile_argv
+from tests.integration.conftest import (
+    LINK_COOKIE,
+    WS_DEADLINE_S,
+    create_link,
+    eventually,
+    link_token,
+    ws_collect,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    import httpx
+
+    from tests.integration.conftest import Console, Served
+
+    ShareTab = Callable[..., Awaitable[httpx.AsyncClient]]
+    Serve = Callable[..., Awaitable[Served]]
+
+ENV_SECRETS = ("sk-live-abc123", "hunter22")
+HEADER_SECRET = "s3cr3t-value"
+QUERY_SECRET = "qv-secret-1"
+
+
+def leaks(text: str, secrets: tuple[str, ...]) -> list[str]:
+    return [s for s in secrets if s in text]
+
+
+async def viewer_fragments(served: Served, session_id: str, cookie: str, wanted: str) -> list[str]:
+    """What a socket is replayed from the start, up to a fragment mentioning `wanted`."""
+    ws = await connect(served.ws_url(session_id), open_timeout=WS_DEADLINE_S,
+                       additional_headers=served.headers(cookie))
+    try:
+        await ws.send(json.dumps({"last_seq": 0}))
+        return await ws_collect(ws, lambda fs: any(wanted in f for f in fs), f"a fragment with {wanted!r}")
+    finally:
+        await ws.close()
+
+
+async def stdio_session(console: Console) -> tuple[str, dict[str, Any]]:
+    command = " ".join(["env", f"OPENAI_KEY={ENV_SECRETS[0]}", f"MY_TOKEN={ENV_SECRETS[1]}",
+                        *hostile_argv("basic")])
+    s = await console.connect(kind="stdio", command=command)
+    assert s["status"] == "connected", s["status_message"]
+    return str(s["id"]), s
+
+
+async def test_a_viewer_of_a_stdio_session_sees_no_environment_value_the_owner_typed(
+        console: Console, share_tab: ShareTab, serve: Serve) -> None:
+    sid, owner_json = await stdio_session(console)
+    assert leaks(owner_json["target"], ENV_SECRETS) == list(ENV_SECRETS)  # the owner's view is unchanged
+    owner_page = await console.http.get(f"/sessions/{sid}")
+    assert leaks(owner_page.text, ENV_SECRETS) == list(ENV_SECRETS)
+    link = await create_link(console, sid, "viewer")
+    tab = await share_tab(console, link)
+
+    page = await tab.get(f"/sessions/{sid}")
+    data = await tab.get(f"/sessions/{sid}.json")
+    assert page.status_code == 200 and data.status_code == 200
+    assert "started pid" in page.text  # the notice is there, its values are not
+    assert leaks(page.text, ENV_SECRETS) == [] and leaks(data.text, ENV_SECRETS) == []
+    assert "OPENAI_KEY=••••••" in data.json()["target"]
+    for entry in data.json()["timeline"]:
+        detail = await tab.get(f"/sessions/{sid}/entries/{entry['key']}.json")
+        html = await tab.get(f"/sessions/{sid}/entries/{entry['key']}")
+        assert leaks(detail.text + html.text, ENV_SECRETS) == [], entry["key"]
+    export = await tab.get(f"/sessions/{sid}/export.json")
+    assert export.status_code == 200 and leaks(export.text, ENV_SECRETS) == []
+
+    served = await serve(console)
+    shown = await viewer_fragments(served, sid, f"{LINK_COOKIE}={link_token(link)}", "started pid")
+    assert leaks("".join(shown), ENV_SECRETS) == []
+    owner_shown = await viewer_fragments(served, sid, served.headers()["Cookie"], "started pid")
+    assert leaks("".join(owner_shown), ENV_SECRETS) == list(ENV_SECRETS)
+
+
+async def test_a_viewer_of_an_http_session_sees_no_header_or_query_value_the_owner_typed(
+        console: Console, hostile_http: Callable[..., str], share_tab: ShareTab, serve: Serve) -> None:
+    secrets = (HEADER_SECRET, QUERY_SECRET)
+    url = hostile_http("basic") + f"?auth={QUERY_SECRET}"
+    s = await console.connect(kind="http", url=url, headers=f"X-Custom-Auth: {HEADER_SECRET}")
+    assert s["status"] == "connected", s["status_message"]
+    sid = str(s["id"])
+    discover = next(e for e in s["timeline"] if e.get("method") == "server/discover")
+    owner_detail = await console.entry(sid, discover["key"])
+    assert leaks(json.dumps(owner_detail) + s["target"], secrets) == list(secrets)
+    owner_har = await console.http.get(f"/sessions/{sid}/export.har", params={"secrets": "1"})
+    assert leaks(owner_har.text, secrets) == list(secrets)  # the owner's deliberate opt-in still works
+    link = await create_link(console, sid, "viewer")
+    tab = await share_tab(console, link)
+
+    looks = [await tab.get(path) for path in (
+        f"/sessions/{sid}", f"/sessions/{sid}.json", f"/sessions/{sid}/entries/{discover['key']}.json",
+        f"/sessions/{sid}/entries/{discover['key']}", f"/sessions/{sid}/export.json",
+        f"/sessions/{sid}/export.har", f"/sessions/{sid}/export.har?secrets=1",
+        f"/sessions/{sid}/entries/{discover['key']}/curl")]
+    for response in looks:
+        assert response.status_code == 200, response.url
+        assert leaks(response.text, secrets) == [], response.url
+    assert "x-custom-auth" in looks[2].text.lower()  # the header is there, masked
+    assert "auth=" in looks[7].text and "x-custom-auth: ••••••" in looks[7].text.lower()
+
+    served = await serve(console)
+    shown = await viewer_fragments(served, sid, f"{LINK_COOKIE}={link_token(link)}", "server/discover")
+    assert leaks("".join(shown), secrets) == []
+
+
+async def test_an_operator_gets_masked_pushes_while_the_owner_gets_the_values_on_the_same_event(
+        console: Console, share_tab: ShareTab, serve: Serve) -> None:
+    sid, _ = await stdio_session(console)
+    link = await create_link(console, sid, "operator")
+    await share_tab(console, link)
+    served = await serve(console)
+    owner = await connect(served.ws_url(sid), open_timeout=WS_DEADLINE_S, additional_headers=served.headers())
+    operator = await connect(served.ws_url(sid), open_timeout=WS_DEADLINE_S,
+                             additional_headers=served.headers(f"{LINK_COOKIE}={link_token(link)}"))
+    try:
+        seq = (await console.session(sid))["seq"]
+        for ws in (owner, operator):
+            await ws.send(json.dumps({"last_seq": seq}))
+        # Both sockets open: the next event is rendered for each kind. Echoing a typed value makes it show.
+        await eventually(lambda: _subscribed(console, sid, 2), what="both sockets to subscribe")
+        reply = await console.call_tool(sid, "echo", text=f"echo {ENV_SECRETS[1]}")
+        assert reply["status"] == "complete", reply
+        got_owner = await ws_collect(owner, lambda fs: any(ENV_SECRETS[1] in f for f in fs), "the owner's echo")
+        got_operator = await ws_collect(operator, lambda fs: any("echo ••••••" in f for f in fs),
+                                        "the operator's masked echo")
+    finally:
+        await owner.close()
+        await operator.close()
+    assert got_owner and leaks("".join(got_operator), ENV_SECRETS) == []
+
+
+async def _subscribed(console: Console, sid: str, n: int) -> bool:
+    return bool(console.manager.hub.subscribers(sid) >= n)
+
+
+async def test_a_failed_start_shows_the_viewer_a_status_message_without_the_typed_command(
+        console: Console, share_tab: ShareTab) -> None:
+    sid = await console.create(kind="stdio", command=f"/nonexistent/mcp-server --key={ENV_SECRETS[0]} {ENV_SECRETS[1]}")
+    s = await console.settled(sid)
+    assert s["status"] == "failed" and leaks(s["status_message"], ENV_SECRETS) == list(ENV_SECRETS)
+    tab = await share_tab(console, await create_link(console, sid, "viewer"))
+    data = (await tab.get(f"/sessions/{sid}.json")).json()
+    page = await tab.get(f"/sessions/{sid}")
+    assert data["status"] == "failed" and "could not start" in data["status_message"]
+    assert leaks(data["status_message"] + page.text, ENV_SECRETS) == []
+
+
+async def test_presenter_mode_masks_the_owners_own_page(console: Console, hostile_http: Callable[..., str]) -> None:
+    s = await console.connect(kind="http", url=hostile_http("basic") + f"?auth={QUERY_SECRET}",
+                              headers=f"X-Custom-Auth: {HEADER_SECRET}")
+    sid = str(s["id"])
+    console.http.cookies.set("mcp_console_presenter", "1")  # what POST /presenter sets
+    page = await console.http.get(f"/sessions/{sid}")
+    data = await console.http.get(f"/sessions/{sid}.json")
+    assert "presenter" in page.text
+    assert leaks(page.text + data.text, (HEADER_SECRET, QUERY_SECRET)) == []

@@ -1,0 +1,34 @@
+"""Hostile text on the session page: escaped, bidi and zero-width characters shown, never obeyed."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from tests.hostile.tools_text import BIDI_NAME, IMG, RLO, SCRIPT
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from tests.integration.conftest import Console
+
+SERVER_NAME = f"<b>x</b>{RLO}evil"
+
+
+async def test_bidi_and_markup_in_tool_names_titles_results_and_server_info_are_shown_not_obeyed(
+        console: Console, hostile_http: Callable[..., str]) -> None:
+    s = await console.connect(kind="http", url=hostile_http("text", name=SERVER_NAME))
+    assert s["status"] == "connected", s["status_message"]
+    assert BIDI_NAME in {t["name"] for t in s["lists"]["tools"]}
+    page = (await console.http.get(f"/sessions/{s['id']}")).text
+    reply = await console.http.post(f"/sessions/{s['id']}/tools/call", data={"tool": "markup"})
+    result = reply.text
+
+    for html in (page, result):
+        assert IMG not in html and SCRIPT not in html and "<b>x</b>" not in html
+    # Outside attributes and scripts, no bidi override survives as a character: each is shown as ⟨U+202E⟩.
+    text_only = re.sub(r'"[^"]*"', "", page)
+    assert RLO not in text_only and RLO not in re.sub(r'"[^"]*"', "", result)
+    assert "invoice<span class=\"invisible-char\" title=\"RIGHT-TO-LEFT OVERRIDE\">⟨U+202E⟩</span>exe.pdf" in page
+    assert "&lt;b&gt;x&lt;/b&gt;<span class=\"invisible-char\"" in page  # serverInfo name in the heading
+    assert "⟨U+202E⟩" in result and "⟨U+200B⟩" in result  # the resource link's URI
