@@ -210,8 +210,19 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
 
 @pytest.fixture(scope="package")
 def playwright() -> Iterator[Playwright]:
-    with sync_playwright() as pw:
-        yield pw
+    # `page.request` runs in Playwright's Node driver, whose resolver (glibc's) does not map *.localhost to
+    # loopback the way Chromium does; the preload makes it, so API requests reach the console's own name.
+    hook = f"--require {Path(__file__).with_name('localhost_dns.cjs')}"
+    previous = os.environ.get("NODE_OPTIONS")
+    os.environ["NODE_OPTIONS"] = f"{previous} {hook}" if previous else hook
+    try:
+        with sync_playwright() as pw:
+            yield pw
+    finally:
+        if previous is None:
+            os.environ.pop("NODE_OPTIONS", None)
+        else:
+            os.environ["NODE_OPTIONS"] = previous
 
 
 @pytest.fixture(scope="package")

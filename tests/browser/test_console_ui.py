@@ -320,5 +320,6 @@ def test_first_load_of_the_session_page_stays_under_100_kb_of_js_and_css_and_onl
 
     urls = [r.url for r in requests] + [ws.url for ws in sockets]
     assert sockets, "the session page should open its websocket"
-    foreign = [u for u in urls if urlsplit(u).scheme != "data" and urlsplit(u).hostname != urlsplit(console.base).hostname]
+    own = urlsplit(console.base).hostname
+    foreign = [u for u in urls if urlsplit(u).scheme != "data" and urlsplit(u).hostname != own]
     assert foreign == []
