@@ -36,7 +36,7 @@ class Recorder:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_GET(self) -> None:
                 outer.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
                 body = b"<!doctype html><title>sign in</title><p>nothing to see</p>"
                 self.send_response(200)
