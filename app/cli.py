@@ -18,7 +18,8 @@ import uvicorn
 from app.console.session import Target
 from app.settings import Settings
 from app.web.app import create_app
-from app.web.security import WILDCARDS
+from app.web.public_host import validated
+from app.web.security import WILDCARDS, token_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_READY = re.compile(r"demo server listening on (http://\S+)")
@@ -42,11 +43,14 @@ class LaunchingServer(uvicorn.Server):
 def _add_serve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default=None, help="interface to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="port of the console (default 8765; 0 = any free port)")
-    p.add_argument("--token", default=None, help="owner token (default: $MCP_CONSOLE_TOKEN, else a random one)")
+    p.add_argument("--token", default=None, help="owner token, 16+ characters (default: $MCP_CONSOLE_TOKEN, else a "
+                   "random one); prefer the variable: a flag is visible to every local user in `ps`")
     p.add_argument("--data-dir", default=None, help="where the SQLite database lives (default ~/.mcp-console)")
     p.add_argument("--dangerously-bind-all-interfaces", action="store_true",
                    help="allow --host 0.0.0.0 or :: (exposes a console that can start processes)")
     p.add_argument("--allowed-hosts", default=None, help="extra comma-separated Host names to accept")
+    p.add_argument("--public-host", default=None, help="host name the console is opened under and its cookies are "
+                   "bound to (default: a random mcp-….localhost name kept in the data dir)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -67,11 +71,19 @@ def parser() -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     settings = Settings.from_env(host=args.host, port=args.port, token=args.token, data_dir=args.data_dir,
-                                 allowed_hosts=args.allowed_hosts,
+                                 allowed_hosts=args.allowed_hosts, public_host=args.public_host,
                                  allow_all_interfaces=True if args.dangerously_bind_all_interfaces else None)
     if binds_everywhere(settings.host) and not settings.allow_all_interfaces:
         raise SystemExit(f"Refusing to bind {settings.host!r}: that exposes the console to the network. "
                          "Pass --dangerously-bind-all-interfaces if you really mean it.")
+    problem = token_problem(settings.token)
+    if problem:
+        raise SystemExit(problem)
+    if settings.public_host.strip():
+        try:
+            validated(settings.public_host)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from exc
     return settings
 
 
@@ -92,13 +104,17 @@ def serve(settings: Settings, initial: list[Target] | None = None) -> None:
     app = create_app(settings, initial_targets=initial)
 
     def launch(port: int) -> None:
-        host = "127.0.0.1" if binds_everywhere(settings.host) else settings.host
+        # The real port (with --port 0 only the bound socket knows it): share links are built from it.
+        settings.port = app.state.web.guard.port = port
         first = app.state.initial_sessions[0] if app.state.initial_sessions else None
         suffix = f"&next=/sessions/{first}" if first else ""
-        print(f"MCP Console is running. Open: http://{host}:{port}/?token={settings.token}{suffix}", flush=True)
+        url = app.state.web.guard.public_url(f"/?token={settings.token}{suffix}", port)
+        print(f"MCP Console is running. Open: {url}", flush=True)
 
+    # proxy_headers off: nothing sits in front of the console, so X-Forwarded-* from a local client must not
+    # change the scheme or client address the security checks see.
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio",
-                            lifespan="on")
+                            lifespan="on", proxy_headers=False)
     LaunchingServer(config, launch).run()
 
 

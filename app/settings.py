@@ -21,7 +21,8 @@ class Settings:
     host: str = _help("Interface to bind. Wildcards (0.0.0.0, ::) are refused without allow_all_interfaces.",
                       default="127.0.0.1")
     port: int = _help("Port of the console's web server.", default=8765)
-    token: str | None = _help("Owner token. A random one is made per run when unset.", default=None)
+    token: str | None = _help("Owner token (16 characters or more). A random one is made per run when unset.",
+                              default=None)
     data_dir: str = _help("Directory for the SQLite database and other state.",
                           default=str(Path.home() / ".mcp-console"))
     allow_all_interfaces: bool = _help("Permit a wildcard bind (dangerous: exposes a process-spawning console).",
@@ -44,6 +45,9 @@ class Settings:
                           default="")
     stdio_shutdown_grace_s: float = _help("Seconds to wait after closing stdin and after SIGTERM before escalating.",
                                           default=2.0)
+    public_host: str = _help("Host name the console is opened under; the owner and link cookies are honoured only "
+                             "there. Default: a random mcp-….localhost name kept in data_dir (loopback or wildcard "
+                             "bind), else the bind host.", default="")
 
     max_stream_bytes: int = _help("Most bytes read from one response stream (HTTP body or SSE, or the stdio frames of "
                                   "one request); past it the console stops reading that stream and says so.",

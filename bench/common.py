@@ -174,6 +174,9 @@ class Rig:
         try:
             self.demo, self.demo_url = start_demo()
             self.console, self.base = start_console(self.token, self.data_dir)
+            # Browsers use the console's own name (its cookies count only there); httpx keeps 127.0.0.1 + Bearer.
+            name = (Path(self.data_dir) / "public_host").read_text().strip()
+            self.public_base = f"http://{name}:{self.base.rsplit(':', 1)[1]}"
             self.http = httpx.Client(base_url=self.base, timeout=30.0,
                                      headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"})
         except BaseException:

@@ -18,19 +18,24 @@ from app.settings import Settings
 from app.web import actions, export_routes, live_routes, op_routes, routes, share_routes, ws
 from app.web.deps import Web
 from app.web.limits import BodyLimitMiddleware
+from app.web.public_host import resolve_public_host
 from app.web.render import STATIC, EventRenderer, make_env
-from app.web.security import Guard, GuardMiddleware
+from app.web.security import Guard, GuardMiddleware, token_problem
 
 
 def create_app(settings: Settings, store: Store | None = None, initial_targets: list[Target] | None = None) -> FastAPI:
+    problem = token_problem(settings.token)
+    if problem:
+        raise ValueError(problem)
     token = settings.token or secrets.token_urlsafe(24)
     settings.token = token
+    settings.public_host = resolve_public_host(settings)
     env = make_env()
     renderer = EventRenderer(env)
     manager = SessionManager(settings, renderer, store)
     renderer.manager = manager
     extra = {h.strip() for h in settings.allowed_hosts.split(",") if h.strip()}
-    guard = Guard(token, extra)
+    guard = Guard(token, extra, settings.public_host, settings.port)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

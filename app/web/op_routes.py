@@ -1,4 +1,9 @@
-"""Routes for operations with rounds: answering input requests, giving up, enabling capabilities."""
+"""Routes for operations with rounds: answering input requests, giving up, enabling capabilities.
+
+Roots and client capabilities are the owner's claims about the owner's machine: only the owner changes
+them (and so only the owner may "Enable and retry"). An operator answers a roots request from the
+owner's list.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,18 @@ from app.console.operations import Operation
 from app.console.session import ConsoleSession
 from app.mcp import mrtr
 from app.web.answers import NotAnswered, elicitation_answer, raw_answer, sampling_answer
-from app.web.deps import Operator, Viewer, Web, connected, form_input, principal, respond, session_or_404, split_json
+from app.web.deps import (
+    Operator,
+    Owner,
+    Viewer,
+    Web,
+    connected,
+    form_input,
+    principal,
+    respond,
+    session_or_404,
+    split_json,
+)
 from app.web.forms import strict_json
 from app.web.views import operation_json
 
@@ -123,7 +139,7 @@ async def abandon(request: Request, session_id: str, op_id: str, w: Operator) ->
 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/enable-and-retry")
-async def enable_and_retry(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
+async def enable_and_retry(request: Request, session_id: str, op_id: str, w: Owner) -> Response:
     s = connected(w, session_id)
     op = find_op(s, op_id)
     if not op.required_capabilities:
@@ -133,7 +149,7 @@ async def enable_and_retry(request: Request, session_id: str, op_id: str, w: Ope
 
 
 @router.post("/sessions/{session_id}/capabilities")
-async def set_capabilities(request: Request, session_id: str, w: Operator) -> Response:
+async def set_capabilities(request: Request, session_id: str, w: Owner) -> Response:
     """Toggle the four common capabilities, keeping everything else declared (sampling.tools,
     extensions, experimental…); or replace the whole object from the JSON editor."""
     s = session_or_404(w, session_id)
@@ -174,7 +190,7 @@ def _caps_page(w: Web, request: Request, s: ConsoleSession, problems: list[str])
 
 
 @router.post("/sessions/{session_id}/roots")
-async def set_roots(request: Request, session_id: str, w: Operator) -> Response:
+async def set_roots(request: Request, session_id: str, w: Owner) -> Response:
     s = session_or_404(w, session_id)
     form = await form_input(request)
     roots: list[dict[str, str]] = []

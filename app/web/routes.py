@@ -6,6 +6,7 @@ import asyncio
 import shlex
 import sys
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -42,6 +43,11 @@ async def home(request: Request, token: str | None = None, next: str = "/") -> R
             return w.page("unauthorized.html", status=401)
         # The launch URL: trade the token for a cookie, then drop it from the address bar.
         target = next if next.startswith("/") and not next.startswith("//") else "/"
+        port = w.guard.console_port(request.scope)
+        if not w.guard.is_public(request.headers.get("host"), port, request.url.scheme):
+            # A cookie set here would reach every service on this host: hop to the console's own name first.
+            again = w.guard.public_url("/?" + urlencode({"token": token, "next": target}), port)
+            return RedirectResponse(again, status_code=303)
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
         return response

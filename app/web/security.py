@@ -4,6 +4,11 @@ Browsers do not apply CORS to websockets and DNS rebinding makes any page "same 
 request is checked three ways: the Host is ours, a state-changing request's Origin is ours, and
 the caller holds the owner token (an HttpOnly, SameSite=Strict cookie set by the launch URL, or a
 Bearer header for scripts).
+
+Cookies are honoured only under the console's public host (see app/web/public_host.py): browsers send
+a 127.0.0.1 cookie to every port of 127.0.0.1, so a cookie that worked there would work for any local
+service the owner is lured to. Under any other allowed Host the middleware drops the Cookie header
+before anything reads it; a Bearer header, which no browser sends on its own, still works.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ PRESENTER_COOKIE = "mcp_console_presenter"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 WILDCARDS = frozenset({"0.0.0.0", "::", "[::]", "*", ""})
+MIN_TOKEN_CHARS = 16
 
 
 def hostname(host_header: str) -> str:
@@ -29,31 +35,72 @@ def hostname(host_header: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
+def host_port(host_header: str, scheme: str) -> int | None:
+    """The port a Host header names (the scheme's default when it names none); None when unreadable."""
+    host = host_header.strip()
+    tail = host[host.find("]") + 1:] if host.startswith("[") else host
+    if tail.count(":") != 1:
+        return 443 if scheme in ("https", "wss") else 80
+    port = tail.rsplit(":", 1)[1]
+    return int(port) if port.isdigit() and len(port) <= 5 else None
+
+
 def token_matches(given: str | None, token: str) -> bool:
     return given is not None and hmac.compare_digest(given.encode(), token.encode())
 
 
+def token_problem(token: str | None) -> str | None:
+    """Why a token the user set is refused (None when it is fine, or unset: then a random one is made)."""
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        return (f"The owner token is {len(token)} characters long; use at least {MIN_TOKEN_CHARS} "
+                "(or leave it unset for a random one).")
+    return None
+
+
 class Guard:
-    def __init__(self, token: str, extra_hosts: set[str] | None = None) -> None:
+    def __init__(self, token: str, extra_hosts: set[str] | None = None, public_host: str = "127.0.0.1",
+                 port: int = 8765) -> None:
         self.token = token
-        self.hosts = set(LOCAL_HOSTS) | {h.lower() for h in (extra_hosts or set()) if h}
+        self.public_host = public_host.lower()
+        self.port = port  # the console's port when a request does not say which socket it came in on
+        self.hosts = set(LOCAL_HOSTS) | {h.lower() for h in (extra_hosts or set()) if h} | {self.public_host}
 
     def host_ok(self, host_header: str | None) -> bool:
         return host_header is not None and hostname(host_header) in self.hosts
 
-    def origin_ok(self, origin: str | None, sec_fetch_site: str | None, host: str | None) -> bool:
+    def console_port(self, scope: Scope) -> int:
+        """The port this request reached: the listening socket's, never a header's."""
+        server = scope.get("server")
+        if not server:
+            return self.port
+        if server[1] is None:  # a server that names no port listens on the scheme's default
+            return 443 if scope.get("scheme") in ("https", "wss") else 80
+        return int(server[1])
+
+    def is_public(self, host_header: str | None, port: int, scheme: str = "http") -> bool:
+        """Whether the request was addressed to the public host *and* the console's own port."""
+        return (host_header is not None and hostname(host_header) == self.public_host
+                and host_port(host_header, scheme) == port)
+
+    def public_url(self, path_and_query: str, port: int) -> str:
+        """An absolute URL on the console, from the configured host and its port only (never a header)."""
+        netloc = self.public_host if port == 80 else f"{self.public_host}:{port}"
+        return f"http://{netloc}{path_and_query}"
+
+    def origin_ok(self, origin: str | None, sec_fetch_site: str | None, host: str | None, scheme: str) -> bool:
         """A state-changing request or a websocket must come from this very origin.
 
         Same origin means scheme, host *and port*: another service on 127.0.0.1 (a dev server, a
         page a hostile MCP server asks you to open) is same-site to a browser, and would otherwise
-        ride the owner's cookie.
+        ride the owner's cookie. `scheme` is the one this request arrived over (http/ws or https/wss).
         """
         if sec_fetch_site in ("cross-site", "same-site"):
             return False
         if origin is None:
             return True  # not a browser (browsers send Origin on POST and websockets); the token still applies
         parts = urlsplit(origin)
-        return (parts.scheme in ("http", "https") and host is not None
+        expected = "https" if scheme in ("https", "wss") else "http"
+        return (parts.scheme == expected and host is not None
                 and parts.netloc.lower() == host.strip().lower() and self.host_ok(host))
 
     def caller_token(self, headers: dict[str, str], cookies: dict[str, str]) -> str | None:
@@ -95,14 +142,22 @@ class GuardMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        problem = None
-        if not self.guard.host_ok(headers.get("host")):
+        raw = scope.get("headers", [])
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+        status, problem = 403, None
+        if sum(1 for k, _ in raw if k.lower() == b"host") > 1:
+            # Two Host headers: the check would see one and a proxy or the app might act on the other.
+            status, problem = 400, "More than one Host header"
+        elif not self.guard.host_ok(headers.get("host")):
             problem = "Host header not allowed"
         elif (scope["type"] == "websocket" or scope.get("method") not in SAFE_METHODS) and not \
-                self.guard.origin_ok(headers.get("origin"), headers.get("sec-fetch-site"), headers.get("host")):
+                self.guard.origin_ok(headers.get("origin"), headers.get("sec-fetch-site"), headers.get("host"),
+                                     str(scope.get("scheme", "http"))):
             problem = "Origin not allowed"
         if problem is None:
+            if not self.guard.is_public(headers.get("host"), self.guard.console_port(scope),
+                                        str(scope.get("scheme", "http"))):
+                scope = {**scope, "headers": [(k, v) for k, v in raw if k.lower() != b"cookie"]}
             await self.app(scope, receive, _with_headers(send) if scope["type"] == "http" else send)
             return
         if scope["type"] == "websocket":
@@ -110,7 +165,7 @@ class GuardMiddleware:
             await send({"type": "websocket.close", "code": 1008, "reason": problem})
             return
         body = problem.encode()
-        await send({"type": "http.response.start", "status": 403,
+        await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"text/plain; charset=utf-8"),
                                 (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})

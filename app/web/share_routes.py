@@ -25,6 +25,10 @@ async def land(request: Request, token: str) -> Response:
     if link is None:
         return w.page("error.html", status=404, status_code=404,
                       detail="This share link is unknown, revoked or expired.")
+    port = w.guard.console_port(request.scope)
+    if not w.guard.is_public(request.headers.get("host"), port, request.url.scheme):
+        # The link cookie is bound to the console's own name, like the owner's: hop there first.
+        return RedirectResponse(w.guard.public_url(f"/s/{token}", port), status_code=303)
     target = f"/sessions/{link.session_id}"
     response = w.page("landing.html", target=target, role=link.role)
     response.set_cookie(LINK_COOKIE, token, httponly=True, samesite="strict", path="/",
@@ -48,7 +52,8 @@ async def create_link(request: Request, session_id: str, w: Owner) -> Response:
         raise HTTPException(400, f"Expiry must be between 0 and {MAX_TTL_MIN} minutes")
     link, token = w.manager.links.create(s.id, role, ttl_min * 60 if ttl_min else None,
                                          (form.first("label") or "")[:80])
-    url = f"{request.base_url}s/{token}"
+    # From the configured host and the console's port, never from the request's Host header.
+    url = w.guard.public_url(f"/s/{token}", w.guard.console_port(request.scope))
     data = {"id": link.id, "role": link.role, "url": url, "expires": link.expires}
     return respond(request, False, data, w.render("_links.html", s=s, links=w.manager.links.for_session(s.id),
                                                    new_url=url, new_role=link.role))

@@ -30,7 +30,9 @@ from playwright.sync_api import Browser, BrowserContext, Page, Playwright, expec
 from tests.chromium import launch_options
 
 ROOT = Path(__file__).resolve().parents[2]
-LAUNCH_LINE = re.compile(r"MCP Console is running\. Open: (?P<url>http://127\.0\.0\.1:\d+/\?token=\S+&next=/sessions/\S+)")
+# The console's own name: a random mcp-<16 chars>.localhost, which Chromium resolves to loopback.
+LAUNCH_LINE = re.compile(
+    r"MCP Console is running\. Open: (?P<url>http://mcp-[a-z2-7]{16}\.localhost:\d+/\?token=\S+&next=/sessions/\S+)")
 DEMO_LINE = re.compile(r"Demo server: (?P<url>http://\S+)")
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
@@ -42,7 +44,7 @@ expect.set_options(timeout=10_000)
 
 @dataclass(frozen=True)
 class Console:
-    base: str  # http://127.0.0.1:PORT
+    base: str  # http://mcp-<random>.localhost:PORT
     launch_url: str
     token: str
     session_id: str  # the session on the HTTP demo server that `demo` opens at start
@@ -149,10 +151,11 @@ class RunningConsole:
         token = secrets.token_urlsafe(16)
         # --port 0: the console binds any free port and prints it in the launch URL, so there is no port race.
         with self.log.open("w") as err:
+            # The token goes in the environment, as the README says to (a flag shows in `ps`).
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "app", "demo", "--port", "0", f"--token={token}",
-                 "--data-dir", str(tmp / "data")],
-                cwd=str(ROOT), stdout=subprocess.PIPE, stderr=err, text=True)
+                [sys.executable, "-m", "app", "demo", "--port", "0", "--data-dir", str(tmp / "data")],
+                cwd=str(ROOT), stdout=subprocess.PIPE, stderr=err, text=True,
+                env={**os.environ, "MCP_CONSOLE_TOKEN": token})
         lines: queue.Queue[str | None] = queue.Queue()
         assert self.proc.stdout is not None
         threading.Thread(target=_read_lines, args=(self.proc.stdout, lines), name="console-stdout", daemon=True).start()
@@ -207,8 +210,19 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
 
 @pytest.fixture(scope="package")
 def playwright() -> Iterator[Playwright]:
-    with sync_playwright() as pw:
-        yield pw
+    # `page.request` runs in Playwright's Node driver, whose resolver (glibc's) does not map *.localhost to
+    # loopback the way Chromium does; the preload makes it, so API requests reach the console's own name.
+    hook = f"--require {Path(__file__).with_name('localhost_dns.cjs')}"
+    previous = os.environ.get("NODE_OPTIONS")
+    os.environ["NODE_OPTIONS"] = f"{previous} {hook}" if previous else hook
+    try:
+        with sync_playwright() as pw:
+            yield pw
+    finally:
+        if previous is None:
+            os.environ.pop("NODE_OPTIONS", None)
+        else:
+            os.environ["NODE_OPTIONS"] = previous
 
 
 @pytest.fixture(scope="package")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
@@ -46,7 +47,10 @@ def create_link(page: Page, role: str = "viewer") -> tuple[str, str]:
     panel.get_by_label("Role").select_option(role)
     panel.get_by_role("button", name="Create share link").click()
     new_url = page.get_by_label("New share link")
-    expect(new_url).to_have_value(re.compile(r"^http://127\.0\.0\.1:\d+/s/\S+$"))
+    # Built from the console's own name and port, whatever Host the page was opened under.
+    origin = re.escape(f"{urlsplit(page.url).scheme}://{urlsplit(page.url).netloc}")
+    expect(new_url).to_have_value(re.compile(rf"^{origin}/s/\S+$"))
+    assert urlsplit(page.url).hostname.endswith(".localhost")  # type: ignore[union-attr]
     expect(page.locator("#links tr[data-link]")).to_have_count(len(before) + 1)
     (link_id,) = link_ids(page) - before
     return new_url.input_value(), link_id

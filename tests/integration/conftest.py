@@ -35,7 +35,7 @@ from app.web.app import create_app
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = "2026-07-28"
-TOKEN = "t"
+TOKEN = "integration-owner-token"  # at least 16 characters, as the console requires
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 JSON = {"Accept": "application/json"}
 STARTUP_TIMEOUT_S = 30.0
@@ -239,7 +239,10 @@ class Console:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.app = create_app(settings)
-        self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://127.0.0.1",
+        # The console's own name (a random mcp-….localhost kept in data_dir): its cookies count only there.
+        self.public_host: str = settings.public_host
+        self.base = f"http://{self.public_host}"
+        self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url=self.base,
                                       headers=AUTH, timeout=30)
 
     @property
@@ -391,14 +394,28 @@ class Served:
     """A console app served by a real uvicorn on 127.0.0.1, for websocket clients."""
 
     console: Console
-    host: str  # "127.0.0.1:PORT"
+    host: str  # "127.0.0.1:PORT": where the socket is
+
+    @property
+    def port(self) -> int:
+        return int(self.host.rsplit(":", 1)[1])
+
+    @property
+    def public(self) -> str:
+        """"mcp-….localhost:PORT": the name a browser uses (Python does not resolve *.localhost: see `via`)."""
+        return f"{self.console.public_host}:{self.port}"
 
     @property
     def origin(self) -> str:
-        return f"http://{self.host}"
+        return f"http://{self.public}"
+
+    @property
+    def via(self) -> dict[str, Any]:
+        """`connect(..., **served.via)`: reach the public name's URL over 127.0.0.1."""
+        return {"host": "127.0.0.1", "port": self.port}
 
     def ws_url(self, session_id: str) -> str:
-        return f"ws://{self.host}/sessions/{session_id}/ws"
+        return f"ws://{self.public}/sessions/{session_id}/ws"
 
     def headers(self, cookie: str = f"{OWNER_COOKIE}={TOKEN}") -> dict[str, str]:
         return {"Cookie": cookie, "Origin": self.origin}
@@ -515,8 +532,7 @@ async def share_tab(make_console: Callable[..., Console]) -> AsyncIterator[Calla
     tabs: list[httpx.AsyncClient] = []
 
     async def open_link(console: Console, link: dict[str, Any]) -> httpx.AsyncClient:
-        tab = httpx.AsyncClient(transport=httpx.ASGITransport(app=console.app), base_url="http://127.0.0.1",
-                                timeout=30)
+        tab = httpx.AsyncClient(transport=httpx.ASGITransport(app=console.app), base_url=console.base, timeout=30)
         tabs.append(tab)
         landing = await tab.get(f"/s/{link_token(link)}")
         assert landing.status_code == 200, landing.text

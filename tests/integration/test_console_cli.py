@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import queue
+import re
 import socket
 import subprocess
 import sys
@@ -44,17 +46,18 @@ def test_serve_refuses_a_wildcard_bind_without_the_loud_flag(tmp_path: Path) -> 
 
 def test_serve_prints_the_launch_url_and_the_url_opens_the_console(tmp_path: Path) -> None:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port), "--token", "abc",
-                             "--data-dir", str(tmp_path)], cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    token = "cli-owner-token-0123"
+    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port), "--data-dir", str(tmp_path)],
+                            cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "MCP_CONSOLE_TOKEN": token})
     assert proc.stdout is not None
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=_pump, args=(proc.stdout, lines), name="cli-stdout", daemon=True).start()
-    launch = f"http://127.0.0.1:{port}/?token=abc"
+    launch = re.compile(rf"Open: http://(?P<host>mcp-[a-z2-7]{{16}}\.localhost):{port}/\?token={token}$")
     seen: list[str] = []
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     try:
-        while not any(launch in line for line in seen):
+        while not (match := next((m for line in seen if (m := launch.search(line.strip()))), None)):
             if time.monotonic() > deadline:
                 pytest.fail(f"no launch URL within {STARTUP_TIMEOUT_S:g} s; output so far: {''.join(seen)!r}")
             try:
@@ -62,11 +65,18 @@ def test_serve_prints_the_launch_url_and_the_url_opens_the_console(tmp_path: Pat
             except queue.Empty:
                 if proc.poll() is not None and lines.empty():
                     pytest.fail(f"the console exited (code {proc.returncode}): {''.join(seen)!r}")
-        # The URL answers as soon as it is printed: it trades the token for the cookie.
-        response = httpx.get(launch, timeout=10)
+        public = f"{match['host']}:{port}"
+        assert (tmp_path / "public_host").read_text().strip() == match["host"], "the name is kept in the data dir"
+        # The URL answers as soon as it is printed: it trades the token for the cookie. Python does not resolve
+        # *.localhost (browsers do), so connect to 127.0.0.1 and name the public host.
+        response = httpx.get(f"http://127.0.0.1:{port}/?token={token}", headers={"Host": public}, timeout=10)
         assert response.status_code == 303
         assert response.headers["location"] == "/"
-        assert "mcp_console_token=abc" in response.headers["set-cookie"]
+        assert f"mcp_console_token={token}" in response.headers["set-cookie"]
+        # Opened under 127.0.0.1 (an old habit) it hops to the public name and sets no cookie here.
+        old_habit = httpx.get(f"http://127.0.0.1:{port}/?token={token}", timeout=10)
+        assert old_habit.status_code == 303 and "set-cookie" not in old_habit.headers
+        assert old_habit.headers["location"] == f"http://{public}/?token={token}&next=%2F"
         assert (tmp_path / "console.sqlite3").exists()
     finally:
         proc.terminate()
@@ -75,3 +85,20 @@ def test_serve_prints_the_launch_url_and_the_url_opens_the_console(tmp_path: Pat
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_serve_refuses_an_owner_token_shorter_than_16_characters(tmp_path: Path, how: str) -> None:
+    argv = [sys.executable, "-m", "app", "serve", "--port", str(_free_port()), "--data-dir", str(tmp_path)]
+    env = dict(os.environ)
+    if how == "flag":
+        argv.append("--token=short")
+    else:
+        env["MCP_CONSOLE_TOKEN"] = "short"
+    try:
+        done = subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, timeout=STARTUP_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail("`serve` with a 5-character token kept running instead of refusing")
+    assert done.returncode != 0
+    assert "at least 16" in done.stderr + done.stdout

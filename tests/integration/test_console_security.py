@@ -22,7 +22,8 @@ from websockets.exceptions import InvalidStatus
 if TYPE_CHECKING:
     from tests.integration.conftest import Console
 
-TOKEN = "t"
+from tests.integration.conftest import TOKEN
+
 COOKIE = "mcp_console_token"
 WS_DEADLINE_S = 10.0
 
@@ -39,7 +40,7 @@ async def test_a_caller_without_the_token_is_refused_with_401(console: Console, 
 
 
 async def test_a_wrong_bearer_token_is_refused_with_401(console: Console) -> None:
-    response = await console.http.get("/sessions.json", headers={"Authorization": "Bearer not-t"})
+    response = await console.http.get("/sessions.json", headers={"Authorization": "Bearer not-the-owner-token"})
     assert response.status_code == 401
 
 
@@ -105,7 +106,7 @@ async def test_a_cross_site_fetch_is_refused_with_403(console: Console) -> None:
 
 async def test_a_post_from_our_own_origin_is_accepted(console: Console, demo_url: str) -> None:
     response = await console.http.post("/sessions", data={"kind": "http", "url": demo_url, "headers": ""},
-                                       headers={"Origin": "http://127.0.0.1", "Accept": "application/json"})
+                                       headers={"Origin": console.base, "Accept": "application/json"})
     assert response.status_code == 200
     assert (await console.settled(response.json()["id"]))["status"] == "connected"
 
@@ -114,7 +115,7 @@ async def test_a_post_from_our_own_origin_is_accepted(console: Console, demo_url
 
 
 async def test_the_launch_url_sets_a_strict_httponly_cookie_and_redirects_to_a_clean_url(console: Console) -> None:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=console.app), base_url="http://127.0.0.1") as tab:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=console.app), base_url=console.base) as tab:
         response = await tab.get("/", params={"token": TOKEN})
         assert response.status_code == 303
         assert response.headers["location"] == "/"
@@ -129,7 +130,7 @@ async def test_the_launch_url_sets_a_strict_httponly_cookie_and_redirects_to_a_c
 
 
 async def test_the_launch_url_with_a_wrong_token_is_refused_with_401_and_no_cookie(console: Console) -> None:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=console.app), base_url="http://127.0.0.1") as tab:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=console.app), base_url=console.base) as tab:
         response = await tab.get("/", params={"token": "wrong"})
     assert response.status_code == 401
     assert "set-cookie" not in response.headers
@@ -162,7 +163,7 @@ async def test_the_launch_url_keeps_an_odd_next_path_on_our_own_site(console: Co
 
 @pytest.fixture
 async def served(console: Console) -> AsyncIterator[str]:
-    """The console app under a real uvicorn server on 127.0.0.1; yields its base URL."""
+    """The console app under a real uvicorn server on 127.0.0.1; yields its public `name:port`."""
     config = uvicorn.Config(console.app, host="127.0.0.1", port=0, lifespan="off", log_level="warning",
                             ws="websockets-sansio")
     server = uvicorn.Server(config)
@@ -174,7 +175,7 @@ async def served(console: Console) -> AsyncIterator[str]:
         await asyncio.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"127.0.0.1:{port}"
+        yield f"{console.public_host}:{port}"  # reached over 127.0.0.1: see _via
     finally:
         server.should_exit = True
         with contextlib.suppress(asyncio.CancelledError):
@@ -187,9 +188,14 @@ async def _ws_session(console: Console, demo_url: str) -> str:
     return str(s["id"])
 
 
+def _via(url: str) -> dict[str, Any]:
+    """Python does not resolve *.localhost (browsers do): connect to 127.0.0.1, keep the URL's Host."""
+    return {"host": "127.0.0.1", "port": int(url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])}
+
+
 async def _refused(url: str, headers: dict[str, str]) -> int:
     with pytest.raises(InvalidStatus) as refused:
-        async with connect(url, additional_headers=headers, open_timeout=WS_DEADLINE_S):
+        async with connect(url, additional_headers=headers, open_timeout=WS_DEADLINE_S, **_via(url)):
             pass
     return int(refused.value.response.status_code)
 
@@ -241,8 +247,8 @@ async def test_the_websocket_with_cookie_and_our_origin_replays_and_pushes_html_
         console: Console, demo_url: str, served: str) -> None:
     session_id = await _ws_session(console, demo_url)
     headers = {"Cookie": f"{COOKIE}={TOKEN}", "Origin": f"http://{served}"}
-    async with connect(f"ws://{served}/sessions/{session_id}/ws", additional_headers=headers,
-                       open_timeout=WS_DEADLINE_S) as ws:
+    url = f"ws://{served}/sessions/{session_id}/ws"
+    async with connect(url, additional_headers=headers, open_timeout=WS_DEADLINE_S, **_via(url)) as ws:
         await ws.send(json.dumps({"last_seq": 0}))
         # What happened before the tab connected is replayed: the discover and list exchanges.
         replayed = await _receive_until(ws, lambda fs: any("server/discover" in f for f in fs), "the replay")

@@ -128,7 +128,8 @@ async def test_an_import_over_its_own_limit_is_refused_413_without_reading_it(
 
 async def open_socket(served: Served, session_id: str, cookie: str | None = None) -> Any:
     headers = served.headers(cookie) if cookie else served.headers()
-    ws = await connect(served.ws_url(session_id), additional_headers=headers, open_timeout=WS_DEADLINE_S)
+    ws = await connect(served.ws_url(session_id), additional_headers=headers, open_timeout=WS_DEADLINE_S,
+                       **served.via)
     with contextlib.suppress(ConnectionClosed):  # a refused socket may be closed before its hello
         await ws.send(json.dumps({"last_seq": None}))
     return ws

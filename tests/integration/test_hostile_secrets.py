@@ -45,7 +45,7 @@ def leaks(text: str, secrets: tuple[str, ...]) -> list[str]:
 async def viewer_fragments(served: Served, session_id: str, cookie: str, wanted: str) -> list[str]:
     """What a socket is replayed from the start, up to a fragment mentioning `wanted`."""
     ws = await connect(served.ws_url(session_id), open_timeout=WS_DEADLINE_S,
-                       additional_headers=served.headers(cookie))
+                       additional_headers=served.headers(cookie), **served.via)
     try:
         await ws.send(json.dumps({"last_seq": 0}))
         return await ws_collect(ws, lambda fs: any(wanted in f for f in fs), f"a fragment with {wanted!r}")
@@ -127,9 +127,10 @@ async def test_an_operator_gets_masked_pushes_while_the_owner_gets_the_values_on
     link = await create_link(console, sid, "operator")
     await share_tab(console, link)
     served = await serve(console)
-    owner = await connect(served.ws_url(sid), open_timeout=WS_DEADLINE_S, additional_headers=served.headers())
+    owner = await connect(served.ws_url(sid), open_timeout=WS_DEADLINE_S, additional_headers=served.headers(),
+                          **served.via)
     operator = await connect(served.ws_url(sid), open_timeout=WS_DEADLINE_S,
-                             additional_headers=served.headers(f"{LINK_COOKIE}={link_token(link)}"))
+                             additional_headers=served.headers(f"{LINK_COOKIE}={link_token(link)}"), **served.via)
     try:
         seq = (await console.session(sid))["seq"]
         for ws in (owner, operator):

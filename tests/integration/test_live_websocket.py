@@ -58,7 +58,7 @@ def in_order_without_duplicates(frames: list[str]) -> None:
 
 async def open_feed(served: Served, session_id: str, last_seq: int | None, **options: Any) -> Any:
     ws = await connect(served.ws_url(session_id), additional_headers=served.headers(), open_timeout=WS_DEADLINE_S,
-                       **options)
+                       **{**served.via, **options})
     await ws.send(json.dumps({"last_seq": last_seq}))
     return ws
 

@@ -61,7 +61,7 @@ async def awaiting_profile_form(console: Console, session_id: str) -> dict[str, 
 
 
 async def open_socket(served: Served, session_id: str, token: str) -> Any:
-    ws = await connect(served.ws_url(session_id), open_timeout=WS_DEADLINE_S,
+    ws = await connect(served.ws_url(session_id), open_timeout=WS_DEADLINE_S, **served.via,
                        additional_headers=served.headers(f"{LINK_COOKIE}={token}"))
     await ws.send(json.dumps({"last_seq": 0}))
     return ws
@@ -74,7 +74,7 @@ async def test_a_viewer_link_opens_the_session_page_its_json_and_its_websocket(
         console: Console, demo_url: str, share_tab: ShareTab, serve: Serve) -> None:
     sid = await demo_session(console, demo_url)
     link = await create_link(console, sid, "viewer")
-    assert link["role"] == "viewer" and link["url"].startswith("http://127.0.0.1/s/")
+    assert link["role"] == "viewer" and link["url"].startswith(f"{console.base}/s/")
     tab = await share_tab(console, link)
 
     page = await tab.get(f"/sessions/{sid}")

@@ -43,31 +43,32 @@ def test_host_ok_refuses_foreign_and_rebinding_hosts(guard: Guard, host: str | N
                                     "https://localhost", "http://[::1]:9999", "http://console.internal:1"])
 def test_origin_ok_accepts_only_the_consoles_own_origin(guard: Guard, origin: str) -> None:
     host = origin.split("://", 1)[1]
-    assert guard.origin_ok(origin, None, host)
-    assert guard.origin_ok(origin, "same-origin", host)
+    scheme = origin.split("://", 1)[0]
+    assert guard.origin_ok(origin, None, host, scheme)
+    assert guard.origin_ok(origin, "same-origin", host, scheme)
 
 
 def test_origin_ok_refuses_another_port_on_the_same_host(guard: Guard) -> None:
     # A dev server on :3000 is same-site to the browser and would carry the owner's cookie.
-    assert not guard.origin_ok("http://127.0.0.1:3000", None, "127.0.0.1:8765")
-    assert not guard.origin_ok("http://localhost:3000", "same-site", "localhost:8765")
-    assert not guard.origin_ok("http://localhost:8765", None, "127.0.0.1:8765")
+    assert not guard.origin_ok("http://127.0.0.1:3000", None, "127.0.0.1:8765", "http")
+    assert not guard.origin_ok("http://localhost:3000", "same-site", "localhost:8765", "http")
+    assert not guard.origin_ok("http://localhost:8765", None, "127.0.0.1:8765", "http")
 
 
 @pytest.mark.parametrize("origin", ["http://evil.com", "http://127.0.0.1.evil.com:8765", "http://localhost.evil.com",
                                     "null", "file://localhost/x", "ws://127.0.0.1:8765", ""])
 def test_origin_ok_refuses_foreign_origins(guard: Guard, origin: str) -> None:
-    assert not guard.origin_ok(origin, None, "127.0.0.1:8765")
+    assert not guard.origin_ok(origin, None, "127.0.0.1:8765", "http")
 
 
 def test_origin_ok_refuses_a_cross_site_fetch_even_with_a_local_origin(guard: Guard) -> None:
-    assert not guard.origin_ok("http://127.0.0.1:8765", "cross-site", "127.0.0.1:8765")
-    assert not guard.origin_ok(None, "cross-site", "127.0.0.1:8765")
+    assert not guard.origin_ok("http://127.0.0.1:8765", "cross-site", "127.0.0.1:8765", "http")
+    assert not guard.origin_ok(None, "cross-site", "127.0.0.1:8765", "http")
 
 
 def test_origin_ok_allows_a_request_without_origin(guard: Guard) -> None:
-    assert guard.origin_ok(None, None, "127.0.0.1:8765")
-    assert guard.origin_ok(None, "none", "127.0.0.1:8765")
+    assert guard.origin_ok(None, None, "127.0.0.1:8765", "http")
+    assert guard.origin_ok(None, "none", "127.0.0.1:8765", "http")
 
 
 def test_token_matches_only_the_exact_token() -> None:
@@ -85,3 +86,37 @@ def test_caller_token_prefers_a_bearer_header_over_the_cookie(guard: Guard) -> N
     assert guard.caller_token({"authorization": "bearer abc"}, {}) == "abc"
     assert guard.caller_token({"authorization": "Basic abc"}, {COOKIE: "cookie"}) == "cookie"
     assert guard.caller_token({}, {}) is None
+
+
+def test_origin_ok_refuses_the_right_host_and_port_under_the_wrong_scheme(guard: Guard) -> None:
+    assert not guard.origin_ok("https://127.0.0.1:8765", None, "127.0.0.1:8765", "http")
+    assert not guard.origin_ok("http://127.0.0.1:8765", None, "127.0.0.1:8765", "https")
+    assert guard.origin_ok("http://127.0.0.1:8765", None, "127.0.0.1:8765", "ws")  # a websocket over plain HTTP
+
+
+def test_is_public_needs_the_public_name_and_the_consoles_own_port() -> None:
+    guard = Guard("a-long-enough-owner-token", public_host="mcp-abc.localhost")
+    assert guard.is_public("mcp-abc.localhost:8765", 8765)
+    assert guard.is_public("MCP-ABC.localhost:8765", 8765)
+    assert guard.is_public("mcp-abc.localhost", 80)
+    assert not guard.is_public("mcp-abc.localhost:9999", 8765)
+    assert not guard.is_public("127.0.0.1:8765", 8765)
+    assert not guard.is_public("localhost:8765", 8765)
+    assert not guard.is_public(None, 8765)
+    assert guard.host_ok("mcp-abc.localhost:8765"), "the public host is on the allow-list"
+
+
+def test_public_url_is_built_from_the_configured_host_and_port_only() -> None:
+    guard = Guard("a-long-enough-owner-token", public_host="mcp-abc.localhost")
+    assert guard.public_url("/s/x", 8765) == "http://mcp-abc.localhost:8765/s/x"
+    assert guard.public_url("/s/x", 80) == "http://mcp-abc.localhost/s/x"
+
+
+@pytest.mark.parametrize("token", ["t", "short-token", "x" * 15])
+def test_a_set_owner_token_shorter_than_16_characters_is_refused(token: str) -> None:
+    from app.web.security import token_problem
+
+    problem = token_problem(token)
+    assert problem is not None and "16" in problem
+    assert token_problem("x" * 16) is None
+    assert token_problem(None) is None
