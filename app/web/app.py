@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -16,7 +17,7 @@ from app.console.session import Target
 from app.console.store import Store
 from app.settings import Settings
 from app.web import actions, export_routes, live_routes, op_routes, routes, share_routes, ws
-from app.web.deps import Web
+from app.web.deps import Principal, Web, redactor
 from app.web.limits import BodyLimitMiddleware
 from app.web.public_host import resolve_public_host
 from app.web.render import STATIC, EventRenderer, make_env
@@ -65,6 +66,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
+        exc.detail = _masked_detail(request, exc.detail)
         if "hx-request" in request.headers:
             fragment = env.get_template("_error.html").render(status=exc.status_code, detail=exc.detail)
             return HTMLResponse(fragment, status_code=exc.status_code)
@@ -75,3 +77,12 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
         return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
 
     return app
+
+
+def _masked_detail(request: Request, detail: Any) -> Any:
+    """An error about a session (a 409 quoting its status message) is masked like any other answer to a link holder."""
+    if isinstance(getattr(request.state, "principal", None), Principal):
+        masking = redactor(request)
+        if masking is not None:
+            return masking(detail)
+    return detail

@@ -173,3 +173,13 @@ async def test_presenter_mode_masks_the_owners_own_page(console: Console, hostil
     data = await console.http.get(f"/sessions/{sid}.json")
     assert "presenter" in page.text
     assert leaks(page.text + data.text, (HEADER_SECRET, QUERY_SECRET)) == []
+
+
+async def test_an_operator_acting_on_a_failed_session_reads_its_error_without_the_typed_command(
+        console: Console, share_tab: ShareTab) -> None:
+    sid = await console.create(kind="stdio", command=f"/nonexistent/mcp-server --key={ENV_SECRETS[0]} {ENV_SECRETS[1]}")
+    assert (await console.settled(sid))["status"] == "failed"
+    tab = await share_tab(console, await create_link(console, sid, "operator"))
+    refused = await tab.post(f"/sessions/{sid}/tools/call", data={"name": "echo"}, headers={"Accept": "application/json"})
+    assert refused.status_code == 409 and "could not start" in refused.text
+    assert leaks(refused.text, ENV_SECRETS) == []
