@@ -180,6 +180,7 @@ async def test_an_operator_acting_on_a_failed_session_reads_its_error_without_th
     sid = await console.create(kind="stdio", command=f"/nonexistent/mcp-server --key={ENV_SECRETS[0]} {ENV_SECRETS[1]}")
     assert (await console.settled(sid))["status"] == "failed"
     tab = await share_tab(console, await create_link(console, sid, "operator"))
-    refused = await tab.post(f"/sessions/{sid}/tools/call", data={"name": "echo"}, headers={"Accept": "application/json"})
+    refused = await tab.post(f"/sessions/{sid}/tools/call", data={"name": "echo"},
+                             headers={"Accept": "application/json"})
     assert refused.status_code == 409 and "could not start" in refused.text
     assert leaks(refused.text, ENV_SECRETS) == []
