@@ -16,16 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.mcp.deadline import Deadline
+from app.mcp.era import MODERN_VERSION, Answerer, Era, ModernEra
 from app.mcp.errors import McpError, ProtocolViolation, RequestCancelled, RequestTimedOut, RpcError
-from app.mcp.headers import param_headers, request_headers
+from app.mcp.headers import param_headers
 from app.mcp.jsonrpc import Frame, request
 from app.mcp.transport import Exchange, Transport
 
-PROTOCOL_VERSION = "2026-07-28"
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CAPS = "io.modelcontextprotocol/clientCapabilities"
-META_INFO = "io.modelcontextprotocol/clientInfo"
-META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+PROTOCOL_VERSION = MODERN_VERSION
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 KNOWN_RESULT_TYPES = frozenset({"complete", "input_required"})
 
@@ -75,7 +72,10 @@ class Reply:
 class ClientConfig:
     client_info: dict[str, Any]
     capabilities: Callable[[], dict[str, Any]]
-    protocol_version: str = PROTOCOL_VERSION
+    # What differs between protocol revisions (meta, headers, server requests); the 2026-07-28 one by default.
+    era: Era = field(default_factory=ModernEra)
+    # Who answers a request from the server when the era says to ask (a dialog in the console, a file in a script).
+    answerer: Answerer | None = None
     idle_timeout_s: float = 60.0  # reset by every frame of the request
     max_s: float = 3600.0         # the overall maximum, whatever the frames
     key_prefix: str = ""  # keeps exchange keys unique across reconnects of one recorded session
@@ -102,21 +102,13 @@ class McpClient:
         self._cancelled: dict[str, str] = {}
         self._stops: dict[str, asyncio.Event] = {}
         self._deadlines: dict[str, Deadline] = {}
+        self._answering: set[asyncio.Future[None]] = set()  # answers to server requests under way
 
     def new_key(self) -> str:
         return f"{self.config.key_prefix}x{next(self._keys)}"
 
     def meta(self, progress_token: Any = None, log_level: str | None = None) -> dict[str, Any]:
-        meta: dict[str, Any] = {
-            META_VERSION: self.config.protocol_version,
-            META_INFO: self.config.client_info,
-            META_CAPS: self.config.capabilities(),
-        }
-        if progress_token is not None:
-            meta["progressToken"] = progress_token
-        if log_level:
-            meta[META_LOG_LEVEL] = log_level
-        return meta
+        return self.config.era.meta(self.config.client_info, self.config.capabilities(), progress_token, log_level)
 
     def build(self, method: str, params: dict[str, Any] | None, *, progress_token: Any = None,
               log_level: str | None = None, request_id: int | str | None = None) -> dict[str, Any]:
@@ -142,8 +134,7 @@ class McpClient:
         key = key or self.new_key()
         sent_params = message.get("params", {})
         reply = Reply(key=key, id=message["id"], method=method, params=sent_params, sent=time.monotonic())
-        headers = request_headers(method, sent_params, self.config.protocol_version,
-                                  self.tool_headers.get(sent_params.get("name", "")))
+        headers = self.config.era.headers(method, sent_params, self.tool_headers.get(sent_params.get("name", "")))
         stop = self._stops[key] = asyncio.Event()
         deadline = None if stream else (self._deadlines.get(key) or self.arm(key, idle_timeout_s, max_s))
         try:
@@ -231,7 +222,7 @@ class McpClient:
                 reply.warnings.append(f"malformed frame: {frame.problem}")
                 continue
             if frame.kind == "request":
-                reply.warnings.append(f"server sent a request ({frame.method}); servers must not in 2026-07-28")
+                await self._server_request(exchange, frame, reply)
             reply.notifications.append(_kept(frame))
             reply.notification_count += 1
             if on_notification is not None:
@@ -241,6 +232,28 @@ class McpClient:
                 raise ProtocolViolation(f"no answer: the server's response carried id {reply.stray_ids[0]!r}, "
                                         f"not {reply.id!r}")
             raise ProtocolViolation("the stream ended without a final response")
+
+    async def _server_request(self, exchange: Exchange, frame: Frame, reply: Reply) -> None:
+        """A request from the server on this request's stream: the era decides; an answer goes back on the exchange.
+
+        Asking the caller may take a person minutes, so it runs beside the stream, which keeps being read.
+        """
+        verdict = self.config.era.on_server_request(frame)
+        if verdict.warning:
+            reply.warnings.append(verdict.warning)
+        if verdict.ask_caller and self.config.answerer is not None:
+            answerer = self.config.answerer
+
+            async def answer() -> None:
+                with contextlib.suppress(McpError):
+                    await exchange.answer((await answerer(frame)).message(frame.id))
+
+            task = asyncio.ensure_future(answer())
+            self._answering.add(task)
+            task.add_done_callback(self._answering.discard)
+        elif verdict.refusal is not None:
+            with contextlib.suppress(McpError):
+                await exchange.answer(verdict.refusal.message(frame.id))
 
     def _take_final(self, frame: Frame, reply: Reply) -> None:
         assert frame.message is not None

@@ -128,6 +128,10 @@ class HttpExchange:
                                  note=f"closed the response stream to cancel ({reason})"))
         await self._response.aclose()
 
+    async def answer(self, message: dict[str, Any]) -> None:
+        # A response to a server request is POSTed like any other message (how older revisions take them).
+        await self._t.notify(message, {}, self._key)
+
     async def aclose(self) -> None:
         await self._response.aclose()
 

@@ -33,6 +33,9 @@ class MemoryExchange:
         self.cancelled.set()
         self._t.cancelled.append(reason)
 
+    async def answer(self, message: dict[str, Any]) -> None:
+        self._t.answers.append(message)
+
     async def aclose(self) -> None:
         aclose: Callable[[], Awaitable[None]] | None = getattr(self._stream, "aclose", None)
         if aclose is not None:
@@ -49,6 +52,7 @@ class MemoryTransport:
         self.refuse = refuse
         self.sent: list[tuple[dict[str, Any], dict[str, str]]] = []
         self.cancelled: list[str] = []
+        self.answers: list[dict[str, Any]] = []  # responses the client sent to requests from the "server"
 
     async def start(self) -> None:
         if self.refuse:

@@ -64,6 +64,9 @@ class StdioExchange:
         message = notification("notifications/cancelled", {"requestId": self.request_id, "reason": reason})
         await self._t.notify(message, {}, self.key)
 
+    async def answer(self, message: dict[str, Any]) -> None:
+        await self._t.notify(message, {}, self.key)  # one more line on stdin, like any message
+
     async def aclose(self) -> None:
         self._t.forget(self)
 

@@ -34,6 +34,9 @@ class Exchange(Protocol):
     async def cancel(self, reason: str) -> None:
         """Ask the server to stop: HTTP closes the stream, stdio sends notifications/cancelled."""
 
+    async def answer(self, message: dict[str, Any]) -> None:
+        """Send a JSON-RPC response to a request the server made on this exchange's stream."""
+
     async def aclose(self) -> None: ...
 
 
