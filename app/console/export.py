@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app import __version__
-from app.console.events import TimelineEvent
+from app.console.events import EXCHANGE_KINDS, TimelineEvent
 from app.console.secrets import is_secret, mask_url, mask_value, mask_wire
 from app.console.store import Store
 
 FORMAT = "mcp-console-session"
-VERSION = 1
+VERSION = 2  # 2: events are typed (event version 2); files of version 1 still import
 # Headers curl sets itself, or that would change what comes back (compressed bytes on a terminal).
 CURL_SKIP = frozenset({"host", "content-length", "accept-encoding", "connection"})
 
@@ -35,21 +35,26 @@ def session_file(session_id: str, meta: dict[str, Any], created: float, store: S
         for event in events:
             if event["kind"] == "wire":
                 event["data"] = mask_wire(event["data"])
-        target = meta.get("target") or {}
-        headers = target.get("headers") or {}
-        target["headers"] = {k: (mask_value(k, v) if is_secret(k) else v) for k, v in headers.items()}
-        if target.get("url"):
-            target["url"] = mask_url(target["url"])
+            elif event["kind"] == "session_created":
+                _mask_target(event["data"].get("target") or {})
+        _mask_target(meta.get("target") or {})
     return {"format": FORMAT, "version": VERSION, "exported_at": _iso(time.time()), "console_version": __version__,
             "secrets": "included" if include_secrets else "masked",
             "session": {"id": session_id, "created": created, "meta": meta}, "events": events}
+
+
+def _mask_target(target: dict[str, Any]) -> None:
+    headers = target.get("headers") or {}
+    target["headers"] = {k: (mask_value(k, v) if is_secret(k) else v) for k, v in headers.items()}
+    if target.get("url"):
+        target["url"] = mask_url(target["url"])
 
 
 def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEvent]]:
     """Validate an uploaded session file; returns (meta, created, events). Raises ValueError."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError("not an MCP Console session file")
-    if data.get("version") != VERSION:
+    if data.get("version") not in (1, VERSION):
         raise ValueError(f"session file version {data.get('version')!r} is not supported (this reads {VERSION})")
     session = data.get("session")
     if not isinstance(session, dict) or not isinstance(session.get("meta"), dict):
@@ -64,12 +69,12 @@ def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEv
 def exchanges(session_id: str, store: Store) -> OrderedDict[str, dict[str, Any]]:
     """Every exchange's entry facts and wire events, in the order they started."""
     out: OrderedDict[str, dict[str, Any]] = OrderedDict()
-    for event in store.events(session_id, kinds=("exchange", "wire")):
+    for event in store.events(session_id, kinds=(*EXCHANGE_KINDS, "wire")):
         key = event.data.get("exchange") if event.kind == "wire" else event.data.get("key")
         if not key:
             continue
         item = out.setdefault(key, {"entry": {}, "wire": []})
-        if event.kind == "exchange":
+        if event.kind in EXCHANGE_KINDS:
             item["entry"].update(event.data)
         else:
             item["wire"].append(event.data)

@@ -2,6 +2,10 @@
 
 A socket that falls behind is marked for reset (it reloads); it never slows the others. A
 reconnecting tab says the last sequence number it saw and gets what it missed from a bounded ring.
+
+What travels is text: an event is serialized once when published (its JSON) and everything past
+that point — the ring, the renderer's input, the sockets' queues — holds strings, never a live
+object. A hub between processes (Redis) can carry exactly the same messages.
 """
 
 from __future__ import annotations
@@ -14,6 +18,14 @@ from dataclasses import dataclass, field
 from app.console.events import TimelineEvent
 
 Renderer = Callable[[TimelineEvent], str | None]
+
+
+class Payload(str):
+    """A rendered fragment, as the sockets receive it."""
+
+
+class Serialized(str):
+    """A serialized event (its JSON), not rendered yet."""
 
 
 @dataclass(eq=False)
@@ -44,9 +56,9 @@ class Hub:
         self._queue_size = queue_size
         self._ring_size = ring_size
         self._subs: dict[str, set[Subscriber]] = {}
-        # Per session: the last events, each as its rendered payload (str), None when it renders
-        # to nothing, or the event itself when nobody was watching (rendered on demand).
-        self._rings: dict[str, deque[tuple[int, str | TimelineEvent | None]]] = {}
+        # Per session: the last events, each as its rendered payload, None when it renders to
+        # nothing, or its serialized event when nobody was watching (rendered on demand).
+        self._rings: dict[str, deque[tuple[int, Payload | Serialized | None]]] = {}
         # Per session: the newest seq that left the ring. A tab that saw at least that much can be
         # caught up from the ring; the seqs in between are frames, which tabs never get anyway.
         self._floors: dict[str, int] = {}
@@ -60,20 +72,28 @@ class Hub:
         """
         if event.kind == "wire":
             return  # frames render to nothing: they never reach a tab, and must not crowd the ring
-        subs = self._subs.get(event.session_id)
-        ring = self._ring(event.session_id, event.seq - 1)
+        self.publish_serialized(event.session_id, event.seq, Serialized(event.to_json()))
+
+    def publish_serialized(self, session_id: str, seq: int, message: Serialized) -> None:
+        """The hub's own entry point: a serialized event (what a hub between processes receives)."""
+        subs = self._subs.get(session_id)
+        ring = self._ring(session_id, seq - 1)
         if len(ring) == ring.maxlen:
-            self._floors[event.session_id] = ring[0][0]  # that event is about to leave the ring
+            self._floors[session_id] = ring[0][0]  # that event is about to leave the ring
         if not subs:
-            ring.append((event.seq, event))
+            ring.append((seq, message))
             return
-        payload = self._render(event)
-        ring.append((event.seq, payload))
+        payload = self._render_text(message)
+        ring.append((seq, payload))
         if payload is None:
             return
         self.rendered += 1
         for sub in subs:
-            sub.offer(event.seq, payload)
+            sub.offer(seq, payload)
+
+    def _render_text(self, message: Serialized) -> Payload | None:
+        rendered = self._render(TimelineEvent.from_json(message))
+        return None if rendered is None else Payload(rendered)
 
     def subscribe(self, session_id: str, last_seq: int | None, current_seq: int,
                   link_id: str | None = None) -> tuple[Subscriber, bool]:
@@ -91,13 +111,13 @@ class Hub:
                 for seq, item in ring:
                     if seq <= last_seq or item is None:
                         continue
-                    payload = self._render(item) if isinstance(item, TimelineEvent) else item
+                    payload = self._render_text(item) if isinstance(item, Serialized) else item
                     if payload is not None:
                         sub.offer(seq, payload)
         self._subs.setdefault(session_id, set()).add(sub)
         return sub, whole
 
-    def _ring(self, session_id: str, known_up_to: int) -> deque[tuple[int, str | TimelineEvent | None]]:
+    def _ring(self, session_id: str, known_up_to: int) -> deque[tuple[int, Payload | Serialized | None]]:
         """The session's ring; a new one (e.g. after a restart) knows nothing up to `known_up_to`."""
         ring = self._rings.get(session_id)
         if ring is None:

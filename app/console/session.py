@@ -7,18 +7,36 @@ import contextlib
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import httpx
 
 from app import __version__
-from app.console.events import TimelineEvent
+from app.console.events import (
+    EVENT_VERSION,
+    CapabilitiesChanged,
+    Discovered,
+    ExchangeFinished,
+    ExchangeStarted,
+    ListsRefreshed,
+    Log,
+    Progress,
+    RequestSettingsChanged,
+    Reread,
+    Restored,
+    RootsChanged,
+    SessionCreated,
+    StatusChanged,
+    Stderr,
+    TimelineEvent,
+    Wire,
+)
 from app.console.listen import Listeners
 from app.console.live import ProgressCoalescer, log_data
 from app.console.operations import OperationDriver
-from app.console.secrets import mask_argv, mask_url
+from app.console.state import DEFAULT_CAPABILITIES, SessionState
 from app.console.store import Store
+from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
@@ -31,7 +49,7 @@ from app.mcp.wire import WireEvent
 from app.settings import Settings
 
 CLIENT_INFO = {"name": "mcp-console", "title": "MCP Console", "version": __version__}
-DEFAULT_CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
+__all__ = ["DEFAULT_CAPABILITIES", "ConsoleSession", "Target", "new_session_id"]
 LISTS = (
     ("tools/list", "tools", "tools"),
     ("resources/list", "resources", "resources"),
@@ -42,78 +60,121 @@ META_SAVE_INTERVAL_S = 1.0
 Status = Literal["new", "connecting", "connected", "failed", "closed"]
 
 
-@dataclass(slots=True)
-class Target:
-    kind: Literal["http", "stdio"]
-    url: str = ""
-    headers: dict[str, str] = field(default_factory=dict)
-    argv: list[str] = field(default_factory=list)
-    cwd: str | None = None
-
-    def describe(self) -> str:
-        return self.url if self.kind == "http" else " ".join(self.argv)
-
-    def shown(self) -> str:
-        """How to show the target to anyone: credentials in the URL or the command line masked."""
-        return mask_url(self.url) if self.kind == "http" else mask_argv(self.argv)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def new_session_id() -> str:
     return secrets.token_urlsafe(9)
 
 
 class ConsoleSession:
+    """A session: commands that append events, and the state those events fold into (read-only here)."""
+
     def __init__(self, session_id: str, target: Target, settings: Settings, store: Store, publish: Publish,
-                 http_client: httpx.AsyncClient, created: float | None = None, seq: int = 0) -> None:
+                 http_client: httpx.AsyncClient, created: float | None = None, seq: int = 0,
+                 new: bool = True, read_only: bool = False) -> None:
         self.id = session_id
-        self.target = target
         self.settings = settings
         self.store = store
         self.created = created or time.time()
         self.last_activity = self.created
-        self.timeline = Timeline(session_id, store, publish, settings.timeline_window, seq)
-        self.status: Status = "new"
-        self.status_message = ""
-        self.capabilities: dict[str, Any] = {k: dict(v) for k, v in DEFAULT_CAPABILITIES.items()}
-        self.discover: dict[str, Any] | None = None
-        self.lists: dict[str, list[dict[str, Any]]] = {"tools": [], "resources": [], "resourceTemplates": [],
-                                                       "prompts": []}
+        self.timeline = Timeline(session_id, store, publish, settings.timeline_window, seq,
+                                 quota_bytes=settings.max_session_store_bytes)
+        self.state: SessionState = self.timeline.state
+        self._target = target
         self._http = http_client
         self.transport: Transport | None = None
         self.client: McpClient | None = None
-        self.roots: list[dict[str, str]] = [{"uri": "file:///tmp/mcp-console-demo", "name": "Demo workspace"}]
         self.operations = OperationDriver(self)
-        self.progress = ProgressCoalescer(self.timeline.append)
-        self.progress_enabled = True
-        self.log_level = ""  # empty: ask for no logs (the server must then send none)
-        self.auto_refresh = True
+        self.progress = ProgressCoalescer(lambda _kind, data: self.timeline.append(Progress(**data)))
         self.cancelled_by: dict[str, str] = {}
         self.listeners = Listeners(self)
         self.background = TaskGroup()
-        self.connects = 0
-        self.last_id = 0  # the highest JSON-RPC id sent, so a reconnect goes on from there
-        self.read_only = False  # an imported session: it shows what happened and sends nothing
         self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
         self._refreshing = asyncio.Lock()
         self._saved_at = 0.0
         self._closing = False
         self._bytes_in: dict[str, int] = {}
         self._http_status: dict[str, int] = {}
+        if new:  # a restored or imported session gets its creation from its stored events instead
+            self.timeline.append(SessionCreated(target=target.to_dict(), capabilities=DEFAULT_CAPABILITIES,
+                                                roots=self.state.roots, read_only=read_only))
+
+    # -- state: folded from the events, never assigned here ----------------
+    @property
+    def target(self) -> Target:
+        return target_from(self.state.target) if self.state.target else self._target
+
+    @property
+    def status(self) -> str:
+        return self.state.status
+
+    @property
+    def status_message(self) -> str:
+        return self.state.status_message
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        return self.state.capabilities
+
+    @property
+    def discover(self) -> dict[str, Any] | None:
+        return self.state.discover
+
+    @property
+    def lists(self) -> dict[str, list[dict[str, Any]]]:
+        return self.state.lists
+
+    @property
+    def roots(self) -> list[dict[str, Any]]:
+        return self.state.roots
+
+    @property
+    def log_level(self) -> str:  # empty: ask for no logs (the server must then send none)
+        return self.state.log_level
+
+    @property
+    def progress_enabled(self) -> bool:
+        return self.state.progress_enabled
+
+    @property
+    def auto_refresh(self) -> bool:
+        return self.state.auto_refresh
+
+    @property
+    def connects(self) -> int:
+        return self.state.connects
+
+    @property
+    def last_id(self) -> int:  # the highest JSON-RPC id sent, so a reconnect goes on from there
+        return self.state.last_id
+
+    @property
+    def read_only(self) -> bool:  # an imported session: it shows what happened and sends nothing
+        return self.state.read_only
+
+    # -- commands: each appends the event that says what changed -----------
+    def set_capabilities(self, capabilities: dict[str, Any], saved: bool = True) -> None:
+        self.timeline.append(CapabilitiesChanged(capabilities=capabilities, saved=saved))
+        self.touch(force=True)
+
+    def set_roots(self, roots: list[dict[str, Any]]) -> None:
+        self.timeline.append(RootsChanged(roots=roots))
+        self.touch(force=True)
+
+    def set_request_settings(self, log_level: str, progress: bool, auto_refresh: bool) -> None:
+        self.timeline.append(RequestSettingsChanged(log_level=log_level, progress=progress,
+                                                    auto_refresh=auto_refresh))
+        self.touch(force=True)
 
     # -- recording --------------------------------------------------------
     def on_wire(self, event: WireEvent) -> None:
         if event.direction == "stderr":
-            self.timeline.append("stderr", {"line": event.raw})
+            self.timeline.append(Stderr(line=event.raw))
             return
         if event.exchange is not None:
             if event.direction == "in":
                 self._bytes_in[event.exchange] = self._bytes_in.get(event.exchange, 0) + len(event.raw.encode())
             if event.http_status is not None:
                 self._http_status.setdefault(event.exchange, event.http_status)
-        self.timeline.append("wire", event.to_dict())
+        self.timeline.append(wire_record(event))
         if event.exchange is None and event.direction == "in":
             what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
                 else f"a frame that {event.note or 'matches no request in flight'}"
@@ -131,39 +192,41 @@ class ConsoleSession:
             self.store.save_session(self.id, self.meta(), self.created, self.last_activity)
 
     def meta(self) -> dict[str, Any]:
-        """What survives a restart besides the timeline itself."""
+        """A cache of the fold for the home page listing and exports; never read back as the truth."""
         return {"target": self.target.to_dict(), "status": self.status, "status_message": self.status_message,
                 "capabilities": self.capabilities, "seq": self.timeline.seq, "discover": self.discover,
                 "lists": self.lists, "roots": self.roots, "connects": self.connects, "last_id": self.last_id,
-                "read_only": self.read_only,
+                "read_only": self.read_only, "events_version": EVENT_VERSION,
                 "request_settings": {"log_level": self.log_level, "progress": self.progress_enabled,
                                      "auto_refresh": self.auto_refresh}}
 
-    def restore(self, meta: dict[str, Any], events: list[TimelineEvent], note: str, last_seq: int = 0) -> None:
-        """Rebuild from the store after a restart: the timeline window, what the server said, settings.
+    def restore(self, meta: dict[str, Any], events: list[TimelineEvent], note: str, last_seq: int = 0,
+                imported: bool = False) -> None:
+        """Rebuild after a restart or an import: fold the stored events from scratch.
 
-        `last_seq` is the highest sequence number stored: new events must continue after it, even
-        when the saved metadata lags behind (a crash between two batched writes).
+        `last_seq` is the highest sequence number stored: new events continue after it. The
+        metadata row is read only for a version-1 log, which never recorded the target, the
+        server's discover answer or the list items: those are appended as events once.
         """
         for event in events:
             self.timeline.fold(event)
-        self.timeline.seq = max([meta.get("seq") or 0, last_seq, *(e.seq for e in events)])
-        self.capabilities = meta.get("capabilities") or self.capabilities
-        self.discover = meta.get("discover")
-        self.lists.update(meta.get("lists") or {})
-        self.roots = meta.get("roots") or self.roots
-        self.connects = int(meta.get("connects") or 0)
-        seen_ids = [e.get("id") for e in [*self.timeline.entries.values(), *self.timeline.rounds.values()]]
-        self.last_id = max([int(meta.get("last_id") or 0), *(i for i in seen_ids if isinstance(i, int))])
-        self.read_only = bool(meta.get("read_only"))
-        settings = meta.get("request_settings") or {}
-        self.log_level = settings.get("log_level", "")
-        self.progress_enabled = settings.get("progress", True)
-        self.auto_refresh = settings.get("auto_refresh", True)
-        self.status, self.status_message = "closed", note
-        for entry in self.timeline.entries.values():  # what was in flight at the restart never finished
-            if entry.get("status") in ("pending", "running", "awaiting_input"):
-                entry["status"] = "interrupted"
+        self.state.seq = max([self.state.seq, last_seq, *(e.seq for e in events)])
+        if not self.state.target:  # a version-1 log: it never recorded the session's creation
+            self._restore_v1(meta)
+        if imported:  # read-only: its log stays exactly the file's; the view is folded, not stored
+            self.timeline.fold(TimelineEvent(self.id, self.state.seq, Restored(note=note, imported=True)))
+        else:
+            self.timeline.append(Restored(note=note))
+
+    def _restore_v1(self, meta: dict[str, Any]) -> None:
+        """Carry a version-1 session forward: what v1 kept only in its metadata row becomes events."""
+        self.timeline.append(SessionCreated(target=dict(meta.get("target") or self._target.to_dict()),
+                                            capabilities=self.capabilities, roots=self.roots,
+                                            read_only=bool(meta.get("read_only"))))
+        if isinstance(meta.get("discover"), dict):
+            self.timeline.append(Discovered(result=meta["discover"]))
+        lists = {k: v for k, v in (meta.get("lists") or {}).items() if isinstance(v, list)}
+        self.timeline.append(ListsRefreshed(lists=lists, counts={k: len(v) for k, v in lists.items()}))
 
     # -- connecting -------------------------------------------------------
     def _make_transport(self) -> Transport:
@@ -175,8 +238,7 @@ class ConsoleSession:
                               shutdown_grace_s=self.settings.stdio_shutdown_grace_s)
 
     def _set_status(self, status: Status, message: str = "") -> None:
-        self.status, self.status_message = status, message
-        self.timeline.append("session", {"status": status, "message": message})
+        self.timeline.append(StatusChanged(status=status, message=message))
         self.touch(force=True)
 
     async def connect(self) -> None:
@@ -187,7 +249,6 @@ class ConsoleSession:
         self._closing = False
         self._set_status("connecting")
         self.transport = self._make_transport()
-        self.connects += 1
         self.client = McpClient(self.transport, ClientConfig(
             client_info=CLIENT_INFO, capabilities=lambda: self.capabilities,
             timeout_s=self.settings.request_timeout_s, key_prefix=f"c{self.connects}", first_id=self.last_id + 1))
@@ -200,7 +261,7 @@ class ConsoleSession:
         if not reply.ok or reply.result is None:
             self._set_status("failed", f"server/discover failed: {reply.error}")
             return
-        self.discover = reply.result
+        self.timeline.append(Discovered(result=reply.result))
         self._set_status("connected", self._version_note())
         await self.refresh_lists()
 
@@ -228,16 +289,18 @@ class ConsoleSession:
 
     async def _refresh_lists(self, only: str | None) -> None:
         assert self.client is not None
+        fetched: dict[str, list[dict[str, Any]]] = {}
         for method, key, capability in LISTS:
             if only and key != only:
                 continue
             if capability not in self.server_capabilities:
                 continue
             items, _ = await self.client_list(method, key)
-            self.lists[key] = items
+            fetched[key] = items
             if key == "tools":
                 self.client.learn_tools(items)
-        self.timeline.append("session", {"lists": {k: len(v) for k, v in self.lists.items()}, "only": only})
+        counts = {k: len(fetched.get(k, v)) for k, v in self.lists.items()}
+        self.timeline.append(ListsRefreshed(only=only, lists=fetched, counts=counts))
         self.touch(force=True)
 
     async def client_list(self, method: str, key: str) -> tuple[list[dict[str, Any]], list[Reply]]:
@@ -272,12 +335,9 @@ class ConsoleSession:
         target = f"op-{op}" if op else key
         token = key if self.progress_enabled and not stream else None
         message = client.build(method, params, progress_token=token, log_level=log_level or self.log_level or None)
-        if isinstance(message["id"], int):
-            self.last_id = max(self.last_id, message["id"])
         name = params.get("name") or params.get("uri")
-        entry: dict[str, Any] = {"key": key, "method": method, "name": name, "id": message["id"],
-                                 "status": "pending", "op": op, "round": round_, "replay_of": replay_of}
-        self.timeline.append("exchange", entry)
+        self.timeline.append(ExchangeStarted(key=key, method=method, name=name, id=message["id"], op=op,
+                                             round=round_, replay_of=replay_of))
         if on_start is not None:
             on_start(key, message["id"])
 
@@ -285,13 +345,13 @@ class ConsoleSession:
             if frame.method == "notifications/progress":
                 self.progress.offer(target, frame)
             elif frame.method == "notifications/message":
-                self.timeline.append("log", log_data(target, frame))
+                self.timeline.append(Log(**log_data(target, frame)))
             if on_notification is not None:
                 on_notification(frame)
 
         reply = await client.request(method, message=message, key=key, on_notification=on_frame, stream=stream)
         self.progress.done(target)
-        self.timeline.append("exchange", self._finished(key, reply) | {"op": op, "round": round_})
+        self.timeline.append(self._finished(key, reply, op, round_))
         self.touch()
         return reply
 
@@ -302,7 +362,7 @@ class ConsoleSession:
         self.cancelled_by[key] = who
         return await self.client.cancel(key, f"cancelled by the {who}")
 
-    def _finished(self, key: str, reply: Reply) -> dict[str, Any]:
+    def _finished(self, key: str, reply: Reply, op: str | None, round_: int | None) -> ExchangeFinished:
         status = "ok"
         if reply.error is not None:
             status = "cancelled" if type(reply.error).__name__ == "RequestCancelled" else "error"
@@ -311,17 +371,16 @@ class ConsoleSession:
         elif reply.result and reply.result.get("isError") is True:
             status = "tool_error"
         first = reply.first_byte
-        return {"key": key, "status": status, "duration_ms": reply.duration_ms,
-                "cancelled_by": self.cancelled_by.pop(key, None),
-                "ttfb_ms": None if first is None else (first - reply.sent) * 1000,
-                "bytes_in": self._bytes_in.pop(key, 0), "http_status": self._http_status.pop(key, None),
-                "error": str(reply.error) if reply.error else None,
-                "error_code": getattr(reply.error, "code", None), "warnings": reply.warnings,
-                "result_type": reply.result_type, "notifications": reply.notification_count}
+        return ExchangeFinished(
+            key=key, status=status, duration_ms=reply.duration_ms, cancelled_by=self.cancelled_by.pop(key, None),
+            ttfb_ms=None if first is None else (first - reply.sent) * 1000, bytes_in=self._bytes_in.pop(key, 0),
+            http_status=self._http_status.pop(key, None), error=str(reply.error) if reply.error else None,
+            error_code=getattr(reply.error, "code", None), warnings=list(reply.warnings),
+            result_type=reply.result_type, notifications=reply.notification_count, op=op, round=round_)
 
     async def reread(self, uri: str) -> None:
         op = await self.operations.start("resources/read", {"uri": uri})
-        self.timeline.append("reread", {"uri": uri, "op": op.id})
+        self.timeline.append(Reread(uri=uri, op=op.id))
 
     async def close(self) -> None:
         self._closing = True
@@ -331,3 +390,9 @@ class ConsoleSession:
             await self.client.close()
         if self.status != "failed":
             self._set_status("closed")
+
+
+def wire_record(event: WireEvent) -> Wire:
+    data = event.to_dict()
+    data["frame_kind"] = data.pop("kind")
+    return Wire(**data)

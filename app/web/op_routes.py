@@ -27,22 +27,26 @@ def find_op(s: ConsoleSession, op_id: str) -> Operation:
 
 
 def op_response(w: Web, request: Request, s: ConsoleSession, op: Operation, as_json: bool = False) -> Response:
-    html = None if as_json else w.render("_operation.html", s=s, op=op, poll=True)
-    return respond(request, as_json, operation_json(op), html)
+    """The operation as the fold knows it: the same record and template live, after a restart or an import."""
+    record = s.operations.record_of(op)
+    html = None if as_json else w.render("_operation.html", s=s, op=record, poll=True)
+    return respond(request, as_json, operation_json(record), html)
 
 
 @router.get("/sessions/{session_id}/operations/{name}")
 async def show(request: Request, session_id: str, name: str, w: Viewer) -> Response:
     op_id, as_json = split_json(name)
     s = session_or_404(w, session_id)
-    if op_id not in s.operations.ops:
-        # Not live (the console restarted, or it was imported): what the timeline recorded.
+    record = s.state.operations.get(op_id)
+    if record is None:
+        # Older than the operations the state keeps: what the timeline recorded.
         snapshot = await asyncio.to_thread(s.timeline.entry, f"op-{op_id}")
         if snapshot is None:
             raise HTTPException(404, f"No operation {op_id!r}")
         return respond(request, as_json, snapshot, None if as_json else
                        w.render("_entry.html", s=s, entry=snapshot, oob=False))
-    return op_response(w, request, s, find_op(s, op_id), as_json)
+    html = None if as_json else w.render("_operation.html", s=s, op=record, poll=True)
+    return respond(request, as_json, operation_json(record), html)
 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/answer")
@@ -73,8 +77,7 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
         else:
             value = raw_answer(form)
     except NotAnswered as exc:
-        op.errors[key] = exc.errors
-        op.drafts[key] = {name: list(values) for name, values in form.items()}
+        s.operations.refuse(op, key, exc.errors, {name: list(values) for name, values in form.items()})
         return op_response(w, request, s, op)
     await s.operations.answer(op, key, value)
     return op_response(w, request, s, op)
@@ -131,9 +134,7 @@ async def set_capabilities(request: Request, session_id: str, w: Operator) -> Re
             return _caps_page(w, request, s, ["Capabilities must be an object of objects"])
     else:
         caps = _toggled(s.capabilities, set(form.get("cap", [])))
-    s.capabilities = caps
-    s.timeline.append("session", {"capabilities": caps, "saved": True})
-    s.touch(force=True)
+    s.set_capabilities(caps)
     return _caps_page(w, request, s, [])
 
 
@@ -171,8 +172,6 @@ async def set_roots(request: Request, session_id: str, w: Operator) -> Response:
             continue
         roots.append({"uri": uri, "name": name.strip()} if name.strip() else {"uri": uri})
     if not problems:
-        s.roots = roots
-        s.touch(force=True)
-        s.timeline.append("session", {"roots": roots, "saved": True})
+        s.set_roots(roots)
     return respond(request, False, {"roots": s.roots, "problems": problems},
                    w.render("_client_settings.html", s=s, saved=not problems, problems=problems))
