@@ -150,7 +150,8 @@ class RunningConsole:
         # --port 0: the console binds any free port and prints it in the launch URL, so there is no port race.
         with self.log.open("w") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "app", "demo", "--port", "0", f"--token={token}", "--data-dir", str(tmp / "data")],
+                [sys.executable, "-m", "app", "demo", "--port", "0", f"--token={token}",
+                 "--data-dir", str(tmp / "data")],
                 cwd=str(ROOT), stdout=subprocess.PIPE, stderr=err, text=True)
         lines: queue.Queue[str | None] = queue.Queue()
         assert self.proc.stdout is not None

@@ -17,6 +17,8 @@ from tests.integration.conftest import JSON, TOKEN, Console, eventually
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from tests.integration.conftest import ConsoleRestarts
+
 V1_DB = Path(__file__).resolve().parents[1] / "fixtures" / "v1-session.sqlite3"
 
 
@@ -155,3 +157,57 @@ async def test_folding_the_stored_events_from_scratch_gives_the_live_state_of_ev
     assert {o["name"] for o in live["operations"]} >= {"two_step", "open_link", "ask_llm", "list_roots", "long_job"}
     for key in live:
         assert folded[key] == live[key], key
+
+
+# --- a restart is the fold: the same operations, subscriptions, settings and links ---------------------
+
+
+def without_live_state(subs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in sub.items() if k != "state"} for sub in subs]
+
+
+async def test_after_a_graceful_restart_the_json_twin_shows_the_same_operations_subscriptions_and_settings(
+        restarts: ConsoleRestarts, demo_process: Any) -> None:
+    demo = await demo_process()
+    console = restarts.first()
+    s = await console.connect(kind="http", url=demo.url, headers="")
+    sid = s["id"]
+    await run_every_flow(console, sid, demo)
+    listening = (await console.http.post(f"/sessions/{sid}/subscriptions", data={"toolsListChanged": "1"},
+                                         headers=JSON)).json()["sub"]
+    await sub_where(console, sid, listening, lambda x: x["state"] == "active", "to be acknowledged")
+    before = await console.session(sid)
+
+    again = await restarts.restart(console)
+    after = await again.session(sid)
+    assert after["operations"] == before["operations"]
+    assert without_live_state(after["subscriptions"]) == without_live_state(before["subscriptions"])
+    assert [x["state"] for x in after["subscriptions"]] == ["stopped", "interrupted"]
+    for key in ("client_capabilities", "roots", "request_settings", "links", "lists", "server", "target"):
+        assert after[key] == before[key], key
+    assert after["status"] == "closed"
+
+    await again.http.post(f"/sessions/{sid}/reconnect", headers=JSON)
+    resumed = await sub_where(again, sid, listening, lambda x: x["state"] == "active", "to listen again")
+    assert resumed["reconnects"] == 1
+    # The stopped one stays stopped: only what was live when the console went down listens again.
+    assert (await again.session(sid))["subscriptions"][0]["state"] == "stopped"
+
+
+async def test_the_metadata_row_is_a_cache_restore_believes_the_events(
+        restarts: ConsoleRestarts, demo_url: str) -> None:
+    console = restarts.first()
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    sid = s["id"]
+    await console.http.post(f"/sessions/{sid}/roots", data={"roots": "file:///tmp/truth Truth"})
+    before = await console.session(sid)
+    console.manager.store.flush()
+    lie = {"target": {"kind": "http", "url": "http://127.0.0.1:9/elsewhere"}, "roots": [{"uri": "file:///lie"}],
+           "capabilities": {}, "lists": {"tools": []}, "discover": None, "status": "connected"}
+    console.manager.store.save_session(sid, lie, before["created"], before["last_activity"])
+
+    again = restarts.after_crash(console)  # the row now disagrees with the log
+    after = await again.session(sid)
+    assert after["target"] == before["target"] and after["roots"] == [{"uri": "file:///tmp/truth", "name": "Truth"}]
+    assert after["client_capabilities"] == before["client_capabilities"]
+    assert after["lists"] == before["lists"] and after["server"] == before["server"]
