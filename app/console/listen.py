@@ -9,7 +9,6 @@ reconnect is simply a new listen request with a new id.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
 SubState = Literal["opening", "active", "closed_by_server", "connection_lost", "reconnecting", "stopped"]
 ACK_DEADLINE_S = 5.0
 MAX_BACKOFF_S = 5.0
-_ids = itertools.count(1)
 LIST_METHODS = {
     "notifications/tools/list_changed": "tools",
     "notifications/prompts/list_changed": "prompts",
@@ -81,6 +79,11 @@ class Listeners:
     def _record(self, sub: Subscription, added: list[dict[str, Any]] | None = None) -> None:
         self.session.timeline.append(sub.snapshot(added))
 
+    def _new_id(self) -> str:
+        """L1, L2, …: unique within the session, also after a restart (past the ids the fold knows)."""
+        known = [k[1:] for k in [*self.session.state.subscriptions, *self.subs] if k[1:].isdigit()]
+        return f"L{max([0, *map(int, known)]) + 1}"
+
     def resume(self) -> list[Subscription]:
         """After a restart: listen again, under the same ids, to what was live when the console went down."""
         resumed = []
@@ -92,7 +95,7 @@ class Listeners:
 
     def start(self, requested: dict[str, Any], sub_id: str | None = None, reconnects: int = 0,
               total: int = 0) -> Subscription:
-        sub = Subscription(id=sub_id or f"L{len(self.session.state.subscriptions) + 1}", requested=requested,
+        sub = Subscription(id=sub_id or self._new_id(), requested=requested,
                            reconnects=reconnects, total=total)
         self.subs[sub.id] = sub
         task = asyncio.get_running_loop().create_task(self._run(sub), name=f"listen-{self.session.id}-{sub.id}")

@@ -18,6 +18,8 @@ from app.console.events import (
     Discovered,
     ExchangeFinished,
     ExchangeStarted,
+    LinkCreated,
+    LinkRevoked,
     ListsRefreshed,
     Log,
     Progress,
@@ -227,6 +229,11 @@ class ConsoleSession:
             self.timeline.append(Discovered(result=meta["discover"]))
         lists = {k: v for k, v in (meta.get("lists") or {}).items() if isinstance(v, list)}
         self.timeline.append(ListsRefreshed(lists=lists, counts={k: len(v) for k, v in lists.items()}))
+        for link in self.store.links(self.id):
+            self.timeline.append(LinkCreated(id=link["id"], role=link["role"], created=link["created"],
+                                             expires=link.get("expires"), label=link.get("label") or ""))
+            if link.get("revoked"):
+                self.timeline.append(LinkRevoked(id=link["id"], revoked=link["revoked"]))
 
     # -- connecting -------------------------------------------------------
     def _make_transport(self) -> Transport:

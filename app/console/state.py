@@ -43,6 +43,7 @@ HISTORY = 200          # notifications kept per subscription
 STDERR_LINES = 500
 LOG_LINES = 200
 MAX_OPERATIONS = 500   # operations kept in state; older finished ones live on in the store
+MAX_SUBSCRIPTIONS = 100  # subscriptions kept in state; the oldest ended ones go first
 
 
 class ErrorInfo(dict[str, Any]):
@@ -193,6 +194,8 @@ ENDED_SUBSCRIPTIONS = ("stopped", "closed_by_server", "interrupted")
 def _restored(state: SessionState, ev: Restored, _e: TimelineEvent) -> None:
     state.status, state.status_message = "closed", ev.note
     state.read_only = state.read_only or ev.imported
+    if ev.imported:
+        state.links.clear()  # the original's share links do not open the copy
     for entry in [*state.entries.values(), *state.rounds.values()]:
         if entry.get("status") in IN_FLIGHT:
             entry["status"] = "interrupted"
@@ -297,6 +300,10 @@ def _subscription(state: SessionState, ev: SubscriptionChanged, _e: TimelineEven
     sub = state.subscriptions.get(ev.sub)
     if sub is None:
         sub = state.subscriptions[ev.sub] = SubscriptionRecord(id=ev.sub, requested=ev.requested)
+        while len(state.subscriptions) > MAX_SUBSCRIPTIONS:
+            oldest = next((k for k, s in state.subscriptions.items() if s.state in ENDED_SUBSCRIPTIONS),
+                          next(iter(state.subscriptions)))
+            del state.subscriptions[oldest]
     sub.requested, sub.state, sub.acknowledged, sub.dropped_ = ev.requested, ev.state, ev.acknowledged, ev.dropped
     sub.subscription_id, sub.exchange_key, sub.ack_ms = ev.subscription_id, ev.exchange, ev.ack_ms
     sub.reconnects, sub.problems, sub.total = ev.reconnects, list(ev.problems), ev.total

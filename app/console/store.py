@@ -10,6 +10,7 @@ import json
 import os
 import queue
 import sqlite3
+import stat
 import threading
 import time
 from pathlib import Path
@@ -233,9 +234,15 @@ def _with_v1_names(kinds: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _private(db: Path) -> None:
-    """The data directory 0700 and the database 0600: it holds targets' headers, frames and link hashes."""
+    """The data directory 0700 and the database 0600: it holds targets' headers, frames and link hashes.
+
+    A directory that is not ours alone (another owner's, or a shared sticky one such as /tmp) keeps its
+    mode: tightening it would break others. The database file is private in any case.
+    """
     db.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(db.parent, 0o700)
+    info = os.stat(db.parent)
+    if info.st_uid == os.getuid() and not info.st_mode & stat.S_ISVTX:
+        os.chmod(db.parent, 0o700)
     for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
         if path == db or path.exists():
             os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))

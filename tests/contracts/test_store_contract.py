@@ -258,3 +258,13 @@ def test_an_existing_database_and_directory_are_made_private_when_opened(tmp_pat
     SqliteStore(db).close()
     assert stat.S_IMODE(os.stat(data).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(db).st_mode) == 0o600
+
+
+def test_a_shared_sticky_directory_such_as_tmp_keeps_its_mode_but_the_database_is_still_0600(
+        tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    SqliteStore(shared / "console.sqlite3").close()
+    assert stat.S_IMODE(os.stat(shared).st_mode) == 0o1777
+    assert stat.S_IMODE(os.stat(shared / "console.sqlite3").st_mode) == 0o600
