@@ -211,3 +211,17 @@ async def test_the_metadata_row_is_a_cache_restore_believes_the_events(
     assert after["target"] == before["target"] and after["roots"] == [{"uri": "file:///tmp/truth", "name": "Truth"}]
     assert after["client_capabilities"] == before["client_capabilities"]
     assert after["lists"] == before["lists"] and after["server"] == before["server"]
+
+
+async def test_a_stdio_session_with_logs_and_stderr_is_the_fold_of_its_events(console: Console) -> None:
+    s = await console.connect(kind="demo-stdio")
+    assert s["status"] == "connected", s["status_message"]
+    sid = s["id"]
+    await console.http.post(f"/sessions/{sid}/request-settings", data={"log_level": "debug", "progress": "on"})
+    logged = await console.call_tool(sid, "log_demo", count="3")
+    assert logged["status"] == "complete", logged
+    await console.call_tool(sid, "echo", text="over stdio")
+    live, folded = live_and_folded(console, sid)
+    assert any(e.get("logs") for e in live["entries"])
+    for key in live:
+        assert folded[key] == live[key], key
