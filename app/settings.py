@@ -41,6 +41,9 @@ class Settings:
     timeline_window: int = _help("Timeline entries a page holds; older ones load on demand.", default=200)
     ws_queue_size: int = _help("Messages buffered per websocket before a slow tab is told to reload.",
                                default=2000)
+    max_session_store_bytes: int = _help(
+        "Bytes of events one session may store; past it the console stops keeping raw frames (and says so once).",
+        default=256 * 1024 * 1024)
     demo_url: str = _help("URL of a demo server to offer as a one-click target (set by `mcp-console demo`).",
                           default="")
     stdio_shutdown_grace_s: float = _help("Seconds to wait after closing stdin and after SIGTERM before escalating.",

@@ -1,42 +1,385 @@
-"""Timeline events: the append-only record every view is built from. Serialized with a version."""
+"""Typed timeline events: one record per kind, serialized explicitly, with a version and a v1 loader.
+
+A session is the fold of these records (`app.console.state.apply`). Each record is a dataclass
+whose `kind` is a Literal; `to_data()` writes every field, `from_data()` consumes every key (an
+unknown key means a newer writer, so loading says so instead of dropping it). `docs/events.md`
+documents every kind; a test keeps the two in step. Version 1 rows (untyped payloads, one
+"session" kind with five shapes) are migrated on load by `migrate_v1`.
+"""
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar, Literal, TypeVar, cast
 
-EVENT_VERSION = 1
-# exchange: a snapshot of one request's entry (replaces the previous snapshot for that key)
-# wire:     one frame in or out, or a transport happening
-# notice:   a console message (connection refused, process exited, …) that gets its own entry
-# stderr:   a line the stdio server wrote to stderr
-# session:  the session's own state changed (connected, discovered, lists refreshed)
-# operation: a snapshot of an operation with its rounds
-# progress: the latest progress of a request (coalesced); log: one notifications/message line
-# subscription: a snapshot of a listen subscription; reread: a resource re-read after an update
+EVENT_VERSION = 2
+Json = dict[str, Any]
+R = TypeVar("R", bound="Record")
+
+
+class Record:
+    """Shared serialization: every dataclass field but `kind` is a key of the data object."""
+
+    kind: Any
+    __slots__ = ()
+    KIND: ClassVar[str]
+
+    def to_data(self) -> Json:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kind"}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_data(cls: type[R], data: Json) -> R:
+        rest = dict(data)
+        values: Json = {}
+        for f in fields(cls):  # type: ignore[arg-type]
+            if f.name == "kind":
+                continue
+            if f.name in rest:
+                values[f.name] = rest.pop(f.name)
+            elif f.default is MISSING and f.default_factory is MISSING:
+                raise ValueError(f"{cls.KIND} event without its {f.name!r} field")
+        if rest:  # every key consumed: an unknown key means a newer writer, so say so
+            raise ValueError(f"unknown keys in {cls.KIND} event: {sorted(rest)}")
+        return cls(**values)
+
+
+@dataclass(slots=True)
+class SessionCreated(Record):
+    KIND = "session_created"
+    kind: Literal["session_created"] = field(default="session_created", init=False)
+    target: Json = field(default_factory=dict)
+    capabilities: Json = field(default_factory=dict)
+    roots: list[Json] = field(default_factory=list)
+    read_only: bool = False
+
+
+@dataclass(slots=True)
+class StatusChanged(Record):
+    KIND = "status"
+    kind: Literal["status"] = field(default="status", init=False)
+    status: str = "new"
+    message: str = ""
+    since: float | None = None  # wall clock of the change (the badge says "unreachable since …")
+
+
+@dataclass(slots=True)
+class Discovered(Record):
+    KIND = "discovered"
+    kind: Literal["discovered"] = field(default="discovered", init=False)
+    result: Json = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ListsRefreshed(Record):
+    KIND = "lists_refreshed"
+    kind: Literal["lists_refreshed"] = field(default="lists_refreshed", init=False)
+    only: str | None = None
+    lists: dict[str, list[Json]] = field(default_factory=dict)  # the lists fetched, items included
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CapabilitiesChanged(Record):
+    KIND = "capabilities_changed"
+    kind: Literal["capabilities_changed"] = field(default="capabilities_changed", init=False)
+    capabilities: Json = field(default_factory=dict)
+    saved: bool = False  # True when the person saved the settings form (the form says "saved")
+
+
+@dataclass(slots=True)
+class RootsChanged(Record):
+    KIND = "roots_changed"
+    kind: Literal["roots_changed"] = field(default="roots_changed", init=False)
+    roots: list[Json] = field(default_factory=list)
+    saved: bool = True
+
+
+@dataclass(slots=True)
+class RequestSettingsChanged(Record):
+    KIND = "request_settings_changed"
+    kind: Literal["request_settings_changed"] = field(default="request_settings_changed", init=False)
+    log_level: str = ""
+    progress: bool = True
+    auto_refresh: bool = True
+    idle_timeout_s: float | None = None  # None: the console's setting (request_idle_timeout_s)
+    max_s: float | None = None           # None: the console's setting (request_max_s)
+
+
+@dataclass(slots=True)
+class ExchangeStarted(Record):
+    KIND = "exchange_started"
+    kind: Literal["exchange_started"] = field(default="exchange_started", init=False)
+    key: str = ""
+    method: str = ""
+    name: Any = None
+    id: Any = None
+    status: str = "pending"
+    op: str | None = None
+    round: int | None = None
+    replay_of: str | None = None
+
+
+@dataclass(slots=True)
+class ExchangeFinished(Record):
+    KIND = "exchange_finished"
+    kind: Literal["exchange_finished"] = field(default="exchange_finished", init=False)
+    key: str = ""
+    status: str = "ok"
+    duration_ms: float | None = None
+    cancelled_by: str | None = None
+    ttfb_ms: float | None = None
+    bytes_in: int = 0
+    http_status: int | None = None
+    error: str | None = None
+    error_code: Any = None
+    warnings: list[str] = field(default_factory=list)
+    result_type: str | None = None
+    notifications: int = 0
+    op: str | None = None
+    round: int | None = None
+
+
+@dataclass(slots=True)
+class Wire(Record):
+    KIND = "wire"
+    kind: Literal["wire"] = field(default="wire", init=False)
+    direction: str = "in"
+    raw: str = ""
+    frame_kind: str | None = None
+    problem: str | None = None
+    exchange: str | None = None
+    http_status: int | None = None
+    headers: list[list[str]] | None = None
+    note: str | None = None
+    wall: float = 0.0
+
+
+@dataclass(slots=True)
+class Notice(Record):
+    KIND = "notice"
+    kind: Literal["notice"] = field(default="notice", init=False)
+    level: str = "info"
+    message: str = ""
+    raw: str | None = None
+    signal: str | None = None  # what the notice means, for code: e.g. "store_quota"
+
+
+@dataclass(slots=True)
+class Stderr(Record):
+    """A batch of stderr lines (one event per window, never one per line), with the count dropped so far."""
+
+    KIND = "stderr"
+    kind: Literal["stderr"] = field(default="stderr", init=False)
+    lines: list[str] = field(default_factory=list)
+    dropped: int = 0
+
+
+@dataclass(slots=True)
+class OperationChanged(Record):
+    """A full snapshot of an operation: enough to show it, its rounds and its result after a restart."""
+
+    KIND = "operation"
+    kind: Literal["operation"] = field(default="operation", init=False)
+    key: str = ""
+    op: str = ""
+    method: str = ""
+    name: Any = None
+    status: str = "running"
+    message: str = ""
+    started: float = 0.0
+    rounds: list[Json] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    answered: list[str] = field(default_factory=list)
+    required_capabilities: Json | None = None
+    replay_of: str | None = None
+    params: Json = field(default_factory=dict)
+    pending_requests: Json = field(default_factory=dict)
+    errors: Json = field(default_factory=dict)
+    drafts: Json = field(default_factory=dict)
+    final: Json | None = None
+    validation: Json | None = None
+    log_level: str | None = None
+
+
+@dataclass(slots=True)
+class Progress(Record):
+    KIND = "progress"
+    kind: Literal["progress"] = field(default="progress", init=False)
+    target: str = ""
+    progress: Any = None
+    total: Any = None
+    message: Any = None
+    count: int = 0
+    token: Any = None
+
+
+@dataclass(slots=True)
+class Log(Record):
+    KIND = "log"
+    kind: Literal["log"] = field(default="log", init=False)
+    target: str = ""
+    level: Any = None
+    logger: Any = None
+    data: Any = None
+
+
+@dataclass(slots=True)
+class SubscriptionChanged(Record):
+    KIND = "subscription"
+    kind: Literal["subscription"] = field(default="subscription", init=False)
+    sub: str = ""
+    requested: Json = field(default_factory=dict)
+    acknowledged: Json | None = None
+    dropped: Json | None = None
+    state: str = "opening"
+    subscription_id: Any = None
+    ack_ms: float | None = None
+    reconnects: int = 0
+    problems: list[str] = field(default_factory=list)
+    total: int = 0
+    exchange: str | None = None
+    notifications: list[Json] = field(default_factory=list)  # the notifications this change adds
+
+
+@dataclass(slots=True)
+class Reread(Record):
+    KIND = "reread"
+    kind: Literal["reread"] = field(default="reread", init=False)
+    uri: str = ""
+    op: str = ""
+
+
+@dataclass(slots=True)
+class LinkCreated(Record):
+    KIND = "link_created"
+    kind: Literal["link_created"] = field(default="link_created", init=False)
+    id: str = ""
+    role: str = "viewer"
+    created: float = 0.0
+    expires: float | None = None
+    label: str = ""
+
+
+@dataclass(slots=True)
+class LinkRevoked(Record):
+    KIND = "link_revoked"
+    kind: Literal["link_revoked"] = field(default="link_revoked", init=False)
+    id: str = ""
+    revoked: float = 0.0
+
+
+@dataclass(slots=True)
+class Restored(Record):
+    """The console came back (or the session was imported): what was in flight will never finish."""
+
+    KIND = "restored"
+    kind: Literal["restored"] = field(default="restored", init=False)
+    note: str = ""
+    imported: bool = False
+
+
+@dataclass(slots=True)
+class DeadlineExtended(Record):
+    """Someone chose "Wait longer" on a plain request in flight (an operation records its snapshot instead)."""
+
+    KIND = "deadline_extended"
+    kind: Literal["deadline_extended"] = field(default="deadline_extended", init=False)
+    key: str = ""
+    extensions: int = 0
+
+
+Event = (Restored | SessionCreated | StatusChanged | Discovered | ListsRefreshed | CapabilitiesChanged | RootsChanged
+         | RequestSettingsChanged | ExchangeStarted | ExchangeFinished | Wire | Notice | Stderr | OperationChanged
+         | Progress | Log | SubscriptionChanged | Reread | LinkCreated | LinkRevoked | DeadlineExtended)
+RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in (
+    Restored, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
+    RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, OperationChanged, Progress, Log,
+    SubscriptionChanged, Reread, LinkCreated, LinkRevoked, DeadlineExtended)}
+EXCHANGE_KINDS = ("exchange_started", "exchange_finished")
+# The kinds that make or change a timeline entry.
+ENTRY_KINDS = (*EXCHANGE_KINDS, "notice", "operation", "deadline_extended")
+
+
+def load(kind: str, data: Json, version: int = EVENT_VERSION) -> Event:
+    """A typed record from a stored (kind, data) of any known version."""
+    if version == 1:
+        kind, data = migrate_v1(kind, data)
+    elif version != EVENT_VERSION:
+        raise ValueError(f"unknown timeline event version {version!r}")
+    cls = RECORDS.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown timeline event kind {kind!r}")
+    return cast(Event, cls.from_data(data))
+
+
+def migrate_v1(kind: str, data: Json) -> tuple[str, Json]:
+    """Version 1 → 2: the five shapes of "session" become their own kinds; payloads gain their v2 names."""
+    data = dict(data)
+    if kind == "session":
+        if "status" in data:
+            return "status", data
+        if "lists" in data:  # v1 recorded only how many items each list had
+            return "lists_refreshed", {"only": data.get("only"), "lists": {}, "counts": data["lists"]}
+        if "capabilities" in data:
+            return "capabilities_changed", {"capabilities": data["capabilities"], "saved": bool(data.get("saved"))}
+        if "roots" in data:
+            return "roots_changed", {"roots": data["roots"], "saved": bool(data.get("saved", True))}
+        if "request_settings" in data:
+            return "request_settings_changed", dict(data["request_settings"])
+        raise ValueError(f"a v1 session event of no known shape: {sorted(data)}")
+    if kind == "exchange":
+        return ("exchange_started", data) if data.get("status") == "pending" and "duration_ms" not in data \
+            else ("exchange_finished", data)
+    if kind == "wire":
+        data["frame_kind"] = data.pop("kind", None)
+        return "wire", data
+    if kind == "notice":
+        return "notice", {k: data[k] for k in ("level", "message", "raw") if k in data}
+    if kind == "stderr":  # v1 recorded one line per event
+        return "stderr", {"lines": [data.get("line", "")]}
+    if kind == "operation":  # v1 snapshots lacked what a restart needs to show the result: left empty
+        return "operation", data
+    return kind, data
 
 
 @dataclass(slots=True)
 class TimelineEvent:
+    """The envelope: which session, its sequence number, when, and the typed record."""
+
     session_id: str
     seq: int
-    kind: str
-    data: dict[str, Any]
+    record: Event
     at: float = field(default_factory=time.time)
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def kind(self) -> str:
+        return self.record.kind
+
+    @property
+    def data(self) -> Json:
+        return self.record.to_data()
+
+    def to_dict(self) -> Json:
         return {"v": EVENT_VERSION, "session_id": self.session_id, "seq": self.seq, "kind": self.kind,
                 "at": self.at, "data": self.data}
 
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> TimelineEvent:
+    def from_dict(cls, raw: Json) -> TimelineEvent:
         raw = dict(raw)
         version = raw.pop("v")
-        if version != EVENT_VERSION:
+        if version not in (1, EVENT_VERSION):
             raise ValueError(f"unknown timeline event version {version!r}")
-        event = cls(session_id=raw.pop("session_id"), seq=raw.pop("seq"), kind=raw.pop("kind"),
-                    data=raw.pop("data"), at=raw.pop("at"))
+        event = cls(session_id=raw.pop("session_id"), seq=raw.pop("seq"),
+                    record=load(raw.pop("kind"), raw.pop("data"), version), at=raw.pop("at"))
         if raw:  # every key consumed: an unknown key means a newer writer, so say so
             raise ValueError(f"unknown keys in timeline event: {sorted(raw)}")
         return event
+
+    @classmethod
+    def from_json(cls, text: str) -> TimelineEvent:
+        return cls.from_dict(json.loads(text))

@@ -13,13 +13,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app import __version__
-from app.console.events import TimelineEvent
+from app.console.events import EXCHANGE_KINDS, TimelineEvent
 from app.console.secrets import Redactor, is_secret, mask_url, mask_value, mask_wire
-from app.console.session import Target
 from app.console.store import Store
+from app.console.target import Target, target_from
 
 FORMAT = "mcp-console-session"
-VERSION = 1
+VERSION = 2  # 2: events are typed (event version 2); files of version 1 still import
 # Headers curl sets itself, or that would change what comes back (compressed bytes on a terminal).
 CURL_SKIP = frozenset({"host", "content-length", "accept-encoding", "connection"})
 
@@ -36,9 +36,13 @@ def session_file(session_id: str, meta: dict[str, Any], created: float, store: S
         for event in events:
             if event["kind"] == "wire":
                 event["data"] = mask_wire(event["data"])
-        redact = Redactor(Target(**meta["target"])) if isinstance(meta.get("target"), dict) else None
-        if redact is not None:
-            events, meta = redact(events), {**redact(meta), "target": redact.target_dict()}
+        # One masking for the whole file: every value the owner typed, wherever it appears, and the
+        # target itself (in the metadata and in the session_created event) in its masked form.
+        redact = Redactor(target_from(meta.get("target")))
+        events, meta = redact(events), {**redact(meta), "target": redact.target_dict()}
+        for event in events:
+            if event["kind"] == "session_created":
+                event["data"]["target"] = redact.target_dict()
     return {"format": FORMAT, "version": VERSION, "exported_at": _iso(time.time()), "console_version": __version__,
             "secrets": "included" if include_secrets else "masked",
             "session": {"id": session_id, "created": created, "meta": meta}, "events": events}
@@ -48,7 +52,7 @@ def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEv
     """Validate an uploaded session file; returns (meta, created, events). Raises ValueError."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError("not an MCP Console session file")
-    if data.get("version") != VERSION:
+    if data.get("version") not in (1, VERSION):
         raise ValueError(f"session file version {data.get('version')!r} is not supported (this reads {VERSION})")
     session = data.get("session")
     if not isinstance(session, dict) or not isinstance(session.get("meta"), dict):
@@ -63,12 +67,12 @@ def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEv
 def exchanges(session_id: str, store: Store) -> OrderedDict[str, dict[str, Any]]:
     """Every exchange's entry facts and wire events, in the order they started."""
     out: OrderedDict[str, dict[str, Any]] = OrderedDict()
-    for event in store.events(session_id, kinds=("exchange", "wire")):
+    for event in store.events(session_id, kinds=(*EXCHANGE_KINDS, "wire")):
         key = event.data.get("exchange") if event.kind == "wire" else event.data.get("key")
         if not key:
             continue
         item = out.setdefault(key, {"entry": {}, "wire": []})
-        if event.kind == "exchange":
+        if event.kind in EXCHANGE_KINDS:
             item["entry"].update(event.data)
         else:
             item["wire"].append(event.data)

@@ -2,6 +2,10 @@
 
 A socket that falls behind is marked for reset (it reloads); it never slows the others. A
 reconnecting tab says the last sequence number it saw and gets what it missed from a bounded ring.
+
+What travels is text: an event is serialized once when published (its JSON) and everything past
+that point — the ring, the renderer's input, the sockets' queues — holds strings, never a live
+object. A hub between processes (Redis) can carry exactly the same messages.
 """
 
 from __future__ import annotations
@@ -16,11 +20,18 @@ from app.console.events import TimelineEvent
 Renderer = Callable[[TimelineEvent], str | None]
 
 
-class _Unrendered:
-    """Marks a ring slot whose owner payload was never rendered (nobody, or only masked tabs, watched)."""
+class Payload(str):
+    """A rendered fragment, as the sockets receive it."""
 
 
-UNRENDERED = _Unrendered()
+class Serialized(str):
+    """A serialized event (its JSON), not rendered yet."""
+
+
+# A ring slot: seq, the serialized event, and the owner's rendering of it: a Payload, NOTHING when it renders
+# to nothing, or None when no owner tab was watching (rendered on demand). Text only, never a live object.
+NOTHING = Payload("")
+Slot = tuple[int, Serialized, Payload | None]
 
 
 @dataclass(eq=False)
@@ -28,7 +39,7 @@ class Subscriber:
     session_id: str
     queue: asyncio.Queue[tuple[int, str]]
     link_id: str | None = None  # the share link this socket came in through, if any
-    masked: bool = False  # a link holder's or presenter's tab: gets the masked rendering
+    masked: bool = False  # a link holder or presenter tab: gets the masked rendering of every event
     overflow: asyncio.Event = field(default_factory=asyncio.Event)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
     close_reason: str = ""
@@ -47,19 +58,16 @@ class Subscriber:
 
 
 class Hub:
-    """`render` makes the owner's fragment; a renderer with a `masked` method also makes the fragment
-    for masked sockets (link holders, presenter mode), rendered only when such a socket is open."""
-
     def __init__(self, render: Renderer, queue_size: int = 2000, ring_size: int = 2000) -> None:
         self._render = render
+        # Link holders' tabs get the same event rendered with the owner's typed values masked.
         self._render_masked: Renderer = getattr(render, "masked", render)
         self._queue_size = queue_size
         self._ring_size = ring_size
         self._subs: dict[str, set[Subscriber]] = {}
-        # Per session: the last events, each with the owner's rendered payload (str), None when it
-        # renders to nothing, or UNRENDERED when nobody was watching (rendered on demand). Masked tabs
-        # catching up render the event again, masked.
-        self._rings: dict[str, deque[tuple[int, TimelineEvent, str | _Unrendered | None]]] = {}
+        # Per session: the last events as slots (above). Masked tabs catching up render the serialized
+        # event again, masked.
+        self._rings: dict[str, deque[Slot]] = {}
         # Per session: the newest seq that left the ring. A tab that saw at least that much can be
         # caught up from the ring; the seqs in between are frames, which tabs never get anyway.
         self._floors: dict[str, int] = {}
@@ -73,23 +81,33 @@ class Hub:
         """
         if event.kind == "wire":
             return  # frames render to nothing: they never reach a tab, and must not crowd the ring
-        subs = self._subs.get(event.session_id)
-        ring = self._ring(event.session_id, event.seq - 1)
+        self.publish_serialized(event.session_id, event.seq, Serialized(event.to_json()))
+
+    def publish_serialized(self, session_id: str, seq: int, message: Serialized) -> None:
+        """The hub's own entry point: a serialized event (what a hub between processes receives)."""
+        subs = self._subs.get(session_id)
+        ring = self._ring(session_id, seq - 1)
         if len(ring) == ring.maxlen:
-            self._floors[event.session_id] = ring[0][0]  # that event is about to leave the ring
+            self._floors[session_id] = ring[0][0]  # that event is about to leave the ring
         if not subs:
-            ring.append((event.seq, event, UNRENDERED))
+            ring.append((seq, message, None))
             return
-        payload = self._render(event) if any(not sub.masked for sub in subs) else UNRENDERED
-        ring.append((event.seq, event, payload))
-        if payload is None:
+        event = TimelineEvent.from_json(message)
+        payload = self._text(self._render, event) if any(not sub.masked for sub in subs) else None
+        ring.append((seq, message, payload))
+        if payload is NOTHING:
             return
-        masked = self._render_masked(event) if any(sub.masked for sub in subs) else None
+        masked = self._text(self._render_masked, event) if any(sub.masked for sub in subs) else None
         self.rendered += 1
         for sub in subs:
             chosen = masked if sub.masked else payload
-            if isinstance(chosen, str):
-                sub.offer(event.seq, chosen)
+            if chosen:
+                sub.offer(seq, chosen)
+
+    @staticmethod
+    def _text(render: Renderer, event: TimelineEvent) -> Payload:
+        rendered = render(event)
+        return NOTHING if not rendered else Payload(rendered)
 
     def subscribe(self, session_id: str, last_seq: int | None, current_seq: int,
                   link_id: str | None = None, masked: bool = False) -> tuple[Subscriber, bool]:
@@ -104,19 +122,20 @@ class Hub:
             if last_seq < self._floors[session_id]:
                 whole = False
             else:
-                for seq, event, item in ring:
-                    if seq <= last_seq or item is None:
+                for seq, message, item in ring:
+                    if seq <= last_seq or item is NOTHING:
                         continue
-                    if masked:
-                        payload = self._render_masked(event)
+                    if masked or item is None:
+                        event = TimelineEvent.from_json(message)
+                        payload = self._text(self._render_masked if masked else self._render, event)
                     else:
-                        payload = self._render(event) if isinstance(item, _Unrendered) else item
-                    if payload is not None:
+                        payload = item
+                    if payload:
                         sub.offer(seq, payload)
         self._subs.setdefault(session_id, set()).add(sub)
         return sub, whole
 
-    def _ring(self, session_id: str, known_up_to: int) -> deque[tuple[int, TimelineEvent, str | _Unrendered | None]]:
+    def _ring(self, session_id: str, known_up_to: int) -> deque[Slot]:
         """The session's ring; a new one (e.g. after a restart) knows nothing up to `known_up_to`."""
         ring = self._rings.get(session_id)
         if ring is None:

@@ -9,12 +9,12 @@ reconnect is simply a new listen request with a new id.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from app.console.events import SubscriptionChanged
 from app.mcp.jsonrpc import Frame
 from app.mcp.stdio import SUBSCRIPTION_KEY
 
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 SubState = Literal["opening", "active", "closed_by_server", "connection_lost", "reconnecting", "stopped"]
 ACK_DEADLINE_S = 5.0
 MAX_BACKOFF_S = 5.0
-_ids = itertools.count(1)
 LIST_METHODS = {
     "notifications/tools/list_changed": "tools",
     "notifications/prompts/list_changed": "prompts",
@@ -62,12 +61,13 @@ class Subscription:
                 out[key] = value
         return out
 
-    def snapshot(self) -> dict[str, Any]:
-        return {"sub": self.id, "requested": self.requested, "acknowledged": self.acknowledged,
-                "dropped": self.dropped() if self.acknowledged is not None else None, "state": self.state,
-                "subscription_id": self.subscription_id, "ack_ms": self.ack_ms, "reconnects": self.reconnects,
-                "problems": list(self.problems), "total": self.total, "exchange": self.exchange_key,
-                "notifications": list(self.notifications)[-20:]}
+    def snapshot(self, added: list[dict[str, Any]] | None = None) -> SubscriptionChanged:
+        """The subscription as it is now, and the notifications this change adds (the fold keeps the history)."""
+        return SubscriptionChanged(
+            sub=self.id, requested=self.requested, acknowledged=self.acknowledged,
+            dropped=self.dropped() if self.acknowledged is not None else None, state=self.state,
+            subscription_id=self.subscription_id, ack_ms=self.ack_ms, reconnects=self.reconnects,
+            problems=list(self.problems), total=self.total, exchange=self.exchange_key, notifications=added or [])
 
 
 class Listeners:
@@ -76,11 +76,27 @@ class Listeners:
         self.subs: dict[str, Subscription] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
-    def _record(self, sub: Subscription) -> None:
-        self.session.timeline.append("subscription", sub.snapshot())
+    def _record(self, sub: Subscription, added: list[dict[str, Any]] | None = None) -> None:
+        self.session.timeline.append(sub.snapshot(added))
 
-    def start(self, requested: dict[str, Any]) -> Subscription:
-        sub = Subscription(id=f"L{next(_ids)}", requested=requested)
+    def _new_id(self) -> str:
+        """L1, L2, …: unique within the session, also after a restart (past the ids the fold knows)."""
+        known = [k[1:] for k in [*self.session.state.subscriptions, *self.subs] if k[1:].isdigit()]
+        return f"L{max([0, *map(int, known)]) + 1}"
+
+    def resume(self) -> list[Subscription]:
+        """After a restart: listen again, under the same ids, to what was live when the console went down."""
+        resumed = []
+        for rec in list(self.session.state.subscriptions.values()):
+            if rec.resume and rec.id not in self.subs:
+                resumed.append(self.start(rec.requested, sub_id=rec.id, reconnects=rec.reconnects + 1,
+                                          total=rec.total))
+        return resumed
+
+    def start(self, requested: dict[str, Any], sub_id: str | None = None, reconnects: int = 0,
+              total: int = 0) -> Subscription:
+        sub = Subscription(id=sub_id or self._new_id(), requested=requested,
+                           reconnects=reconnects, total=total)
         self.subs[sub.id] = sub
         task = asyncio.get_running_loop().create_task(self._run(sub), name=f"listen-{self.session.id}-{sub.id}")
         self._tasks[sub.id] = task
@@ -177,8 +193,11 @@ class Listeners:
             if sub.acknowledged is None:
                 sub.problems.append(f"{frame.method} arrived before the acknowledgement")
             sub.total += 1
-            sub.notifications.append({"method": frame.method, "params": frame.params, "at": time.time()})
+            note = {"method": frame.method, "params": frame.params, "at": time.time()}
+            sub.notifications.append(note)
             self._react(frame)
+            self._record(sub, [note])
+            return
         self._record(sub)
 
     def _react(self, frame: Frame) -> None:

@@ -104,8 +104,7 @@ class NotificationBudget:
         if dropped is None:
             return
         count, total = dropped
-        self._emit("log", {"target": target, "level": "warning", "logger": "mcp-console", "dropped": count,
-                           "dropped_bytes": total,
+        self._emit("log", {"target": target, "level": "warning", "logger": "mcp-console",
                            "data": f"{count} more notifications, {total / 1024 / 1024:.1f} MB, not kept "
                                    f"(past {self._limit} bytes for this entry; setting max_entry_notification_bytes)"})
 

@@ -2,31 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 import httpx
 
-from app.console.events import TimelineEvent
+from app.console.events import RECORDS, LinkCreated, LinkRevoked, TimelineEvent
 from app.console.hub import Hub, Renderer
-from app.console.session import ConsoleSession, Target, new_session_id
+from app.console.links import ShareLink
+from app.console.session import ConsoleSession, new_session_id
 from app.console.sharing import LinkRegistry
 from app.console.store import SqliteStore, Store
+from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.settings import Settings
 
-
-def target_from(raw: Any) -> Target:
-    """A Target from stored or imported data, taking only the fields it knows."""
-    raw = raw if isinstance(raw, dict) else {}
-    known = {f.name for f in fields(Target)}
-    data = {k: v for k, v in raw.items() if k in known}
-    if data.get("kind") not in ("http", "stdio"):
-        data["kind"] = "http"
-    return Target(**data)
+# Everything but frames: the state is their fold (frames are read per entry, on demand).
+RESTORE_KINDS = tuple(k for k in RECORDS if k != "wire")
 
 
-RESTORE_KINDS = ("exchange", "notice", "operation", "progress", "log", "stderr")
+__all__ = ["RESTORE_KINDS", "SessionManager", "target_from"]
 
 
 class SessionManager:
@@ -36,7 +30,7 @@ class SessionManager:
         self.hub = Hub(render, queue_size=settings.ws_queue_size, ring_size=settings.ws_queue_size)
         self.tasks = TaskGroup()
         self.sessions: dict[str, ConsoleSession] = {}
-        self.links = LinkRegistry(self.store, self.hub)
+        self.links = LinkRegistry(self.store, self.hub, self._link_changed)
         # One client for every HTTP target: connection pooling, and one place to set limits.
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), follow_redirects=False,
                                       limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
@@ -51,18 +45,19 @@ class SessionManager:
         """Bring back every stored session, disconnected, with its recent timeline."""
         count = 0
         for row in self.store.list_sessions():
-            meta = row["meta"]
-            target = target_from(meta.get("target"))
-            session = ConsoleSession(row["id"], target, self.settings, self.store, self.hub.publish, self.http,
-                                     created=row["created"])
+            meta = row["meta"]  # a cache: read for a version-1 log only (see ConsoleSession.restore)
+            session = ConsoleSession(row["id"], target_from(meta.get("target")), self.settings, self.store,
+                                     self.hub.publish, self.http, created=row["created"], new=False)
             session.last_activity = row["updated"]
             last = self.store.count(row["id"])
-            events = self.store.events(row["id"], kinds=RESTORE_KINDS, before_seq=last + 1,
-                                       limit=self.settings.timeline_window * 20)
-            note = "imported: read-only" if meta.get("read_only") else \
+            events = self.store.events(row["id"], kinds=RESTORE_KINDS)
+            read_only = bool(meta.get("read_only")) or any(
+                e.kind == "restored" and e.data["imported"] for e in events)
+            note = "imported: read-only" if read_only else \
                 "The console restarted. Reconnect to send requests; the timeline is as it was."
-            session.restore(meta, events, note, last_seq=last)
+            session.restore(meta, events, note, last_seq=last, imported=read_only)
             session.timeline.set_total(self.store.entry_count(row["id"]))
+            session.touch(force=True)
             self.sessions[session.id] = session
             count += 1
         return count
@@ -71,19 +66,35 @@ class SessionManager:
         """A session from a file: read-only, no target connected, looking as it did."""
         target = target_from(meta.get("target"))
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http,
-                                 created=created)
-        moved = [TimelineEvent(session.id, e.seq, e.kind, e.data, e.at) for e in events]
+                                 created=created, new=False)
+        moved = [TimelineEvent(session.id, e.seq, e.record, e.at) for e in events]
         for event in moved:
             self.store.append(event)
-        meta = {**meta, "read_only": True}
-        session.restore(meta, moved[-self.settings.timeline_window * 20:], "Imported from a session file: read-only.")
+        session.restore({**meta, "read_only": True}, [e for e in moved if e.kind != "wire"],
+                        "Imported from a session file: read-only.", imported=True)
         session.timeline.set_total(self.store.entry_count(session.id))
         self.sessions[session.id] = session
         self.store.save_session(session.id, session.meta(), created, session.last_activity)
         return session
 
     def start(self, session: ConsoleSession) -> None:
-        self.tasks.spawn(f"connect-{session.id}", session.connect())
+        self.tasks.spawn(f"connect-{session.id}", self._connect(session))
+
+    async def _connect(self, session: ConsoleSession) -> None:
+        await session.connect()
+        if session.status == "connected":  # what was listening when the console went down listens again
+            session.listeners.resume()
+
+    def _link_changed(self, link: ShareLink, created: bool) -> None:
+        """Links are part of the session's fold (the links table stays the source of token hashes)."""
+        session = self.sessions.get(link.session_id)
+        if session is None:
+            return
+        if created:
+            session.timeline.append(LinkCreated(id=link.id, role=link.role, created=link.created,
+                                                expires=link.expires, label=link.label))
+        else:
+            session.timeline.append(LinkRevoked(id=link.id, revoked=link.revoked or 0.0))
 
     def get(self, session_id: str) -> ConsoleSession | None:
         return self.sessions.get(session_id)

@@ -12,7 +12,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from app.console.events import OperationChanged
 from app.console.outputs import validate_structured
+from app.console.state import OperationRecord
 from app.mcp import mrtr
 from app.mcp.client import KNOWN_RESULT_TYPES, Reply
 from app.mcp.state import analyze, compare
@@ -83,13 +85,45 @@ class Operation:
     def last(self) -> Round | None:
         return self.rounds[-1] if self.rounds else None
 
-    def snapshot(self) -> dict[str, Any]:
-        """What the timeline records for this operation (a full snapshot each time)."""
-        return {"key": self.key, "op": self.id, "method": self.method, "name": self.name, "status": self.status,
-                "message": self.message, "started": self.started,
-                "rounds": [asdict(r) | {"human_ms": r.human_ms} for r in self.rounds],
-                "pending": sorted(self.pending), "answered": sorted(self.answers),
-                "required_capabilities": self.required_capabilities, "replay_of": self.replay_of}
+    def snapshot(self) -> OperationChanged:
+        """What the timeline records for this operation: a full snapshot, enough to show it after a restart."""
+        return OperationChanged(
+            key=self.key, op=self.id, method=self.method, name=self.name, status=self.status, message=self.message,
+            started=self.started, rounds=[asdict(r) | {"human_ms": r.human_ms} for r in self.rounds],
+            pending=sorted(self.pending), answered=sorted(self.answers),
+            required_capabilities=self.required_capabilities, replay_of=self.replay_of, params=self.params,
+            pending_requests=dict(self.pending), errors=dict(self.errors), drafts=dict(self.drafts),
+            final=reply_json(self.final) if self.final is not None else None, validation=self.validation,
+            log_level=self.log_level)
+
+
+def reply_json(reply: Reply) -> dict[str, Any]:
+    """A reply as JSON: what the JSON twins show and what an operation's final event records."""
+    return {
+        "key": reply.key,
+        "id": reply.id,
+        "method": reply.method,
+        "params": reply.params,
+        "ok": reply.ok,
+        "result": reply.result,
+        "result_type": reply.result_type,
+        "error": _error_json(reply),
+        "duration_ms": reply.duration_ms,
+        "warnings": reply.warnings,
+        "notification_count": reply.notification_count,
+        "notifications": [f.message for f in reply.notifications],  # the last ones; the wire has all
+    }
+
+
+def _error_json(reply: Reply) -> dict[str, Any] | None:
+    err = reply.error
+    if err is None:
+        return None
+    data: dict[str, Any] = {"type": type(err).__name__, "message": str(err)}
+    for attr in ("code", "data", "http_status", "name"):
+        if hasattr(err, attr):
+            data[attr] = getattr(err, attr)
+    return data
 
 
 class OperationDriver:
@@ -99,11 +133,29 @@ class OperationDriver:
         self.session = session
         self.ops: dict[str, Operation] = {}
 
-    def awaiting(self) -> list[Operation]:
-        return [op for op in self.ops.values() if op.status == "awaiting_input"]
+    def _new_id(self) -> str:
+        """Unique within the session, also after a restart: past the ids the fold already knows."""
+        known = [*self.session.state.operations, *self.ops]
+        n = max([next(_op_ids), *(int(k.split("-", 1)[0]) + 1 for k in known if k.split("-", 1)[0].isdigit())])
+        return f"{n}-{self.session.id[:4]}"
+
+    def awaiting(self) -> list[OperationRecord]:
+        """Operations waiting for answers, as the fold knows them (the page renders records)."""
+        return [op for op in self.session.state.operations.values() if op.status == "awaiting_input"]
+
+    def record_of(self, op: Operation) -> OperationRecord:
+        """The folded record; an operation not yet recorded (its first round not started) shows as it is."""
+        return self.session.state.operations.get(op.id) or OperationRecord.of(op.snapshot())
+
+    def refuse(self, op: Operation, key: str, errors: dict[str, str], drafts: dict[str, list[str]]) -> None:
+        """An answer that did not pass the checks: keep what was typed and say why, in every tab."""
+        if op.status != "awaiting_input" or key not in op.pending:
+            return
+        op.errors[key], op.drafts[key] = errors, drafts
+        self._record(op)
 
     def _record(self, op: Operation) -> None:
-        self.session.timeline.append("operation", op.snapshot())
+        self.session.timeline.append(op.snapshot())
 
     def record(self, op: Operation) -> None:
         """Re-publish an operation as it stands (e.g. its deadline moved): every tab re-renders it."""
@@ -112,7 +164,7 @@ class OperationDriver:
     def create(self, method: str, params: dict[str, Any], replay_of: str | None = None,
                keep_mrtr: bool = False, log_level: str | None = None) -> Operation:
         """A new operation. A replay keeps inputResponses/requestState in its first round (as it was sent)."""
-        op = Operation(id=str(next(_op_ids)) + "-" + self.session.id[:4], method=method,
+        op = Operation(id=self._new_id(), method=method,
                        params={k: v for k, v in params.items() if k not in mrtr.MRTR_KEYS}, replay_of=replay_of)
         op.first_params = {k: v for k, v in params.items() if k != "_meta"} if keep_mrtr else dict(op.params)
         op.log_level = log_level
@@ -248,12 +300,10 @@ class OperationDriver:
         """After -32021: merge the capabilities the server asked for, then run the operation again."""
         async with op.lock:
             wanted = op.required_capabilities or {}
+            caps = dict(self.session.capabilities)
             for name, value in wanted.items():
-                current = self.session.capabilities.get(name)
-                merged = {**(current or {}), **(value if isinstance(value, dict) else {})}
-                self.session.capabilities[name] = merged
-            self.session.timeline.append("session", {"capabilities": self.session.capabilities})
-            self.session.touch(force=True)
+                caps[name] = {**(caps.get(name) or {}), **(value if isinstance(value, dict) else {})}
+            self.session.set_capabilities(caps, saved=False)
             op.required_capabilities = None
             op.status = "running"
             await self._run_round(op, dict(op.params))

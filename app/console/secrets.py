@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
-    from app.console.session import Target
+    from app.console.target import Target
 
 MASK = "••••••"
 # Shorter typed values are masked only where they stand (the target display): replacing every "1" or "on"

@@ -5,21 +5,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import shlex
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import httpx
 
 from app import __version__
-from app.console.events import TimelineEvent
+from app.console.events import (
+    EVENT_VERSION,
+    CapabilitiesChanged,
+    DeadlineExtended,
+    Discovered,
+    ExchangeFinished,
+    ExchangeStarted,
+    LinkCreated,
+    LinkRevoked,
+    ListsRefreshed,
+    Log,
+    Progress,
+    RequestSettingsChanged,
+    Reread,
+    Restored,
+    RootsChanged,
+    SessionCreated,
+    StatusChanged,
+    Stderr,
+    TimelineEvent,
+    Wire,
+)
 from app.console.listen import Listeners
 from app.console.live import NotificationBudget, ProgressCoalescer, StderrBatcher, log_data
 from app.console.operations import OperationDriver
-from app.console.secrets import Redactor
+from app.console.state import DEFAULT_CAPABILITIES, SessionState
 from app.console.store import Store
+from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
@@ -32,7 +52,7 @@ from app.mcp.wire import WireEvent
 from app.settings import Settings
 
 CLIENT_INFO = {"name": "mcp-console", "title": "MCP Console", "version": __version__}
-DEFAULT_CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
+__all__ = ["DEFAULT_CAPABILITIES", "ConsoleSession", "Target", "new_session_id"]
 LISTS = (
     ("tools/list", "tools", "tools"),
     ("resources/list", "resources", "resources"),
@@ -45,71 +65,133 @@ META_SAVE_INTERVAL_S = 1.0
 Status = Literal["new", "connecting", "connected", "unreachable", "failed", "closed"]
 
 
-@dataclass(slots=True)
-class Target:
-    kind: Literal["http", "stdio"]
-    url: str = ""
-    headers: dict[str, str] = field(default_factory=dict)
-    argv: list[str] = field(default_factory=list)
-    cwd: str | None = None
-
-    def describe(self) -> str:
-        return self.url if self.kind == "http" else shlex.join(self.argv)  # pasteable back into a shell
-
-    def shown(self) -> str:
-        """How to show the target to a non-owner: every value the owner typed masked, short ones too."""
-        return Redactor(self).target_display()
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def new_session_id() -> str:
     return secrets.token_urlsafe(9)
 
 
 class ConsoleSession:
+    """A session: commands that append events, and the state those events fold into (read-only here)."""
+
     def __init__(self, session_id: str, target: Target, settings: Settings, store: Store, publish: Publish,
-                 http_client: httpx.AsyncClient, created: float | None = None, seq: int = 0) -> None:
+                 http_client: httpx.AsyncClient, created: float | None = None, seq: int = 0,
+                 new: bool = True, read_only: bool = False) -> None:
         self.id = session_id
-        self.target = target
         self.settings = settings
         self.store = store
         self.created = created or time.time()
         self.last_activity = self.created
-        self.timeline = Timeline(session_id, store, publish, settings.timeline_window, seq)
-        self.status: Status = "new"
-        self.status_message = ""
-        self.status_since: float | None = None  # wall clock of the last status change (shown when unreachable)
-        self.capabilities: dict[str, Any] = {k: dict(v) for k, v in DEFAULT_CAPABILITIES.items()}
-        self.discover: dict[str, Any] | None = None
-        self.lists: dict[str, list[dict[str, Any]]] = {"tools": [], "resources": [], "resourceTemplates": [],
-                                                       "prompts": []}
+        self.timeline = Timeline(session_id, store, publish, settings.timeline_window, seq,
+                                 quota_bytes=settings.max_session_store_bytes)
+        self.state: SessionState = self.timeline.state
+        self._target = target
         self._http = http_client
         self.transport: Transport | None = None
         self.client: McpClient | None = None
-        self.roots: list[dict[str, str]] = [{"uri": "file:///tmp/mcp-console-demo", "name": "Demo workspace"}]
         self.operations = OperationDriver(self)
-        self.progress = ProgressCoalescer(self.timeline.append)
-        self.log_budget = NotificationBudget(self.timeline.append, settings.max_entry_notification_bytes)
-        self.stderr_batch = StderrBatcher(self.timeline.append, settings.max_stderr_lines)
-        self.progress_enabled = True
-        self.log_level = ""  # empty: ask for no logs (the server must then send none)
-        self.auto_refresh = True
-        self.idle_timeout_s = settings.request_idle_timeout_s  # per session: the request settings form
-        self.max_s = settings.request_max_s
+        self.progress = ProgressCoalescer(lambda _kind, data: self.timeline.append(Progress(**data)))
+        self.log_budget = NotificationBudget(lambda _kind, data: self.timeline.append(Log(**data)),
+                                             settings.max_entry_notification_bytes)
+        self.stderr_batch = StderrBatcher(lambda _kind, data: self.timeline.append(Stderr(**data)),
+                                          settings.max_stderr_lines)
         self.cancelled_by: dict[str, str] = {}
         self.listeners = Listeners(self)
         self.background = TaskGroup()
-        self.connects = 0
-        self.last_id = 0  # the highest JSON-RPC id sent, so a reconnect goes on from there
-        self.read_only = False  # an imported session: it shows what happened and sends nothing
         self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
         self._refreshing = asyncio.Lock()
         self._saved_at = 0.0
         self._closing = False
         self._bytes_in: dict[str, int] = {}
         self._http_status: dict[str, int] = {}
+        if new:  # a restored or imported session gets its creation from its stored events instead
+            self.timeline.append(SessionCreated(target=target.to_dict(), capabilities=DEFAULT_CAPABILITIES,
+                                                roots=self.state.roots, read_only=read_only))
+
+    # -- state: folded from the events, never assigned here ----------------
+    @property
+    def target(self) -> Target:
+        return target_from(self.state.target) if self.state.target else self._target
+
+    @property
+    def status(self) -> str:
+        return self.state.status
+
+    @property
+    def status_message(self) -> str:
+        return self.state.status_message
+
+    @property
+    def status_since(self) -> float | None:  # wall clock of the last status change (shown when unreachable)
+        return self.state.status_since
+
+    @property
+    def idle_timeout_s(self) -> float:  # per session (the request settings form), else the console's setting
+        value = self.state.idle_timeout_s
+        return value if value is not None else self.settings.request_idle_timeout_s
+
+    @property
+    def max_s(self) -> float:
+        value = self.state.max_s
+        return value if value is not None else self.settings.request_max_s
+
+    def request_settings(self) -> dict[str, Any]:
+        return {"log_level": self.log_level, "progress": self.progress_enabled, "auto_refresh": self.auto_refresh,
+                "idle_timeout_s": self.idle_timeout_s, "max_s": self.max_s}
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        return self.state.capabilities
+
+    @property
+    def discover(self) -> dict[str, Any] | None:
+        return self.state.discover
+
+    @property
+    def lists(self) -> dict[str, list[dict[str, Any]]]:
+        return self.state.lists
+
+    @property
+    def roots(self) -> list[dict[str, Any]]:
+        return self.state.roots
+
+    @property
+    def log_level(self) -> str:  # empty: ask for no logs (the server must then send none)
+        return self.state.log_level
+
+    @property
+    def progress_enabled(self) -> bool:
+        return self.state.progress_enabled
+
+    @property
+    def auto_refresh(self) -> bool:
+        return self.state.auto_refresh
+
+    @property
+    def connects(self) -> int:
+        return self.state.connects
+
+    @property
+    def last_id(self) -> int:  # the highest JSON-RPC id sent, so a reconnect goes on from there
+        return self.state.last_id
+
+    @property
+    def read_only(self) -> bool:  # an imported session: it shows what happened and sends nothing
+        return self.state.read_only
+
+    # -- commands: each appends the event that says what changed -----------
+    def set_capabilities(self, capabilities: dict[str, Any], saved: bool = True) -> None:
+        self.timeline.append(CapabilitiesChanged(capabilities=capabilities, saved=saved))
+        self.touch(force=True)
+
+    def set_roots(self, roots: list[dict[str, Any]]) -> None:
+        self.timeline.append(RootsChanged(roots=roots))
+        self.touch(force=True)
+
+    def set_request_settings(self, log_level: str, progress: bool, auto_refresh: bool,
+                             idle_timeout_s: float | None = None, max_s: float | None = None) -> None:
+        self.timeline.append(RequestSettingsChanged(log_level=log_level, progress=progress,
+                                                    auto_refresh=auto_refresh, idle_timeout_s=idle_timeout_s,
+                                                    max_s=max_s))
+        self.touch(force=True)
 
     # -- recording --------------------------------------------------------
     def on_wire(self, event: WireEvent) -> None:
@@ -125,7 +207,7 @@ class ConsoleSession:
                     record["raw"], record["note"] = "", f"{size} bytes past max_stream_bytes, not kept"
             if event.http_status is not None:
                 self._http_status.setdefault(event.exchange, event.http_status)
-        self.timeline.append("wire", record)
+        self.timeline.append(wire_record(event, record))
         if event.exchange is None and event.direction == "in":
             what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
                 else f"a frame that {event.note or 'matches no request in flight'}"
@@ -145,44 +227,45 @@ class ConsoleSession:
             self.store.save_session(self.id, self.meta(), self.created, self.last_activity)
 
     def meta(self) -> dict[str, Any]:
-        """What survives a restart besides the timeline itself."""
+        """A cache of the fold for the home page listing and exports; never read back as the truth."""
         return {"target": self.target.to_dict(), "status": self.status, "status_message": self.status_message,
                 "capabilities": self.capabilities, "seq": self.timeline.seq, "discover": self.discover,
                 "lists": self.lists, "roots": self.roots, "connects": self.connects, "last_id": self.last_id,
-                "read_only": self.read_only,
+                "read_only": self.read_only, "events_version": EVENT_VERSION,
                 "request_settings": self.request_settings()}
 
-    def request_settings(self) -> dict[str, Any]:
-        return {"log_level": self.log_level, "progress": self.progress_enabled, "auto_refresh": self.auto_refresh,
-                "idle_timeout_s": self.idle_timeout_s, "max_s": self.max_s}
+    def restore(self, meta: dict[str, Any], events: list[TimelineEvent], note: str, last_seq: int = 0,
+                imported: bool = False) -> None:
+        """Rebuild after a restart or an import: fold the stored events from scratch.
 
-    def restore(self, meta: dict[str, Any], events: list[TimelineEvent], note: str, last_seq: int = 0) -> None:
-        """Rebuild from the store after a restart: the timeline window, what the server said, settings.
-
-        `last_seq` is the highest sequence number stored: new events must continue after it, even
-        when the saved metadata lags behind (a crash between two batched writes).
+        `last_seq` is the highest sequence number stored: new events continue after it. The
+        metadata row is read only for a version-1 log, which never recorded the target, the
+        server's discover answer or the list items: those are appended as events once.
         """
         for event in events:
             self.timeline.fold(event)
-        self.timeline.seq = max([meta.get("seq") or 0, last_seq, *(e.seq for e in events)])
-        self.capabilities = meta.get("capabilities") or self.capabilities
-        self.discover = meta.get("discover")
-        self.lists.update(meta.get("lists") or {})
-        self.roots = meta.get("roots") or self.roots
-        self.connects = int(meta.get("connects") or 0)
-        seen_ids = [e.get("id") for e in [*self.timeline.entries.values(), *self.timeline.rounds.values()]]
-        self.last_id = max([int(meta.get("last_id") or 0), *(i for i in seen_ids if isinstance(i, int))])
-        self.read_only = bool(meta.get("read_only"))
-        settings = meta.get("request_settings") or {}
-        self.log_level = settings.get("log_level", "")
-        self.progress_enabled = settings.get("progress", True)
-        self.auto_refresh = settings.get("auto_refresh", True)
-        self.idle_timeout_s = float(settings.get("idle_timeout_s") or self.idle_timeout_s)
-        self.max_s = float(settings.get("max_s") or self.max_s)
-        self.status, self.status_message = "closed", note
-        for entry in self.timeline.entries.values():  # what was in flight at the restart never finished
-            if entry.get("status") in ("pending", "running", "awaiting_input"):
-                entry["status"] = "interrupted"
+        self.state.seq = max([self.state.seq, last_seq, *(e.seq for e in events)])
+        if not self.state.target:  # a version-1 log: it never recorded the session's creation
+            self._restore_v1(meta)
+        if imported:  # read-only: its log stays exactly the file's; the view is folded, not stored
+            self.timeline.fold(TimelineEvent(self.id, self.state.seq, Restored(note=note, imported=True)))
+        else:
+            self.timeline.append(Restored(note=note))
+
+    def _restore_v1(self, meta: dict[str, Any]) -> None:
+        """Carry a version-1 session forward: what v1 kept only in its metadata row becomes events."""
+        self.timeline.append(SessionCreated(target=dict(meta.get("target") or self._target.to_dict()),
+                                            capabilities=self.capabilities, roots=self.roots,
+                                            read_only=bool(meta.get("read_only"))))
+        if isinstance(meta.get("discover"), dict):
+            self.timeline.append(Discovered(result=meta["discover"]))
+        lists = {k: v for k, v in (meta.get("lists") or {}).items() if isinstance(v, list)}
+        self.timeline.append(ListsRefreshed(lists=lists, counts={k: len(v) for k, v in lists.items()}))
+        for link in self.store.links(self.id):
+            self.timeline.append(LinkCreated(id=link["id"], role=link["role"], created=link["created"],
+                                             expires=link.get("expires"), label=link.get("label") or ""))
+            if link.get("revoked"):
+                self.timeline.append(LinkRevoked(id=link["id"], revoked=link["revoked"]))
 
     # -- connecting -------------------------------------------------------
     def _make_transport(self) -> Transport:
@@ -195,9 +278,7 @@ class ConsoleSession:
                               max_stream_bytes=self.settings.max_stream_bytes)
 
     def _set_status(self, status: Status, message: str = "") -> None:
-        self.status, self.status_message = status, message
-        self.status_since = time.time()
-        self.timeline.append("session", {"status": status, "message": message, "since": self.status_since})
+        self.timeline.append(StatusChanged(status=status, message=message, since=time.time()))
         self.touch(force=True)
 
     async def connect(self) -> None:
@@ -208,7 +289,6 @@ class ConsoleSession:
         self._closing = False
         self._set_status("connecting")
         self.transport = self._make_transport()
-        self.connects += 1
         self.client = McpClient(self.transport, ClientConfig(
             client_info=CLIENT_INFO, capabilities=lambda: self.capabilities,
             idle_timeout_s=self.idle_timeout_s, max_s=self.max_s, key_prefix=f"c{self.connects}",
@@ -222,7 +302,7 @@ class ConsoleSession:
         if not reply.ok or reply.result is None:
             self._set_status("failed", f"server/discover failed: {reply.error}")
             return
-        self.discover = reply.result
+        self.timeline.append(Discovered(result=reply.result))
         self._set_status("connected", self._version_note())
         await self.refresh_lists()
 
@@ -250,16 +330,18 @@ class ConsoleSession:
 
     async def _refresh_lists(self, only: str | None) -> None:
         assert self.client is not None
+        fetched: dict[str, list[dict[str, Any]]] = {}
         for method, key, capability in LISTS:
             if only and key != only:
                 continue
             if capability not in self.server_capabilities:
                 continue
             items, _ = await self.client_list(method, key)
-            self.lists[key] = items
+            fetched[key] = items
             if key == "tools":
                 self.client.learn_tools(items)
-        self.timeline.append("session", {"lists": {k: len(v) for k, v in self.lists.items()}, "only": only})
+        counts = {k: len(fetched.get(k, v)) for k, v in self.lists.items()}
+        self.timeline.append(ListsRefreshed(only=only, lists=fetched, counts=counts))
         self.touch(force=True)
 
     async def client_list(self, method: str, key: str) -> tuple[list[dict[str, Any]], list[Reply]]:
@@ -294,14 +376,11 @@ class ConsoleSession:
         target = f"op-{op}" if op else key
         token = key if self.progress_enabled and not stream else None
         message = client.build(method, params, progress_token=token, log_level=log_level or self.log_level or None)
-        if isinstance(message["id"], int):
-            self.last_id = max(self.last_id, message["id"])
         name = params.get("name") or params.get("uri")
         if not stream:  # armed before the entry is first shown, so it shows the countdown from the start
             client.arm(key, self.idle_timeout_s, self.max_s)
-        entry: dict[str, Any] = {"key": key, "method": method, "name": name, "id": message["id"],
-                                 "status": "pending", "op": op, "round": round_, "replay_of": replay_of}
-        self.timeline.append("exchange", entry)
+        self.timeline.append(ExchangeStarted(key=key, method=method, name=name, id=message["id"], op=op,
+                                             round=round_, replay_of=replay_of))
         if on_start is not None:
             on_start(key, message["id"])
 
@@ -309,7 +388,7 @@ class ConsoleSession:
             if frame.method == "notifications/progress":
                 self.progress.offer(target, frame)
             elif frame.method == "notifications/message" and self.log_budget.take(target, len(frame.raw)):
-                self.timeline.append("log", log_data(target, frame))
+                self.timeline.append(Log(**log_data(target, frame)))
             if on_notification is not None:
                 on_notification(frame)
 
@@ -317,7 +396,7 @@ class ConsoleSession:
                                      idle_timeout_s=self.idle_timeout_s, max_s=self.max_s)
         self.progress.done(target)
         self.log_budget.done(target)
-        self.timeline.append("exchange", self._finished(key, reply) | {"op": op, "round": round_})
+        self.timeline.append(self._finished(key, reply, op, round_))
         self._note_reachability(reply)
         self.touch()
         return reply
@@ -344,10 +423,21 @@ class ConsoleSession:
                 "left_s": max(0.0, deadline.left()), "idle_s": deadline.idle_s, "extensions": deadline.extensions}
 
     def wait_longer(self, key: str) -> dict[str, Any] | None:
-        """Push out the idle deadline of a request in flight by one idle period."""
-        if self.client is None or self.client.wait_longer(key) is None:
+        """Push out the idle deadline of a request in flight (an exchange key, or op-<id>) by one idle period.
+
+        Every tab learns the new deadline the one way tabs learn anything: an event that re-renders the entry.
+        """
+        op = self.operations.ops.get(key.removeprefix("op-")) if key.startswith("op-") else None
+        exchange = (op.last.key if op is not None and op.last is not None else "") if key.startswith("op-") else key
+        if self.client is None or not exchange or self.client.wait_longer(exchange) is None:
             return None
-        return self.deadline_view(key)
+        view = self.deadline_view(exchange)
+        assert view is not None
+        if op is not None:
+            self.operations.record(op)
+        else:
+            self.timeline.append(DeadlineExtended(key=exchange, extensions=view["extensions"]))
+        return view
     async def cancel(self, key: str, who: str) -> bool:
         """Cancel an in-flight request: HTTP closes its stream, stdio sends notifications/cancelled."""
         if self.client is None:
@@ -355,7 +445,7 @@ class ConsoleSession:
         self.cancelled_by[key] = who
         return await self.client.cancel(key, f"cancelled by the {who}")
 
-    def _finished(self, key: str, reply: Reply) -> dict[str, Any]:
+    def _finished(self, key: str, reply: Reply, op: str | None, round_: int | None) -> ExchangeFinished:
         status = "ok"
         if reply.error is not None:
             status = "cancelled" if type(reply.error).__name__ == "RequestCancelled" else "error"
@@ -364,17 +454,16 @@ class ConsoleSession:
         elif reply.result and reply.result.get("isError") is True:
             status = "tool_error"
         first = reply.first_byte
-        return {"key": key, "status": status, "duration_ms": reply.duration_ms,
-                "cancelled_by": self.cancelled_by.pop(key, None),
-                "ttfb_ms": None if first is None else (first - reply.sent) * 1000,
-                "bytes_in": self._bytes_in.pop(key, 0), "http_status": self._http_status.pop(key, None),
-                "error": str(reply.error) if reply.error else None,
-                "error_code": getattr(reply.error, "code", None), "warnings": reply.warnings,
-                "result_type": reply.result_type, "notifications": reply.notification_count}
+        return ExchangeFinished(
+            key=key, status=status, duration_ms=reply.duration_ms, cancelled_by=self.cancelled_by.pop(key, None),
+            ttfb_ms=None if first is None else (first - reply.sent) * 1000, bytes_in=self._bytes_in.pop(key, 0),
+            http_status=self._http_status.pop(key, None), error=str(reply.error) if reply.error else None,
+            error_code=getattr(reply.error, "code", None), warnings=list(reply.warnings),
+            result_type=reply.result_type, notifications=reply.notification_count, op=op, round=round_)
 
     async def reread(self, uri: str) -> None:
         op = await self.operations.start("resources/read", {"uri": uri})
-        self.timeline.append("reread", {"uri": uri, "op": op.id})
+        self.timeline.append(Reread(uri=uri, op=op.id))
 
     async def close(self) -> None:
         self._closing = True
@@ -384,3 +473,9 @@ class ConsoleSession:
             await self.client.close()
         if self.status != "failed":
             self._set_status("closed")
+
+
+def wire_record(event: WireEvent, data: dict[str, Any] | None = None) -> Wire:
+    data = dict(data if data is not None else event.to_dict())
+    data["frame_kind"] = data.pop("kind")
+    return Wire(**data)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from app.console.hub import Hub
 from app.console.links import Role, ShareLink, hash_token, new_link
@@ -10,9 +11,11 @@ from app.console.store import Store
 
 
 class LinkRegistry:
-    def __init__(self, store: Store, hub: Hub) -> None:
+    def __init__(self, store: Store, hub: Hub,
+                 on_change: Callable[[ShareLink, bool], None] | None = None) -> None:
         self._store = store
         self._hub = hub
+        self._on_change = on_change  # (link, created): the session records it as an event
         self._by_hash: dict[str, ShareLink] = {}
         for raw in store.links():
             link = ShareLink.from_dict(raw)
@@ -22,6 +25,8 @@ class LinkRegistry:
         link, token = new_link(session_id, role, ttl_s, label)
         self._by_hash[link.token_hash] = link
         self._store.save_link(link.to_dict())
+        if self._on_change is not None:
+            self._on_change(link, True)
         return link, token
 
     def find(self, token: str | None) -> ShareLink | None:
@@ -40,6 +45,8 @@ class LinkRegistry:
     def revoke(self, link: ShareLink) -> None:
         link.revoked = time.time()
         self._store.save_link(link.to_dict())
+        if self._on_change is not None:
+            self._on_change(link, False)
         self._hub.close_link(link.id, "this share link was revoked")
 
     def forget_session(self, session_id: str) -> None:

@@ -1,4 +1,8 @@
-"""The timeline of one session: the append-only source of truth, with a bounded window in memory."""
+"""The timeline of one session: the append-only source of truth, folded into the session's state.
+
+`append` is the only way state changes: the event is stored, folded (`state.apply`) and then
+published. The state holds a bounded window of entries; older ones are rebuilt from the store.
+"""
 
 from __future__ import annotations
 
@@ -6,86 +10,92 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from app.console.events import TimelineEvent
+from app.console.events import ENTRY_KINDS, EXCHANGE_KINDS, Event, Notice, TimelineEvent
+from app.console.state import SessionState, apply
 from app.console.store import Store
 
 Publish = Callable[[TimelineEvent], None]
-STDERR_KEPT = 500  # stderr lines held in memory and shown in the page's box
+QUOTA_NOTICE = ("stored data for this session reached the quota (setting max_session_store_bytes = {limit} "
+                "bytes); frames are no longer kept")
 
 
 class Timeline:
-    def __init__(self, session_id: str, store: Store, publish: Publish, window: int, seq: int = 0) -> None:
+    def __init__(self, session_id: str, store: Store, publish: Publish, window: int, seq: int = 0,
+                 quota_bytes: int | None = None) -> None:
         self.session_id = session_id
         self._store = store
         self._publish = publish
-        self._window = window
-        self.seq = seq
-        # key → entry snapshot; insertion order is the order entries first appeared.
-        self.entries: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self.stderr: list[str] = []
-        self.stderr_stored = 0  # stderr lines recorded in all, against max_stderr_lines
-        self.stderr_dropped = 0  # lines past max_stderr_lines: counted, not stored
-        self.rounds: OrderedDict[str, dict[str, Any]] = OrderedDict()  # exchange snapshots of operation rounds
-        self.evicted = 0  # entries that left the window: the page offers to load them
-        self.entry_count = 0  # every entry ever, not only the window
+        self._quota = quota_bytes
+        self.state = SessionState(session_id, window=window, seq=seq)
 
-    def append(self, kind: str, data: dict[str, Any]) -> TimelineEvent:
-        self.seq += 1
-        event = TimelineEvent(self.session_id, self.seq, kind, data)
+    # The window lives in the state; these read it.
+    @property
+    def seq(self) -> int:
+        return self.state.seq
+
+    @property
+    def entries(self) -> OrderedDict[str, dict[str, Any]]:
+        return self.state.entries
+
+    @property
+    def rounds(self) -> OrderedDict[str, dict[str, Any]]:
+        return self.state.rounds
+
+    @property
+    def stderr(self) -> list[str]:
+        return self.state.stderr
+
+    @property
+    def stderr_stored(self) -> int:
+        return self.state.stderr_stored
+
+    @property
+    def stderr_dropped(self) -> int:
+        return self.state.stderr_dropped
+
+    @property
+    def evicted(self) -> int:
+        return self.state.evicted
+
+    @property
+    def entry_count(self) -> int:
+        return self.state.entry_count
+
+    def append(self, record: Event) -> TimelineEvent | None:
+        """Record one event: store it, fold it, publish it. None when a frame is past the store quota."""
+        if record.kind == "wire" and self._over_quota():
+            return None
+        event = TimelineEvent(self.session_id, self.state.seq + 1, record)
         self._store.append(event)
-        self.fold(event)
+        apply(self.state, event)
         self._publish(event)
         return event
 
+    def _over_quota(self) -> bool:
+        """Past the quota the raw frames stop being kept (said once); everything else goes on."""
+        if self._quota is None or self._store.stored_bytes(self.session_id) < self._quota:
+            return False
+        if not self.state.store_quota_reached:
+            self.append(Notice(level="warning", message=QUOTA_NOTICE.format(limit=self._quota),
+                               signal="store_quota"))
+        return True
+
     def fold(self, event: TimelineEvent) -> None:
-        """Apply one event to the in-memory window (also used when loading from the store)."""
-        if event.kind == "exchange" and (event.data.get("op") or event.data.get("key") in self.rounds):
-            # A round of an operation: it nests under the operation's entry, not beside it,
-            # and keeps its own snapshot for its detail view.
-            key = event.data["key"]
-            self.rounds[key] = {**self.rounds.get(key, {"seq0": event.seq, "at0": event.at}), **event.data}
-            while len(self.rounds) > self._window * 4:
-                self.rounds.popitem(last=False)
-            return
-        if event.kind in ("exchange", "notice", "operation"):
-            key = event.data.get("key") or f"n{event.seq}"
-            if key in self.entries:
-                self.entries[key] = {**self.entries[key], **event.data}
-            else:
-                self.entries[key] = {"seq0": event.seq, "key": key, "kind": event.kind, **event.data,
-                                     "at0": event.at}
-                self.entry_count += 1
-                while len(self.entries) > self._window:
-                    self.entries.popitem(last=False)
-                    self.evicted += 1
-        elif event.kind in ("progress", "log"):
-            entry = self.entries.get(str(event.data.get("target")))
-            if entry is not None and event.kind == "progress":
-                entry["progress"] = event.data
-            elif entry is not None:
-                logs = entry.setdefault("logs", [])
-                logs.append(event.data)
-                del logs[:-200]
-        elif event.kind == "stderr":
-            # A batch of lines (older sessions recorded one "line" per event).
-            lines = event.data["lines"] if "lines" in event.data else [event.data.get("line", "")]
-            self.stderr.extend(str(line) for line in lines)
-            del self.stderr[:-STDERR_KEPT]
-            self.stderr_stored += len(lines)
-            self.stderr_dropped = max(self.stderr_dropped, int(event.data.get("dropped") or 0))
+        """Fold a stored event without storing it again (restore, import)."""
+        apply(self.state, event)
 
     def set_total(self, count: int) -> None:
         """After a restore: how many entries exist in all (those not in the window load on demand)."""
-        self.entry_count = max(count, len(self.entries))
-        self.evicted = self.entry_count - len(self.entries)
+        self.state.entry_count = max(count, len(self.state.entries))
+        self.state.evicted = self.state.entry_count - len(self.state.entries)
 
     def anchor(self, key: str) -> str:
         """The page element that shows an exchange: its own entry, or the operation it is a round of."""
         rnd = self.rounds.get(key)
         return f"op-{rnd['op']}" if rnd and rnd.get("op") else key
 
-    def notice(self, level: str, message: str, **extra: Any) -> TimelineEvent:
-        return self.append("notice", {"level": level, "message": message, **extra})
+    def notice(self, level: str, message: str, raw: str | None = None, signal: str | None = None) -> None:
+        self.append(Notice(level=level, message=message, raw=raw, signal=signal))
 
     def recent(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Newest first, as the page shows them."""
@@ -98,27 +108,35 @@ class Timeline:
         if found is not None:
             return found
         snapshot: dict[str, Any] = {}
-        for event in self._store.events(self.session_id, exchange=key, kinds=("exchange",)):
+        for event in self._store.events(self.session_id, exchange=key, kinds=(*EXCHANGE_KINDS, "operation")):
             snapshot.update(event.data)
         return snapshot or None
 
     def wire(self, key: str) -> list[dict[str, Any]]:
-        return [e.data | {"seq": e.seq} for e in self._store.events(self.session_id, exchange=key, kinds=("wire",))]
+        """An exchange's frames as the entry's JSON twin shows them (the frame's kind under `kind`, as on the wire)."""
+        out = []
+        for e in self._store.events(self.session_id, exchange=key, kinds=("wire",)):
+            data = e.data
+            data["kind"] = data.pop("frame_kind")
+            out.append(data | {"seq": e.seq})
+        return out
 
     def older(self, before_seq: int, limit: int) -> list[dict[str, Any]]:
         """Entries that started before `before_seq`, newest first, rebuilt from the store."""
-        events = self._store.events(self.session_id, kinds=("exchange", "notice", "operation"),
-                                    before_seq=before_seq, limit=limit * 4)
+        events = self._store.events(self.session_id, kinds=ENTRY_KINDS, before_seq=before_seq, limit=limit * 4)
         folded: OrderedDict[str, dict[str, Any]] = OrderedDict()
         for event in events:
-            key = event.data.get("key") or f"n{event.seq}"
-            if event.kind == "exchange" and event.data.get("op"):
+            data = event.data
+            key = data.get("key") or f"n{event.seq}"
+            if event.kind in EXCHANGE_KINDS and data.get("op"):
                 continue  # rounds nest under their operation
+            kind = "exchange" if event.kind in EXCHANGE_KINDS else event.kind
             if key not in folded:
-                folded[key] = {"seq0": event.seq, "key": key, "kind": event.kind, **event.data, "at0": event.at}
+                folded[key] = {"seq0": event.seq, "key": key, "kind": kind, **data, "at0": event.at}
         keys = list(reversed(folded))[:limit]
         for key in keys:  # later snapshots of an entry may lie after before_seq: take them all
             if folded[key]["kind"] != "notice":
-                for event in self._store.events(self.session_id, exchange=key, kinds=("exchange", "operation")):
+                for event in self._store.events(self.session_id, exchange=key,
+                                                kinds=(*EXCHANGE_KINDS, "operation")):
                     folded[key].update(event.data)
         return [folded[k] for k in keys]

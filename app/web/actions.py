@@ -61,11 +61,12 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
         await task
     else:
         await asyncio.wait({task}, timeout=QUICK_ANSWER_S)
+    record = s.operations.record_of(op)
     data = {**(reply_json(op.final) if op.final else {"ok": False, "result": None}),
-            "status": op.status, "operation": operation_json(op), "output_validation": op.validation}
+            "status": record.status, "operation": operation_json(record), "output_validation": op.validation}
     if wants_json(request):
         return respond(request, True, data, None)
-    return respond(request, False, data, w.render("_operation.html", s=s, op=op, poll=True))
+    return respond(request, False, data, w.render("_operation.html", s=s, op=record, poll=True))
 
 
 @router.post("/sessions/{session_id}/tools/call")

@@ -25,7 +25,7 @@ async def start(request: Request, session_id: str, w: Operator) -> Response:
         requested["resourceSubscriptions"] = list(dict.fromkeys(uris))
     if not requested:
         raise HTTPException(400, "Choose at least one kind of notification to listen for.")
-    sub = s.listeners.start(requested)
+    sub = s.state.subscriptions[s.listeners.start(requested).id]
     return respond(request, False, sub.snapshot(), w.render("_subscription.html", s=s, sub=sub))
 
 
@@ -36,7 +36,8 @@ async def stop(request: Request, session_id: str, sub_id: str, w: Operator) -> R
     if sub is None:
         raise HTTPException(404, f"No subscription {sub_id!r}")
     await s.listeners.stop(sub, principal(request).role)
-    return respond(request, False, sub.snapshot(), w.render("_subscription.html", s=s, sub=sub))
+    record = s.state.subscriptions[sub.id]
+    return respond(request, False, record.snapshot(), w.render("_subscription.html", s=s, sub=record))
 
 
 @router.post("/sessions/{session_id}/request-settings")
@@ -48,13 +49,9 @@ async def request_settings(request: Request, session_id: str, w: Operator) -> Re
         raise HTTPException(400, f"Unknown log level {level!r}")
     idle_s = _seconds(form.first("idle_timeout_s"), s.idle_timeout_s, "Idle deadline")
     max_s = _seconds(form.first("max_s"), s.max_s, "Overall maximum")
-    s.log_level = level
-    s.progress_enabled = form.first("progress") == "on"
-    s.auto_refresh = form.first("auto_refresh") == "on"
-    s.idle_timeout_s, s.max_s = idle_s, max_s
-    s.touch(force=True)
+    s.set_request_settings(level, form.first("progress") == "on", form.first("auto_refresh") == "on",
+                           idle_s, max_s)
     data = s.request_settings()
-    s.timeline.append("session", {"request_settings": data})
     return respond(request, False, data, w.render("_request_settings.html", s=s, saved=True, levels=LOG_LEVELS))
 
 

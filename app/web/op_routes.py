@@ -43,22 +43,26 @@ def find_op(s: ConsoleSession, op_id: str) -> Operation:
 
 
 def op_response(w: Web, request: Request, s: ConsoleSession, op: Operation, as_json: bool = False) -> Response:
-    html = None if as_json else w.render("_operation.html", s=s, op=op, poll=True)
-    return respond(request, as_json, operation_json(op), html)
+    """The operation as the fold knows it: the same record and template live, after a restart or an import."""
+    record = s.operations.record_of(op)
+    html = None if as_json else w.render("_operation.html", s=s, op=record, poll=True)
+    return respond(request, as_json, operation_json(record), html)
 
 
 @router.get("/sessions/{session_id}/operations/{name}")
 async def show(request: Request, session_id: str, name: str, w: Viewer) -> Response:
     op_id, as_json = split_json(name)
     s = session_or_404(w, session_id)
-    if op_id not in s.operations.ops:
-        # Not live (the console restarted, or it was imported): what the timeline recorded.
+    record = s.state.operations.get(op_id)
+    if record is None:
+        # Older than the operations the state keeps: what the timeline recorded.
         snapshot = await asyncio.to_thread(s.timeline.entry, f"op-{op_id}")
         if snapshot is None:
             raise HTTPException(404, f"No operation {op_id!r}")
         return respond(request, as_json, snapshot, None if as_json else
                        w.render("_entry.html", s=s, entry=snapshot, oob=False))
-    return op_response(w, request, s, find_op(s, op_id), as_json)
+    html = None if as_json else w.render("_operation.html", s=s, op=record, poll=True)
+    return respond(request, as_json, operation_json(record), html)
 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/answer")
@@ -89,8 +93,7 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
         else:
             value = raw_answer(form)
     except NotAnswered as exc:
-        op.errors[key] = exc.errors
-        op.drafts[key] = {name: list(values) for name, values in form.items()}
+        s.operations.refuse(op, key, exc.errors, {name: list(values) for name, values in form.items()})
         return op_response(w, request, s, op)
     await s.operations.answer(op, key, value)
     return op_response(w, request, s, op)
@@ -116,17 +119,9 @@ async def cancel_exchange(request: Request, session_id: str, key: str, w: Operat
 @router.post("/sessions/{session_id}/wait-longer/{key}")
 async def wait_longer(request: Request, session_id: str, key: str, w: Operator) -> Response:
     """Push out the idle deadline of a request in flight (an exchange key, or an operation's op-<id>)."""
-    s = connected(w, session_id)
-    op = s.operations.ops.get(key.removeprefix("op-")) if key.startswith("op-") else None
-    exchange = (op.last.key if op is not None and op.last is not None else "") if key.startswith("op-") else key
-    view = s.wait_longer(exchange)
+    view = connected(w, session_id).wait_longer(key)
     if view is None:
         raise HTTPException(409, "That request is not waiting on a deadline (it is over, or a listen stream).")
-    # Every tab learns the new deadline the one way tabs learn anything: an event, re-rendering the entry.
-    if op is not None:
-        s.operations.record(op)
-    else:
-        s.timeline.append("exchange", {"key": exchange, "deadline_extensions": view["extensions"]})
     return respond(request, True, {"waiting_longer": True, **view}, None)
 
 
@@ -164,9 +159,7 @@ async def set_capabilities(request: Request, session_id: str, w: Owner) -> Respo
             return _caps_page(w, request, s, ["Capabilities must be an object of objects"])
     else:
         caps = _toggled(s.capabilities, set(form.get("cap", [])))
-    s.capabilities = caps
-    s.timeline.append("session", {"capabilities": caps, "saved": True})
-    s.touch(force=True)
+    s.set_capabilities(caps)
     return _caps_page(w, request, s, [])
 
 
@@ -204,8 +197,6 @@ async def set_roots(request: Request, session_id: str, w: Owner) -> Response:
             continue
         roots.append({"uri": uri, "name": name.strip()} if name.strip() else {"uri": uri})
     if not problems:
-        s.roots = roots
-        s.touch(force=True)
-        s.timeline.append("session", {"roots": roots, "saved": True})
+        s.set_roots(roots)
     return respond(request, False, {"roots": s.roots, "problems": problems},
                    w.render("_client_settings.html", s=s, saved=not problems, problems=problems))

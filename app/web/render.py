@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from app.console.events import TimelineEvent
+from app.console.events import ENTRY_KINDS, TimelineEvent
 from app.console.live import LOG_LEVELS
 from app.console.manager import SessionManager
 from app.console.operations import Operation
@@ -34,6 +34,9 @@ from app.web.urls import url_facts
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "templates"
 STATIC = ROOT / "static"
+# The kinds that change the session's own state (status, lists, client settings): they re-render its head.
+SESSION_KINDS = ("status", "restored", "discovered", "lists_refreshed", "capabilities_changed", "roots_changed",
+                 "request_settings_changed")
 GROUPS = {"tools": "tools", "prompts": "prompts", "resources": "resources", "resourceTemplates": "templates"}
 SAFE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 SAFE_AUDIO_TYPES = frozenset({"audio/wav", "audio/x-wav", "audio/wave", "audio/mpeg", "audio/ogg", "audio/webm",
@@ -200,35 +203,35 @@ class EventRenderer:
         if session is None:
             return None
         ctx: dict[str, Any] = {"s": session, "seq": event.seq, "reveal": reveal}
-        if event.kind in ("exchange", "notice", "operation"):
-            key = event.data.get("key") or f"n{event.seq}"
+        data = event.data
+        if event.kind in ENTRY_KINDS:
+            key = data.get("key") or f"n{event.seq}"
             entry = session.timeline.entries.get(key)
             if entry is None:
                 return None  # e.g. a round of an operation: its operation event renders it
-            op = session.operations.ops.get(entry["op"]) if event.kind == "operation" else None
+            op = session.state.operations.get(entry["op"]) if event.kind == "operation" else None
             ctx.update(entry=entry, fresh=entry["seq0"] == event.seq, op=op)
             return self.env.get_template("_push_entry.html").render(ctx)
         if event.kind == "stderr":
-            ctx.update(lines=event.data["lines"] if "lines" in event.data else [event.data.get("line", "")],
-                       dropped=event.data.get("dropped") or 0)
+            ctx.update(lines=data["lines"], dropped=data["dropped"])
             return self.env.get_template("_push_stderr.html").render(ctx)
-        if event.kind == "session":
-            only = event.data.get("only")
-            ctx.update(with_lists="lists" in event.data, group=GROUPS.get(only) if only else None,
-                       status_changed="status" in event.data,
-                       client_changed="capabilities" in event.data or "roots" in event.data,
-                       client_saved=bool(event.data.get("saved")))
+        if event.kind in SESSION_KINDS:
+            only = data.get("only")
+            ctx.update(with_lists=event.kind == "lists_refreshed", group=GROUPS.get(only) if only else None,
+                       status_changed=event.kind in ("status", "restored"),
+                       client_changed=event.kind in ("capabilities_changed", "roots_changed"),
+                       client_saved=bool(data.get("saved")))
             return self.env.get_template("_push_session.html").render(ctx)
         if event.kind in ("progress", "log"):
-            ctx.update(target=event.data.get("target"), p=event.data, l=event.data)
+            ctx.update(target=data.get("target"), p=data, l=data)
             return self.env.get_template(f"_push_{event.kind}.html").render(ctx)
         if event.kind == "subscription":
-            sub = session.listeners.subs.get(str(event.data.get("sub")))
+            sub = session.state.subscriptions.get(str(data.get("sub")))
             if sub is None:
                 return None
-            ctx.update(sub=sub, fresh=event.data.get("state") == "opening" and sub.subscription_id is None)
+            ctx.update(sub=sub, fresh=data.get("state") == "opening" and sub.subscription_id is None)
             return self.env.get_template("_push_subscription.html").render(ctx)
         if event.kind == "reread":
-            ctx.update(uri=event.data.get("uri"), op=session.operations.ops.get(str(event.data.get("op"))))
+            ctx.update(uri=data.get("uri"), op=session.state.operations.get(str(data.get("op"))))
             return self.env.get_template("_push_reread.html").render(ctx)
         return None

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.console.operations import Operation
+from app.console.operations import reply_json
 from app.console.session import ConsoleSession
-from app.mcp.client import Reply
+from app.console.state import OperationRecord
+
+__all__ = ["operation_json", "reply_json", "session_json"]
 
 
 def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
@@ -29,8 +31,9 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
         "client_capabilities": s.capabilities,
         "roots": s.roots,
         "request_settings": s.request_settings(),
-        "subscriptions": [sub.snapshot() for sub in s.listeners.subs.values()],
-        "operations": [operation_json(op) for op in list(s.operations.ops.values())[-50:]],
+        "subscriptions": [sub.snapshot() for sub in s.state.subscriptions.values()],
+        "operations": [operation_json(op) for op in list(s.state.operations.values())[-50:]],
+        "links": [link for link in s.state.links.values()] if reveal else [],
         "lists": s.lists,
         "invalid_tools": s.client.invalid_tools if s.client else {},
         "seq": s.timeline.seq,
@@ -40,37 +43,5 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
     }
 
 
-def reply_json(reply: Reply) -> dict[str, Any]:
-    return {
-        "key": reply.key,
-        "id": reply.id,
-        "method": reply.method,
-        "params": reply.params,
-        "ok": reply.ok,
-        "result": reply.result,
-        "result_type": reply.result_type,
-        "error": _error_json(reply),
-        "duration_ms": reply.duration_ms,
-        "warnings": reply.warnings,
-        "notification_count": reply.notification_count,
-        "notifications": [f.message for f in reply.notifications],  # the last ones; the wire has all
-    }
-
-
-def _error_json(reply: Reply) -> dict[str, Any] | None:
-    err = reply.error
-    if err is None:
-        return None
-    data: dict[str, Any] = {"type": type(err).__name__, "message": str(err)}
-    for attr in ("code", "data", "http_status", "name"):
-        if hasattr(err, attr):
-            data[attr] = getattr(err, attr)
-    return data
-
-
-def operation_json(op: Operation) -> dict[str, Any]:
-    data = op.snapshot()
-    data["pending_requests"] = op.pending
-    data["errors"] = op.errors
-    data["final"] = reply_json(op.final) if op.final is not None else None
-    return data
+def operation_json(op: OperationRecord) -> dict[str, Any]:
+    return op.to_json()

@@ -1,0 +1,377 @@
+"""A session's state is the fold of its events: `apply(state, event)` is its only writer.
+
+The live session appends events (the timeline's append calls `apply`); a restart, an imported
+session file and the fold test all build the same state by folding the stored events from
+scratch. Everything here is plain data (JSON-able through `projection`), so two folds can be
+compared and a second process could hold the same state.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.console.events import (
+    CapabilitiesChanged,
+    DeadlineExtended,
+    Discovered,
+    ExchangeFinished,
+    ExchangeStarted,
+    LinkCreated,
+    LinkRevoked,
+    ListsRefreshed,
+    Log,
+    Notice,
+    OperationChanged,
+    Progress,
+    RequestSettingsChanged,
+    Restored,
+    RootsChanged,
+    SessionCreated,
+    StatusChanged,
+    Stderr,
+    SubscriptionChanged,
+    TimelineEvent,
+)
+
+Json = dict[str, Any]
+DEFAULT_CAPABILITIES: Json = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
+DEFAULT_ROOTS: list[dict[str, str]] = [{"uri": "file:///tmp/mcp-console-demo", "name": "Demo workspace"}]
+LIST_KEYS = ("tools", "resources", "resourceTemplates", "prompts")
+HISTORY = 200          # notifications kept per subscription
+STDERR_LINES = 500
+LOG_LINES = 200
+MAX_OPERATIONS = 500   # operations kept in state; older finished ones live on in the store
+MAX_SUBSCRIPTIONS = 100  # subscriptions kept in state; the oldest ended ones go first
+
+
+class ErrorInfo(dict[str, Any]):
+    """A recorded reply error: shows as its message (as a live error does), keeps code and data."""
+
+    def __str__(self) -> str:
+        return str(self.get("message", ""))
+
+    def __getattr__(self, name: str) -> Any:  # templates read error.data like a live error's attribute
+        try:
+            return self[name]
+        except KeyError as exc:
+            raise AttributeError(name) from exc
+
+
+@dataclass(slots=True)
+class FinalReply:
+    """An operation's final reply as recorded (the shape of `reply_json`), readable by the result template."""
+
+    data: Json
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "error":
+            err = self.data.get("error")
+            return ErrorInfo(err) if isinstance(err, dict) else err
+        try:
+            return self.data[name]
+        except KeyError as exc:
+            raise AttributeError(name) from exc
+
+
+@dataclass(slots=True)
+class OperationRecord:
+    """An operation as the fold knows it: the same record live and after a restart or an import."""
+
+    id: str
+    key: str
+    method: str
+    name: Any
+    status: str
+    message: str
+    started: float
+    rounds: list[Json]
+    pending: Json                     # input key → input request
+    answers: list[str]                # the input keys answered so far in this round
+    errors: Json
+    drafts: Json
+    required_capabilities: Json | None
+    replay_of: str | None
+    params: Json
+    final: FinalReply | None
+    validation: Json | None
+    log_level: str | None
+
+    @classmethod
+    def of(cls, ev: OperationChanged) -> OperationRecord:
+        return cls(id=ev.op, key=ev.key, method=ev.method, name=ev.name, status=ev.status, message=ev.message,
+                   started=ev.started, rounds=[dict(r) for r in ev.rounds], pending=dict(ev.pending_requests),
+                   answers=list(ev.answered), errors=dict(ev.errors), drafts=dict(ev.drafts),
+                   required_capabilities=ev.required_capabilities, replay_of=ev.replay_of, params=dict(ev.params),
+                   final=FinalReply(ev.final) if ev.final is not None else None, validation=ev.validation,
+                   log_level=ev.log_level)
+
+    def to_json(self) -> Json:
+        """The JSON twin's operation: the snapshot keys, the input requests, errors and the final reply."""
+        return {"key": self.key, "op": self.id, "method": self.method, "name": self.name, "status": self.status,
+                "message": self.message, "started": self.started, "rounds": self.rounds,
+                "pending": sorted(self.pending), "answered": sorted(self.answers),
+                "required_capabilities": self.required_capabilities, "replay_of": self.replay_of,
+                "pending_requests": self.pending, "errors": self.errors,
+                "final": self.final.data if self.final is not None else None}
+
+
+@dataclass(slots=True)
+class SubscriptionRecord:
+    id: str
+    requested: Json
+    state: str = "opening"
+    acknowledged: Json | None = None
+    dropped_: Json | None = None
+    subscription_id: Any = None
+    exchange_key: str | None = None
+    ack_ms: float | None = None
+    reconnects: int = 0
+    problems: list[str] = field(default_factory=list)
+    total: int = 0
+    notifications: list[Json] = field(default_factory=list)  # the history, oldest first, bounded
+    resume: bool = False  # it was live when the console went down: Reconnect listens again
+
+    def dropped(self) -> Json:
+        return self.dropped_ or {}
+
+    def snapshot(self) -> Json:
+        return {"sub": self.id, "requested": self.requested, "acknowledged": self.acknowledged,
+                "dropped": self.dropped_, "state": self.state, "subscription_id": self.subscription_id,
+                "ack_ms": self.ack_ms, "reconnects": self.reconnects, "problems": list(self.problems),
+                "total": self.total, "exchange": self.exchange_key, "notifications": self.notifications[-20:]}
+
+
+@dataclass
+class SessionState:
+    session_id: str
+    window: int = 200
+    target: Json = field(default_factory=dict)
+    read_only: bool = False
+    status: str = "new"
+    status_message: str = ""
+    status_since: float | None = None
+    connects: int = 0
+    last_id: int = 0
+    capabilities: Json = field(default_factory=lambda: copy.deepcopy(DEFAULT_CAPABILITIES))
+    discover: Json | None = None
+    lists: dict[str, list[Json]] = field(default_factory=lambda: {k: [] for k in LIST_KEYS})
+    roots: list[Json] = field(default_factory=lambda: copy.deepcopy(DEFAULT_ROOTS))
+    log_level: str = ""
+    progress_enabled: bool = True
+    auto_refresh: bool = True
+    idle_timeout_s: float | None = None  # per-session deadlines; None: the console's settings
+    max_s: float | None = None
+    operations: OrderedDict[str, OperationRecord] = field(default_factory=OrderedDict)
+    subscriptions: OrderedDict[str, SubscriptionRecord] = field(default_factory=OrderedDict)
+    links: OrderedDict[str, Json] = field(default_factory=OrderedDict)
+    stderr: list[str] = field(default_factory=list)
+    stderr_stored: int = 0   # lines recorded in all, against max_stderr_lines
+    stderr_dropped: int = 0  # lines past max_stderr_lines: counted, not stored
+    store_quota_reached: bool = False
+    seq: int = 0
+    # The timeline window: key → entry; rounds of operations nest under their operation.
+    entries: OrderedDict[str, Json] = field(default_factory=OrderedDict)
+    rounds: OrderedDict[str, Json] = field(default_factory=OrderedDict)
+    evicted: int = 0
+    entry_count: int = 0
+
+
+def apply(state: SessionState, event: TimelineEvent) -> None:
+    """Fold one event into the state. The only writer of session state."""
+    state.seq = max(state.seq, event.seq)
+    record = event.record
+    handler = _HANDLERS.get(type(record))
+    if handler is not None:
+        handler(state, record, event)
+
+
+def _created(state: SessionState, ev: SessionCreated, _e: TimelineEvent) -> None:
+    state.target, state.read_only = dict(ev.target), ev.read_only
+    state.capabilities, state.roots = copy.deepcopy(ev.capabilities), copy.deepcopy(ev.roots)
+
+
+IN_FLIGHT = ("pending", "running", "awaiting_input")
+ENDED_SUBSCRIPTIONS = ("stopped", "closed_by_server", "interrupted")
+
+
+def _restored(state: SessionState, ev: Restored, _e: TimelineEvent) -> None:
+    state.status, state.status_message = "closed", ev.note
+    state.read_only = state.read_only or ev.imported
+    if ev.imported:
+        state.links.clear()  # the original's share links do not open the copy
+    for entry in [*state.entries.values(), *state.rounds.values()]:
+        if entry.get("status") in IN_FLIGHT:
+            entry["status"] = "interrupted"
+    for op in state.operations.values():
+        if op.status in IN_FLIGHT:
+            op.status, op.pending = "interrupted", {}
+    for sub in state.subscriptions.values():
+        if sub.state not in ENDED_SUBSCRIPTIONS:
+            sub.state, sub.resume = "interrupted", not ev.imported
+
+
+def _status(state: SessionState, ev: StatusChanged, _e: TimelineEvent) -> None:
+    state.status, state.status_message, state.status_since = ev.status, ev.message, ev.since
+    if ev.status == "connecting":
+        state.connects += 1
+
+
+def _discovered(state: SessionState, ev: Discovered, _e: TimelineEvent) -> None:
+    state.discover = ev.result
+
+
+def _lists(state: SessionState, ev: ListsRefreshed, _e: TimelineEvent) -> None:
+    state.lists.update({k: list(v) for k, v in ev.lists.items()})
+
+
+def _capabilities(state: SessionState, ev: CapabilitiesChanged, _e: TimelineEvent) -> None:
+    state.capabilities = copy.deepcopy(ev.capabilities)
+
+
+def _roots(state: SessionState, ev: RootsChanged, _e: TimelineEvent) -> None:
+    state.roots = copy.deepcopy(ev.roots)
+
+
+def _request_settings(state: SessionState, ev: RequestSettingsChanged, _e: TimelineEvent) -> None:
+    state.log_level, state.progress_enabled, state.auto_refresh = ev.log_level, ev.progress, ev.auto_refresh
+    state.idle_timeout_s, state.max_s = ev.idle_timeout_s, ev.max_s
+
+
+def _exchange(state: SessionState, ev: ExchangeStarted | ExchangeFinished, e: TimelineEvent) -> None:
+    if isinstance(ev, ExchangeStarted) and isinstance(ev.id, int):
+        state.last_id = max(state.last_id, ev.id)
+    data = ev.to_data()
+    if ev.op or ev.key in state.rounds:
+        # A round of an operation: it nests under the operation's entry, not beside it,
+        # and keeps its own snapshot for its detail view.
+        state.rounds[ev.key] = {**state.rounds.get(ev.key, {"seq0": e.seq, "at0": e.at}), **data}
+        while len(state.rounds) > state.window * 4:
+            state.rounds.popitem(last=False)
+        return
+    _entry(state, ev.key, "exchange", data, e)
+
+
+def _entry(state: SessionState, key: str, kind: str, data: Json, e: TimelineEvent) -> None:
+    if key in state.entries:
+        state.entries[key] = {**state.entries[key], **data}
+        return
+    state.entries[key] = {"seq0": e.seq, "key": key, "kind": kind, **data, "at0": e.at}
+    state.entry_count += 1
+    while len(state.entries) > state.window:
+        state.entries.popitem(last=False)
+        state.evicted += 1
+
+
+def _notice(state: SessionState, ev: Notice, e: TimelineEvent) -> None:
+    if ev.signal == "store_quota":
+        state.store_quota_reached = True
+    _entry(state, f"n{e.seq}", "notice", ev.to_data(), e)
+
+
+def _operation(state: SessionState, ev: OperationChanged, e: TimelineEvent) -> None:
+    state.operations[ev.op] = OperationRecord.of(ev)
+    state.operations.move_to_end(ev.op)
+    while len(state.operations) > MAX_OPERATIONS:
+        oldest = next((k for k, o in state.operations.items() if o.status not in ("awaiting_input", "running")),
+                      next(iter(state.operations)))
+        del state.operations[oldest]
+    data = ev.to_data()
+    for heavy in ("params", "pending_requests", "errors", "drafts", "final", "validation", "log_level"):
+        data.pop(heavy)  # the entry shows the summary; the operation record keeps the rest
+    _entry(state, ev.key, "operation", data, e)
+
+
+def _progress(state: SessionState, ev: Progress, _e: TimelineEvent) -> None:
+    entry = state.entries.get(ev.target)
+    if entry is not None:
+        entry["progress"] = ev.to_data()
+
+
+def _log(state: SessionState, ev: Log, _e: TimelineEvent) -> None:
+    entry = state.entries.get(ev.target)
+    if entry is not None:
+        logs = entry.setdefault("logs", [])
+        logs.append(ev.to_data())
+        del logs[:-LOG_LINES]
+
+
+def _stderr(state: SessionState, ev: Stderr, _e: TimelineEvent) -> None:
+    state.stderr.extend(ev.lines)
+    del state.stderr[:-STDERR_LINES]
+    state.stderr_stored += len(ev.lines)
+    state.stderr_dropped = max(state.stderr_dropped, ev.dropped)
+
+
+def _subscription(state: SessionState, ev: SubscriptionChanged, _e: TimelineEvent) -> None:
+    sub = state.subscriptions.get(ev.sub)
+    if sub is None:
+        sub = state.subscriptions[ev.sub] = SubscriptionRecord(id=ev.sub, requested=ev.requested)
+        while len(state.subscriptions) > MAX_SUBSCRIPTIONS:
+            oldest = next((k for k, s in state.subscriptions.items() if s.state in ENDED_SUBSCRIPTIONS),
+                          next(iter(state.subscriptions)))
+            del state.subscriptions[oldest]
+    sub.requested, sub.state, sub.acknowledged, sub.dropped_ = ev.requested, ev.state, ev.acknowledged, ev.dropped
+    sub.subscription_id, sub.exchange_key, sub.ack_ms = ev.subscription_id, ev.exchange, ev.ack_ms
+    sub.reconnects, sub.problems, sub.total = ev.reconnects, list(ev.problems), ev.total
+    sub.resume = False
+    last = sub.notifications[-1].get("at", 0) if sub.notifications else None
+    for n in ev.notifications:  # v1 snapshots repeat the last 20: keep only what is newer
+        if last is None or n.get("at", 0) > last:
+            sub.notifications.append(n)
+            last = n.get("at", 0)
+    del sub.notifications[:-HISTORY]
+
+
+def _link_created(state: SessionState, ev: LinkCreated, _e: TimelineEvent) -> None:
+    state.links[ev.id] = {**ev.to_data(), "revoked": None}
+
+
+def _link_revoked(state: SessionState, ev: LinkRevoked, _e: TimelineEvent) -> None:
+    if ev.id in state.links:
+        state.links[ev.id]["revoked"] = ev.revoked
+
+
+def _deadline_extended(state: SessionState, ev: DeadlineExtended, _e: TimelineEvent) -> None:
+    entry = state.entries.get(ev.key)
+    if entry is not None:
+        entry["deadline_extensions"] = ev.extensions
+
+
+_HANDLERS: dict[type[Any], Any] = {
+    DeadlineExtended: _deadline_extended,
+    Restored: _restored, SessionCreated: _created, StatusChanged: _status, Discovered: _discovered,
+    ListsRefreshed: _lists,
+    CapabilitiesChanged: _capabilities, RootsChanged: _roots, RequestSettingsChanged: _request_settings,
+    ExchangeStarted: _exchange, ExchangeFinished: _exchange, Notice: _notice, OperationChanged: _operation,
+    Progress: _progress, Log: _log, Stderr: _stderr, SubscriptionChanged: _subscription,
+    LinkCreated: _link_created, LinkRevoked: _link_revoked,
+}
+
+
+def fold(session_id: str, events: list[TimelineEvent], window: int = 200) -> SessionState:
+    state = SessionState(session_id, window=window)
+    for event in events:
+        apply(state, event)
+    return state
+
+
+def projection(state: SessionState) -> Json:
+    """Everything the fold writes, as JSON-able data: two states are the same when these are equal."""
+    return {
+        "target": state.target, "read_only": state.read_only, "status": state.status,
+        "status_message": state.status_message, "connects": state.connects, "last_id": state.last_id,
+        "capabilities": state.capabilities, "discover": state.discover, "lists": state.lists, "roots": state.roots,
+        "request_settings": [state.log_level, state.progress_enabled, state.auto_refresh, state.idle_timeout_s,
+                             state.max_s],
+        "status_since": state.status_since, "stderr_counts": [state.stderr_stored, state.stderr_dropped],
+        "operations": [op.to_json() for op in state.operations.values()],
+        "subscriptions": [{**s.snapshot(), "notifications": s.notifications} for s in state.subscriptions.values()],
+        "links": list(state.links.values()), "stderr": state.stderr, "store_quota_reached": state.store_quota_reached,
+        "seq": state.seq, "entries": list(state.entries.values()), "rounds": list(state.rounds.values()),
+        "evicted": state.evicted, "entry_count": state.entry_count,
+    }
+
+

@@ -1,0 +1,270 @@
+"""The Store contract: every implementation passes these (SQLite now; a PostgreSQL store plugs in here).
+
+Append, read by range and by entry, session metadata as a cache of the fold, a byte count per
+session for the quota (also after reopening). Tests of one implementation's own promises (WAL
+mode, file modes) name it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.console.events import ExchangeStarted, Notice, OperationChanged, Stderr, TimelineEvent, Wire
+from app.console.store import SqliteStore, Store
+
+# Each implementation: a factory that opens (or reopens) a store kept under a directory.
+Opener = Callable[[Path], Store]
+IMPLEMENTATIONS: dict[str, Opener] = {
+    "sqlite": lambda where: SqliteStore(where / "data" / "console.sqlite3"),
+}
+
+
+@pytest.fixture(params=sorted(IMPLEMENTATIONS))
+def opener(request: pytest.FixtureRequest) -> Opener:
+    return IMPLEMENTATIONS[request.param]
+
+
+@pytest.fixture
+def store(opener: Opener, tmp_path: Path) -> Iterator[Store]:
+    s = opener(tmp_path)
+    yield s
+    s.close()
+
+
+def ev(seq: int, kind: str = "exchange", session: str = "s1", key: str = "",
+       exchange: str | None = None) -> TimelineEvent:
+    record: Any
+    if kind == "exchange":
+        record = ExchangeStarted(key=key or f"x{seq}", method="tools/call")
+    elif kind == "wire":
+        record = Wire(exchange=exchange, raw=f"frame {seq}")
+    elif kind == "notice":
+        record = Notice(message=f"notice {seq}")
+    else:
+        record = Stderr(lines=[f"line {seq}"])
+    return TimelineEvent(session_id=session, seq=seq, record=record, at=1000.0 + seq)
+
+
+def seqs(events: list[TimelineEvent]) -> list[int]:
+    return [e.seq for e in events]
+
+
+def test_appended_events_read_back_in_sequence_order_as_typed_records(store: Store) -> None:
+    for seq in (3, 1, 2):
+        store.append(TimelineEvent("s1", seq, ExchangeStarted(key=f"x{seq}", method="tools/call",
+                                                              name={"n": seq, "text": "héllo"}), 1000.0 + seq))
+    events = store.events("s1")
+    assert seqs(events) == [1, 2, 3]
+    assert events[0] == TimelineEvent("s1", 1, ExchangeStarted(key="x1", method="tools/call",
+                                                               name={"n": 1, "text": "héllo"}), 1001.0)
+
+
+def test_events_are_kept_per_session(store: Store) -> None:
+    store.append(ev(1, session="a"))
+    store.append(ev(1, session="b"))
+    store.append(ev(2, session="b"))
+    assert seqs(store.events("a")) == [1]
+    assert seqs(store.events("b")) == [1, 2]
+    assert store.events("nobody") == []
+
+
+def test_events_read_by_entry_find_the_exchange_and_its_frames(store: Store) -> None:
+    store.append(ev(1, kind="exchange", key="x1"))
+    store.append(ev(2, kind="wire", exchange="x1"))
+    store.append(ev(3, kind="wire", exchange="x2"))
+    store.append(ev(4, kind="notice"))
+    assert seqs(store.events("s1", exchange="x1")) == [1, 2]
+    assert seqs(store.events("s1", exchange="x2")) == [3]
+
+
+def test_events_filter_by_kinds(store: Store) -> None:
+    for seq, kind in enumerate(["exchange", "wire", "notice", "stderr", "wire"], start=1):
+        store.append(ev(seq, kind=kind))
+    assert seqs(store.events("s1", kinds=("wire",))) == [2, 5]
+    assert seqs(store.events("s1", kinds=("exchange_started", "notice"))) == [1, 3]
+
+
+def test_before_seq_with_limit_gives_the_latest_events_before_it_in_ascending_order(store: Store) -> None:
+    for seq in range(1, 11):
+        store.append(ev(seq))
+    assert seqs(store.events("s1", before_seq=8, limit=3)) == [5, 6, 7]
+    assert seqs(store.events("s1", before_seq=3)) == [1, 2]
+
+
+def test_after_seq_with_limit_gives_the_next_events_after_it(store: Store) -> None:
+    for seq in range(1, 11):
+        store.append(ev(seq))
+    assert seqs(store.events("s1", after_seq=4, limit=3)) == [5, 6, 7]
+    assert seqs(store.events("s1", after_seq=8)) == [9, 10]
+    assert seqs(store.events("s1", limit=2)) == [1, 2]
+
+
+def test_filters_combine(store: Store) -> None:
+    for seq in range(1, 11):
+        store.append(ev(seq, kind="wire" if seq % 2 else "exchange"))
+    assert seqs(store.events("s1", kinds=("wire",), after_seq=2, before_seq=9, limit=2)) == [5, 7]
+
+
+def test_appending_the_same_sequence_number_again_replaces_the_event(store: Store) -> None:
+    store.append(TimelineEvent("s1", 1, OperationChanged(key="op-1", op="1", status="running"), 1.0))
+    store.append(TimelineEvent("s1", 1, OperationChanged(key="op-1", op="1", status="complete"), 1.0))
+    (only,) = store.events("s1")
+    assert only.data["status"] == "complete"
+
+
+def test_count_is_the_highest_sequence_number(store: Store) -> None:
+    assert store.count("s1") == 0
+    store.append(ev(1))
+    store.append(ev(5))
+    assert store.count("s1") == 5
+
+
+def test_entry_count_counts_entries_but_not_the_rounds_nested_in_operations(store: Store) -> None:
+    store.append(TimelineEvent("s1", 1, ExchangeStarted(key="x1", method="tools/list"), 1.0))
+    store.append(TimelineEvent("s1", 2, ExchangeStarted(key="x2", method="tools/call", op="1", round=1), 2.0))
+    store.append(TimelineEvent("s1", 3, OperationChanged(key="op-1", op="1"), 3.0))
+    store.append(TimelineEvent("s1", 4, OperationChanged(key="op-1", op="1", status="complete"), 4.0))
+    store.append(ev(5, kind="notice"))
+    assert store.entry_count("s1") == 3
+
+
+def test_the_metadata_row_lists_sessions_newest_first_with_their_entry_counts(store: Store) -> None:
+    store.save_session("old", {"target": "a"}, created=1.0, updated=10.0)
+    store.save_session("new", {"target": "b"}, created=2.0, updated=20.0)
+    for seq, kind in enumerate(["exchange", "wire", "wire", "notice", "stderr", "exchange"], start=1):
+        store.append(ev(seq, kind=kind, session="old"))
+    sessions = store.list_sessions()
+    assert [s["id"] for s in sessions] == ["new", "old"]
+    assert sessions[1] == {"id": "old", "meta": {"target": "a"}, "created": 1.0, "updated": 10.0, "events": 3}
+    assert sessions[0]["events"] == 0
+
+
+def test_saving_the_metadata_again_replaces_the_cached_row(store: Store) -> None:
+    store.save_session("s1", {"v": 1}, created=1.0, updated=1.0)
+    store.save_session("s1", {"v": 2}, created=1.0, updated=2.0)
+    (only,) = store.list_sessions()
+    assert only["meta"] == {"v": 2}
+
+
+def test_delete_session_removes_the_session_and_its_events_only(store: Store) -> None:
+    store.save_session("s1", {}, created=1.0, updated=1.0)
+    store.save_session("s2", {}, created=1.0, updated=1.0)
+    store.append(ev(1, session="s1"))
+    store.append(ev(1, session="s2"))
+    store.delete_session("s1")
+    assert store.events("s1") == []
+    assert [s["id"] for s in store.list_sessions()] == ["s2"]
+    assert seqs(store.events("s2")) == [1]
+
+
+def test_events_survive_closing_and_reopening_the_store(opener: Opener, tmp_path: Path) -> None:
+    first = opener(tmp_path)
+    first.save_session("s1", {"a": 1}, created=1.0, updated=1.0)
+    first.append(ev(1, key="x1"))
+    first.close()
+    second = opener(tmp_path)
+    try:
+        assert seqs(second.events("s1")) == [1]
+        assert second.list_sessions()[0]["meta"] == {"a": 1}
+    finally:
+        second.close()
+
+
+def test_the_store_counts_the_bytes_each_session_stores_also_after_reopening(opener: Opener,
+                                                                            tmp_path: Path) -> None:
+    first = opener(tmp_path)
+    assert first.stored_bytes("s1") == 0
+    for seq in range(1, 6):
+        first.append(TimelineEvent("s1", seq, Wire(raw="x" * 1000, exchange="x1"), float(seq)))
+    first.append(ev(1, session="other"))
+    counted = first.stored_bytes("s1")
+    assert 5000 < counted < 7000
+    assert first.stored_bytes("other") < 1000
+    first.close()
+    second = opener(tmp_path)
+    try:
+        assert second.stored_bytes("s1") == counted
+        second.delete_session("s1")
+        assert second.stored_bytes("s1") == 0
+    finally:
+        second.close()
+
+
+# --- SQLite's own promises ----------------------------------------------------------------------------
+
+
+def test_the_sqlite_store_creates_its_data_directory(tmp_path: Path) -> None:
+    s = SqliteStore(tmp_path / "a" / "b" / "db.sqlite3")
+    try:
+        assert (tmp_path / "a" / "b").is_dir()
+    finally:
+        s.close()
+
+
+def test_flush_makes_queued_sqlite_writes_visible_to_another_connection(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db.sqlite3")
+    try:
+        for seq in range(1, 101):
+            store.append(ev(seq))
+        store.flush()
+        conn = sqlite3.connect(store.path)
+        (count,) = conn.execute("SELECT COUNT(*) FROM events WHERE session_id='s1'").fetchone()
+        conn.close()
+    finally:
+        store.close()
+    assert count == 100
+
+
+def test_the_sqlite_store_uses_wal_mode(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db.sqlite3")
+    try:
+        conn = sqlite3.connect(store.path)
+        (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+        conn.close()
+    finally:
+        store.close()
+    assert mode == "wal"
+
+
+def test_the_sqlite_database_is_0600_and_its_data_directory_0700(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    store = SqliteStore(data / "console.sqlite3")
+    try:
+        store.append(ev(1))
+        store.flush()
+        assert stat.S_IMODE(os.stat(data).st_mode) == 0o700
+        files = sorted(p.name for p in data.iterdir())
+        assert "console.sqlite3" in files
+        for name in files:  # the database and its -wal and -shm files
+            assert stat.S_IMODE(os.stat(data / name).st_mode) == 0o600, name
+    finally:
+        store.close()
+
+
+def test_an_existing_database_and_directory_are_made_private_when_opened(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir(mode=0o755)
+    os.chmod(data, 0o755)
+    db = data / "console.sqlite3"
+    sqlite3.connect(db).close()
+    os.chmod(db, 0o644)
+    SqliteStore(db).close()
+    assert stat.S_IMODE(os.stat(data).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(db).st_mode) == 0o600
+
+
+def test_a_shared_sticky_directory_such_as_tmp_keeps_its_mode_but_the_database_is_still_0600(
+        tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    SqliteStore(shared / "console.sqlite3").close()
+    assert stat.S_IMODE(os.stat(shared).st_mode) == 0o1777
+    assert stat.S_IMODE(os.stat(shared / "console.sqlite3").st_mode) == 0o600
