@@ -66,7 +66,7 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
             "status": record.status, "operation": operation_json(record), "output_validation": op.validation}
     if wants_json(request):
         return respond(request, True, data, None)
-    return respond(request, False, data, w.render("_operation.html", s=s, op=record, poll=True))
+    return respond(request, False, data, w.render("_operation.html", s=s, op=record))
 
 
 @router.post("/sessions/{session_id}/tools/call")

@@ -45,7 +45,7 @@ def find_op(s: ConsoleSession, op_id: str) -> Operation:
 def op_response(w: Web, request: Request, s: ConsoleSession, op: Operation, as_json: bool = False) -> Response:
     """The operation as the fold knows it: the same record and template live, after a restart or an import."""
     record = s.operations.record_of(op)
-    html = None if as_json else w.render("_operation.html", s=s, op=record, poll=True)
+    html = None if as_json else w.render("_operation.html", s=s, op=record)
     return respond(request, as_json, operation_json(record), html)
 
 
@@ -61,7 +61,7 @@ async def show(request: Request, session_id: str, name: str, w: Viewer) -> Respo
             raise HTTPException(404, f"No operation {op_id!r}")
         return respond(request, as_json, snapshot, None if as_json else
                        w.render("_entry.html", s=s, entry=snapshot, oob=False))
-    html = None if as_json else w.render("_operation.html", s=s, op=record, poll=True)
+    html = None if as_json else w.render("_operation.html", s=s, op=record)
     return respond(request, as_json, operation_json(record), html)
 
 

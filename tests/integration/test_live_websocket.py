@@ -182,3 +182,14 @@ async def test_a_socket_that_never_reads_is_reset_and_closed_without_delaying_an
     assert not any(is_reset(f) for f in slow_frames[:-1])
     assert len(slow_frames) - 1 < len(fast_frames), "the slow tab was cut off before the end"
     assert slow_frames[:-1] == fast_frames[:len(slow_frames) - 1], "what it did get was the same, in order"
+
+
+async def test_a_running_card_is_kept_current_by_the_websocket_alone_and_never_polls(
+        console: Console, demo_url: str) -> None:
+    sid = str((await console.connect(kind="http", url=demo_url))["id"])
+    card = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "long_job", "arg.seconds": "30"},
+                                   headers={"Accept": "text/html", "HX-Request": "true"})
+    assert card.status_code == 200 and 'data-status="running"' in card.text
+    assert "hx-trigger" not in card.text and "hx-get" not in card.text
+    op = (await console.session(sid))["operations"][-1]
+    await console.http.post(f"/sessions/{sid}/operations/{op['op']}/cancel", headers={"Accept": "application/json"})
