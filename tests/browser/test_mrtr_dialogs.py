@@ -404,7 +404,10 @@ def test_two_step_takes_two_input_rounds_with_new_ids_and_each_retry_echoes_the_
     expect(card.locator("details.rounds-box table.rounds tbody tr")).to_have_count(len(rounds))
     expect(card.locator(".op-head .help")).to_contain_text(f"{len(rounds)} rounds")
     entry = op_entry(tab, card)
-    expect(entry.locator(":scope > details")).to_have_attribute("open", "")
+    # Collapsed by default, with a one-line summary; open, a waterfall row per round.
+    expect(entry.locator(":scope > details")).not_to_have_attribute("open", "")
+    expect(entry.locator(".op-summary")).to_contain_text(f"{len(rounds)} rounds")
+    entry.locator(":scope > details > summary").click()
     expect(entry.locator(".waterfall .wf-row")).to_have_count(len(rounds))
     inspectors = entry.locator("details.state-inspector")
     expect(inspectors).to_have_count(sum(1 for r in rounds if r["state"] is not None))
