@@ -95,7 +95,8 @@ def settle(page: Page, card: Locator, status: str) -> Locator:
     n = rounds_shown(card)
     entry = op_entry(page, card)
     expect(entry).to_have_attribute("data-status", status)
-    expect(entry.locator(":scope > details > summary .notes")).to_have_text(f"{n} round{'' if n == 1 else 's'}")
+    expect(entry.locator(":scope > details > summary .notes")).to_have_text(
+        re.compile(rf"^{n} round{'' if n == 1 else 's'}( ·|$)"))
     idle(page)
     expect(card).to_have_attribute("data-status", status)
     return card

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.browser.conftest import CONNECT_TIMEOUT_MS, Console, is_loopback_url, open_launch_url, wait_live
+from tests.browser.conftest import CONNECT_TIMEOUT_MS, Console, is_loopback_url, wait_live
 from tests.browser.test_console_ui import call, call_echo
 from tests.browser.test_sharing import create_link, revoke
 from tests.browser.ui import delete_session_on_screen, label, open_tool
@@ -186,7 +186,8 @@ def test_revoking_a_link_tells_the_open_tab_plainly_and_takes_its_actions_away(
     expect(tab.get_by_role("heading", name="This share link was revoked")).to_be_visible()
 
 
-@pytest.mark.skipif(not os.environ.get("MCP_CONSOLE_SCREENSHOTS"), reason="set MCP_CONSOLE_SCREENSHOTS=1 to refresh docs/")
+@pytest.mark.skipif(not os.environ.get("MCP_CONSOLE_SCREENSHOTS"),
+                    reason="set MCP_CONSOLE_SCREENSHOTS=1 to refresh docs/screenshots")
 def test_take_the_readme_screenshots(page: Page, other_context: BrowserContext, console: Console) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size(DESKTOP)
