@@ -47,6 +47,66 @@
     var extra = box.children.length - parseInt(box.dataset.max || "500", 10);
     for (var i = 0; i < extra; i++) box.removeChild(box.firstElementChild);
   });
+  // A link revoked or expired while the page is open (the server closes the socket with 4003 and a reason):
+  // say so plainly and stop offering actions; nothing this page could send would be accepted any more.
+  document.addEventListener("htmx:wsClose", function (evt) {
+    var e = evt.detail && evt.detail.event;
+    if (!e || e.code !== 4003 || document.body.classList.contains("role-owner")) return;
+    document.body.classList.add("link-ended");
+    var note = document.getElementById("link-ended");
+    if (!note) {
+      note = document.createElement("p");
+      note.id = "link-ended"; note.className = "alert error"; note.setAttribute("role", "alert");
+      var root = document.getElementById("session-root") || document.body;
+      root.insertBefore(note, root.firstChild);
+    }
+    var why = /expired/.test(e.reason || "") ? "has expired" :
+      (/deleted/.test(e.reason || "") ? "no longer works: the session was deleted" : "was revoked");
+    note.textContent = "This share link " + why + ". The page no longer updates and can send nothing; " +
+      "ask the owner for a new link.";
+  });
+
+  // Tool search: a filter over the lists already on the page (name, title, description); no request.
+  function searchItems() {
+    var box = document.getElementById("item-search");
+    if (!box) return;
+    var q = box.value.trim().toLowerCase(), shown = 0;
+    document.querySelectorAll("#lists .item").forEach(function (item) {
+      var hit = !q || item.textContent.toLowerCase().indexOf(q) >= 0 ||
+        (item.dataset.tool || "").toLowerCase().indexOf(q) >= 0;
+      item.classList.toggle("search-miss", !hit);
+      if (hit) shown++;
+    });
+    var none = document.getElementById("item-search-none");
+    if (none) none.hidden = !q || shown > 0;
+  }
+  document.addEventListener("input", function (evt) { if (evt.target.id === "item-search") searchItems(); });
+  document.addEventListener("htmx:afterSettle", searchItems);  // a refreshed list keeps the search applied
+
+  // The timeline filter is applied by the server on load (it is in the URL); entries that arrive live are
+  // checked here by the same rules, from the attributes each entry carries.
+  var GROUPS = { ok: ["ok", "complete"], pending: ["pending", "running", "awaiting_input", "input_required"],
+                 error: ["error", "tool_error", "failed", "protocol_error", "timeout", "cancelled", "abandoned"] };
+  function filterEntries() {
+    var list = document.getElementById("timeline-list");
+    if (!list || !(list.dataset.fMethod || list.dataset.fStatus || list.dataset.fQ)) return;
+    var m = list.dataset.fMethod, st = list.dataset.fStatus, q = (list.dataset.fQ || "").toLowerCase();
+    Array.prototype.forEach.call(list.children, function (li) {
+      var ok = (!m || li.dataset.method === m) &&
+        (!st || (GROUPS[st] || [st]).indexOf(li.dataset.status || "") >= 0) &&
+        (!q || li.textContent.toLowerCase().indexOf(q) >= 0);
+      li.classList.toggle("filtered-out", !ok);
+    });
+  }
+  document.addEventListener("htmx:wsAfterMessage", filterEntries);
+
+  // JSON mode sends the JSON, not the form: the form's own required fields must not block the submit.
+  document.addEventListener("change", function (evt) {
+    if (evt.target.matches && evt.target.matches("[data-json-mode]") && evt.target.form) {
+      evt.target.form.noValidate = evt.target.checked;
+    }
+  });
+
   // A socket the server refused (too many open for this credential, or in all) says why, and stays closed.
   document.addEventListener("htmx:wsClose", function (evt) {
     var e = evt.detail && evt.detail.event;

@@ -36,6 +36,10 @@ class LinkRegistry:
         link = self._by_hash.get(hash_token(token))
         return link if link is not None and link.active() else None
 
+    def lookup(self, token: str | None) -> ShareLink | None:
+        """The link for a token whether or not it is still active, so a page can say it was revoked or expired."""
+        return self._by_hash.get(hash_token(token)) if token else None
+
     def for_session(self, session_id: str) -> list[ShareLink]:
         return sorted((lk for lk in self._by_hash.values() if lk.session_id == session_id), key=lambda lk: lk.created)
 

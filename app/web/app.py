@@ -17,7 +17,7 @@ from app.console.session import Target
 from app.console.store import Store
 from app.settings import Settings
 from app.web import actions, export_routes, live_routes, op_routes, routes, share_routes, ws
-from app.web.deps import Principal, Web, redactor
+from app.web.deps import LinkEnded, Principal, Web, redactor
 from app.web.limits import BodyLimitMiddleware
 from app.web.public_host import resolve_public_host
 from app.web.render import STATIC, EventRenderer, make_env
@@ -70,6 +70,9 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
         if "hx-request" in request.headers:
             fragment = env.get_template("_error.html").render(status=exc.status_code, detail=exc.detail)
             return HTMLResponse(fragment, status_code=exc.status_code)
+        if "text/html" in request.headers.get("accept", "") and isinstance(exc, LinkEnded):
+            return HTMLResponse(env.get_template("link_ended.html").render(state=exc.state, role=exc.role,
+                                                                            detail=exc.detail), status_code=401)
         if "text/html" in request.headers.get("accept", ""):
             template = "unauthorized.html" if exc.status_code == 401 else "error.html"
             return HTMLResponse(env.get_template(template).render(status=exc.status_code, detail=exc.detail),

@@ -71,12 +71,32 @@ def identify(w: Web, headers: dict[str, str], cookies: dict[str, str]) -> Princi
     return None
 
 
+class LinkEnded(HTTPException):
+    """A share-link cookie whose link was revoked or has expired: said plainly, with no actions offered."""
+
+    def __init__(self, state: str, role: str) -> None:
+        self.state, self.role = state, role
+        done = "was revoked" if state == "revoked" else "has expired"
+        super().__init__(401, f"This {role} link {done}: it no longer opens the session. "
+                              "Ask the session's owner for a new link.")
+
+
+def link_end_state(w: Web, cookies: dict[str, str]) -> LinkEnded | None:
+    link = w.manager.links.lookup(cookies.get(LINK_COOKIE))
+    if link is None or link.active():
+        return None
+    return LinkEnded("revoked" if link.revoked is not None else "expired", link.role)
+
+
 def principal(request: Request) -> Principal:
     cached = getattr(request.state, "principal", None)
     if isinstance(cached, Principal):
         return cached
     found = identify(web(request), {k.lower(): v for k, v in request.headers.items()}, dict(request.cookies))
     if found is None:
+        ended = link_end_state(web(request), dict(request.cookies))
+        if ended is not None:
+            raise ended
         raise HTTPException(401, "Open the launch URL printed in the terminal (it carries the owner token), "
                                  "or a share link you were sent.")
     request.state.principal = found

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import re
 import time
 import unicodedata
@@ -91,32 +92,45 @@ def _get(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name)
 
 
-def waterfall(op: Operation | dict[str, Any]) -> list[dict[str, Any]]:
-    """Bars for each round, as percentages of the operation's span: server time, then human time.
+def _log_pct(ms: float, top: float) -> float:
+    """Width on a log scale: 20 ms next to 16 s stays readable (a linear bar would be one pixel)."""
+    if ms <= 0 or top <= 0:
+        return 0.0
+    return round(max(4.0, min(100.0, math.log10(1 + ms) / math.log10(1 + top) * 100)), 2)
 
-    Takes a live Operation or the snapshot the timeline recorded (a dict), so old entries draw too.
-    """
-    rounds = [r if isinstance(r, dict) else {k: getattr(r, k) for k in ("n", "sent", "received", "answered")}
+
+def round_bars(op: Operation | dict[str, Any]) -> list[dict[str, Any]]:
+    """Per round: server and human time as log-scaled bars with their numbers (none for a one-round call)."""
+    rounds = [r if isinstance(r, dict) else {"n": r.n, "server_ms": r.server_ms, "human_ms": r.human_ms}
               for r in _get(op, "rounds")]
-    if not rounds:
+    if len(rounds) < 2:
         return []
-    status, started = _get(op, "status"), float(_get(op, "started"))
-    end: float = max(r["answered"] or r["received"] or r["sent"] for r in rounds)
-    if status == "awaiting_input":
-        end = max(end, time.time())
-    span = max(end - started, 1e-6)
+    top = max([float(r.get("server_ms") or 0) for r in rounds] + [float(r.get("human_ms") or 0) for r in rounds])
+    return [{"n": r["n"], "server_ms": r.get("server_ms"), "human_ms": r.get("human_ms"),
+             "server_pct": _log_pct(float(r.get("server_ms") or 0), top),
+             "human_pct": _log_pct(float(r.get("human_ms") or 0), top)} for r in rounds]
 
-    def pct(v: float) -> float:
-        return round(max(0.0, min(100.0, v / span * 100)), 2)
 
-    bars = []
-    for r in rounds:
-        server_end = r["received"] or time.time()
-        human_end = r["answered"] or (time.time() if r["received"] and status == "awaiting_input" else None)
-        bars.append({"n": r["n"], "server_left": pct(r["sent"] - started), "server_width": pct(server_end - r["sent"]),
-                     "human_left": pct(server_end - started),
-                     "human_width": pct(human_end - server_end) if human_end else 0.0})
-    return bars
+def op_facts(entry: dict[str, Any], round_snapshots: Any = None) -> dict[str, Any]:
+    """An operation's totals for its one-line summary: rounds, questions, your time, server time, size."""
+    rounds = entry.get("rounds") or []
+    server = sum(float(r.get("server_ms") or 0) for r in rounds)
+    human = sum(float(r.get("human_ms") or 0) for r in rounds)
+    questions = sum(len(r.get("input_keys") or []) for r in rounds)
+    ends = [r.get("received") or r.get("answered") for r in rounds if r.get("received") or r.get("answered")]
+    started = entry.get("started")
+    total = (max(ends) - float(started)) * 1000 if ends and isinstance(started, int | float) else None
+    size = 0
+    if isinstance(round_snapshots, dict):
+        size = sum(int((round_snapshots.get(r.get("key")) or {}).get("bytes_in") or 0) for r in rounds)
+    parts = [f"{len(rounds)} round{'' if len(rounds) == 1 else 's'}"]
+    if questions:
+        parts.append(f"{questions} question{'' if questions == 1 else 's'}")
+    if human:
+        parts.append(f"you {fmt_ms(human)}")
+    parts.append(f"server {fmt_ms(server)}")
+    return {"summary": " · ".join(parts), "total_ms": total, "server_ms": server, "human_ms": human,
+            "questions": questions, "bytes_in": size}
 
 
 def dom_id(value: Any) -> str:
@@ -173,7 +187,7 @@ def make_env() -> Environment:
                        without_meta=without_meta, visible=visible)
     env.globals.update(error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
-                       fields_for=fields_for, waterfall=waterfall, url_facts=url_facts,
+                       fields_for=fields_for, round_bars=round_bars, op_facts=op_facts, url_facts=url_facts,
                        form_fields=form_fields, kind_of=kind_of, levels=LOG_LEVELS, mask_headers=mask_headers,
                        mask_url=mask_url)
     return env

@@ -17,6 +17,7 @@ from app.web.deps import (
     Operator,
     Owner,
     Viewer,
+    Web,
     connected,
     principal,
     redactor,
@@ -29,6 +30,7 @@ from app.web.deps import (
 from app.web.forms import FormInput
 from app.web.render import ROOT
 from app.web.security import COOKIE, token_matches
+from app.web.timeline_filter import TimelineFilter, methods_seen
 from app.web.views import session_json
 
 router = APIRouter()
@@ -52,13 +54,22 @@ async def home(request: Request, token: str | None = None, next: str = "/") -> R
         response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
         return response
     require_owner(request)
-    return w.page("home.html", sessions=w.manager.listing(), demo_url=w.manager.settings.demo_url,
+    return w.page("home.html", sessions=_listing(w), demo_url=w.manager.settings.demo_url,
                   me=principal(request), here="/")
+
+
+def _listing(w: Web) -> list[dict[str, Any]]:
+    """The home page's rows, each saying whether it is an imported, read-only copy (it looks alike otherwise)."""
+    rows = w.manager.listing()
+    for row in rows:
+        found = w.manager.get(row["id"])
+        row["read_only"] = bool(found is not None and found.read_only)
+    return rows
 
 
 @router.get("/sessions.json")
 async def sessions_json(w: Owner) -> dict[str, Any]:
-    return {"sessions": w.manager.listing()}
+    return {"sessions": _listing(w)}
 
 
 def _parse_headers(text: str) -> dict[str, str]:
@@ -115,14 +126,19 @@ async def create_session(request: Request, w: Owner) -> Response:
 async def session_page(request: Request, name: str, w: Viewer) -> Response:
     session_id, as_json = split_json(name)
     s = session_or_404(w, session_id)
+    flt = TimelineFilter.from_query(request.query_params)
+    window = s.timeline.recent()
+    entries = flt.apply(window)
     if as_json:
-        return respond(request, True, session_json(s, reveal=principal(request).sees_secrets), None)
-    entries = s.timeline.recent()
-    oldest = min((e["seq0"] for e in entries), default=0) if s.timeline.evicted else 0
+        data = session_json(s, entries=entries, reveal=principal(request).sees_secrets)
+        return respond(request, True, data | {"filter": flt.to_json(), "window_entries": len(window)}, None)
+    oldest = min((e["seq0"] for e in window), default=0) if s.timeline.evicted else 0
     me = principal(request)
     links = w.manager.links.for_session(s.id) if me.is_owner else []
     page = w.render("session.html", s=s, entries=entries, seq=s.timeline.seq, oldest=oldest, me=me,
-                    here=f"/sessions/{s.id}", links=links, reveal=me.sees_secrets)
+                    here=f"/sessions/{s.id}", links=links, reveal=me.sees_secrets, flt=flt,
+                    methods=sorted(set(methods_seen(window)) | ({flt.method} if flt.method else set())),
+                    window_count=len(window))
     mask = redactor(request)
     return HTMLResponse(mask.text(page) if mask is not None else page)
 
@@ -161,8 +177,10 @@ async def entry(request: Request, session_id: str, name: str, w: Viewer) -> Resp
 @router.get("/sessions/{session_id}/timeline")
 async def older(request: Request, session_id: str, before: int, w: Viewer, limit: int = 100) -> Response:
     s = session_or_404(w, session_id)
-    entries = await asyncio.to_thread(s.timeline.older, before, min(max(limit, 1), 500))
-    full_page = len(entries) >= min(max(limit, 1), 500)
-    oldest = min((e["seq0"] for e in entries), default=0) if full_page else 0
+    flt = TimelineFilter.from_query(request.query_params)
+    page = await asyncio.to_thread(s.timeline.older, before, min(max(limit, 1), 500))
+    full_page = len(page) >= min(max(limit, 1), 500)
+    oldest = min((e["seq0"] for e in page), default=0) if full_page else 0
+    entries = flt.apply(page)  # the next page starts below this one, whatever the filter kept
     return respond(request, False, {"timeline": entries},
-                   w.render("_older.html", s=s, entries=entries, oldest=oldest))
+                   w.render("_older.html", s=s, entries=entries, oldest=oldest, flt=flt))

@@ -23,8 +23,13 @@ async def land(request: Request, token: str) -> Response:
     w = web(request)
     link = w.manager.links.find(token)
     if link is None:
+        ended = w.manager.links.lookup(token)
+        if ended is not None:  # say which: a revoked link and an expired one need different next steps
+            state = "revoked" if ended.revoked is not None else "expired"
+            return w.page("link_ended.html", status=404, state=state, role=ended.role,
+                          detail=f"This {ended.role} link is {state}.")
         return w.page("error.html", status=404, status_code=404,
-                      detail="This share link is unknown, revoked or expired.")
+                      detail="This share link is unknown: check that it was copied whole.")
     port = w.guard.console_port(request.scope)
     if not w.guard.is_public(request.headers.get("host"), port, request.url.scheme):
         # The link cookie is bound to the console's own name, like the owner's: hop there first.

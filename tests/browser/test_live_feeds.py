@@ -21,7 +21,7 @@ from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 from tests.browser.conftest import CONNECT_TIMEOUT_MS, ROOT, Console, wait_live
 from tests.browser.test_console_ui import DONE, start_demo_over_stdio
-from tests.browser.ui import label, open_tool
+from tests.browser.ui import delete_session_on_screen, label, open_tool
 
 pytestmark = pytest.mark.browser
 
@@ -236,8 +236,7 @@ def open_http_session(page: Page, console: Console, url: str, headers: str = "")
 
 def delete_session(page: Page) -> None:
     """Deletes the session on screen (stopping its listens and its stdio process) from the owner panel."""
-    page.locator(".owner-panel > summary").click()
-    page.get_by_role("button", name="Delete this session").click()
+    delete_session_on_screen(page)
     expect(page).to_have_url(re.compile(r"/$"))
 
 

@@ -95,7 +95,8 @@ def settle(page: Page, card: Locator, status: str) -> Locator:
     n = rounds_shown(card)
     entry = op_entry(page, card)
     expect(entry).to_have_attribute("data-status", status)
-    expect(entry.locator(":scope > details > summary .notes")).to_have_text(f"{n} round{'' if n == 1 else 's'}")
+    expect(entry.locator(":scope > details > summary .notes")).to_have_text(
+        re.compile(rf"^{n} round{'' if n == 1 else 's'}( ·|$)"))
     idle(page)
     expect(card).to_have_attribute("data-status", status)
     return card
@@ -404,7 +405,10 @@ def test_two_step_takes_two_input_rounds_with_new_ids_and_each_retry_echoes_the_
     expect(card.locator("details.rounds-box table.rounds tbody tr")).to_have_count(len(rounds))
     expect(card.locator(".op-head .help")).to_contain_text(f"{len(rounds)} rounds")
     entry = op_entry(tab, card)
-    expect(entry.locator(":scope > details")).to_have_attribute("open", "")
+    # Collapsed by default, with a one-line summary; open, a waterfall row per round.
+    expect(entry.locator(":scope > details")).not_to_have_attribute("open", "")
+    expect(entry.locator(".op-summary")).to_contain_text(f"{len(rounds)} rounds")
+    entry.locator(":scope > details > summary").click()
     expect(entry.locator(".waterfall .wf-row")).to_have_count(len(rounds))
     inspectors = entry.locator("details.state-inspector")
     expect(inspectors).to_have_count(sum(1 for r in rounds if r["state"] is not None))

@@ -19,3 +19,13 @@ def open_tool(page: Page, name: str) -> Locator:
         item.locator(":scope > summary").click()
     expect(item.get_by_role("button", name=f"Call {name}", exact=True)).to_be_visible()
     return item
+
+
+def delete_session_on_screen(page: Page) -> None:
+    """Deletes the open session from the Share and export drawer, answering its "are you sure" step."""
+    panel = page.locator("details.owner-panel")
+    if panel.get_attribute("open") is None:
+        panel.locator(":scope > summary").click()
+    confirm = panel.locator("details.confirm-delete")
+    confirm.locator(":scope > summary").click()
+    confirm.get_by_role("button", name="Delete this session", exact=True).click()

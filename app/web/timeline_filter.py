@@ -1,0 +1,68 @@
+"""The timeline filter: method, status and free text, carried in the URL so a filtered view can be shared.
+
+The session page and its JSON twin filter the same way (`?method=tools/call&status=error&q=timeout`);
+the page's script applies the same rules to entries that arrive live, from the data attributes it renders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+# Status groups a person means when filtering; an exact status (e.g. "tool_error") works too.
+STATUS_GROUPS: dict[str, frozenset[str]] = {
+    "ok": frozenset({"ok", "complete"}),
+    "error": frozenset({"error", "tool_error", "failed", "protocol_error", "timeout", "cancelled", "abandoned"}),
+    "pending": frozenset({"pending", "running", "awaiting_input", "input_required"}),
+}
+MAX_TEXT = 200  # a query longer than this is cut: the filter is a search box, not a payload
+TEXT_FIELDS = ("method", "name", "error", "message", "key", "op", "status")
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineFilter:
+    method: str = ""
+    status: str = ""
+    q: str = ""
+
+    @classmethod
+    def from_query(cls, params: Any) -> TimelineFilter:
+        def take(name: str) -> str:
+            value = params.get(name)
+            return value.strip()[:MAX_TEXT] if isinstance(value, str) else ""
+        return cls(method=take("method"), status=take("status").lower(), q=take("q"))
+
+    @property
+    def active(self) -> bool:
+        return bool(self.method or self.status or self.q)
+
+    def query(self) -> str:
+        """The query string that reproduces this filter ('' when there is none)."""
+        parts = {k: v for k, v in (("method", self.method), ("status", self.status), ("q", self.q)) if v}
+        return urlencode(parts)
+
+    def matches(self, entry: dict[str, Any]) -> bool:
+        if self.method and str(entry.get("method") or "") != self.method:
+            return False
+        if self.status:
+            wanted = STATUS_GROUPS.get(self.status, frozenset({self.status}))
+            if str(entry.get("status") or entry.get("level") or "") not in wanted:
+                return False
+        if self.q:
+            needle = self.q.casefold()
+            text = " ".join(str(entry.get(f) or "") for f in TEXT_FIELDS)
+            if needle not in text.casefold():
+                return False
+        return True
+
+    def apply(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [e for e in entries if self.matches(e)] if self.active else entries
+
+    def to_json(self) -> dict[str, str]:
+        return {"method": self.method, "status": self.status, "q": self.q}
+
+
+def methods_seen(entries: list[dict[str, Any]]) -> list[str]:
+    """The methods in the window, for the filter's choices (a method typed in the URL is kept too)."""
+    return sorted({str(e["method"]) for e in entries if e.get("method")})
