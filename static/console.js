@@ -47,19 +47,25 @@
     var extra = box.children.length - parseInt(box.dataset.max || "500", 10);
     for (var i = 0; i < extra; i++) box.removeChild(box.firstElementChild);
   });
+  // One alert paragraph at the top of the session, made once and reused (its text is set by the caller).
+  function topAlert(id, className) {
+    var note = document.getElementById(id);
+    if (!note) {
+      note = document.createElement("p");
+      note.id = id; note.className = className; note.setAttribute("role", "alert");
+      var root = document.getElementById("session-root") || document.body;
+      root.insertBefore(note, root.firstChild);
+    }
+    return note;
+  }
+
   // A link revoked or expired while the page is open (the server closes the socket with 4003 and a reason):
   // say so plainly and stop offering actions; nothing this page could send would be accepted any more.
   document.addEventListener("htmx:wsClose", function (evt) {
     var e = evt.detail && evt.detail.event;
     if (!e || e.code !== 4003 || document.body.classList.contains("role-owner")) return;
     document.body.classList.add("link-ended");
-    var note = document.getElementById("link-ended");
-    if (!note) {
-      note = document.createElement("p");
-      note.id = "link-ended"; note.className = "alert error"; note.setAttribute("role", "alert");
-      var root = document.getElementById("session-root") || document.body;
-      root.insertBefore(note, root.firstChild);
-    }
+    var note = topAlert("link-ended", "alert error");
     var why = /expired/.test(e.reason || "") ? "has expired" :
       (/deleted/.test(e.reason || "") ? "no longer works: the session was deleted" : "was revoked");
     note.textContent = "This share link " + why + ". The page no longer updates and can send nothing; " +
@@ -111,13 +117,7 @@
   document.addEventListener("htmx:wsClose", function (evt) {
     var e = evt.detail && evt.detail.event;
     if (!e || e.code !== 4029) return;
-    var note = document.getElementById("ws-refused");
-    if (!note) {
-      note = document.createElement("p");
-      note.id = "ws-refused"; note.className = "notice warning"; note.setAttribute("role", "alert");
-      var root = document.getElementById("session-root") || document.body;
-      root.insertBefore(note, root.firstChild);
-    }
+    var note = topAlert("ws-refused", "notice warning");
     note.textContent = "Live updates are off: " + (e.reason || "the server refused this tab's websocket") +
       ". Close other tabs of this console and reload.";
   });

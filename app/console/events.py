@@ -352,6 +352,9 @@ class TimelineEvent:
     seq: int
     record: Event
     at: float = field(default_factory=time.time)
+    # The record as a dict, made once: the store, the hub and the renderer each read it on the hot path.
+    # Read-only for its readers (the fold works on the record itself).
+    _data: Json | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
@@ -359,7 +362,9 @@ class TimelineEvent:
 
     @property
     def data(self) -> Json:
-        return self.record.to_data()
+        if self._data is None:
+            self._data = self.record.to_data()
+        return self._data
 
     def to_dict(self) -> Json:
         return {"v": EVENT_VERSION, "session_id": self.session_id, "seq": self.seq, "kind": self.kind,
