@@ -76,7 +76,7 @@ def call_from_page(page: Any, count: int, per_second: float) -> None:
     page.fill(f"{TOOL} input[name='arg.count']", str(count))
     page.select_option(f"{TOOL} select[name='arg.stamp']", "true")  # optional boolean: not set / true / false
     page.fill(f"{TOOL} input[name='arg.per_second']", repr(per_second) if per_second else "0")
-    page.click(f"{TOOL} button:text-is('Call progress_fast')")
+    page.locator(TOOL).get_by_role("button", name="Call progress_fast", exact=True).click()
 
 
 def console_wire(rig: Rig, session_id: str, count: int) -> list[tuple[float, float]]:
