@@ -115,8 +115,9 @@ class McpClient:
         """The exact message to send: params as given, with our _meta merged over any caller _meta."""
         body = dict(params or {})
         caller_meta = body.get("_meta")
-        body["_meta"] = {**(caller_meta if isinstance(caller_meta, dict) else {}),
-                         **self.meta(progress_token, log_level)}
+        meta = {**(caller_meta if isinstance(caller_meta, dict) else {}), **self.meta(progress_token, log_level)}
+        if meta or "_meta" in body:  # a legacy request with nothing to stamp goes without an empty _meta
+            body["_meta"] = meta
         return request(request_id if request_id is not None else next(self._ids), method, body)
 
     async def request(self, method: str, params: dict[str, Any] | None = None, *,
@@ -251,7 +252,7 @@ class McpClient:
             task = asyncio.ensure_future(answer())
             self._answering.add(task)
             task.add_done_callback(self._answering.discard)
-        elif verdict.refusal is not None:
+        elif verdict.refusal is not None:  # not asked, or nobody to ask: the era's answer goes back at once
             with contextlib.suppress(McpError):
                 await exchange.answer(verdict.refusal.message(frame.id))
 
@@ -269,7 +270,7 @@ class McpClient:
         reply.result = result
 
     def _check_result(self, reply: Reply) -> None:
-        if reply.result is None:
+        if reply.result is None or not self.config.era.requires_result_type:
             return
         rtype = reply.result.get("resultType")
         if rtype is None:
@@ -328,6 +329,15 @@ class McpClient:
             else:
                 self.invalid_tools.pop(name, None)
                 self.tool_headers[name] = mapping
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> str:
+        """Send a notification (stamped like a request, with no id); returns its exchange key."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params:
+            message["params"] = params
+        key = self.new_key()
+        await self.transport.notify(message, self.config.era.headers(method, params or {}, None), key)
+        return key
 
     async def close(self) -> None:
         await self.transport.close()
