@@ -80,6 +80,7 @@ class ClientConfig:
     max_s: float = 3600.0         # the overall maximum, whatever the frames
     key_prefix: str = ""  # keeps exchange keys unique across reconnects of one recorded session
     first_id: int = 1     # likewise for JSON-RPC ids: a session's ids never repeat
+    first_key: int = 1    # a client replacing another mid-connect (a stdio restart) goes on with its keys
 
 
 def _kept(frame: Frame) -> Frame:
@@ -95,7 +96,7 @@ class McpClient:
         self.transport = transport
         self.config = config
         self._ids = itertools.count(config.first_id)
-        self._keys = itertools.count(1)
+        self.next_key_number = config.first_key
         self.tool_headers: dict[str, dict[str, str]] = {}
         self.invalid_tools: dict[str, str] = {}
         self._inflight: dict[str, Exchange] = {}
@@ -105,7 +106,13 @@ class McpClient:
         self._answering: set[asyncio.Future[None]] = set()  # answers to server requests under way
 
     def new_key(self) -> str:
-        return f"{self.config.key_prefix}x{next(self._keys)}"
+        key = self.peek_key()
+        self.next_key_number += 1
+        return key
+
+    def peek_key(self) -> str:
+        """The key new_key() will give next."""
+        return f"{self.config.key_prefix}x{self.next_key_number}"
 
     def meta(self, progress_token: Any = None, log_level: str | None = None) -> dict[str, Any]:
         return self.config.era.meta(self.config.client_info, self.config.capabilities(), progress_token, log_level)
