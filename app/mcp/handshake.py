@@ -93,13 +93,12 @@ def discover_not_served(reply: Reply) -> str | None:
     if error is None:
         return None
     if isinstance(error, RpcError):
-        if error.code == METHOD_NOT_FOUND:
-            return f"JSON-RPC {error.code} {error.message}"
-        if NOT_INITIALIZED in error.message.lower():
-            return f"{error.message!r}"
-        if error.http_status in NOT_SERVED_STATUSES:
-            return f"HTTP {error.http_status}: {error.message}"
-        return None
+        said = f"JSON-RPC {error.code} {error.message!r}"
+        if error.http_status is not None:
+            said = f"HTTP {error.http_status}, {said}"
+        served = error.code == METHOD_NOT_FOUND or NOT_INITIALIZED in error.message.lower() \
+            or error.http_status in NOT_SERVED_STATUSES
+        return said if served else None
     text = str(error)
     status = _status_in(text)
     if status is not None:
