@@ -21,6 +21,7 @@ Send = Callable[[str, dict[str, Any]], Awaitable[Reply]]
 NOT_SERVED_STATUSES = frozenset({400, 404, 405})
 METHOD_NOT_FOUND = -32601
 NOT_INITIALIZED = "not initialized"
+NOT_MCP = "does not look like an MCP endpoint"  # the HTTP transport's words for a first answer that is no MCP
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,8 @@ def discover_not_served(reply: Reply) -> str | None:
             or error.http_status in NOT_SERVED_STATUSES
         return said if served else None
     text = str(error)
+    if NOT_MCP in text:
+        return None  # an HTML page or the like: no MCP server of any era lives there, so say that instead
     status = _status_in(text)
     if status is not None:
         return f"HTTP {status} ({text})"
