@@ -281,6 +281,19 @@ class Restored(Record):
 
 
 @dataclass(slots=True)
+class EraNegotiated(Record):
+    """Which protocol revision this connection speaks, and why (the session header shows it)."""
+
+    KIND = "era_negotiated"
+    kind: Literal["era_negotiated"] = field(default="era_negotiated", init=False)
+    era: str = "modern"  # modern (2026-07-28) | legacy (2025-11-25 and older)
+    protocol_version: str = ""
+    chosen: str = "auto"  # what the connection asked for: auto | modern | legacy
+    reason: str = ""  # for people: "server/discover answered", "probe refused (HTTP 400 …); initialize …"
+    probe: str | None = None  # the exchange key of the server/discover probe, when there was one
+
+
+@dataclass(slots=True)
 class DeadlineExtended(Record):
     """Someone chose "Wait longer" on a plain request in flight (an operation records its snapshot instead)."""
 
@@ -292,11 +305,12 @@ class DeadlineExtended(Record):
 
 Event = (Restored | SessionCreated | StatusChanged | Discovered | ListsRefreshed | CapabilitiesChanged | RootsChanged
          | RequestSettingsChanged | ExchangeStarted | ExchangeFinished | Wire | Notice | Stderr | OperationChanged
-         | Progress | Log | SubscriptionChanged | Reread | LinkCreated | LinkRevoked | DeadlineExtended)
+         | Progress | Log | SubscriptionChanged | Reread | LinkCreated | LinkRevoked | DeadlineExtended
+         | EraNegotiated)
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in (
     Restored, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
     RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, OperationChanged, Progress, Log,
-    SubscriptionChanged, Reread, LinkCreated, LinkRevoked, DeadlineExtended)}
+    SubscriptionChanged, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated)}
 EXCHANGE_KINDS = ("exchange_started", "exchange_finished")
 # The kinds that make or change a timeline entry.
 ENTRY_KINDS = (*EXCHANGE_KINDS, "notice", "operation", "deadline_extended")

@@ -17,6 +17,7 @@ from app.console.events import (
     CapabilitiesChanged,
     DeadlineExtended,
     Discovered,
+    EraNegotiated,
     ExchangeFinished,
     ExchangeStarted,
     LinkCreated,
@@ -43,7 +44,9 @@ from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
+from app.mcp.era import MODERN_VERSION, Answerer, Era, LegacyEra, ModernEra
 from app.mcp.errors import ConnectFailed, McpError, ProcessExited
+from app.mcp.handshake import HandshakeFailed, Negotiated, discover_not_served, initialize
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
 from app.mcp.stdio import StdioTransport
@@ -282,28 +285,92 @@ class ConsoleSession:
         self.touch(force=True)
 
     async def connect(self) -> None:
-        """Start the transport, ask server/discover, then fetch the lists the server offers."""
+        """Start the transport and settle the era, then fetch the lists the server offers.
+
+        Auto (the default) probes `server/discover`; when the server says it does not serve it (see
+        `discover_not_served`) the probe stays on the timeline, labelled, and `initialize` follows.
+        """
         if self.client is not None:  # a reconnect: the old process or connection goes first
             with contextlib.suppress(Exception):
                 await self.client.close()
         self._closing = False
         self._set_status("connecting")
+        chosen = self.target.era
+        if not await self._start_client(LegacyEra() if chosen == "legacy" else ModernEra()):
+            return
+        if chosen == "legacy":
+            await self._connect_legacy(chosen, "forced on this target", probe=None)
+            return
+        probe_key = self._peek_key()
+        reply = await self.run("server/discover", {})
+        if reply.ok and reply.result is not None:
+            self.timeline.append(EraNegotiated(era="modern", protocol_version=MODERN_VERSION, chosen=chosen,
+                                               reason="server/discover answered" if chosen == "auto"
+                                               else "forced on this target", probe=probe_key))
+            self.timeline.append(Discovered(result=reply.result))
+            self._set_status("connected", self._version_note())
+            await self.refresh_lists()
+            return
+        why = discover_not_served(reply) if chosen == "auto" else None
+        if why is None:
+            self._set_status("failed", f"server/discover failed: {reply.error}")
+            return
+        self.timeline.notice("info", f"probe: server/discover not served ({why}); falling back to 2025-11-25 "
+                                     "(initialize)", signal="era_probe")
+        if not (self.transport is not None and getattr(self.transport, "alive", True)):
+            # A stdio server that died on the probe gets a fresh process for the handshake.
+            if not await self._start_client(LegacyEra()):
+                return
+        else:
+            assert self.client is not None
+            self.client.config.era = LegacyEra()
+        await self._connect_legacy(chosen, f"probe refused: server/discover not served ({why})", probe=probe_key)
+
+    def _peek_key(self) -> str:
+        """The exchange key the next request will get (so the era record can name the probe)."""
+        assert self.client is not None
+        return self.client.peek_key()
+
+    async def _start_client(self, era: Era) -> bool:
+        """A new transport and client speaking `era`; False (status failed) when the transport cannot start."""
+        old, first_key = self.client, 1
+        if old is not None and self.state.status == "connecting":  # restarted mid-connect: keys go on
+            first_key = old.next_key_number
+        if old is not None:
+            with contextlib.suppress(Exception):
+                await old.close()
         self.transport = self._make_transport()
         self.client = McpClient(self.transport, ClientConfig(
-            client_info=CLIENT_INFO, capabilities=lambda: self.capabilities,
-            idle_timeout_s=self.idle_timeout_s, max_s=self.max_s, key_prefix=f"c{self.connects}",
-            first_id=self.last_id + 1))
+            client_info=CLIENT_INFO, capabilities=lambda: self.capabilities, era=era,
+            answerer=self._server_request_answerer(),
+            idle_timeout_s=self.idle_timeout_s, max_s=self.max_s,
+            key_prefix=f"c{self.connects}", first_id=self.last_id + 1, first_key=first_key))
         try:
             await self.transport.start()
         except McpError as exc:
             self._set_status("failed", str(exc))
+            return False
+        return True
+
+    def _server_request_answerer(self) -> Answerer | None:
+        return None
+
+    async def _connect_legacy(self, chosen: str, why: str, probe: str | None) -> None:
+        """The 2025-11-25 handshake, recorded like any request; its answer is kept in the discover shape."""
+        assert self.client is not None
+        try:
+            negotiated = await initialize(self.client, lambda method, params: self.run(method, params))
+        except HandshakeFailed as exc:
+            self._set_status("failed", str(exc))
             return
-        reply = await self.run("server/discover", {})
-        if not reply.ok or reply.result is None:
-            self._set_status("failed", f"server/discover failed: {reply.error}")
+        except McpError as exc:  # notifications/initialized could not be sent
+            self._set_status("failed", f"notifications/initialized failed: {exc}")
             return
-        self.timeline.append(Discovered(result=reply.result))
-        self._set_status("connected", self._version_note())
+        self.timeline.append(EraNegotiated(era="legacy", protocol_version=negotiated.protocol_version,
+                                           chosen=chosen, reason=f"{why}; initialize: {negotiated.note}",
+                                           probe=probe))
+        self.timeline.append(Discovered(result=discover_shape(negotiated)))
+        self._set_status("connected", "")
         await self.refresh_lists()
 
     def _version_note(self) -> str:
@@ -473,6 +540,16 @@ class ConsoleSession:
             await self.client.close()
         if self.status != "failed":
             self._set_status("closed")
+
+
+def discover_shape(negotiated: Negotiated) -> dict[str, Any]:
+    """A legacy initialize answer in the shape server/discover has, so the rest of the session reads one shape."""
+    result: dict[str, Any] = {"supportedVersions": [negotiated.protocol_version],
+                              "capabilities": negotiated.capabilities,
+                              "_meta": {"io.modelcontextprotocol/serverInfo": negotiated.server_info}}
+    if negotiated.instructions is not None:
+        result["instructions"] = negotiated.instructions
+    return result
 
 
 def wire_record(event: WireEvent, data: dict[str, Any] | None = None) -> Wire:

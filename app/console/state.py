@@ -17,6 +17,7 @@ from app.console.events import (
     CapabilitiesChanged,
     DeadlineExtended,
     Discovered,
+    EraNegotiated,
     ExchangeFinished,
     ExchangeStarted,
     LinkCreated,
@@ -157,6 +158,8 @@ class SessionState:
     last_id: int = 0
     capabilities: Json = field(default_factory=lambda: copy.deepcopy(DEFAULT_CAPABILITIES))
     discover: Json | None = None
+    # The revision negotiated on the last connect: {era, protocol_version, chosen, reason, probe}; None before.
+    era: Json | None = None
     lists: dict[str, list[Json]] = field(default_factory=lambda: {k: [] for k in LIST_KEYS})
     roots: list[Json] = field(default_factory=lambda: copy.deepcopy(DEFAULT_ROOTS))
     log_level: str = ""
@@ -334,6 +337,10 @@ def _link_revoked(state: SessionState, ev: LinkRevoked, _e: TimelineEvent) -> No
         state.links[ev.id]["revoked"] = ev.revoked
 
 
+def _era(state: SessionState, ev: EraNegotiated, _e: TimelineEvent) -> None:
+    state.era = ev.to_data()
+
+
 def _deadline_extended(state: SessionState, ev: DeadlineExtended, _e: TimelineEvent) -> None:
     entry = state.entries.get(ev.key)
     if entry is not None:
@@ -341,7 +348,7 @@ def _deadline_extended(state: SessionState, ev: DeadlineExtended, _e: TimelineEv
 
 
 _HANDLERS: dict[type[Any], Any] = {
-    DeadlineExtended: _deadline_extended,
+    DeadlineExtended: _deadline_extended, EraNegotiated: _era,
     Restored: _restored, SessionCreated: _created, StatusChanged: _status, Discovered: _discovered,
     ListsRefreshed: _lists,
     CapabilitiesChanged: _capabilities, RootsChanged: _roots, RequestSettingsChanged: _request_settings,
@@ -363,7 +370,8 @@ def projection(state: SessionState) -> Json:
     return {
         "target": state.target, "read_only": state.read_only, "status": state.status,
         "status_message": state.status_message, "connects": state.connects, "last_id": state.last_id,
-        "capabilities": state.capabilities, "discover": state.discover, "lists": state.lists, "roots": state.roots,
+        "capabilities": state.capabilities, "discover": state.discover, "era": state.era, "lists": state.lists,
+        "roots": state.roots,
         "request_settings": [state.log_level, state.progress_enabled, state.auto_refresh, state.idle_timeout_s,
                              state.max_s],
         "status_since": state.status_since, "stderr_counts": [state.stderr_stored, state.stderr_dropped],

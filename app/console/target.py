@@ -8,6 +8,9 @@ from typing import Any, Literal
 
 from app.console.secrets import Redactor
 
+Era = Literal["auto", "modern", "legacy"]
+ERAS: tuple[Era, ...] = ("auto", "modern", "legacy")
+
 
 @dataclass(slots=True)
 class Target:
@@ -16,6 +19,8 @@ class Target:
     headers: dict[str, str] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
     cwd: str | None = None
+    # Which revision to speak: auto probes server/discover and falls back to initialize.
+    era: Era = "auto"
 
     def describe(self) -> str:
         return self.url if self.kind == "http" else shlex.join(self.argv)  # pasteable back into a shell
@@ -35,4 +40,6 @@ def target_from(raw: Any) -> Target:
     data = {k: v for k, v in raw.items() if k in known}
     if data.get("kind") not in ("http", "stdio"):
         data["kind"] = "http"
+    if data.get("era") not in ERAS:
+        data["era"] = "auto"
     return Target(**data)

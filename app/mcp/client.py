@@ -80,6 +80,7 @@ class ClientConfig:
     max_s: float = 3600.0         # the overall maximum, whatever the frames
     key_prefix: str = ""  # keeps exchange keys unique across reconnects of one recorded session
     first_id: int = 1     # likewise for JSON-RPC ids: a session's ids never repeat
+    first_key: int = 1    # a client replacing another mid-connect (a stdio restart) goes on with its keys
 
 
 def _kept(frame: Frame) -> Frame:
@@ -95,7 +96,7 @@ class McpClient:
         self.transport = transport
         self.config = config
         self._ids = itertools.count(config.first_id)
-        self._keys = itertools.count(1)
+        self.next_key_number = config.first_key
         self.tool_headers: dict[str, dict[str, str]] = {}
         self.invalid_tools: dict[str, str] = {}
         self._inflight: dict[str, Exchange] = {}
@@ -105,7 +106,13 @@ class McpClient:
         self._answering: set[asyncio.Future[None]] = set()  # answers to server requests under way
 
     def new_key(self) -> str:
-        return f"{self.config.key_prefix}x{next(self._keys)}"
+        key = self.peek_key()
+        self.next_key_number += 1
+        return key
+
+    def peek_key(self) -> str:
+        """The key new_key() will give next."""
+        return f"{self.config.key_prefix}x{self.next_key_number}"
 
     def meta(self, progress_token: Any = None, log_level: str | None = None) -> dict[str, Any]:
         return self.config.era.meta(self.config.client_info, self.config.capabilities(), progress_token, log_level)
@@ -115,8 +122,9 @@ class McpClient:
         """The exact message to send: params as given, with our _meta merged over any caller _meta."""
         body = dict(params or {})
         caller_meta = body.get("_meta")
-        body["_meta"] = {**(caller_meta if isinstance(caller_meta, dict) else {}),
-                         **self.meta(progress_token, log_level)}
+        meta = {**(caller_meta if isinstance(caller_meta, dict) else {}), **self.meta(progress_token, log_level)}
+        if meta or "_meta" in body:  # a legacy request with nothing to stamp goes without an empty _meta
+            body["_meta"] = meta
         return request(request_id if request_id is not None else next(self._ids), method, body)
 
     async def request(self, method: str, params: dict[str, Any] | None = None, *,
@@ -251,7 +259,7 @@ class McpClient:
             task = asyncio.ensure_future(answer())
             self._answering.add(task)
             task.add_done_callback(self._answering.discard)
-        elif verdict.refusal is not None:
+        elif verdict.refusal is not None:  # not asked, or nobody to ask: the era's answer goes back at once
             with contextlib.suppress(McpError):
                 await exchange.answer(verdict.refusal.message(frame.id))
 
@@ -269,7 +277,7 @@ class McpClient:
         reply.result = result
 
     def _check_result(self, reply: Reply) -> None:
-        if reply.result is None:
+        if reply.result is None or not self.config.era.requires_result_type:
             return
         rtype = reply.result.get("resultType")
         if rtype is None:
@@ -328,6 +336,15 @@ class McpClient:
             else:
                 self.invalid_tools.pop(name, None)
                 self.tool_headers[name] = mapping
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> str:
+        """Send a notification (stamped like a request, with no id); returns its exchange key."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params:
+            message["params"] = params
+        key = self.new_key()
+        await self.transport.notify(message, self.config.era.headers(method, params or {}, None), key)
+        return key
 
     async def close(self) -> None:
         await self.transport.close()

@@ -24,6 +24,11 @@ from app.mcp.headers import request_headers
 from app.mcp.jsonrpc import Frame
 
 MODERN_VERSION = "2026-07-28"
+LEGACY_VERSION = "2025-11-25"
+# Versions a legacy handshake accepts from the server (it may negotiate down from what we offered).
+LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+# Server requests a legacy era hands to the caller; each opens a dialog like an MRTR input request.
+ASKED_METHODS = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPS = "io.modelcontextprotocol/clientCapabilities"
 META_INFO = "io.modelcontextprotocol/clientInfo"
@@ -62,6 +67,8 @@ Answerer = Callable[[Frame], Awaitable[ServerAnswer]]
 class Era(Protocol):
     name: str
     protocol_version: str
+    # 2026-07-28 requires `resultType` on every result; older revisions never sent it.
+    requires_result_type: bool
 
     def meta(self, client_info: dict[str, Any], capabilities: dict[str, Any], progress_token: Any,
              log_level: str | None) -> dict[str, Any]:
@@ -78,6 +85,7 @@ class ModernEra:
     """2026-07-28: no handshake, `_meta` on every request, MRTR instead of server→client requests."""
 
     name = "modern"
+    requires_result_type = True
 
     def __init__(self, protocol_version: str = MODERN_VERSION) -> None:
         self.protocol_version = protocol_version
@@ -101,3 +109,46 @@ class ModernEra:
         return ServerRequestVerdict(
             warning=f"server sent a request ({frame.method}); servers must not in {self.protocol_version}",
             ask_caller=False)
+
+
+class LegacyEra:
+    """2025-11-25 and older: `initialize` once, a session id, and requests from the server on its streams.
+
+    `_meta` carries only the progress token (version, client info and capabilities were said in
+    `initialize`); the log level is set with `logging/setLevel`, not per request. The protocol version
+    starts as the one offered and becomes the negotiated one once `initialize` has answered.
+    """
+
+    name = "legacy"
+    requires_result_type = False
+
+    def __init__(self, protocol_version: str = LEGACY_VERSION) -> None:
+        self.protocol_version = protocol_version
+        self.negotiated = False  # no MCP-Protocol-Version header before initialize has answered
+
+    def meta(self, client_info: dict[str, Any], capabilities: dict[str, Any], progress_token: Any,
+             log_level: str | None) -> dict[str, Any]:
+        return {"progressToken": progress_token} if progress_token is not None else {}
+
+    def headers(self, method: str, params: dict[str, Any], arg_headers: dict[str, str] | None) -> dict[str, str]:
+        # The 2025-11-25 transport wants the version header on every request *after* initialize; the
+        # session id is the transport's (it learned it from the initialize response).
+        if method == "initialize" or not self.negotiated:
+            return {}
+        return {"MCP-Protocol-Version": self.protocol_version}
+
+    def negotiate(self, version: str) -> None:
+        self.protocol_version = version
+        self.negotiated = True
+
+    def on_server_request(self, frame: Frame) -> ServerRequestVerdict:
+        if frame.method == "ping":
+            return ServerRequestVerdict(warning=None, ask_caller=False, refusal=ServerAnswer(result={}))
+        if frame.method in ASKED_METHODS:
+            # The refusal is the fallback when nobody is there to ask (a script without an answerer).
+            return ServerRequestVerdict(warning=None, ask_caller=True, refusal=ServerAnswer(
+                error={"code": -32601, "message": f"{frame.method}: this client has no one to ask"}))
+        return ServerRequestVerdict(
+            warning=f"server sent a request the console does not serve ({frame.method}); answered -32601",
+            ask_caller=False,
+            refusal=ServerAnswer(error={"code": -32601, "message": f"method not found: {frame.method}"}))

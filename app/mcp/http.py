@@ -16,6 +16,8 @@ from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STREAM_BYTE
 from app.mcp.wire import Recorder, WireEvent
 
 ACCEPT = "application/json, text/event-stream"
+SESSION_HEADER = "Mcp-Session-Id"
+DELETE_TIMEOUT_S = 5.0  # closing must not hang on a server that ignores the DELETE
 
 
 def _header_list(headers: httpx.Headers) -> list[tuple[str, str]]:
@@ -24,8 +26,10 @@ def _header_list(headers: httpx.Headers) -> list[tuple[str, str]]:
 
 class HttpExchange:
     def __init__(self, transport: HttpTransport, response: httpx.Response, key: str, request_id: Any = None,
-                 discovery: bool = False) -> None:
+                 discovery: bool = False, protocol_headers: dict[str, str] | None = None) -> None:
         self._t = transport
+        # The version header the request went with: an answer to a server request on this stream carries it too.
+        self._protocol = {k: v for k, v in (protocol_headers or {}).items() if k.lower() == "mcp-protocol-version"}
         self._response = response
         self._key = key
         self._request_id = request_id
@@ -130,7 +134,7 @@ class HttpExchange:
 
     async def answer(self, message: dict[str, Any]) -> None:
         # A response to a server request is POSTed like any other message (how older revisions take them).
-        await self._t.notify(message, {}, self._key)
+        await self._t.notify(message, self._protocol, self._key)
 
     async def aclose(self) -> None:
         await self._response.aclose()
@@ -156,6 +160,8 @@ class HttpTransport:
         self.max_message_bytes = max_message_bytes
         self.max_stream_bytes = max_stream_bytes
         self._discovered = False
+        # 2025-11-25 sessions: the id the server gave in its initialize answer, sent on every later message.
+        self.session_id: str | None = None
 
     async def start(self) -> None:
         """Nothing to open: every message is its own POST."""
@@ -164,7 +170,16 @@ class HttpTransport:
         merged = {"Content-Type": "application/json", "Accept": ACCEPT}
         merged.update(self.extra_headers)
         merged.update(headers)
+        if self.session_id is not None:
+            merged[SESSION_HEADER] = self.session_id
         return merged
+
+    def _learn_session(self, message: dict[str, Any], response: httpx.Response) -> None:
+        """Keep the session id a server hands out on its initialize answer (2025-11-25); only there, so a
+        modern server's stray header (or a refused probe's) never turns into a session to send and DELETE."""
+        value = response.headers.get(SESSION_HEADER)
+        if value and message.get("method") == "initialize" and response.is_success:
+            self.session_id = value
 
     async def _post(self, message: dict[str, Any], headers: dict[str, str], key: str) -> httpx.Response:
         try:
@@ -186,13 +201,15 @@ class HttpTransport:
         self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
                               headers=_header_list(response.headers),
                               note=f"HTTP {response.status_code} {response.reason_phrase}"))
+        self._learn_session(message, response)
         return response
 
     async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> HttpExchange:
         discovery = message.get("method") == "server/discover" and not self._discovered
         if discovery:
             self._discovered = True
-        return HttpExchange(self, await self._post(message, headers, key), key, message.get("id"), discovery)
+        return HttpExchange(self, await self._post(message, headers, key), key, message.get("id"), discovery,
+                            headers)
 
     async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
         response = await self._post(message, headers, key)
@@ -218,7 +235,18 @@ class HttpTransport:
         return b"".join(chunks)
 
     async def close(self) -> None:
-        """The shared client belongs to the caller; nothing of ours to close."""
+        """End a 2025-11-25 session with a DELETE (bounded); the shared client belongs to the caller."""
+        session, self.session_id = self.session_id, None
+        if session is None:
+            return
+        headers = {**self.extra_headers, SESSION_HEADER: session}
+        note = f"DELETE {self.shown_target} to end session {session}"
+        try:
+            response = await self._client.request("DELETE", self.target, headers=headers, timeout=DELETE_TIMEOUT_S)
+            note += f": HTTP {response.status_code} {response.reason_phrase}"
+        except (httpx.HTTPError, OSError, ValueError) as exc:
+            note += f": {_explain(exc)}"
+        self.record(WireEvent(direction="transport", raw="", note=note))
 
 
 def redact_url(url: str) -> str:

@@ -233,6 +233,11 @@ class StdioTransport:
         meta = params.get("_meta")
         if isinstance(meta, dict) and SUBSCRIPTION_KEY in meta:
             return self._pending.get(meta[SUBSCRIPTION_KEY])
+        if frame.kind == "request":
+            # A 2025-11-25 server asks (elicitation, sampling, roots) while handling one of ours, but stdio says
+            # not which: the newest ordinary request in flight is the likeliest (and, with one, the only) owner.
+            asking = [x for x in self._pending.values() if not x.is_listen and not x.muted]
+            return asking[-1] if asking else None
         if frame.method == "notifications/message":
             # Log lines carry no id; they ride only on a request's own stream, never on a listen.
             # With one ordinary request in flight there is no doubt whose they are.

@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.console.secrets import mask_wire
 from app.console.session import Target
+from app.console.target import ERAS
 from app.web.deps import (
     Operator,
     Owner,
@@ -89,6 +90,15 @@ def _parse_headers(text: str) -> dict[str, str]:
 
 
 def _target_from_form(form: FormInput, demo_url: str) -> Target:
+    target = _target_kind_from_form(form, demo_url)
+    era = form.first("era") or "auto"
+    if era not in ERAS:
+        raise HTTPException(400, f"Unknown era {era!r}: give auto, modern or legacy")
+    target.era = era  # checked against ERAS just above
+    return target
+
+
+def _target_kind_from_form(form: FormInput, demo_url: str) -> Target:
     kind = form.first("kind") or ""
     if kind == "http":
         url = (form.first("url") or "").strip()

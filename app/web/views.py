@@ -28,6 +28,7 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
             "capabilities": s.server_capabilities,
             "instructions": (s.discover or {}).get("instructions"),
         },
+        "era": s.state.era,  # which revision the last connect negotiated, and why
         "client_capabilities": s.capabilities,
         "roots": s.roots,
         "request_settings": s.request_settings(),

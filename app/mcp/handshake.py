@@ -1,0 +1,121 @@
+"""The 2025-11-25 handshake, and how Auto tells a legacy server from a modern one.
+
+`initialize` offers our version, client info and capabilities; the server answers with the version it
+picked (possibly older), its info, capabilities and instructions; `notifications/initialized` then opens
+the session. Nothing here records anything: the caller passes its own `send` (the console's records the
+exchange as a timeline entry), so the handshake is as visible as any other request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from app.mcp.client import McpClient, Reply
+from app.mcp.era import LEGACY_VERSION, LEGACY_VERSIONS, LegacyEra
+from app.mcp.errors import ProcessExited, RpcError, StreamLost
+
+Send = Callable[[str, dict[str, Any]], Awaitable[Reply]]
+# The HTTP statuses and JSON-RPC errors with which a server says "I do not serve server/discover".
+NOT_SERVED_STATUSES = frozenset({400, 404, 405})
+METHOD_NOT_FOUND = -32601
+NOT_INITIALIZED = "not initialized"
+NOT_MCP = "does not look like an MCP endpoint"  # the HTTP transport's words for a first answer that is no MCP
+
+
+@dataclass(frozen=True, slots=True)
+class Negotiated:
+    """What `initialize` settled: the version, and the server's own description of itself."""
+
+    protocol_version: str
+    server_info: dict[str, Any]
+    capabilities: dict[str, Any]
+    instructions: str | None
+    note: str  # why this version (shown in the session header)
+
+
+class HandshakeFailed(Exception):
+    """`initialize` got no usable answer; the message says what came back."""
+
+
+def initialize_params(client_info: dict[str, Any], capabilities: dict[str, Any],
+                      version: str = LEGACY_VERSION) -> dict[str, Any]:
+    return {"protocolVersion": version, "capabilities": capabilities, "clientInfo": client_info}
+
+
+def negotiated_from(reply: Reply, offered: str) -> Negotiated:
+    """Read an initialize reply; raise HandshakeFailed when it cannot open a session."""
+    if not reply.ok or reply.result is None:
+        raise HandshakeFailed(f"initialize failed: {reply.error}")
+    result = reply.result
+    version = result.get("protocolVersion")
+    if not isinstance(version, str) or version not in LEGACY_VERSIONS:
+        raise HandshakeFailed(f"initialize answered protocol version {version!r}, which this console does not "
+                              f"speak (it speaks {', '.join(LEGACY_VERSIONS)})")
+    info, caps = result.get("serverInfo"), result.get("capabilities")
+    instructions = result.get("instructions")
+    note = f"offered {offered}; the server chose {version}" if version != offered else f"{version} as offered"
+    return Negotiated(protocol_version=version, server_info=info if isinstance(info, dict) else {},
+                      capabilities=caps if isinstance(caps, dict) else {},
+                      instructions=instructions if isinstance(instructions, str) else None, note=note)
+
+
+async def initialize(client: McpClient, send: Send | None = None,
+                     version: str = LEGACY_VERSION) -> Negotiated:
+    """Run the handshake on a client whose era is a LegacyEra; its version becomes the negotiated one.
+
+    `send` defaults to the client's own request; the console passes one that records the exchange.
+    """
+    era = client.config.era
+    assert isinstance(era, LegacyEra), "initialize is the legacy handshake"
+    params = initialize_params(client.config.client_info, client.config.capabilities(), version)
+    reply = await (send or _plain(client))("initialize", params)
+    negotiated = negotiated_from(reply, version)
+    era.negotiate(negotiated.protocol_version)
+    await client.notify("notifications/initialized")
+    return negotiated
+
+
+def _plain(client: McpClient) -> Send:
+    async def send(method: str, params: dict[str, Any]) -> Reply:
+        return await client.request(method, params)
+    return send
+
+
+def discover_not_served(reply: Reply) -> str | None:
+    """Why a server/discover reply says "legacy server" (None when it does not say that).
+
+    The signals: HTTP 400/404/405, JSON-RPC -32601, "Server not initialized" (server-everything), or
+    a stdio server that broke off (an error or exit instead of an answer). A reply that reached no server
+    at all (connection refused) is no signal: falling back would only fail again, less clearly.
+    """
+    error = reply.error
+    if error is None:
+        return None
+    if isinstance(error, RpcError):
+        said = f"JSON-RPC {error.code} {error.message!r}"
+        if error.http_status is not None:
+            said = f"HTTP {error.http_status}, {said}"
+        served = error.code == METHOD_NOT_FOUND or NOT_INITIALIZED in error.message.lower() \
+            or error.http_status in NOT_SERVED_STATUSES
+        return said if served else None
+    text = str(error)
+    if NOT_MCP in text:
+        return None  # an HTML page or the like: no MCP server of any era lives there, so say that instead
+    status = _status_in(text)
+    if status is not None:
+        return f"HTTP {status} ({text})"
+    if NOT_INITIALIZED in text.lower():
+        return text
+    if isinstance(error, ProcessExited | StreamLost):
+        return f"stdio error ({text})"
+    return None
+
+
+def _status_in(text: str) -> int | None:
+    """The HTTP status a transport error names ("HTTP 404 Not Found from the server: …")."""
+    for status in NOT_SERVED_STATUSES:
+        if f"HTTP {status}" in text:
+            return status
+    return None

@@ -1,0 +1,168 @@
+"""A tiny 2025-11-25-only MCP server for the era tests: it refuses server/discover as server-everything does.
+
+    python -m tests.legacy.server --port 8123   # Streamable HTTP on 127.0.0.1:8123/mcp (prints "listening on URL")
+    python -m tests.legacy.server --stdio
+
+Tools: `echo` (text), `headers` (the HTTP headers of that very call), `ask` (sends `elicitation/create` on the
+call's own stream and returns the answer it got). Only ever binds 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import uuid
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+VERSION = "2025-11-25"
+ANSWER_WAIT_S = 60.0
+TOOLS = [{"name": name, "inputSchema": {"type": "object", "properties": props}} for name, props in (
+    ("echo", {"text": {"type": "string"}}), ("headers", {}), ("ask", {}))]
+Emit = Callable[[dict[str, Any]], None]
+
+
+class Server:
+    def __init__(self) -> None:
+        self.sessions: set[str] = set()
+        self.answers: dict[Any, dict[str, Any]] = {}
+        self.arrived = threading.Condition()
+
+    def take_answer(self, message: dict[str, Any]) -> None:
+        with self.arrived:
+            self.answers[message.get("id")] = message
+            self.arrived.notify_all()
+
+    def wait_answer(self, request_id: str) -> dict[str, Any] | None:
+        with self.arrived:
+            self.arrived.wait_for(lambda: request_id in self.answers, ANSWER_WAIT_S)
+            return self.answers.pop(request_id, None)
+
+    def handle(self, message: dict[str, Any], headers: dict[str, str], emit: Emit) -> dict[str, Any]:
+        """The result (or error) object of one request; `emit` sends a frame on the request's own stream."""
+        method, params = message.get("method"), message.get("params") or {}
+        if method == "initialize":
+            return {"result": {"protocolVersion": VERSION, "capabilities": {"tools": {}, "logging": {}},
+                               "serverInfo": {"name": "legacy-only", "version": "1"}}}
+        if method == "ping":
+            return {"result": {}}
+        if method == "tools/list":
+            return {"result": {"tools": TOOLS}}
+        if method == "tools/call":
+            name, args = params.get("name"), params.get("arguments") or {}
+            if name == "echo":
+                return _text(str(args.get("text", "")))
+            if name == "headers":
+                return _text(json.dumps(headers, sort_keys=True))
+            if name == "ask":
+                asked = f"elicit-{uuid.uuid4().hex[:8]}"
+                emit({"jsonrpc": "2.0", "id": asked, "method": "elicitation/create",
+                      "params": {"message": "Your name?", "requestedSchema": {
+                          "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}})
+                answer = self.wait_answer(asked)
+                return _text(json.dumps(answer.get("result") if answer else "no answer"))
+        return {"error": {"code": -32601, "message": f"Method not found: {method}"}}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"result": {"content": [{"type": "text", "text": text}]}}
+
+
+def serve_http(port: int) -> None:
+    server = Server()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_DELETE(self) -> None:
+            server.sessions.discard(self.headers.get("Mcp-Session-Id", ""))
+            self._reply(200, b"", "text/plain")
+
+        def do_GET(self) -> None:
+            self._reply(405, b"", "text/plain")  # no standalone stream
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+            if "method" not in body:  # a response to one of our requests
+                server.take_answer(body)
+                self._reply(202, b"", "text/plain")
+                return
+            session = self.headers.get("Mcp-Session-Id")
+            if body.get("method") != "initialize" and session not in server.sessions:
+                error = {"jsonrpc": "2.0", "id": body.get("id"),
+                         "error": {"code": -32000, "message": "Bad Request: Server not initialized"}}
+                self._reply(400, json.dumps(error).encode(), "application/json")
+                return
+            if "id" not in body:
+                self._reply(202, b"", "text/plain")
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            if body["method"] == "initialize":
+                session = uuid.uuid4().hex
+                server.sessions.add(session)
+                self.send_header("Mcp-Session-Id", session)
+            self.end_headers()
+            self._event({})  # a priming event with empty data, as the TypeScript servers send
+            outcome = server.handle(body, {k.lower(): v for k, v in self.headers.items()}, self._event)
+            self._event({"jsonrpc": "2.0", "id": body["id"], **outcome})
+            self.wfile.write(b"0\r\n\r\n")
+
+        def _event(self, message: dict[str, Any]) -> None:
+            data = json.dumps(message) if message else ""
+            chunk = f"id: {uuid.uuid4().hex}\ndata: {data}\n\n".encode()
+            self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            self.wfile.flush()
+
+        def _reply(self, status: int, payload: bytes, ctype: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    print(f"listening on http://127.0.0.1:{httpd.server_address[1]}/mcp", flush=True)
+    httpd.serve_forever()
+
+
+def serve_stdio() -> None:
+    server = Server()
+    lock = threading.Lock()
+
+    def emit(message: dict[str, Any]) -> None:
+        with lock:
+            sys.stdout.write(json.dumps(message) + "\n")
+            sys.stdout.flush()
+
+    def run(message: dict[str, Any]) -> None:
+        emit({"jsonrpc": "2.0", "id": message["id"], **server.handle(message, {}, emit)})
+
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "method" not in message:
+            server.take_answer(message)
+        elif message.get("method") == "server/discover":
+            emit({"jsonrpc": "2.0", "id": message["id"],
+                  "error": {"code": -32601, "message": "Method not found: server/discover"}})
+        elif "id" in message:  # a thread per request: `ask` waits for an answer that comes on this same stdin
+            threading.Thread(target=run, args=(message,), daemon=True).start()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--stdio", action="store_true")
+    args = parser.parse_args()
+    serve_stdio() if args.stdio else serve_http(args.port)
+
+
+if __name__ == "__main__":
+    main()
