@@ -11,24 +11,29 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from app.console.events import SubscriptionChanged
+from app.mcp.client import Reply
 from app.mcp.jsonrpc import Frame
 from app.mcp.stdio import SUBSCRIPTION_KEY
 
 if TYPE_CHECKING:
-    from app.console.session import ConsoleSession
+    from app.console.runner import RequestRunner
+    from app.console.timeline import Timeline
 
 SubState = Literal["opening", "active", "closed_by_server", "connection_lost", "reconnecting", "stopped"]
 ACK_DEADLINE_S = 5.0
+FIRST_BACKOFF_S = 0.25
 MAX_BACKOFF_S = 5.0
-LIST_METHODS = {
-    "notifications/tools/list_changed": "tools",
-    "notifications/prompts/list_changed": "prompts",
-    "notifications/resources/list_changed": "resources",
-}
+# Told of every change notification a listener takes (a list changed, a resource was updated).
+OnChange = Callable[[Frame], None]
+
+
+def _ignore(_frame: Frame) -> None:
+    return None
 
 
 @dataclass(eq=False)
@@ -71,23 +76,37 @@ class Subscription:
 
 
 class Listeners:
-    def __init__(self, session: ConsoleSession) -> None:
-        self.session = session
+    """A session's subscriptions: each a task that listens through the runner and records on the timeline.
+
+    What a change notification means for the rest of the session (refresh a list, re-read a
+    resource) is `on_change`'s business, not the listener's. The backoff between re-listens and
+    the acknowledgement deadline are parameters so tests (and a future setting) can shorten them.
+    """
+
+    def __init__(self, runner: RequestRunner, timeline: Timeline, on_change: OnChange = _ignore, *,
+                 ack_deadline_s: float = ACK_DEADLINE_S, first_backoff_s: float = FIRST_BACKOFF_S,
+                 max_backoff_s: float = MAX_BACKOFF_S) -> None:
+        self.runner = runner
+        self.timeline = timeline
+        self.on_change = on_change
+        self.ack_deadline_s = ack_deadline_s
+        self.first_backoff_s = first_backoff_s
+        self.max_backoff_s = max_backoff_s
         self.subs: dict[str, Subscription] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
     def _record(self, sub: Subscription, added: list[dict[str, Any]] | None = None) -> None:
-        self.session.timeline.append(sub.snapshot(added))
+        self.timeline.append(sub.snapshot(added))
 
     def _new_id(self) -> str:
         """L1, L2, …: unique within the session, also after a restart (past the ids the fold knows)."""
-        known = [k[1:] for k in [*self.session.state.subscriptions, *self.subs] if k[1:].isdigit()]
+        known = [k[1:] for k in [*self.timeline.state.subscriptions, *self.subs] if k[1:].isdigit()]
         return f"L{max([0, *map(int, known)]) + 1}"
 
     def resume(self) -> list[Subscription]:
         """After a restart: listen again, under the same ids, to what was live when the console went down."""
         resumed = []
-        for rec in list(self.session.state.subscriptions.values()):
+        for rec in list(self.timeline.state.subscriptions.values()):
             if rec.resume and rec.id not in self.subs:
                 resumed.append(self.start(rec.requested, sub_id=rec.id, reconnects=rec.reconnects + 1,
                                           total=rec.total))
@@ -98,7 +117,8 @@ class Listeners:
         sub = Subscription(id=sub_id or self._new_id(), requested=requested,
                            reconnects=reconnects, total=total)
         self.subs[sub.id] = sub
-        task = asyncio.get_running_loop().create_task(self._run(sub), name=f"listen-{self.session.id}-{sub.id}")
+        name = f"listen-{self.timeline.session_id}-{sub.id}"
+        task = asyncio.get_running_loop().create_task(self._run(sub), name=name)
         self._tasks[sub.id] = task
 
         def forget(_task: asyncio.Task[None], sid: str = sub.id) -> None:
@@ -111,7 +131,7 @@ class Listeners:
     async def stop(self, sub: Subscription, who: str = "owner") -> None:
         sub.stopping = True
         if sub.exchange_key:
-            await self.session.cancel(sub.exchange_key, who)
+            await self.runner.cancel(sub.exchange_key, who)
         task = self._tasks.get(sub.id)
         if task is not None and sub.state == "reconnecting":
             task.cancel()
@@ -126,7 +146,7 @@ class Listeners:
             task.cancel()
 
     async def _run(self, sub: Subscription) -> None:
-        backoff = 0.25
+        backoff = self.first_backoff_s
         while not sub.stopping:
             sub.state = "opening" if sub.reconnects == 0 else "reconnecting"
             sub.ended_by_server = False
@@ -145,27 +165,28 @@ class Listeners:
             self._record(sub)
             if sub.state != "connection_lost":
                 return
-            if self.session.status not in ("connected", "unreachable"):  # unreachable may come back: keep trying
-                sub.problems.append(f"not listening again: the session is {self.session.status} "
-                                    f"({self.session.status_message or 'no target'})")
+            status = self.runner.status
+            if status not in ("connected", "unreachable"):  # unreachable may come back: keep trying
+                sub.problems.append(f"not listening again: the session is {status} "
+                                    f"({self.runner.status_message or 'no target'})")
                 self._record(sub)
                 return
             if sub.ack_ms is not None:
-                backoff = 0.25  # it worked for a while: start the backoff over
+                backoff = self.first_backoff_s  # it worked for a while: start the backoff over
             await asyncio.sleep(backoff)  # backoff between reconnects, not a wait for an event
-            backoff = min(backoff * 2, MAX_BACKOFF_S)
+            backoff = min(backoff * 2, self.max_backoff_s)
             sub.reconnects += 1
 
-    async def _listen_once(self, sub: Subscription) -> Any:
+    async def _listen_once(self, sub: Subscription) -> Reply:
         sub.opened_at = time.monotonic()
-        watchdog = asyncio.get_running_loop().call_later(ACK_DEADLINE_S, self._no_ack, sub)
+        watchdog = asyncio.get_running_loop().call_later(self.ack_deadline_s, self._no_ack, sub)
 
         def started(key: str, request_id: Any) -> None:
             sub.exchange_key, sub.subscription_id = key, request_id
             self._record(sub)
 
         try:
-            return await self.session.run("subscriptions/listen", {"notifications": sub.requested},
+            return await self.runner.run("subscriptions/listen", {"notifications": sub.requested},
                                           on_notification=lambda f: self._on_frame(sub, f), on_start=started,
                                           stream=True)
         finally:
@@ -173,7 +194,7 @@ class Listeners:
 
     def _no_ack(self, sub: Subscription) -> None:
         if sub.acknowledged is None and not sub.stopping:
-            sub.problems.append(f"no notifications/subscriptions/acknowledged within {ACK_DEADLINE_S:g} s")
+            sub.problems.append(f"no notifications/subscriptions/acknowledged within {self.ack_deadline_s:g} s")
             self._record(sub)
 
     def _on_frame(self, sub: Subscription, frame: Frame) -> None:
@@ -195,21 +216,7 @@ class Listeners:
             sub.total += 1
             note = {"method": frame.method, "params": frame.params, "at": time.time()}
             sub.notifications.append(note)
-            self._react(frame)
+            self.on_change(frame)
             self._record(sub, [note])
             return
         self._record(sub)
-
-    def _react(self, frame: Frame) -> None:
-        """A list change refreshes that list; an update to a resource on screen re-reads it."""
-        session = self.session
-        tasks = session.background
-        if frame.method in LIST_METHODS and session.auto_refresh:
-            only = LIST_METHODS[frame.method]
-            tasks.spawn(f"refresh-{only}-{session.id}", session.refresh_lists(only))
-            if only == "resources":
-                tasks.spawn(f"refresh-templates-{session.id}", session.refresh_lists("resourceTemplates"))
-        elif frame.method == "notifications/resources/updated":
-            uri = frame.params.get("uri")
-            if isinstance(uri, str) and uri in session.read_uris:
-                tasks.spawn(f"reread-{session.id}", session.reread(uri))

@@ -20,7 +20,8 @@ from app.mcp.client import KNOWN_RESULT_TYPES, Reply
 from app.mcp.state import analyze, compare
 
 if TYPE_CHECKING:
-    from app.console.session import ConsoleSession
+    from app.console.runner import RequestRunner
+    from app.console.timeline import Timeline
 
 OpStatus = Literal["running", "awaiting_input", "complete", "tool_error", "error", "cancelled", "capped",
                    "abandoned"]
@@ -127,25 +128,30 @@ def _error_json(reply: Reply) -> dict[str, Any] | None:
 
 
 class OperationDriver:
-    """Runs rounds for a session's operations and keeps them (pending ones survive a page reload)."""
+    """Runs rounds for a session's operations and keeps them (pending ones survive a page reload).
 
-    def __init__(self, session: ConsoleSession) -> None:
-        self.session = session
+    It sends through a `RequestRunner` and records every change as an `OperationChanged` on the
+    timeline; what it reads back (ids in use, awaiting operations) comes from the timeline's fold.
+    """
+
+    def __init__(self, runner: RequestRunner, timeline: Timeline) -> None:
+        self.runner = runner
+        self.timeline = timeline
         self.ops: dict[str, Operation] = {}
 
     def _new_id(self) -> str:
         """Unique within the session, also after a restart: past the ids the fold already knows."""
-        known = [*self.session.state.operations, *self.ops]
+        known = [*self.timeline.state.operations, *self.ops]
         n = max([next(_op_ids), *(int(k.split("-", 1)[0]) + 1 for k in known if k.split("-", 1)[0].isdigit())])
-        return f"{n}-{self.session.id[:4]}"
+        return f"{n}-{self.timeline.session_id[:4]}"
 
     def awaiting(self) -> list[OperationRecord]:
         """Operations waiting for answers, as the fold knows them (the page renders records)."""
-        return [op for op in self.session.state.operations.values() if op.status == "awaiting_input"]
+        return [op for op in self.timeline.state.operations.values() if op.status == "awaiting_input"]
 
     def record_of(self, op: Operation) -> OperationRecord:
         """The folded record; an operation not yet recorded (its first round not started) shows as it is."""
-        return self.session.state.operations.get(op.id) or OperationRecord.of(op.snapshot())
+        return self.timeline.state.operations.get(op.id) or OperationRecord.of(op.snapshot())
 
     def refuse(self, op: Operation, key: str, errors: dict[str, str], drafts: dict[str, list[str]]) -> None:
         """An answer that did not pass the checks: keep what was typed and say why, in every tab."""
@@ -155,7 +161,7 @@ class OperationDriver:
         self._record(op)
 
     def _record(self, op: Operation) -> None:
-        self.session.timeline.append(op.snapshot())
+        self.timeline.append(op.snapshot())
 
     def record(self, op: Operation) -> None:
         """Re-publish an operation as it stands (e.g. its deadline moved): every tab re-renders it."""
@@ -187,20 +193,18 @@ class OperationDriver:
         rnd = op.last
         if op.status != "running" or rnd is None or not rnd.key:
             return False
-        return await self.session.cancel(rnd.key, who)
+        return await self.runner.cancel(rnd.key, who)
 
     async def _run_round(self, op: Operation, params: dict[str, Any]) -> None:
         """Send one round and follow requestState-only rounds at once, until input or an end."""
         while True:
-            if len(op.rounds) >= self.session.settings.mrtr_max_rounds:
+            cap = self.runner.mrtr_max_rounds
+            if len(op.rounds) >= cap:
                 op.status = "capped"
-                op.message = (f"Stopped after {len(op.rounds)} rounds (the cap is "
-                              f"{self.session.settings.mrtr_max_rounds}; setting mrtr_max_rounds).")
+                op.message = f"Stopped after {len(op.rounds)} rounds (the cap is {cap}; setting mrtr_max_rounds)."
                 self._record(op)
                 return
             op.status, op.message = "running", ""
-            client = self.session.client
-            assert client is not None
             n = len(op.rounds) + 1
             rnd = Round(n=n, key="", request_id="", sent=time.time())
             op.rounds.append(rnd)
@@ -209,7 +213,7 @@ class OperationDriver:
                 rnd.key, rnd.request_id = key, request_id
                 self._record(op)
 
-            reply = await self.session.run(op.method, params, op=op.id, round_=n, on_start=started,
+            reply = await self.runner.run(op.method, params, op=op.id, round_=n, on_start=started,
                                            log_level=op.log_level)
             if not self._take_reply(op, rnd, reply):
                 self._record(op)
@@ -253,7 +257,7 @@ class OperationDriver:
             if result.get("isError") is True:  # the tool ran and failed: a result, but an error one
                 rnd.status = op.status = "tool_error"
             if op.method == "tools/call":  # checked before the final event, so every tab shows it
-                tool = next((t for t in self.session.lists["tools"] if t.get("name") == op.name), None)
+                tool = next((t for t in self.runner.lists.get("tools", []) if t.get("name") == op.name), None)
                 op.validation = validate_structured(tool, result)
             return False
         rnd.status = "input_required"
@@ -300,10 +304,10 @@ class OperationDriver:
         """After -32021: merge the capabilities the server asked for, then run the operation again."""
         async with op.lock:
             wanted = op.required_capabilities or {}
-            caps = dict(self.session.capabilities)
+            caps = dict(self.runner.capabilities)
             for name, value in wanted.items():
                 caps[name] = {**(caps.get(name) or {}), **(value if isinstance(value, dict) else {})}
-            self.session.set_capabilities(caps, saved=False)
+            self.runner.set_capabilities(caps, saved=False)
             op.required_capabilities = None
             op.status = "running"
             await self._run_round(op, dict(op.params))

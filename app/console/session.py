@@ -63,6 +63,11 @@ LISTS = (
     ("prompts/list", "prompts", "prompts"),
 )
 META_SAVE_INTERVAL_S = 1.0
+LIST_METHODS = {  # a list_changed notification → the list it refreshes
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+}
 # "unreachable": connected once, but the last request could not reach the server (refused, process gone);
 # the next request that gets any answer makes it "connected" again.
 Status = Literal["new", "connecting", "connected", "unreachable", "failed", "closed"]
@@ -90,14 +95,14 @@ class ConsoleSession:
         self._http = http_client
         self.transport: Transport | None = None
         self.client: McpClient | None = None
-        self.operations = OperationDriver(self)
+        self.operations = OperationDriver(self, self.timeline)  # the session is their RequestRunner
         self.progress = ProgressCoalescer(lambda _kind, data: self.timeline.append(Progress(**data)))
         self.log_budget = NotificationBudget(lambda _kind, data: self.timeline.append(Log(**data)),
                                              settings.max_entry_notification_bytes)
         self.stderr_batch = StderrBatcher(lambda _kind, data: self.timeline.append(Stderr(**data)),
                                           settings.max_stderr_lines)
         self.cancelled_by: dict[str, str] = {}
-        self.listeners = Listeners(self)
+        self.listeners = Listeners(self, self.timeline, self._on_change)
         self.background = TaskGroup()
         self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
         self._refreshing = asyncio.Lock()
@@ -143,6 +148,10 @@ class ConsoleSession:
     @property
     def capabilities(self) -> dict[str, Any]:
         return self.state.capabilities
+
+    @property
+    def mrtr_max_rounds(self) -> int:
+        return self.settings.mrtr_max_rounds
 
     @property
     def discover(self) -> dict[str, Any] | None:
@@ -527,6 +536,18 @@ class ConsoleSession:
             http_status=self._http_status.pop(key, None), error=str(reply.error) if reply.error else None,
             error_code=getattr(reply.error, "code", None), warnings=list(reply.warnings),
             result_type=reply.result_type, notifications=reply.notification_count, op=op, round=round_)
+
+    def _on_change(self, frame: Frame) -> None:
+        """A listener's news: a list change refreshes that list; an update to a resource on screen re-reads it."""
+        if frame.method in LIST_METHODS and self.auto_refresh:
+            only = LIST_METHODS[frame.method]
+            self.background.spawn(f"refresh-{only}-{self.id}", self.refresh_lists(only))
+            if only == "resources":
+                self.background.spawn(f"refresh-templates-{self.id}", self.refresh_lists("resourceTemplates"))
+        elif frame.method == "notifications/resources/updated":
+            uri = frame.params.get("uri")
+            if isinstance(uri, str) and uri in self.read_uris:
+                self.background.spawn(f"reread-{self.id}", self.reread(uri))
 
     async def reread(self, uri: str) -> None:
         op = await self.operations.start("resources/read", {"uri": uri})

@@ -1,0 +1,149 @@
+"""OperationDriver on a memory runner: MRTR rounds, the cap, cancel and enable-and-retry, folded into a Timeline."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from app.console.operations import OperationDriver
+from app.console.timeline import Timeline
+from tests.memory_runner import MakeRunner, error, result, until_stopped
+
+CAPS = "io.modelcontextprotocol/clientCapabilities"
+ASK_NAME = {"method": "elicitation/create",
+            "params": {"mode": "form", "message": "Your name?",
+                       "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}
+
+
+async def test_a_plain_call_completes_in_one_round_and_the_fold_records_it(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        yield result(message, {"resultType": "complete", "content": [{"type": "text", "text": "hi"}]})
+
+    driver = OperationDriver(make_runner(server), timeline)
+    op = await driver.start("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+    record = timeline.state.operations[op.id]
+    assert (op.status, record.status, len(record.rounds)) == ("complete", "complete", 1)
+    assert record.final is not None and record.final.ok
+    [rnd] = [r for r in timeline.state.rounds.values() if r.get("op") == op.id]
+    assert rnd["round"] == 1 and rnd["status"] == "ok"
+    assert timeline.state.entries[op.key]["kind"] == "operation"
+
+
+async def test_two_rounds_retry_with_a_new_id_the_answers_and_the_echoed_request_state(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        if "inputResponses" not in message["params"]:
+            yield result(message, {"resultType": "input_required", "inputRequests": {"who": ASK_NAME},
+                                   "requestState": "opaque-1"})
+        else:
+            yield result(message, {"resultType": "complete", "content": []})
+
+    runner = make_runner(server)
+    driver = OperationDriver(runner, timeline)
+    op = await driver.start("tools/call", {"name": "greet", "arguments": {}})
+    assert op.status == "awaiting_input"
+    assert timeline.state.operations[op.id].pending == {"who": ASK_NAME}
+    assert [r.id for r in driver.awaiting()] == [op.id]
+
+    answer = {"action": "accept", "content": {"name": "Ada"}}
+    await driver.answer(op, "who", answer)
+    first, second = runner.sent("tools/call")
+    assert second["id"] != first["id"]
+    assert second["params"]["inputResponses"] == {"who": answer}
+    assert second["params"]["requestState"] == "opaque-1"
+    assert second["params"]["arguments"] == {} and second["params"]["name"] == "greet"
+    record = timeline.state.operations[op.id]
+    assert record.status == "complete" and [r["n"] for r in record.rounds] == [1, 2]
+    assert record.rounds[0]["input_keys"] == ["who"] and record.rounds[0]["human_ms"] is not None
+    assert driver.awaiting() == []
+
+
+async def test_a_request_state_only_round_is_retried_at_once_and_marked_so(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        if message["params"].get("requestState") != "busy-1":
+            yield result(message, {"resultType": "input_required", "requestState": "busy-1"})
+        else:
+            yield result(message, {"resultType": "complete", "content": []})
+
+    runner = make_runner(server)
+    op = await OperationDriver(runner, timeline).start("prompts/get", {"name": "p"})
+    record = timeline.state.operations[op.id]
+    assert record.status == "complete"
+    assert [r["retried_at_once"] for r in record.rounds] == [True, False]
+    second = runner.sent("prompts/get")[1]["params"]
+    assert second["requestState"] == "busy-1" and "inputResponses" not in second
+
+
+async def test_an_operation_stops_as_capped_at_the_round_cap(make_runner: MakeRunner, timeline: Timeline) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        yield result(message, {"resultType": "input_required", "requestState": f"s{message['id']}"})
+
+    runner = make_runner(server, mrtr_max_rounds=3)
+    op = await OperationDriver(runner, timeline).start("tools/call", {"name": "loop"})
+    record = timeline.state.operations[op.id]
+    assert record.status == "capped" and len(record.rounds) == 3
+    assert "the cap is 3" in record.message and "mrtr_max_rounds" in record.message
+    assert len(runner.sent("tools/call")) == 3
+
+
+async def test_cancel_ends_the_round_in_flight_and_records_who_cancelled(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    reached, stop = asyncio.Event(), asyncio.Event()
+
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        reached.set()  # the request is on the wire: the cancel goes to the exchange, not just the send
+        async for frame in until_stopped(stop):
+            yield frame
+
+    runner = make_runner(server)
+    driver = OperationDriver(runner, timeline)
+    op = driver.create("tools/call", {"name": "slow"})
+    task = asyncio.create_task(driver.run(op))
+    await asyncio.wait_for(reached.wait(), 2.0)
+    assert timeline.state.operations[op.id].status == "running"
+    assert await driver.cancel(op, "operator")
+    await asyncio.wait_for(task, 2.0)
+    stop.set()
+    record = timeline.state.operations[op.id]
+    assert record.status == "cancelled" and "cancelled by the operator" in record.message
+    assert runner.transport.cancelled == ["cancelled by the operator"]
+    assert not await driver.cancel(op, "operator")  # nothing left in flight
+
+
+async def test_missing_capability_offers_enable_and_retry_which_declares_it_and_runs_again(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        if "sampling" not in message["params"]["_meta"][CAPS]:
+            yield error(message, -32021, "needs sampling", {"requiredCapabilities": {"sampling": {"tools": {}}}})
+        else:
+            yield result(message, {"resultType": "complete", "content": []})
+
+    runner = make_runner(server)
+    runner.set_capabilities({"elicitation": {"form": {}}})
+    driver = OperationDriver(runner, timeline)
+    op = await driver.start("tools/call", {"name": "summarise"})
+    record = timeline.state.operations[op.id]
+    assert record.status == "error" and record.required_capabilities == {"sampling": {"tools": {}}}
+
+    await driver.enable_and_retry(op)
+    # A command, folded like any other; what was declared before stays.
+    assert timeline.state.capabilities == {"elicitation": {"form": {}}, "sampling": {"tools": {}}}
+    assert runner.sent("tools/call")[1]["params"]["_meta"][CAPS]["sampling"] == {"tools": {}}
+    record = timeline.state.operations[op.id]
+    assert record.status == "complete" and record.required_capabilities is None
+
+
+async def test_structured_content_is_checked_against_the_output_schema_of_the_listed_tool(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        yield result(message, {"resultType": "complete", "content": [], "structuredContent": {"n": "seven"}})
+
+    runner = make_runner(server)
+    runner.offer_tools([{"name": "count", "inputSchema": {"type": "object"},
+                         "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}])
+    op = await OperationDriver(runner, timeline).start("tools/call", {"name": "count"})
+    validation = timeline.state.operations[op.id].validation
+    assert validation is not None and validation["valid"] is False and "at n" in validation["message"]
