@@ -206,3 +206,39 @@ def test_an_operator_link_answers_dialogs_and_cancels_while_a_viewer_gets_neithe
         viewers.close()
         revoke(page, operator_id)
         revoke(page, viewer_id)
+
+
+@SIZES
+def test_a_refreshed_list_marks_a_changed_tool_keeping_its_typed_value_and_result_and_marks_a_removed_one(
+        page: Page, size: dict[str, int]) -> None:
+    # The demo cannot change or drop a tool, so this tab is made to show an older list than the server's: echo as
+    # it was before (another signature) and a tool the server no longer lists. A real push then merges into that.
+    page.set_viewport_size(size)
+    echo = open_tool(page, "echo")
+    echo.get_by_label(label("Text")).fill("first")
+    echo.get_by_role("button", name="Call echo", exact=True).click()
+    expect(echo.locator(".result .operation")).to_have_attribute("data-status", "complete")
+    echo.get_by_label(label("Text")).fill("typed before the change")
+    page.evaluate("""() => {
+        document.querySelector('details.item[data-tool="echo"]').dataset.sig = "older";
+        const gone = document.querySelector('details.item[data-tool="echo"]').cloneNode(true);
+        gone.id = "tool-gone"; gone.dataset.tool = "gone_tool"; gone.removeAttribute("open");
+        gone.querySelectorAll("[id]").forEach(el => { el.id = "gone-" + el.id; });
+        gone.querySelector(".result").replaceChildren();
+        document.querySelector("#group-tools .items").appendChild(gone);
+    }""")
+
+    page.get_by_role("button", name="Refresh lists", exact=True).click()
+
+    echo = page.locator('details.item[data-tool="echo"]')
+    expect(echo).to_have_attribute("data-mark", "changed")
+    expect(echo).to_have_attribute("open", "")
+    expect(echo.get_by_label(label("Text"))).to_have_value("typed before the change")
+    expect(echo.locator(".result .reply pre.text-content")).to_have_text("first")
+    gone = page.locator("#tool-gone")
+    expect(gone).to_have_attribute("data-mark", "removed")
+    expect(gone.locator("summary .list-mark")).to_have_text("removed")
+    expect(gone.locator("form.call-form button[type=submit]")).to_be_disabled()  # closed: not in the a11y tree
+    # The new echo is live: it calls again, into the result box it kept.
+    echo.get_by_role("button", name="Call echo", exact=True).click()
+    expect(echo.locator(".result .reply pre.text-content")).to_have_text("typed before the change")
