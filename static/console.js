@@ -22,6 +22,134 @@
       return tpl.innerHTML;
     }
   });
+  // Live updates merge, never wipe. A pushed list group or an operation's input requests come whole, but only
+  // what changed is put on the page, each piece found by its stable id: open forms, typed values, results and
+  // half-written dialogs stay as they are. Marks say what a list change added, changed or removed.
+  function mark(node, kind) {
+    var old = node.querySelector(":scope > .list-mark, :scope > summary > .list-mark");
+    if (old) old.remove();
+    if (!kind) { delete node.dataset.mark; return; }
+    node.dataset.mark = kind;
+    var badge = document.createElement("span");
+    badge.className = "badge list-mark"; badge.textContent = kind;
+    var head = node.querySelector(":scope > summary") || node.querySelector(":scope > form") || node;
+    head.appendChild(badge);
+  }
+  function setRemoved(node, removed) {
+    node.querySelectorAll("button[type=submit]").forEach(function (b) {
+      b.disabled = removed;
+      if (removed) b.title = "The server no longer lists this"; else b.removeAttribute("title");
+    });
+  }
+  // A changed item gets the new markup, with what the person had there carried over: open, typed values
+  // (by field id, which comes from the item's name and the field's), and the result box with its cards.
+  function carryOver(from, to) {
+    if (from.open) to.open = true;
+    from.querySelectorAll("input[id], select[id], textarea[id]").forEach(function (el) {
+      var twin = to.querySelector("#" + CSS.escape(el.id));
+      if (!twin || twin.type !== el.type || twin.type === "hidden") return;
+      if (el.type === "checkbox" || el.type === "radio") twin.checked = el.checked; else twin.value = el.value;
+    });
+    var oldResult = from.querySelector(".result"), newResult = to.querySelector(".result");
+    if (oldResult && newResult) while (oldResult.firstChild) newResult.appendChild(oldResult.firstChild);
+  }
+  function mergeGroup(old, fresh) {
+    var oldItems = old.querySelector(".items"), newItems = fresh.querySelector(".items");
+    if (!oldItems || !newItems) { old.replaceWith(fresh); htmx.process(fresh); return; }
+    var oldHead = old.querySelector("details.group > summary"), newHead = fresh.querySelector("details.group > summary");
+    if (oldHead && newHead) oldHead.innerHTML = newHead.innerHTML;
+    var oldNote = old.querySelector("details.group > p.help"), newNote = fresh.querySelector("details.group > p.help");
+    if (oldNote) oldNote.remove();
+    if (newNote && oldHead) oldHead.after(newNote);
+    var listed = oldItems.children.length > 0, wanted = {};
+    Array.prototype.forEach.call(newItems.children, function (n) { wanted[n.id] = true; });
+    var cursor = oldItems.firstElementChild;
+    Array.prototype.slice.call(newItems.children).forEach(function (incoming) {
+      var here = document.getElementById(incoming.id), node = incoming, kind = null;
+      if (here && here.dataset.sig === incoming.dataset.sig) {
+        node = here;
+        kind = here.dataset.mark === "removed" ? "new" : null;
+        if (kind) setRemoved(here, false);
+      } else if (here) {
+        carryOver(here, incoming); kind = "changed";
+        if (cursor === here) cursor = here.nextElementSibling;
+        here.remove();
+      } else if (listed) {
+        kind = "new";
+      }
+      while (cursor && !wanted[cursor.id]) cursor = cursor.nextElementSibling;  // removed ones keep their place
+      if (cursor === node) cursor = node.nextElementSibling;
+      else oldItems.insertBefore(node, cursor);
+      if (node !== here) htmx.process(node);
+      mark(node, kind);
+    });
+    Array.prototype.forEach.call(oldItems.children, function (n) {
+      if (!wanted[n.id] && n.dataset.mark !== "removed") { mark(n, "removed"); setRemoved(n, true); }
+    });
+  }
+  function mergeLists(old, fresh) {
+    Array.prototype.slice.call(fresh.children).forEach(function (group) {
+      var here = group.id && document.getElementById(group.id);
+      if (!here) { old.appendChild(group); htmx.process(group); return; }
+      if (group.dataset.merge === "group") mergeGroup(here, group);
+      else if (here.outerHTML !== group.outerHTML) { here.replaceWith(group); htmx.process(group); }
+    });
+  }
+  // An operation's dialogs: one per operation, round and input key. A new one is inserted, one no longer
+  // asked is removed, and one whose state changed (answered, refused with errors) is replaced — unless the
+  // person is typing into it in this tab and has not sent it.
+  function mergeInboxOp(inbox, fresh) {
+    var here = document.getElementById(fresh.id);
+    var slots = Array.prototype.slice.call(fresh.querySelectorAll(".dialog-slot"));
+    if (!slots.length) { if (here) here.remove(); return; }
+    if (!here) { inbox.appendChild(fresh); htmx.process(fresh); return; }
+    var oldHead = here.querySelector(".inbox-head"), newHead = fresh.querySelector(".inbox-head");
+    if (oldHead && newHead) { oldHead.replaceWith(newHead); htmx.process(newHead); }
+    var wanted = {};
+    slots.forEach(function (slot) { wanted[slot.id] = true; });
+    here.querySelectorAll(".dialog-slot").forEach(function (slot) { if (!wanted[slot.id]) slot.remove(); });
+    var list = here.querySelector(".inbox-dialogs");
+    slots.forEach(function (slot) {
+      var old = document.getElementById(slot.id);
+      if (!old) { list.appendChild(slot); htmx.process(slot); return; }
+      if (old.dataset.sig === slot.dataset.sig) return;
+      if (old.dataset.typing === "1" && old.dataset.sent !== "1" && !slot.dataset.answered) return;
+      old.replaceWith(slot); htmx.process(slot);
+    });
+  }
+  document.addEventListener("htmx:oobBeforeSwap", function (evt) {
+    var fresh = evt.detail.fragment && evt.detail.fragment.firstElementChild, target = evt.detail.target;
+    if (!fresh || !target) return;
+    if (fresh.dataset.merge === "inbox-op") mergeInboxOp(target, fresh);
+    else if (fresh.dataset.merge === "group" && target.id === fresh.id) mergeGroup(target, fresh);
+    else if (fresh.id === "lists" && target.id === "lists") mergeLists(target, fresh);
+    else return;
+    evt.detail.shouldSwap = false;
+    searchItems();
+  });
+  document.addEventListener("input", function (evt) {
+    var slot = evt.target.closest && evt.target.closest(".dialog-slot");
+    if (slot) slot.dataset.typing = "1";
+  });
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var slot = evt.target.closest && evt.target.closest(".dialog-slot");
+    if (slot) slot.dataset.sent = "1";
+  });
+  // The tab that started an operation brings its dialogs into view once both its card and they are here.
+  var bringInbox = null;
+  function showInbox() {
+    var group = bringInbox && document.getElementById("inbox-op-" + bringInbox);
+    if (!group) return;
+    bringInbox = null;
+    group.scrollIntoView({ block: "nearest" });
+  }
+  document.addEventListener("htmx:afterSwap", function (evt) {
+    var card = evt.detail.target && evt.detail.target.querySelector &&
+      evt.detail.target.querySelector(".operation[data-status=awaiting_input]");
+    if (card && evt.detail.xhr) { bringInbox = card.dataset.op; showInbox(); }
+  });
+  document.addEventListener("htmx:wsAfterMessage", showInbox);
+
   var SEQ = /^\s*<div id="ws-seq"[^>]*data-seq="(\d+)"( data-reset="1")?/;
 
   document.addEventListener("htmx:wsOpen", function (evt) {

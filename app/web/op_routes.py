@@ -42,11 +42,21 @@ def find_op(s: ConsoleSession, op_id: str) -> Operation:
     return op
 
 
-def op_response(w: Web, request: Request, s: ConsoleSession, op: Operation, as_json: bool = False) -> Response:
+def op_response(w: Web, request: Request, s: ConsoleSession, op: Operation, as_json: bool = False,
+                template: str = "_operation.html") -> Response:
     """The operation as the fold knows it: the same record and template live, after a restart or an import."""
     record = s.operations.record_of(op)
-    html = None if as_json else w.render("_operation.html", s=s, op=record)
+    html = None if as_json else w.render(template, s=s, op=record)
     return respond(request, as_json, operation_json(record), html)
+
+
+def dialogs_response(w: Web, request: Request, s: ConsoleSession, op: Operation) -> Response:
+    """An answer's page answer: the operation's dialogs as they now are (errors beside what was typed).
+
+    The dialogs live in the session's one "Awaiting your input" place; every tab, the answering one
+    included, gets this same state from the operation's push, so the browser swaps nothing from here.
+    """
+    return op_response(w, request, s, op, template="_inbox_op.html")
 
 
 @router.get("/sessions/{session_id}/operations/{name}")
@@ -73,7 +83,7 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
     key = form.first("key") or ""
     input_request = op.pending.get(key)
     if input_request is None:
-        return op_response(w, request, s, op)  # answered already (perhaps in another tab)
+        return dialogs_response(w, request, s, op)  # answered already (perhaps in another tab)
     kind = mrtr.kind_of(input_request)
     try:
         if kind in ("form", "url"):
@@ -82,7 +92,7 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
             if form.first("action") == "decline":
                 # No error replay exists in MRTR: declining simply stops; the server is not waiting.
                 await s.operations.abandon(op, "The sampling request was declined; nothing was sent.")
-                return op_response(w, request, s, op)
+                return dialogs_response(w, request, s, op)
             tools_declared = isinstance((s.capabilities.get("sampling") or {}).get("tools"), dict)
             if input_request.get("params", {}).get("tools") and not tools_declared:
                 raise NotAnswered({"reply": "The request offers tools but sampling.tools was not declared: "
@@ -94,9 +104,9 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
             value = raw_answer(form)
     except NotAnswered as exc:
         s.operations.refuse(op, key, exc.errors, {name: list(values) for name, values in form.items()})
-        return op_response(w, request, s, op)
+        return dialogs_response(w, request, s, op)
     await s.operations.answer(op, key, value)
-    return op_response(w, request, s, op)
+    return dialogs_response(w, request, s, op)
 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/cancel")

@@ -129,7 +129,9 @@ def test_a_hostile_targets_url_elicitation_to_another_local_port_gets_nothing_us
     item.get_by_role("button", name="Call sign_in", exact=True).click()
     card = item.locator(".result .operation[data-op]")
     expect(card).to_have_attribute("data-status", "awaiting_input")
-    ask = card.locator('section[role=dialog][data-key="login"]')
+    # Dialogs open in the session's one "Awaiting your input" place, not in the card.
+    ask = page.locator(f'#inbox .inbox-op[data-op="{card.get_attribute("data-op")}"] '
+                       'section[role=dialog][data-key="login"]')
     with page.expect_popup() as opened:
         ask.locator("a.open-url").click()
     popup = opened.value

@@ -103,8 +103,10 @@ def settle(page: Page, card: Locator, status: str) -> Locator:
 
 
 def dialog(card: Locator, key: str | None = None) -> Locator:
-    selector = "section[role=dialog]" + (f'[data-key="{key}"]' if key else "")
-    return card.locator(selector)
+    """The card's input requests: in the page's one "Awaiting your input" place, not in the card."""
+    selector = (f'#inbox .inbox-op[data-op="{card.get_attribute("data-op")}"] section[role=dialog]'
+                + (f'[data-key="{key}"]' if key else ""))
+    return card.page.locator(selector)
 
 
 def press(page: Page, where: Locator, button: str) -> None:
@@ -472,7 +474,7 @@ def test_an_operation_that_always_wants_more_input_is_capped_after_ten_rounds(ta
 
 def test_a_request_state_only_round_is_retried_at_once_without_any_dialog(tab: Page, console: Console) -> None:
     item = open_tool(tab, "state_only")
-    item.locator(".result").evaluate("""el => {
+    tab.locator("#inbox").evaluate("""el => {
         window.__dialogSeen = false;
         new MutationObserver(() => { if (el.querySelector("section[role=dialog]")) window.__dialogSeen = true; })
           .observe(el, {childList: true, subtree: true});
@@ -600,25 +602,27 @@ def test_roots_edited_in_client_settings_are_previewed_and_sent_exactly(own_tab:
 # --- surviving a reload, missing capabilities, prompts and resources -------------------------------------------
 
 
-def test_a_pending_dialog_survives_a_page_reload_and_can_be_answered_there(own_tab: Page) -> None:
+def test_a_pending_dialog_survives_a_page_reload_and_can_be_answered_there(own_tab: Page, console: Console) -> None:
     card = settle(own_tab, call_tool(own_tab, "profile_form"), "awaiting_input")
     op = card.get_attribute("data-op")
 
     own_tab.reload()
     wait_live(own_tab)
 
-    pending = own_tab.locator("#pending-ops")
+    pending = own_tab.locator("#inbox")
     expect(pending.get_by_role("heading", name="Awaiting your input")).to_be_visible()
-    card = pending.locator(f'.operation[data-op="{op}"]')
-    expect(pending.locator(".operation")).to_have_count(1)
-    settle(own_tab, card, "awaiting_input")
-    form = dialog(card, "profile")
+    expect(pending.locator(".inbox-op")).to_have_count(1)
+    form = pending.locator(f'.inbox-op[data-op="{op}"] section[role=dialog][data-key="profile"]')
     form.get_by_label("Full name", exact=True).fill("Mary Somerville")
     form.get_by_label("Email address", exact=True).fill("mary@example.org")
     press(own_tab, form, "Accept")
 
-    settle(own_tab, card, "complete")
-    got = echoed(card)
+    # No card after a reload: the timeline entry says it finished, and the heading goes with the dialog.
+    expect(own_tab.locator(f'#timeline-list > li.entry.op[data-op="{op}"]')).to_have_attribute(
+        "data-status", "complete")
+    expect(pending.get_by_role("heading", name="Awaiting your input")).to_be_hidden()
+    done = own_tab.request.get(console.url(f"/sessions/{session_id(own_tab)}/operations/{op}.json")).json()
+    got = json.loads(done["final"]["result"]["content"][0]["text"])
     assert got["action"] == "accept"
     assert got["content"]["name"] == "Mary Somerville" and got["content"]["email"] == "mary@example.org"
     assert got["content"]["age"] == 30 and type(got["content"]["age"]) is int
