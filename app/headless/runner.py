@@ -97,13 +97,15 @@ class Headless:
 
     async def operation(self, method: str, params: dict[str, Any], answer: Elicitor) -> Reply:
         """One MRTR operation: rounds are answered by `answer` and retried under a new id, at most MAX_ROUNDS."""
-        reply = await self.client.request(method, params)
+        # A progress token per round: the lint then ties late progress to its request on stdio too.
+        reply = await self.client.request(method, params, progress_token=self.client.new_key())
         for _round in range(MAX_ROUNDS):
             if reply.result is None or reply.result_type != "input_required":
                 return reply
             requests = input_requests(reply.result)
             responses = {key: answer(key, request) for key, request in requests.items()}
-            reply = await self.client.request(method, retry_params(params, responses, request_state(reply.result)))
+            reply = await self.client.request(method, retry_params(params, responses, request_state(reply.result)),
+                                              progress_token=self.client.new_key())
         return reply
 
 

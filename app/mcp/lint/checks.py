@@ -6,11 +6,13 @@ never an exception (the engine still catches one, as `lint.internal`).
 
 from __future__ import annotations
 
+import functools
 import re
+import typing
 from typing import Any
 
 from mcp_types import methods as wire_types
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from app.mcp.headers import NAME_PARAM, encode_value, param_headers
 from app.mcp.schemas import validate_structured
@@ -70,11 +72,24 @@ def _wire_type(method: str, result: dict[str, Any]) -> list[Problem]:
     shaped = {"resultType": "complete", "ttlMs": 0, "cacheScope": "public", **result} \
         if method in CACHEABLE else {"resultType": "complete", **result}
     try:
-        wire_types.validate_server_result(method, VERSION, shaped)
+        _complete_type(method).model_validate(shaped, by_name=False)
     except ValidationError as exc:
         return [("frame.schema", f"the result of {method} does not match its 2026-07-28 type at "
                                  f"{_schema_problem(exc)}")]
     return []
+
+
+@functools.cache
+def _complete_type(method: str) -> type[BaseModel]:
+    """The complete-result model of `method`: a union with InputRequiredResult would let any shape through
+    as "input required", so a complete result is held to its own member of the union."""
+    surface = wire_types.SERVER_RESULTS[(method, VERSION)]
+    members = [t for t in typing.get_args(surface) if isinstance(t, type) and issubclass(t, BaseModel)
+               and t.__name__ != "InputRequiredResult"]
+    if members:
+        return members[0]
+    assert isinstance(surface, type) and issubclass(surface, BaseModel)
+    return surface
 
 
 def cache_problems(method: str, result: dict[str, Any]) -> list[Problem]:
