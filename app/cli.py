@@ -1,4 +1,5 @@
-"""`mcp-console` (also `python -m app`): serve the console, run it with the demo server, or the demo alone."""
+"""`mcp-console` (also `python -m app`): serve the console, run it with the demo server, the demo alone, or
+use a server headless (`call` one tool, `check` it against the lint)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from typing import Any
 import uvicorn
 
 from app.console.session import Target
+from app.headless.commands import add_parsers as add_headless_parsers
+from app.headless.commands import run as run_headless
 from app.settings import Settings
 from app.web.app import create_app
 from app.web.public_host import validated
@@ -66,6 +69,7 @@ def parser() -> argparse.ArgumentParser:
     mode = server.add_mutually_exclusive_group()
     mode.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766)")
     mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout instead of HTTP")
+    add_headless_parsers(sub)
     return top
 
 
@@ -161,6 +165,8 @@ def main(argv: list[str] | None = None) -> None:
 
         demo_main(["--stdio"] if args.stdio else ["--port", str(args.port)])
         return
+    if args.command in ("call", "check"):
+        sys.exit(run_headless(args))
     settings = settings_from(args)
     if args.command == "serve":
         serve(settings)

@@ -3,7 +3,8 @@
 It speaks the wire by hand (raw asyncio sockets for HTTP, lines for stdio) so it can do what no SDK would:
 wrong ids, floods, huge frames, broken SSE, stderr storms, HTML in every string. Behaviours are tools, kept
 in the `tools_*.py` modules beside this file; each module has `TOOLS: list[Tool]`. A test picks the modules it
-wants with `--tools a,b` (default: all) and calls the tools by name.
+wants with `--tools a,b` (default: all) and calls the tools by name. A module named in `--tools` may also
+answer other methods (`METHODS: dict[str, handler]`) and add to the discover capabilities (`CAPABILITIES`).
 
     python -m tests.hostile.target --port 8123          # Streamable HTTP on 127.0.0.1:8123/mcp
     python -m tests.hostile.target --stdio              # stdio
@@ -116,10 +117,12 @@ class Server:
         self.state: dict[str, Any] = {"calls": 0}
         self.server_name = server_name
         self.inflight: dict[Any, Ctx] = {}
+        self.methods: dict[str, Callable[[Ctx], Awaitable[None]]] = {}
+        self.capabilities: dict[str, Any] = {}
 
     def discover(self) -> dict[str, Any]:
         return {"resultType": "complete", "supportedVersions": [PROTOCOL],
-                "capabilities": {"tools": {"listChanged": False}, "logging": {}},
+                "capabilities": {"tools": {"listChanged": False}, "logging": {}, **self.capabilities},
                 "ttlMs": 0, "cacheScope": "public",
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": self.server_name, "version": "6.6.6"}}}
 
@@ -146,6 +149,8 @@ class Server:
                     await ctx.error(-32602, f"unknown tool {ctx.params.get('name')!r}")
                 else:
                     await tool.run(ctx)
+            elif method in self.methods:
+                await self.methods[str(method)](ctx)
             else:
                 await ctx.error(-32601, f"method not found: {method}")
         finally:
@@ -302,7 +307,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tools", default="", help="comma-separated tools_* modules to load (default: all)")
     parser.add_argument("--name", default="hostile", help="serverInfo name (may itself be hostile)")
     args = parser.parse_args(argv)
-    server = Server(load_tools([n for n in args.tools.split(",") if n] or None), args.name)
+    named = [n for n in args.tools.split(",") if n]
+    server = Server(load_tools(named or None), args.name)
+    for short in named:  # only modules asked for by name change the methods and capabilities
+        module = importlib.import_module(f"tests.hostile.tools_{short}")
+        server.methods.update(getattr(module, "METHODS", {}))
+        server.capabilities.update(getattr(module, "CAPABILITIES", {}))
     asyncio.run(serve_stdio(server) if args.stdio else serve_http(server, args.port))
 
 

@@ -1,0 +1,248 @@
+"""`mcp-console call` and `mcp-console check`: argument parsing lives in app/cli.py, the work here."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.headless.report import at_or_above, har, json_report, junit, text_report
+from app.headless.runner import NOT_CONNECTED, Headless, elicitor, failed, reply_json
+from app.mcp.client import Reply
+from app.mcp.errors import McpError
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNREACHABLE = 0, 1, 2
+MAX_PAGES = 100
+LISTS = (("tools", "tools/list", "tools"), ("prompts", "prompts/list", "prompts"),
+         ("resources", "resources/list", "resources"), ("resources", "resources/templates/list", "resourceTemplates"))
+LISTEN_FLAGS = (("tools", "toolsListChanged"), ("prompts", "promptsListChanged"),
+                ("resources", "resourcesListChanged"))
+
+
+def _target(args: argparse.Namespace) -> tuple[str, bool]:
+    if args.stdio:
+        return args.stdio, True
+    if not args.url:
+        raise SystemExit("give a URL or --stdio CMD")
+    return args.url, False
+
+
+def _arguments(args: argparse.Namespace) -> dict[str, Any]:
+    if args.json is not None:
+        value = json.loads(args.json)
+        if not isinstance(value, dict):
+            raise SystemExit("--json must be a JSON object of arguments")
+        return value
+    out: dict[str, Any] = {}
+    for pair in args.arg or []:
+        name, sep, raw = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--arg {pair!r}: expected k=v")
+        try:
+            out[name] = json.loads(raw)  # 7 stays an integer, true a boolean; anything else is a string
+        except ValueError:
+            out[name] = raw
+    return out
+
+
+def _headers(pairs: list[str] | None) -> dict[str, str]:
+    return dict(p.split(":", 1) for p in pairs or [] if ":" in p)
+
+
+# --- call --------------------------------------------------------------------------------------
+
+
+async def call(args: argparse.Namespace) -> int:
+    target, stdio = _target(args)
+    session = Headless(target, stdio, args.timeout, _headers(args.header))
+    answer = elicitor(args.elicit)
+    try:
+        async with session:
+            listed = await session.client.request("tools/list", {})
+            if listed.result is not None:
+                tools = listed.result.get("tools")
+                session.client.learn_tools(tools if isinstance(tools, list) else [])
+            elif isinstance(listed.error, NOT_CONNECTED):
+                print(json.dumps(reply_json(listed)), file=sys.stderr)
+                return EXIT_UNREACHABLE
+            reply = await session.operation("tools/call", {"name": args.tool, "arguments": _arguments(args)},
+                                            answer)
+    except NOT_CONNECTED as exc:
+        print(f"could not connect: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    finally:
+        if args.har:
+            Path(args.har).write_text(json.dumps(har(session.events, target), indent=2), encoding="utf-8")
+    print(json.dumps(reply_json(reply), indent=2, ensure_ascii=False))
+    return EXIT_FINDINGS if failed(reply) else EXIT_CLEAN
+
+
+# --- check ---------------------------------------------------------------------------------------
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def example_arguments(tool: dict[str, Any]) -> dict[str, Any]:
+    """Arguments for a tool nobody typed: required properties from default, enum or a zero of their type."""
+    schema = _obj(tool.get("inputSchema"))
+    props = _obj(schema.get("properties"))
+    required: list[Any] = schema["required"] if isinstance(schema.get("required"), list) else []
+    zero = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
+    out: dict[str, Any] = {}
+    for name in required:
+        prop = _obj(props.get(name))
+        if "default" in prop:
+            out[name] = prop["default"]
+        elif isinstance(prop.get("enum"), list) and prop["enum"]:
+            out[name] = prop["enum"][0]
+        else:
+            out[name] = zero.get(str(prop.get("type")), "")
+    return out
+
+
+def safe_to_call(tool: dict[str, Any], mode: str, skip: set[str]) -> bool:
+    name = tool.get("name")
+    if not isinstance(name, str) or name in skip:
+        return False
+    hints = _obj(tool.get("annotations"))
+    return mode == "all" or hints.get("readOnlyHint") is True
+
+
+class Check:
+    def __init__(self, session: Headless, args: argparse.Namespace) -> None:
+        self.session = session
+        self.args = args
+        self.steps: list[str] = []
+        self.tools: list[dict[str, Any]] = []
+
+    async def run(self) -> bool:
+        """Every step in turn; False when the server could not be reached at all."""
+        discover = await self.session.client.request("server/discover", {})
+        if isinstance(discover.error, NOT_CONNECTED):
+            self.steps.append(f"server/discover: could not connect ({discover.error})")
+            return False
+        self.steps.append("server/discover: " + ("answered" if discover.result is not None else str(discover.error)))
+        caps = (discover.result or {}).get("capabilities")
+        caps = caps if isinstance(caps, dict) else {}
+        for capability, method, field in LISTS:
+            if capability in caps:
+                items = await self.list_all(method, field)
+                if method == "tools/list":
+                    self.tools = items
+                    self.session.client.learn_tools(items)
+        if self.args.call_tools:
+            await self.call_tools()
+        await self.listen(caps)
+        await asyncio.sleep(self.args.settle)  # late frames (after a final response or a cancel) still count
+        return True
+
+    async def list_all(self, method: str, field: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        cursor: Any = None
+        seen: set[str] = set()
+        for page in range(1, MAX_PAGES + 1):
+            reply = await self.session.client.request(method, {} if cursor is None else {"cursor": cursor})
+            got = (reply.result or {}).get(field)
+            items.extend(i for i in (got if isinstance(got, list) else []) if isinstance(i, dict))
+            cursor = (reply.result or {}).get("nextCursor")
+            if not isinstance(cursor, str) or cursor in seen:
+                self.steps.append(f"{method}: {len(items)} item(s) in {page} page(s)"
+                                  + ("" if reply.result is not None else f" ({reply.error})"))
+                return items
+            seen.add(cursor)
+        self.steps.append(f"{method}: stopped after {MAX_PAGES} pages")
+        return items
+
+    async def call_tools(self) -> None:
+        skip = set(filter(None, (self.args.skip or "").split(",")))
+        answer = elicitor(self.args.elicit)
+        for tool in self.tools:
+            if not safe_to_call(tool, self.args.call_tools, skip):
+                continue
+            params = {"name": tool["name"], "arguments": example_arguments(tool)}
+            reply = await self.session.operation("tools/call", params, answer)
+            outcome = "ok" if not failed(reply) else str(reply.error or "isError")
+            self.steps.append(f"tools/call {tool['name']!r}: {outcome[:120]}")
+
+    async def listen(self, caps: dict[str, Any]) -> None:
+        """Open one listen stream for what the server offers, wait for its first frames, close it."""
+        wanted: dict[str, Any] = {flag: True for cap, flag in LISTEN_FLAGS
+                                  if isinstance(caps.get(cap), dict) and caps[cap].get("listChanged") is True}
+        if not wanted:
+            return
+        client = self.session.client
+        key = client.new_key()
+        arrived = asyncio.Event()
+        task = asyncio.ensure_future(client.request("subscriptions/listen", {"notifications": wanted}, key=key,
+                                                    stream=True, on_notification=lambda _f: arrived.set()))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(arrived.wait(), self.args.listen_wait)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), self.args.listen_wait)  # a few more frames, if any
+        await client.cancel(key, "mcp-console check is done listening")
+        reply: Reply = await task
+        self.steps.append(f"subscriptions/listen {sorted(wanted)}: {reply.notification_count} notification(s)")
+
+
+async def check(args: argparse.Namespace) -> int:
+    target, stdio = _target(args)
+    session = Headless(target, stdio, args.timeout, _headers(args.header))
+    runner = Check(session, args)
+    try:
+        async with session:
+            reached = await runner.run()
+    except NOT_CONNECTED as exc:
+        runner.steps.append(f"could not connect: {exc}")
+        reached = False
+    except McpError as exc:
+        runner.steps.append(f"stopped: {exc}")
+        reached = True
+    linter = session.linter
+    code = EXIT_UNREACHABLE if not reached else (
+        EXIT_FINDINGS if at_or_above(linter.findings, args.fail_on) else EXIT_CLEAN)
+    if args.junit:
+        Path(args.junit).write_bytes(junit(target, linter.findings, linter.checked, args.fail_on))
+    if args.json_out:
+        print(json_report(target, linter.findings, linter.checked, runner.steps, code))
+    else:
+        print(text_report(target, linter.findings, linter.checked, runner.steps))
+    return code
+
+
+def add_parsers(sub: Any) -> None:
+    """The `call` and `check` subcommands (app/cli.py owns the rest of the command line)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("url", nargs="?", help="Streamable HTTP URL of the server")
+    common.add_argument("--stdio", metavar="CMD", help="start the server with this command line instead")
+    common.add_argument("--header", action="append", metavar="NAME:VALUE", help="extra HTTP header (repeatable)")
+    common.add_argument("--timeout", type=float, default=30.0,
+                        help="idle seconds a request may go without a frame (default 30)")
+    common.add_argument("--elicit", default="defaults", metavar="defaults|decline|FILE",
+                        help="answer input requests with the schema's defaults, decline them, or from a JSON file")
+    call_p = sub.add_parser("call", parents=[common], help="run one tool call headless and print its result")
+    call_p.add_argument("tool", help="tool name")
+    call_p.add_argument("--arg", action="append", metavar="k=v", help="an argument (v is JSON when it parses)")
+    call_p.add_argument("--json", default=None, metavar="ARGS", help="all arguments as one JSON object")
+    call_p.add_argument("--har", default=None, metavar="FILE", help="write the exchanges as HAR 1.2")
+    check_p = sub.add_parser("check", parents=[common], help="lint a server: discover, list, call, listen")
+    check_p.add_argument("--call-tools", nargs="?", const="readonly", choices=["readonly", "all"], default=None,
+                         help="call tools: those annotated readOnlyHint (default) or all")
+    check_p.add_argument("--skip", default="", metavar="a,b", help="tools never to call")
+    check_p.add_argument("--junit", default=None, metavar="FILE", help="write JUnit XML (one case per rule)")
+    check_p.add_argument("--json", dest="json_out", action="store_true", help="print the report as JSON")
+    check_p.add_argument("--fail-on", choices=["error", "warning", "note"], default="error",
+                         help="lowest severity that makes the exit code 1 (default error)")
+    check_p.add_argument("--listen-wait", type=float, default=2.0,
+                         help="seconds to wait for a listen stream's frames (default 2)")
+    check_p.add_argument("--settle", type=float, default=0.3,
+                         help="seconds to keep reading after the last step, for late frames (default 0.3)")
+
+
+def run(args: argparse.Namespace) -> int:
+    return asyncio.run(call(args) if args.command == "call" else check(args))

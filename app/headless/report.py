@@ -1,0 +1,103 @@
+"""What `call` and `check` write: a HAR of the exchanges, a readable report, JSON, and JUnit XML (stdlib)."""
+
+from __future__ import annotations
+
+import json
+import time
+import xml.etree.ElementTree as ET
+from collections import OrderedDict
+from typing import Any
+
+from app.mcp.lint import RULES, SEVERITY_RANK, Finding
+from app.mcp.wire import WireEvent
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts * 1000) % 1000:03d}Z"
+
+
+def _pairs(headers: list[tuple[str, str]] | None) -> list[dict[str, str]]:
+    return [{"name": k, "value": v} for k, v in headers or []]
+
+
+def har(events: list[WireEvent], url: str) -> dict[str, Any]:
+    """HAR 1.2: one entry per exchange that sent a frame, its response the frames that came back."""
+    groups: OrderedDict[str, list[WireEvent]] = OrderedDict()
+    for event in events:
+        if event.exchange is not None:
+            groups.setdefault(event.exchange, []).append(event)
+    entries = [entry for key, group in groups.items() if (entry := _entry(key, group, url)) is not None]
+    return {"log": {"version": "1.2", "creator": {"name": "mcp-console", "version": "0.1.0"}, "entries": entries}}
+
+
+def _entry(key: str, group: list[WireEvent], url: str) -> dict[str, Any] | None:
+    sent = next((e for e in group if e.direction == "out"), None)
+    if sent is None:
+        return None
+    head = next((e for e in group if e.direction == "transport" and e.http_status is not None), None)
+    frames = [e for e in group if e.direction == "in"]
+    body = "\n".join(e.raw for e in frames)
+    ctype = next((v for k, v in (head.headers or []) if k.lower() == "content-type"), "") if head else ""
+    last = frames[-1].mono if frames else sent.mono
+    frame = sent.frame
+    return {
+        "startedDateTime": _iso(sent.wall), "time": round((last - sent.mono) * 1000, 3),
+        "request": {"method": "POST", "url": url, "httpVersion": "HTTP/1.1", "headers": _pairs(sent.headers),
+                    "queryString": [], "cookies": [], "headersSize": -1, "bodySize": len(sent.raw.encode()),
+                    "postData": {"mimeType": "application/json", "text": sent.raw}},
+        "response": {"status": head.http_status if head else 0, "statusText": head.note or "" if head else "",
+                     "httpVersion": "HTTP/1.1", "headers": _pairs(head.headers if head else None), "cookies": [],
+                     "content": {"size": len(body.encode()), "mimeType": ctype, "text": body},
+                     "redirectURL": "", "headersSize": -1, "bodySize": len(body.encode())},
+        "cache": {}, "timings": {"send": 0, "wait": round((last - sent.mono) * 1000, 3), "receive": 0},
+        "_mcp": {"exchange": key, "method": frame.method if frame else None, "id": frame.id if frame else None},
+    }
+
+
+def at_or_above(findings: list[Finding], fail_on: str) -> list[Finding]:
+    return [f for f in findings if SEVERITY_RANK[f.severity] >= SEVERITY_RANK[fail_on]]
+
+
+def text_report(target: str, findings: list[Finding], checked: set[str], steps: list[str]) -> str:
+    lines = [f"mcp-console check {target}", *(f"  · {step}" for step in steps), ""]
+    for finding in findings:
+        where = f" [{finding.exchange}]" if finding.exchange else ""
+        lines.append(f"{finding.severity.upper():7} {finding.rule}{where}: {finding.message}")
+        lines.append(f"        see {finding.spec_url}")
+    counts = {sev: sum(f.severity == sev for f in findings) for sev in ("error", "warning", "note")}
+    lines.append(f"{len(checked)} of {len(RULES)} rules checked; {counts['error']} errors, {counts['warning']} "
+                 f"warnings, {counts['note']} notes")
+    return "\n".join(lines)
+
+
+def json_report(target: str, findings: list[Finding], checked: set[str], steps: list[str],
+                exit_code: int) -> str:
+    return json.dumps({"target": target, "exit": exit_code, "steps": steps, "rules_checked": sorted(checked),
+                       "findings": [f.to_dict() for f in findings]}, indent=2, ensure_ascii=False)
+
+
+def junit(target: str, findings: list[Finding], checked: set[str], fail_on: str) -> bytes:
+    """One test case per rule: failed when a finding at or above `fail_on` names it, skipped when nothing
+    gave the rule anything to look at."""
+    suite = ET.Element("testsuite", name="mcp-console check", tests=str(len(RULES)))
+    failures = skipped = 0
+    for rule in RULES.values():
+        case = ET.SubElement(suite, "testcase", classname=f"mcp.lint.{target}"[:200], name=rule.id)
+        mine = [f for f in findings if f.rule == rule.id]
+        failing = at_or_above(mine, fail_on)
+        if failing:
+            failures += 1
+            failure = ET.SubElement(case, "failure", type=failing[0].severity,
+                                    message=f"{len(mine)} finding(s): {failing[0].message}"[:500])
+            failure.text = "\n".join(f"{f.severity} [{f.exchange}] {f.message}" for f in mine) + \
+                f"\nsee {rule.spec_url}"
+        elif rule.id not in checked:
+            skipped += 1
+            ET.SubElement(case, "skipped", message="nothing in this run gave the rule anything to check")
+        elif mine:
+            ET.SubElement(case, "system-out").text = "\n".join(f"{f.severity}: {f.message}" for f in mine)
+    suite.set("failures", str(failures))
+    suite.set("skipped", str(skipped))
+    suite.set("errors", "0")
+    xml: bytes = ET.tostring(suite, encoding="utf-8", xml_declaration=True)
+    return xml

@@ -1,0 +1,132 @@
+"""One headless connection: a transport, a client, every wire event kept and linted, and MRTR rounds answered.
+
+Built on `app.mcp` alone (no web app): what `call` and `check` share.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from app.mcp.client import ClientConfig, McpClient, Reply
+from app.mcp.errors import ConnectFailed, McpError, ProcessExited
+from app.mcp.http import HttpTransport
+from app.mcp.lint import Linter
+from app.mcp.mrtr import input_requests, kind_of, request_state, retry_params
+from app.mcp.stdio import StdioTransport
+from app.mcp.transport import Transport
+from app.mcp.wire import WireEvent
+
+CLIENT_INFO = {"name": "mcp-console-cli", "version": "0.1.0"}
+MAX_ROUNDS = 10
+NOT_CONNECTED = (ConnectFailed, ProcessExited)
+
+Elicitor = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+def schema_defaults(schema: Any) -> dict[str, Any] | None:
+    """The content a form answers with from its schema's defaults; None when a required field has none."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return {}
+    content = {name: prop["default"] for name, prop in props.items() if isinstance(prop, dict) and "default" in prop}
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    return None if any(name not in content for name in required) else content
+
+
+def elicitor(mode: str) -> Elicitor:
+    """How input requests are answered: `defaults`, `decline`, or a JSON file of answers keyed as the
+    server keys its inputRequests (a key the file lacks is answered with the defaults)."""
+    answers: dict[str, Any] = {}
+    if mode not in ("defaults", "decline"):
+        loaded = json.loads(Path(mode).read_text(encoding="utf-8"))
+        if not isinstance(loaded, dict):
+            raise SystemExit(f"--elicit {mode}: the file must hold a JSON object keyed like inputRequests")
+        answers = loaded
+
+    def answer(key: str, request: dict[str, Any]) -> dict[str, Any]:
+        if key in answers:
+            return dict(answers[key]) if isinstance(answers[key], dict) else {"action": "decline"}
+        kind = kind_of(request)
+        if kind == "roots":
+            return {"roots": []}
+        if mode == "decline" or kind != "form":
+            return {"action": "decline"}
+        params = request.get("params") if isinstance(request.get("params"), dict) else {}
+        content = schema_defaults((params or {}).get("requestedSchema"))
+        return {"action": "decline"} if content is None else {"action": "accept", "content": content}
+
+    return answer
+
+
+class Headless:
+    """A connection that keeps every wire event and lints it as it is recorded."""
+
+    def __init__(self, target: str, stdio: bool, idle_timeout_s: float, headers: dict[str, str] | None = None) -> None:
+        self.target = target
+        self.stdio = stdio
+        self.events: list[WireEvent] = []
+        self.linter = Linter()
+        self._http: httpx.AsyncClient | None = None
+        record = self.linter.recorder(self.events.append)
+        transport: Transport
+        if stdio:
+            transport = StdioTransport(shlex.split(target), record)
+        else:
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+            transport = HttpTransport(target, self._http, record, extra_headers=headers)
+        caps: dict[str, Any] = {"elicitation": {"form": {}}, "roots": {}}
+        self.client = McpClient(transport, ClientConfig(client_info=CLIENT_INFO, capabilities=lambda: caps,
+                                                        idle_timeout_s=idle_timeout_s))
+
+    async def __aenter__(self) -> Headless:
+        await self.client.transport.start()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        try:
+            await self.client.close()
+        finally:
+            if self._http is not None:
+                await self._http.aclose()
+
+    async def operation(self, method: str, params: dict[str, Any], answer: Elicitor) -> Reply:
+        """One MRTR operation: rounds are answered by `answer` and retried under a new id, at most MAX_ROUNDS."""
+        # A progress token per round: the lint then ties late progress to its request on stdio too.
+        reply = await self.client.request(method, params, progress_token=self.client.new_key())
+        for _round in range(MAX_ROUNDS):
+            if reply.result is None or reply.result_type != "input_required":
+                return reply
+            requests = input_requests(reply.result)
+            responses = {key: answer(key, request) for key, request in requests.items()}
+            reply = await self.client.request(method, retry_params(params, responses, request_state(reply.result)),
+                                              progress_token=self.client.new_key())
+        return reply
+
+
+def reply_json(reply: Reply) -> dict[str, Any]:
+    """What `call` prints: the result, or the error, with the request's identity."""
+    out: dict[str, Any] = {"method": reply.method, "id": reply.id}
+    if reply.result is not None:
+        out["result"] = reply.result
+    if reply.error is not None:
+        out["error"] = {"type": type(reply.error).__name__, "message": str(reply.error)}
+        code = getattr(reply.error, "code", None)
+        if code is not None:
+            out["error"]["code"] = code
+    if reply.warnings:
+        out["warnings"] = reply.warnings
+    return out
+
+
+def failed(reply: Reply) -> bool:
+    """A protocol error, or a tool that says it failed (isError)."""
+    return reply.error is not None or reply.result is None or reply.result.get("isError") is True
+
+
+__all__ = ["NOT_CONNECTED", "Headless", "McpError", "elicitor", "failed", "reply_json"]
