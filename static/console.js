@@ -223,12 +223,14 @@
                  error: ["error", "tool_error", "failed", "protocol_error", "timeout", "cancelled", "abandoned"] };
   function filterEntries() {
     var list = document.getElementById("timeline-list");
-    if (!list || !(list.dataset.fMethod || list.dataset.fStatus || list.dataset.fQ)) return;
+    if (!list || !(list.dataset.fMethod || list.dataset.fStatus || list.dataset.fQ || list.dataset.fFindings)) return;
     var m = list.dataset.fMethod, st = list.dataset.fStatus, q = (list.dataset.fQ || "").toLowerCase();
+    var fd = list.dataset.fFindings;
     Array.prototype.forEach.call(list.children, function (li) {
       var ok = (!m || li.dataset.method === m) &&
         (!st || (GROUPS[st] || [st]).indexOf(li.dataset.status || "") >= 0) &&
-        (!q || li.textContent.toLowerCase().indexOf(q) >= 0);
+        (!q || li.textContent.toLowerCase().indexOf(q) >= 0) &&
+        (!fd || !!li.querySelector(".findings-badge"));
       li.classList.toggle("filtered-out", !ok);
     });
   }

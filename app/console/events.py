@@ -303,14 +303,28 @@ class DeadlineExtended(Record):
     extensions: int = 0
 
 
+@dataclass(slots=True)
+class FindingRecorded(Record):
+    """The live lint found a rule broken by a frame (`app/mcp/lint`): kept on the timeline like everything else."""
+
+    KIND = "finding"
+    kind: Literal["finding"] = field(default="finding", init=False)
+    rule: str = ""
+    severity: str = "error"
+    message: str = ""
+    exchange: str | None = None  # the request it is about (None: a frame that belongs to no request)
+    frame_seq: int = 0           # the wire event that showed it
+    spec_url: str = ""
+
+
 Event = (Restored | SessionCreated | StatusChanged | Discovered | ListsRefreshed | CapabilitiesChanged | RootsChanged
          | RequestSettingsChanged | ExchangeStarted | ExchangeFinished | Wire | Notice | Stderr | OperationChanged
          | Progress | Log | SubscriptionChanged | Reread | LinkCreated | LinkRevoked | DeadlineExtended
-         | EraNegotiated)
+         | EraNegotiated | FindingRecorded)
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in (
     Restored, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
     RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, OperationChanged, Progress, Log,
-    SubscriptionChanged, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated)}
+    SubscriptionChanged, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded)}
 EXCHANGE_KINDS = ("exchange_started", "exchange_finished")
 # The kinds that make or change a timeline entry.
 ENTRY_KINDS = (*EXCHANGE_KINDS, "notice", "operation", "deadline_extended")

@@ -65,15 +65,17 @@ def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEv
 
 
 def exchanges(session_id: str, store: Store) -> OrderedDict[str, dict[str, Any]]:
-    """Every exchange's entry facts and wire events, in the order they started."""
+    """Every exchange's entry facts, wire events and lint findings, in the order they started."""
     out: OrderedDict[str, dict[str, Any]] = OrderedDict()
-    for event in store.events(session_id, kinds=(*EXCHANGE_KINDS, "wire")):
-        key = event.data.get("exchange") if event.kind == "wire" else event.data.get("key")
+    for event in store.events(session_id, kinds=(*EXCHANGE_KINDS, "wire", "finding")):
+        key = event.data.get("key") if event.kind in EXCHANGE_KINDS else event.data.get("exchange")
         if not key:
             continue
-        item = out.setdefault(key, {"entry": {}, "wire": []})
+        item = out.setdefault(key, {"entry": {}, "wire": [], "findings": []})
         if event.kind in EXCHANGE_KINDS:
             item["entry"].update(event.data)
+        elif event.kind == "finding":
+            item["findings"].append({k: v for k, v in event.data.items() if k != "exchange"})
         else:
             item["wire"].append(event.data)
     return out
@@ -102,8 +104,10 @@ def _har(session_id: str, url: str, store: Store, include_secrets: bool) -> dict
         sent, head, frames = _parts(item["wire"])
         if sent is None or sent.get("headers") is None:
             continue  # not an HTTP exchange (stdio frames carry no headers)
-        entries.append(_har_entry(key, item["entry"], url if include_secrets else mask_url(url), sent, head, frames,
-                                  include_secrets))
+        har_entry = _har_entry(key, item["entry"], url if include_secrets else mask_url(url), sent, head, frames,
+                               include_secrets)
+        har_entry["_mcp"]["findings"] = item["findings"]  # the live lint's findings on this exchange's frames
+        entries.append(har_entry)
     return {"log": {"version": "1.2", "creator": {"name": "MCP Console", "version": __version__},
                     "pages": [], "entries": entries}}
 

@@ -20,6 +20,7 @@ from app.console.events import (
     EraNegotiated,
     ExchangeFinished,
     ExchangeStarted,
+    FindingRecorded,
     LinkCreated,
     LinkRevoked,
     ListsRefreshed,
@@ -49,6 +50,7 @@ from app.mcp.errors import ConnectFailed, McpError, ProcessExited
 from app.mcp.handshake import HandshakeFailed, Negotiated, discover_not_served, initialize
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
+from app.mcp.lint import Linter
 from app.mcp.stdio import StdioTransport
 from app.mcp.transport import Transport
 from app.mcp.wire import WireEvent
@@ -63,6 +65,7 @@ LISTS = (
     ("prompts/list", "prompts", "prompts"),
 )
 META_SAVE_INTERVAL_S = 1.0
+FINDINGS_PER_RULE_AND_ENTRY = 5
 LIST_METHODS = {  # a list_changed notification → the list it refreshes
     "notifications/tools/list_changed": "tools",
     "notifications/prompts/list_changed": "prompts",
@@ -109,6 +112,8 @@ class ConsoleSession:
         self._saved_at = 0.0
         self._closing = False
         self._bytes_in: dict[str, int] = {}
+        self.linter = Linter()
+        self._finding_counts: dict[tuple[str | None, str], int] = {}
         self._http_status: dict[str, int] = {}
         if new:  # a restored or imported session gets its creation from its stored events instead
             self.timeline.append(SessionCreated(target=target.to_dict(), capabilities=DEFAULT_CAPABILITIES,
@@ -219,7 +224,8 @@ class ConsoleSession:
                     record["raw"], record["note"] = "", f"{size} bytes past max_stream_bytes, not kept"
             if event.http_status is not None:
                 self._http_status.setdefault(event.exchange, event.http_status)
-        self.timeline.append(wire_record(event, record))
+        recorded = self.timeline.append(wire_record(event, record))
+        self._lint(event, recorded.seq if recorded is not None else 0)
         if event.exchange is None and event.direction == "in":
             what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
                 else f"a frame that {event.note or 'matches no request in flight'}"
@@ -230,6 +236,24 @@ class ConsoleSession:
                 self.stderr_batch.flush()  # its last words first
             if event.signal == "process_exited" and self.status == "connected" and not self._closing:
                 self._set_status("unreachable", f"{event.note}; reconnect to start it again")
+
+    def _lint(self, event: WireEvent, seq: int) -> None:
+        """Check the frame against the 2026-07-28 rules as it is recorded; each finding is an event of its own.
+
+        The rules are the modern revision's: a session that settled on 2025-11-25 is not held to them.
+        """
+        era = self.state.era
+        if era is not None and era.get("era") == "legacy":
+            return
+        for found in self.linter.observe(event, seq=seq):
+            # A server that breaks one rule on every frame of a flood is told a few times per entry, not 10,000.
+            seen = self._finding_counts[(found.exchange, found.rule)] = \
+                self._finding_counts.get((found.exchange, found.rule), 0) + 1
+            if seen > FINDINGS_PER_RULE_AND_ENTRY:
+                continue
+            self.timeline.append(FindingRecorded(rule=found.rule, severity=found.severity, message=found.message,
+                                                 exchange=found.exchange, frame_seq=found.seq,
+                                                 spec_url=found.spec_url))
 
     def touch(self, force: bool = False) -> None:
         """Note activity; the metadata row is rewritten at most once a second unless something changed."""
@@ -303,6 +327,8 @@ class ConsoleSession:
             with contextlib.suppress(Exception):
                 await self.client.close()
         self._closing = False
+        self.linter = Linter()  # what it knows of requests in flight belongs to one connection
+        self._finding_counts = {}
         self._set_status("connecting")
         chosen = self.target.era
         if not await self._start_client(LegacyEra() if chosen == "legacy" else ModernEra()):

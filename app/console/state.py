@@ -20,6 +20,7 @@ from app.console.events import (
     EraNegotiated,
     ExchangeFinished,
     ExchangeStarted,
+    FindingRecorded,
     LinkCreated,
     LinkRevoked,
     ListsRefreshed,
@@ -160,6 +161,7 @@ class SessionState:
     discover: Json | None = None
     # The revision negotiated on the last connect: {era, protocol_version, chosen, reason, probe}; None before.
     era: Json | None = None
+    findings: dict[str, int] = field(default_factory=dict)  # rule id → how many times the live lint found it
     lists: dict[str, list[Json]] = field(default_factory=lambda: {k: [] for k in LIST_KEYS})
     roots: list[Json] = field(default_factory=lambda: copy.deepcopy(DEFAULT_ROOTS))
     log_level: str = ""
@@ -347,7 +349,25 @@ def _deadline_extended(state: SessionState, ev: DeadlineExtended, _e: TimelineEv
         entry["deadline_extensions"] = ev.extensions
 
 
+FINDINGS_PER_ENTRY = 50  # kept on one entry for display; the counts (and the store) have them all
+
+
+def _finding(state: SessionState, ev: FindingRecorded, _e: TimelineEvent) -> None:
+    state.findings[ev.rule] = state.findings.get(ev.rule, 0) + 1
+    key = ev.exchange
+    rnd = state.rounds.get(key) if key else None
+    if rnd is not None and rnd.get("op"):
+        key = f"op-{rnd['op']}"  # a round's finding shows on its operation's entry
+    entry = state.entries.get(key) if key else None
+    if entry is not None:
+        found = entry.setdefault("findings", [])
+        if len(found) < FINDINGS_PER_ENTRY:
+            found.append(ev.to_data())
+        entry["finding_count"] = entry.get("finding_count", 0) + 1
+
+
 _HANDLERS: dict[type[Any], Any] = {
+    FindingRecorded: _finding,
     DeadlineExtended: _deadline_extended, EraNegotiated: _era,
     Restored: _restored, SessionCreated: _created, StatusChanged: _status, Discovered: _discovered,
     ListsRefreshed: _lists,
@@ -374,7 +394,8 @@ def projection(state: SessionState) -> Json:
         "roots": state.roots,
         "request_settings": [state.log_level, state.progress_enabled, state.auto_refresh, state.idle_timeout_s,
                              state.max_s],
-        "status_since": state.status_since, "stderr_counts": [state.stderr_stored, state.stderr_dropped],
+        "status_since": state.status_since, "findings": state.findings,
+        "stderr_counts": [state.stderr_stored, state.stderr_dropped],
         "operations": [op.to_json() for op in state.operations.values()],
         "subscriptions": [{**s.snapshot(), "notifications": s.notifications} for s in state.subscriptions.values()],
         "links": list(state.links.values()), "stderr": state.stderr, "store_quota_reached": state.store_quota_reached,

@@ -27,6 +27,7 @@ from app.console.secrets import Redactor, mask_headers, mask_url
 from app.mcp.errors import ERROR_NAMES
 from app.mcp.headers import decode_value
 from app.mcp.jsonrpc import pretty
+from app.mcp.lint import RULES as LINT_RULES
 from app.mcp.mrtr import kind_of
 from app.web.answers import form_fields
 from app.web.forms import fields_for
@@ -185,7 +186,7 @@ def make_env() -> Environment:
                        pretty=pretty,
                        header_decoded=decode_value, dom_id=dom_id, from_json=from_json,
                        without_meta=without_meta, visible=visible)
-    env.globals.update(error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
+    env.globals.update(lint_rules=LINT_RULES, error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
                        fields_for=fields_for, round_bars=round_bars, op_facts=op_facts, url_facts=url_facts,
                        form_fields=form_fields, kind_of=kind_of, levels=LOG_LEVELS, mask_headers=mask_headers,
@@ -226,6 +227,12 @@ class EventRenderer:
             op = session.state.operations.get(entry["op"]) if event.kind == "operation" else None
             ctx.update(entry=entry, fresh=entry["seq0"] == event.seq, op=op)
             return self.env.get_template("_push_entry.html").render(ctx)
+        if event.kind == "finding":  # the lint found something on an entry's frame: show it on that entry
+            entry = session.timeline.entries.get(session.timeline.anchor(str(data.get("exchange") or "")))
+            if entry is None:
+                return None
+            ctx.update(entry=entry, fresh=False, op=None)
+            return self.env.get_template("_push_finding.html").render(ctx)
         if event.kind == "stderr":
             ctx.update(lines=data["lines"], dropped=data["dropped"])
             return self.env.get_template("_push_stderr.html").render(ctx)

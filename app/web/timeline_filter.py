@@ -25,24 +25,29 @@ class TimelineFilter:
     method: str = ""
     status: str = ""
     q: str = ""
+    findings: bool = False  # only entries the live lint found something on
 
     @classmethod
     def from_query(cls, params: Any) -> TimelineFilter:
         def take(name: str) -> str:
             value = params.get(name)
             return value.strip()[:MAX_TEXT] if isinstance(value, str) else ""
-        return cls(method=take("method"), status=take("status").lower(), q=take("q"))
+        return cls(method=take("method"), status=take("status").lower(), q=take("q"),
+                   findings=take("findings") in ("1", "on", "true"))
 
     @property
     def active(self) -> bool:
-        return bool(self.method or self.status or self.q)
+        return bool(self.method or self.status or self.q or self.findings)
 
     def query(self) -> str:
         """The query string that reproduces this filter ('' when there is none)."""
-        parts = {k: v for k, v in (("method", self.method), ("status", self.status), ("q", self.q)) if v}
+        parts = {k: v for k, v in (("method", self.method), ("status", self.status), ("q", self.q),
+                                   ("findings", "1" if self.findings else "")) if v}
         return urlencode(parts)
 
     def matches(self, entry: dict[str, Any]) -> bool:
+        if self.findings and not entry.get("finding_count"):
+            return False
         if self.method and str(entry.get("method") or "") != self.method:
             return False
         if self.status:

@@ -29,6 +29,7 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
             "instructions": (s.discover or {}).get("instructions"),
         },
         "era": s.state.era,  # which revision the last connect negotiated, and why
+        "findings": s.state.findings,  # the live lint: rule id → count (the entries carry each finding)
         "client_capabilities": s.capabilities,
         "roots": s.roots,
         "request_settings": s.request_settings(),
