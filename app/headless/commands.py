@@ -58,8 +58,8 @@ def _headers(pairs: list[str] | None) -> dict[str, str]:
 
 async def call(args: argparse.Namespace) -> int:
     target, stdio = _target(args)
-    session = Headless(target, stdio, args.timeout, _headers(args.header))
     answer = elicitor(args.elicit)
+    session = Headless(target, stdio, args.timeout, _headers(args.header), era=args.era, answer=answer)
     try:
         async with session:
             listed = await session.client.request("tools/list", {})
@@ -227,6 +227,8 @@ def add_parsers(sub: Any) -> None:
                         help="answer input requests with the schema's defaults, decline them, or from a JSON file")
     call_p = sub.add_parser("call", parents=[common], help="run one tool call headless and print its result")
     call_p.add_argument("tool", help="tool name")
+    call_p.add_argument("--era", choices=("auto", "modern", "legacy"), default="auto",
+                        help="protocol revision: auto probes server/discover and falls back to 2025-11-25 initialize")
     call_p.add_argument("--arg", action="append", metavar="k=v", help="an argument (v is JSON when it parses)")
     call_p.add_argument("--json", default=None, metavar="ARGS", help="all arguments as one JSON object")
     call_p.add_argument("--har", default=None, metavar="FILE", help="write the exchanges as HAR 1.2")

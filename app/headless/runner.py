@@ -14,8 +14,11 @@ from typing import Any
 import httpx
 
 from app.mcp.client import ClientConfig, McpClient, Reply
+from app.mcp.era import LegacyEra, ServerAnswer
 from app.mcp.errors import ConnectFailed, McpError, ProcessExited
+from app.mcp.handshake import discover_not_served, initialize
 from app.mcp.http import HttpTransport
+from app.mcp.jsonrpc import Frame
 from app.mcp.lint import Linter
 from app.mcp.mrtr import input_requests, kind_of, request_state, retry_params
 from app.mcp.stdio import StdioTransport
@@ -67,9 +70,13 @@ def elicitor(mode: str) -> Elicitor:
 class Headless:
     """A connection that keeps every wire event and lints it as it is recorded."""
 
-    def __init__(self, target: str, stdio: bool, idle_timeout_s: float, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, target: str, stdio: bool, idle_timeout_s: float, headers: dict[str, str] | None = None,
+                 era: str = "modern", answer: Elicitor | None = None) -> None:
         self.target = target
         self.stdio = stdio
+        self.era = era          # modern, legacy, or auto (probe server/discover, fall back to initialize)
+        self.era_note = ""      # what was negotiated, and why
+        self._answer = answer   # how a 2025-11-25 server's own requests (elicitation, roots) are answered
         self.events: list[WireEvent] = []
         self.linter = Linter()
         self._http: httpx.AsyncClient | None = None
@@ -82,11 +89,33 @@ class Headless:
             transport = HttpTransport(target, self._http, record, extra_headers=headers)
         caps: dict[str, Any] = {"elicitation": {"form": {}}, "roots": {}}
         self.client = McpClient(transport, ClientConfig(client_info=CLIENT_INFO, capabilities=lambda: caps,
-                                                        idle_timeout_s=idle_timeout_s))
+                                                        idle_timeout_s=idle_timeout_s, answerer=self._server_request))
 
     async def __aenter__(self) -> Headless:
         await self.client.transport.start()
+        await self._settle_era()
         return self
+
+    async def _settle_era(self) -> None:
+        """Auto probes `server/discover` as the console does; a server that does not serve it gets `initialize`."""
+        if self.era == "modern":
+            return
+        if self.era == "auto":
+            probe = await self.client.request("server/discover", {})
+            why = discover_not_served(probe)
+            if why is None:
+                self.era_note = "2026-07-28: server/discover answered"
+                return
+            self.era_note = f"probe refused ({why}); "
+        self.client.config.era = LegacyEra()
+        negotiated = await initialize(self.client)
+        self.era_note += f"2025-11-25 era: initialize negotiated {negotiated.protocol_version}"
+
+    async def _server_request(self, frame: Frame) -> ServerAnswer:
+        """A 2025-11-25 server's request on a stream, answered as an MRTR input request of the same kind would be."""
+        if self._answer is None:
+            return ServerAnswer(error={"code": -32601, "message": f"{frame.method} is not answered headless"})
+        return ServerAnswer(result=self._answer("server-request", {"method": frame.method, "params": frame.params}))
 
     async def __aexit__(self, *_exc: object) -> None:
         try:
