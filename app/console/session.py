@@ -38,6 +38,7 @@ from app.console.events import (
 from app.console.listen import Listeners
 from app.console.live import NotificationBudget, ProgressCoalescer, StderrBatcher, log_data
 from app.console.operations import OperationDriver
+from app.console.server_requests import ServerRequests
 from app.console.state import DEFAULT_CAPABILITIES, SessionState
 from app.console.store import Store
 from app.console.target import Target, target_from
@@ -103,6 +104,9 @@ class ConsoleSession:
                                           settings.max_stderr_lines)
         self.cancelled_by: dict[str, str] = {}
         self.listeners = Listeners(self, self.timeline, self._on_change)
+        # Questions a 2025-11-25 server asks on our streams: dialogs in the inbox, answered within a deadline.
+        self.server_requests = ServerRequests(self.timeline, lambda: self.roots,
+                                              lambda: self.settings.server_request_timeout_s)
         self.background = TaskGroup()
         self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
         self._refreshing = asyncio.Lock()
@@ -362,7 +366,8 @@ class ConsoleSession:
         return True
 
     def _server_request_answerer(self) -> Answerer | None:
-        return None
+        """Who answers a request from the server when the era asks (legacy only): the inbox's dialogs."""
+        return None if self.read_only else self.server_requests.ask
 
     async def _connect_legacy(self, chosen: str, why: str, probe: str | None) -> None:
         """The 2025-11-25 handshake, recorded like any request; its answer is kept in the discover shape."""
@@ -472,6 +477,7 @@ class ConsoleSession:
                                      idle_timeout_s=self.idle_timeout_s, max_s=self.max_s)
         self.progress.done(target)
         self.log_budget.done(target)
+        self.server_requests.end_of(key)  # a question its stream carried cannot be answered any more
         self.timeline.append(self._finished(key, reply, op, round_))
         self._note_reachability(reply)
         self.touch()
@@ -557,6 +563,7 @@ class ConsoleSession:
         self._closing = True
         await self.listeners.stop_all()
         await self.background.cancel_all()
+        self.server_requests.close()
         if self.client is not None:
             await self.client.close()
         if self.status != "failed":
