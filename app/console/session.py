@@ -501,8 +501,11 @@ class ConsoleSession:
         deadline = self.client.deadline(key) if self.client is not None and key else None
         if deadline is None:
             return None
+        # A question from the server on this stream pauses the idle timer (see Deadline.hold): say so, no countdown.
+        held = any(r.ev.key == key for r in self.server_requests.awaiting())
         return {"key": key, "due": deadline.wall(deadline.due), "max_due": deadline.wall(deadline.max_at),
-                "left_s": max(0.0, deadline.left()), "idle_s": deadline.idle_s, "extensions": deadline.extensions}
+                "left_s": max(0.0, deadline.left()), "idle_s": deadline.idle_s, "extensions": deadline.extensions,
+                "held": held}
 
     def wait_longer(self, key: str) -> dict[str, Any] | None:
         """Push out the idle deadline of a request in flight (an exchange key, or op-<id>) by one idle period.

@@ -71,6 +71,7 @@ async def test_form_elicitation_over_http_opens_an_inbox_dialog_and_the_answer_g
     inbox = page.split('id="inbox"', 1)[1]
     assert f'id="inbox-sr-{sr["id"]}"' in inbox and f'aria-label="Answer {sr["request_id"]}"' in inbox
     assert "Your name?" in inbox and f'/server-requests/{sr["id"]}/answer' in inbox
+    assert "idle deadline paused: the server waits for an answer" in page  # no countdown while we are asked
 
     done = await answer(console, sid, sr, action="accept", **{"arg.name": "Ada"})
     assert done["status"] == "answered" and done["answered_by"] == "owner"
