@@ -34,6 +34,9 @@ class Settings:
         "every frame restarts it. Per session in the request settings.", default=60.0)
     request_max_s: float = _help("Overall maximum seconds for one request, however chatty. Per session in the "
                                  "request settings.", default=3600.0)
+    server_request_timeout_s: float = _help(
+        "Seconds a request from a 2025-11-25 server (elicitation, sampling) waits for someone to answer its dialog; "
+        "then the console answers with a JSON-RPC error and marks the dialog timed out.", default=300.0)
     max_message_bytes: int = _help("Largest single message accepted from a target server.",
                                    default=16 * 1024 * 1024)
     mrtr_max_rounds: int = _help("Most input_required rounds one operation may take before the console stops it.",

@@ -317,14 +317,40 @@ class FindingRecorded(Record):
     spec_url: str = ""
 
 
+@dataclass(slots=True)
+class ServerRequestChanged(Record):
+    """A request *from* the server (legacy elicitation, sampling, roots) and where its dialog stands: a snapshot.
+
+    It nests under the entry of the client request whose stream carried it (`key`).
+    """
+
+    KIND = "server_request"
+    kind: Literal["server_request"] = field(default="server_request", init=False)
+    id: str = ""                  # the console's id for it (unique in the session)
+    key: str = ""                 # the exchange key of the client request whose stream carried it
+    request_id: Any = None        # the server's JSON-RPC id: the response goes back with it
+    method: str = ""
+    params: Json = field(default_factory=dict)
+    # awaiting | answered | declined | cancelled | timed_out | gone (its stream ended before anyone answered)
+    status: str = "awaiting"
+    answered_by: str = ""         # owner | operator | console (roots are answered from the session's list)
+    response: Json | None = None  # exactly what went back: {"result": …} or {"error": …}
+    errors: Json = field(default_factory=dict)   # field → message, when an answer was refused
+    drafts: Json = field(default_factory=dict)   # what was typed into a refused answer
+    asked: float = 0.0            # wall clock
+    due: float | None = None      # wall clock: when the console answers with a timeout error
+    ended: float | None = None
+
+
 Event = (Restored | SessionCreated | StatusChanged | Discovered | ListsRefreshed | CapabilitiesChanged | RootsChanged
          | RequestSettingsChanged | ExchangeStarted | ExchangeFinished | Wire | Notice | Stderr | OperationChanged
          | Progress | Log | SubscriptionChanged | Reread | LinkCreated | LinkRevoked | DeadlineExtended
-         | EraNegotiated | FindingRecorded)
+         | EraNegotiated | FindingRecorded | ServerRequestChanged)
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in (
     Restored, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
     RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, OperationChanged, Progress, Log,
-    SubscriptionChanged, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded)}
+    SubscriptionChanged, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded,
+    ServerRequestChanged)}
 EXCHANGE_KINDS = ("exchange_started", "exchange_finished")
 # The kinds that make or change a timeline entry.
 ENTRY_KINDS = (*EXCHANGE_KINDS, "notice", "operation", "deadline_extended")

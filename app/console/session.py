@@ -39,6 +39,7 @@ from app.console.events import (
 from app.console.listen import Listeners
 from app.console.live import NotificationBudget, ProgressCoalescer, StderrBatcher, log_data
 from app.console.operations import OperationDriver
+from app.console.server_requests import ServerRequests
 from app.console.state import DEFAULT_CAPABILITIES, SessionState
 from app.console.store import Store
 from app.console.target import Target, target_from
@@ -106,6 +107,9 @@ class ConsoleSession:
                                           settings.max_stderr_lines)
         self.cancelled_by: dict[str, str] = {}
         self.listeners = Listeners(self, self.timeline, self._on_change)
+        # Questions a 2025-11-25 server asks on our streams: dialogs in the inbox, answered within a deadline.
+        self.server_requests = ServerRequests(self.timeline, lambda: self.roots,
+                                              lambda: self.settings.server_request_timeout_s)
         self.background = TaskGroup()
         self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
         self._refreshing = asyncio.Lock()
@@ -388,7 +392,8 @@ class ConsoleSession:
         return True
 
     def _server_request_answerer(self) -> Answerer | None:
-        return None
+        """Who answers a request from the server when the era asks (legacy only): the inbox's dialogs."""
+        return None if self.read_only else self.server_requests.ask
 
     async def _connect_legacy(self, chosen: str, why: str, probe: str | None) -> None:
         """The 2025-11-25 handshake, recorded like any request; its answer is kept in the discover shape."""
@@ -498,6 +503,7 @@ class ConsoleSession:
                                      idle_timeout_s=self.idle_timeout_s, max_s=self.max_s)
         self.progress.done(target)
         self.log_budget.done(target)
+        self.server_requests.end_of(key)  # a question its stream carried cannot be answered any more
         self.timeline.append(self._finished(key, reply, op, round_))
         self._note_reachability(reply)
         self.touch()
@@ -521,8 +527,11 @@ class ConsoleSession:
         deadline = self.client.deadline(key) if self.client is not None and key else None
         if deadline is None:
             return None
+        # A question from the server on this stream pauses the idle timer (see Deadline.hold): say so, no countdown.
+        held = any(r.ev.key == key for r in self.server_requests.awaiting())
         return {"key": key, "due": deadline.wall(deadline.due), "max_due": deadline.wall(deadline.max_at),
-                "left_s": max(0.0, deadline.left()), "idle_s": deadline.idle_s, "extensions": deadline.extensions}
+                "left_s": max(0.0, deadline.left()), "idle_s": deadline.idle_s, "extensions": deadline.extensions,
+                "held": held}
 
     def wait_longer(self, key: str) -> dict[str, Any] | None:
         """Push out the idle deadline of a request in flight (an exchange key, or op-<id>) by one idle period.
@@ -583,6 +592,7 @@ class ConsoleSession:
         self._closing = True
         await self.listeners.stop_all()
         await self.background.cancel_all()
+        self.server_requests.close()
         if self.client is not None:
             await self.client.close()
         if self.status != "failed":

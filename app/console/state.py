@@ -31,6 +31,7 @@ from app.console.events import (
     RequestSettingsChanged,
     Restored,
     RootsChanged,
+    ServerRequestChanged,
     SessionCreated,
     StatusChanged,
     Stderr,
@@ -46,6 +47,7 @@ HISTORY = 200          # notifications kept per subscription
 STDERR_LINES = 500
 LOG_LINES = 200
 MAX_OPERATIONS = 500   # operations kept in state; older finished ones live on in the store
+MAX_SERVER_REQUESTS = 200  # server requests kept in state; the oldest ended ones go first
 MAX_SUBSCRIPTIONS = 100  # subscriptions kept in state; the oldest ended ones go first
 
 
@@ -121,6 +123,52 @@ class OperationRecord:
 
 
 @dataclass(slots=True)
+class ServerRequestRecord:
+    """A request from the server as the fold knows it, shaped for the MRTR dialog macro.
+
+    The dialog reads `errors`, `drafts` and `answers` by input key; a server request has one question,
+    keyed by the server's JSON-RPC id (`dialog_key`), and `request` is it in the MRTR input-request shape.
+    """
+
+    ev: ServerRequestChanged
+
+    @property
+    def id(self) -> str:
+        return self.ev.id
+
+    @property
+    def status(self) -> str:
+        return self.ev.status
+
+    @property
+    def dialog_key(self) -> str:
+        return str(self.ev.request_id)
+
+    @property
+    def request(self) -> Json:
+        return {"method": self.ev.method, "params": self.ev.params}
+
+    @property
+    def errors(self) -> Json:
+        return {self.dialog_key: self.ev.errors} if self.ev.errors else {}
+
+    @property
+    def drafts(self) -> Json:
+        return {self.dialog_key: self.ev.drafts} if self.ev.drafts else {}
+
+    @property
+    def answers(self) -> list[str]:
+        return [] if self.ev.status == "awaiting" else [self.dialog_key]
+
+    def summary(self) -> Json:
+        """What the carrying entry shows of it (the record keeps params and drafts)."""
+        return {k: v for k, v in self.ev.to_data().items() if k not in ("params", "drafts", "errors")}
+
+    def to_json(self) -> Json:
+        return self.ev.to_data()
+
+
+@dataclass(slots=True)
 class SubscriptionRecord:
     id: str
     requested: Json
@@ -171,6 +219,7 @@ class SessionState:
     max_s: float | None = None
     operations: OrderedDict[str, OperationRecord] = field(default_factory=OrderedDict)
     subscriptions: OrderedDict[str, SubscriptionRecord] = field(default_factory=OrderedDict)
+    server_requests: OrderedDict[str, ServerRequestRecord] = field(default_factory=OrderedDict)
     links: OrderedDict[str, Json] = field(default_factory=OrderedDict)
     stderr: list[str] = field(default_factory=list)
     stderr_stored: int = 0   # lines recorded in all, against max_stderr_lines
@@ -213,6 +262,11 @@ def _restored(state: SessionState, ev: Restored, _e: TimelineEvent) -> None:
     for op in state.operations.values():
         if op.status in IN_FLIGHT:
             op.status, op.pending = "interrupted", {}
+    for key, sr in list(state.server_requests.items()):
+        if sr.status == "awaiting":  # its stream is gone with the process: nobody can answer it any more
+            ended = ServerRequestChanged(**{**sr.ev.to_data(), "status": "interrupted"})
+            state.server_requests[key] = ServerRequestRecord(ended)
+            _nest(state, state.server_requests[key])
     for sub in state.subscriptions.values():
         if sub.state not in ENDED_SUBSCRIPTIONS:
             sub.state, sub.resume = "interrupted", not ev.imported
@@ -287,6 +341,31 @@ def _operation(state: SessionState, ev: OperationChanged, e: TimelineEvent) -> N
     for heavy in ("params", "pending_requests", "errors", "drafts", "final", "validation", "log_level"):
         data.pop(heavy)  # the entry shows the summary; the operation record keeps the rest
     _entry(state, ev.key, "operation", data, e)
+
+
+def _server_request(state: SessionState, ev: ServerRequestChanged, _e: TimelineEvent) -> None:
+    record = state.server_requests[ev.id] = ServerRequestRecord(ev)
+    state.server_requests.move_to_end(ev.id)
+    while len(state.server_requests) > MAX_SERVER_REQUESTS:
+        oldest = next((k for k, r in state.server_requests.items() if r.status != "awaiting"),
+                      next(iter(state.server_requests)))
+        del state.server_requests[oldest]
+    _nest(state, record)
+
+
+def host_key(state: SessionState, key: str) -> str:
+    """The timeline entry that shows exchange `key`: its own, or its operation's when it is a round."""
+    rnd = state.rounds.get(key)
+    return f"op-{rnd['op']}" if rnd is not None and rnd.get("op") else key
+
+
+def _nest(state: SessionState, record: ServerRequestRecord) -> None:
+    """The server request shows under the entry of the client request whose stream carried it."""
+    entry = state.entries.get(host_key(state, record.ev.key))
+    if entry is not None:
+        nested = dict(entry.get("server_requests") or {})
+        nested[record.id] = record.summary()
+        entry["server_requests"] = nested
 
 
 def _progress(state: SessionState, ev: Progress, _e: TimelineEvent) -> None:
@@ -374,7 +453,7 @@ _HANDLERS: dict[type[Any], Any] = {
     CapabilitiesChanged: _capabilities, RootsChanged: _roots, RequestSettingsChanged: _request_settings,
     ExchangeStarted: _exchange, ExchangeFinished: _exchange, Notice: _notice, OperationChanged: _operation,
     Progress: _progress, Log: _log, Stderr: _stderr, SubscriptionChanged: _subscription,
-    LinkCreated: _link_created, LinkRevoked: _link_revoked,
+    LinkCreated: _link_created, LinkRevoked: _link_revoked, ServerRequestChanged: _server_request,
 }
 
 
@@ -398,6 +477,7 @@ def projection(state: SessionState) -> Json:
         "stderr_counts": [state.stderr_stored, state.stderr_dropped],
         "operations": [op.to_json() for op in state.operations.values()],
         "subscriptions": [{**s.snapshot(), "notifications": s.notifications} for s in state.subscriptions.values()],
+        "server_requests": [r.to_json() for r in state.server_requests.values()],
         "links": list(state.links.values()), "stderr": state.stderr, "store_quota_reached": state.store_quota_reached,
         "seq": state.seq, "entries": list(state.entries.values()), "rounds": list(state.rounds.values()),
         "evicted": state.evicted, "entry_count": state.entry_count,

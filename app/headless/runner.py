@@ -111,7 +111,7 @@ class Headless:
         negotiated = await initialize(self.client)
         self.era_note += f"2025-11-25 era: initialize negotiated {negotiated.protocol_version}"
 
-    async def _server_request(self, frame: Frame) -> ServerAnswer:
+    async def _server_request(self, frame: Frame, _key: str) -> ServerAnswer:
         """A 2025-11-25 server's request on a stream, answered as an MRTR input request of the same kind would be."""
         if self._answer is None:
             return ServerAnswer(error={"code": -32601, "message": f"{frame.method} is not answered headless"})

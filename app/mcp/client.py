@@ -251,10 +251,17 @@ class McpClient:
             reply.warnings.append(verdict.warning)
         if verdict.ask_caller and self.config.answerer is not None:
             answerer = self.config.answerer
+            deadline = self._deadlines.get(reply.key)
+            if deadline is not None:  # a person is answering: the server is silent because it waits for us
+                deadline.hold()
 
             async def answer() -> None:
-                with contextlib.suppress(McpError):
-                    await exchange.answer((await answerer(frame)).message(frame.id))
+                try:
+                    with contextlib.suppress(McpError):
+                        await exchange.answer((await answerer(frame, reply.key)).message(frame.id))
+                finally:
+                    if deadline is not None:
+                        deadline.release()
 
             task = asyncio.ensure_future(answer())
             self._answering.add(task)

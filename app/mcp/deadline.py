@@ -27,6 +27,9 @@ class Deadline:
         self.extensions = 0
         self.expired = asyncio.Event()
         self.why: Why | None = None
+        # Questions from the server under way on this request (legacy elicitation, sampling): the server is
+        # silent because it waits for our answer, so the idle timer must not blame it. The maximum still counts.
+        self.holds = 0
         # One timer at a time; a frame only moves `idle_at` (a float), and the timer re-arms itself
         # when it wakes early. Progress at thousands of frames a second costs no timer churn.
         self._timer: asyncio.TimerHandle | None = self._loop.call_at(self.due, self._check)
@@ -45,6 +48,15 @@ class Deadline:
         self.idle_at = max(self.idle_at, self._loop.time()) + self.idle_s
         self.extensions += 1
 
+    def hold(self) -> None:
+        """The request waits on us (a person answers a server request): the idle timer pauses."""
+        self.holds += 1
+
+    def release(self) -> None:
+        """Our answer went back: the idle timer runs again, from now."""
+        self.holds = max(0, self.holds - 1)
+        self.touch()
+
     def left(self) -> float:
         return self.due - self._loop.time()
 
@@ -54,6 +66,8 @@ class Deadline:
 
     def _check(self) -> None:
         now = self._loop.time()
+        if self.holds and now < self.max_at:  # held: idle time does not count while we are the ones waiting
+            self.idle_at = max(self.idle_at, now + self.idle_s)
         if now < self.due:
             self._timer = self._loop.call_at(self.due, self._check)
             return

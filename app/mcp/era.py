@@ -60,8 +60,10 @@ class ServerRequestVerdict:
     refusal: ServerAnswer | None = None  # sent back at once when the caller is not asked
 
 
-# The caller's side of a server request (the console opens a dialog; a script answers from a file).
-Answerer = Callable[[Frame], Awaitable[ServerAnswer]]
+# The caller's side of a server request (the console opens a dialog; a script answers from a file). The second
+# argument is the exchange key of the client request whose stream carried it, so the caller can nest the
+# question under that request on its timeline.
+Answerer = Callable[[Frame, str], Awaitable[ServerAnswer]]
 
 
 class Era(Protocol):

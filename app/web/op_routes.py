@@ -29,7 +29,7 @@ from app.web.deps import (
     session_or_404,
     split_json,
 )
-from app.web.forms import strict_json
+from app.web.forms import FormInput, strict_json
 from app.web.views import operation_json
 
 router = APIRouter()
@@ -84,29 +84,57 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
     input_request = op.pending.get(key)
     if input_request is None:
         return dialogs_response(w, request, s, op)  # answered already (perhaps in another tab)
-    kind = mrtr.kind_of(input_request)
+    if mrtr.kind_of(input_request) == "sampling" and form.first("action") == "decline":
+        # No error replay exists in MRTR: declining simply stops; the server is not waiting.
+        await s.operations.abandon(op, "The sampling request was declined; nothing was sent.")
+        return dialogs_response(w, request, s, op)
     try:
-        if kind in ("form", "url"):
-            value: Any = elicitation_answer(input_request, form)
-        elif kind == "sampling":
-            if form.first("action") == "decline":
-                # No error replay exists in MRTR: declining simply stops; the server is not waiting.
-                await s.operations.abandon(op, "The sampling request was declined; nothing was sent.")
-                return dialogs_response(w, request, s, op)
-            tools_declared = isinstance((s.capabilities.get("sampling") or {}).get("tools"), dict)
-            if input_request.get("params", {}).get("tools") and not tools_declared:
-                raise NotAnswered({"reply": "The request offers tools but sampling.tools was not declared: "
-                                            "the client must refuse (decline instead)."})
-            value = sampling_answer(form)
-        elif kind == "roots":
-            value = {"roots": [dict(r) for r in s.roots]}
-        else:
-            value = raw_answer(form)
+        value = checked_answer(s, input_request, form)
     except NotAnswered as exc:
         s.operations.refuse(op, key, exc.errors, {name: list(values) for name, values in form.items()})
         return dialogs_response(w, request, s, op)
     await s.operations.answer(op, key, value)
     return dialogs_response(w, request, s, op)
+
+
+def checked_answer(s: ConsoleSession, input_request: dict[str, Any], form: FormInput) -> Any:
+    """The value a dialog's form means, checked as the spec asks; NotAnswered says why not, per field.
+
+    One path for MRTR input requests and legacy server requests: the same dialogs, the same checks.
+    """
+    kind = mrtr.kind_of(input_request)
+    if kind in ("form", "url"):
+        return elicitation_answer(input_request, form)
+    if kind == "sampling":
+        tools_declared = isinstance((s.capabilities.get("sampling") or {}).get("tools"), dict)
+        if input_request.get("params", {}).get("tools") and not tools_declared:
+            raise NotAnswered({"reply": "The request offers tools but sampling.tools was not declared: "
+                                        "the client must refuse (decline instead)."})
+        return sampling_answer(form)
+    if kind == "roots":
+        return {"roots": [dict(r) for r in s.roots]}
+    return raw_answer(form)
+
+
+@router.post("/sessions/{session_id}/server-requests/{sr_id}/answer")
+async def answer_server_request(request: Request, session_id: str, sr_id: str, w: Operator) -> Response:
+    """Answer a request from a 2025-11-25 server: the response goes back with the server's JSON-RPC id."""
+    s = connected(w, session_id)
+    record = s.server_requests.get(sr_id)
+    if record is None:
+        raise HTTPException(404, f"No server request {sr_id!r}")
+    form = await form_input(request)
+    who = principal(request).role
+    if s.server_requests.is_open(sr_id):
+        if mrtr.kind_of(record.request) == "sampling" and form.first("action") == "decline":
+            s.server_requests.reject_sampling(sr_id, who)
+        else:
+            try:
+                s.server_requests.answer(sr_id, checked_answer(s, record.request, form), who)
+            except NotAnswered as exc:
+                s.server_requests.refuse(sr_id, exc.errors, {name: list(values) for name, values in form.items()})
+    record = s.server_requests.get(sr_id) or record
+    return respond(request, False, record.to_json(), w.render("_inbox_sr.html", s=s, sr=record))
 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/cancel")

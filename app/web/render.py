@@ -24,6 +24,7 @@ from app.console.live import LOG_LEVELS
 from app.console.manager import SessionManager
 from app.console.operations import Operation
 from app.console.secrets import Redactor, mask_headers, mask_url
+from app.console.state import host_key
 from app.mcp.errors import ERROR_NAMES
 from app.mcp.headers import decode_value
 from app.mcp.jsonrpc import pretty
@@ -233,6 +234,13 @@ class EventRenderer:
                 return None
             ctx.update(entry=entry, fresh=False, op=None)
             return self.env.get_template("_push_finding.html").render(ctx)
+        if event.kind == "server_request":
+            sr = session.state.server_requests.get(str(data.get("id")))
+            if sr is None:
+                return None
+            ctx.update(sr=sr, entry=session.timeline.entries.get(host_key(session.state, str(data.get("key")))),
+                       op=None)
+            return self.env.get_template("_push_server_request.html").render(ctx)
         if event.kind == "stderr":
             ctx.update(lines=data["lines"], dropped=data["dropped"])
             return self.env.get_template("_push_stderr.html").render(ctx)

@@ -3,8 +3,10 @@
     python -m tests.legacy.server --port 8123   # Streamable HTTP on 127.0.0.1:8123/mcp (prints "listening on URL")
     python -m tests.legacy.server --stdio
 
-Tools: `echo` (text), `headers` (the HTTP headers of that very call), `ask` (sends `elicitation/create` on the
-call's own stream and returns the answer it got). Only ever binds 127.0.0.1.
+Tools: `echo` (text), `headers` (the HTTP headers of that very call), and tools that send a request on the
+call's own stream and return, as JSON text, the response they got ({"id": …, "result": …} or {"id": …, "error": …}):
+`ask` (form-mode `elicitation/create` without `mode`), `ask_form` (with `"mode": "form"`), `ask_url` (URL mode),
+`sample` (`sampling/createMessage`) and `roots` (`roots/list`). Only ever binds 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -21,7 +23,22 @@ from typing import Any
 VERSION = "2025-11-25"
 ANSWER_WAIT_S = 60.0
 TOOLS = [{"name": name, "inputSchema": {"type": "object", "properties": props}} for name, props in (
-    ("echo", {"text": {"type": "string"}}), ("headers", {}), ("ask", {}))]
+    ("echo", {"text": {"type": "string"}}), ("headers", {}), ("ask", {}), ("ask_form", {}), ("ask_url", {}),
+    ("sample", {}), ("roots", {}))]
+NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "minLength": 2}}, "required": ["name"]}
+# What each asking tool sends: the method and its params.
+ASKS: dict[str, tuple[str, dict[str, Any]]] = {
+    "ask": ("elicitation/create", {"message": "Your name?", "requestedSchema": NAME_SCHEMA}),
+    "ask_form": ("elicitation/create", {"mode": "form", "message": "Your name, please?",
+                                        "requestedSchema": NAME_SCHEMA}),
+    "ask_url": ("elicitation/create", {"mode": "url", "message": "Sign in to continue",
+                                       "url": "https://auth.example.com/login?session=1",
+                                       "elicitationId": "login-1"}),
+    "sample": ("sampling/createMessage", {"messages": [{"role": "user", "content": {"type": "text",
+                                                                                  "text": "Say hi"}}],
+                                          "maxTokens": 20}),
+    "roots": ("roots/list", {}),
+}
 Emit = Callable[[dict[str, Any]], None]
 
 
@@ -57,13 +74,14 @@ class Server:
                 return _text(str(args.get("text", "")))
             if name == "headers":
                 return _text(json.dumps(headers, sort_keys=True))
-            if name == "ask":
-                asked = f"elicit-{uuid.uuid4().hex[:8]}"
-                emit({"jsonrpc": "2.0", "id": asked, "method": "elicitation/create",
-                      "params": {"message": "Your name?", "requestedSchema": {
-                          "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}})
+            if name in ASKS:
+                asked = f"{name}-{uuid.uuid4().hex[:8]}"
+                ask_method, ask_params = ASKS[name]
+                emit({"jsonrpc": "2.0", "id": asked, "method": ask_method, "params": ask_params})
                 answer = self.wait_answer(asked)
-                return _text(json.dumps(answer.get("result") if answer else "no answer"))
+                if answer is None:
+                    return _text(json.dumps("no answer"))
+                return _text(json.dumps({k: answer[k] for k in ("id", "result", "error") if k in answer}))
         return {"error": {"code": -32601, "message": f"Method not found: {method}"}}
 
 

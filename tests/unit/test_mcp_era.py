@@ -78,7 +78,7 @@ async def test_an_era_that_asks_the_caller_sends_the_answer_back_with_the_server
     transport = MemoryTransport(asks_for_roots_then_answers)
     asked = asyncio.Event()
 
-    async def answerer(frame: Frame) -> ServerAnswer:
+    async def answerer(frame: Frame, _key: str) -> ServerAnswer:
         asked.set()
         return ServerAnswer(result={"roots": [{"uri": "file:///w"}]})
 

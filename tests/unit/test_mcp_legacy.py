@@ -95,7 +95,7 @@ async def test_a_legacy_server_request_is_answered_with_its_own_id_on_the_exchan
 
     asked: list[Frame] = []
 
-    async def answerer(frame: Frame) -> ServerAnswer:
+    async def answerer(frame: Frame, _key: str) -> ServerAnswer:
         asked.append(frame)
         return ServerAnswer(result={"action": "accept", "content": {"name": "Ada"}})
 

@@ -1,0 +1,125 @@
+"""Requests *from* the server (2025-11-25 elicitation, sampling, roots): the session's answerer.
+
+A legacy server asks on the stream of one of our requests and waits for a JSON-RPC response with its id.
+Each question becomes a `server_request` event, folded into a record the MRTR dialog macro can show, so it
+opens in the same "Awaiting your input" inbox with the same forms, validation and URL warnings as an MRTR
+input request. A person's answer resolves the future `ask` awaits; `ask` returns what goes back. Nobody
+answering within `server_request_timeout_s` sends a JSON-RPC error and marks the dialog timed out.
+
+Roots are answered at once from the session's roots list, without a dialog: they are the owner's standing
+claim about the owner's machine (only the owner edits them, under client settings), a legacy client
+answers `roots/list` without asking anyone, and servers ask again after every `roots/list_changed`. The
+answer is still recorded, nested under the request that carried it, so it is visible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from app.console.events import ServerRequestChanged
+from app.console.state import ServerRequestRecord
+from app.mcp import mrtr
+from app.mcp.era import ServerAnswer
+from app.mcp.jsonrpc import Frame
+
+if TYPE_CHECKING:
+    from app.console.timeline import Timeline
+
+Json = dict[str, Any]
+TIMEOUT_CODE = -32001  # what the SDKs answer for a request that timed out
+REJECTED_CODE = -1     # 2025-11-25 sampling: "User rejected sampling request"
+
+
+class ServerRequests:
+    """The open questions of one session and their futures; every change is a `server_request` event."""
+
+    def __init__(self, timeline: Timeline, roots: Callable[[], list[Json]], timeout_s: Callable[[], float]) -> None:
+        self.timeline = timeline
+        self._roots = roots
+        self._timeout_s = timeout_s
+        self._live: dict[str, tuple[ServerRequestChanged, asyncio.Future[ServerAnswer]]] = {}
+
+    async def ask(self, frame: Frame, key: str) -> ServerAnswer:
+        """The `Answerer` of the session's client: record the question, wait for an answer or the deadline."""
+        now = time.time()
+        ev = ServerRequestChanged(id=f"sr{self.timeline.seq + 1}", key=key, request_id=frame.id,
+                                  method=frame.method or "", params=dict(frame.params), asked=now)
+        if mrtr.kind_of(ev.to_data()) == "roots":
+            answer = ServerAnswer(result={"roots": [dict(r) for r in self._roots()]})
+            self._record(ev, "answered", answer, "console")
+            return answer
+        timeout = self._timeout_s()
+        ev = dataclasses.replace(ev, due=now + timeout)
+        future: asyncio.Future[ServerAnswer] = asyncio.get_running_loop().create_future()
+        self._live[ev.id] = (ev, future)
+        self.timeline.append(ev)
+        try:
+            done, _ = await asyncio.wait({future}, timeout=timeout)
+            if not done:
+                timed_out = ServerAnswer(error={"code": TIMEOUT_CODE, "message": (
+                    f"Request timed out: nobody answered within {timeout:g} s "
+                    "(the console's setting server_request_timeout_s)")})
+                self._finish(ev.id, "timed_out", timed_out, "console")
+            return await future
+        finally:
+            self._live.pop(ev.id, None)
+
+    def awaiting(self) -> list[ServerRequestRecord]:
+        return [r for r in self.timeline.state.server_requests.values() if r.status == "awaiting"]
+
+    def get(self, sr_id: str) -> ServerRequestRecord | None:
+        return self.timeline.state.server_requests.get(sr_id)
+
+    def is_open(self, sr_id: str) -> bool:
+        return sr_id in self._live and not self._live[sr_id][1].done()
+
+    def answer(self, sr_id: str, result: Json, who: str) -> bool:
+        """A result goes back (elicitation accept/decline/cancel, a sampling reply); False if no longer open."""
+        action = result.get("action")
+        status = {"decline": "declined", "cancel": "cancelled"}.get(action, "answered") \
+            if isinstance(action, str) else "answered"
+        return self._finish(sr_id, status, ServerAnswer(result=result), who)
+
+    def reject_sampling(self, sr_id: str, who: str) -> bool:
+        """Sampling has no decline result: the 2025-11-25 client answers with an error."""
+        return self._finish(sr_id, "declined", ServerAnswer(
+            error={"code": REJECTED_CODE, "message": "User rejected sampling request"}), who)
+
+    def refuse(self, sr_id: str, errors: dict[str, str], drafts: dict[str, list[str]]) -> None:
+        """An answer that did not pass the checks: nothing goes back; every tab shows why beside what was typed."""
+        if not self.is_open(sr_id):
+            return
+        ev, future = self._live[sr_id]
+        ev = dataclasses.replace(ev, errors=dict(errors), drafts=dict(drafts))
+        self._live[sr_id] = (ev, future)
+        self.timeline.append(ev)
+
+    def end_of(self, key: str) -> None:
+        """The client request `key` is over: questions it carried can no longer be answered on its stream."""
+        for sr_id, (ev, _) in list(self._live.items()):
+            if ev.key == key:
+                self._finish(sr_id, "gone", ServerAnswer(error={
+                    "code": TIMEOUT_CODE, "message": "the request that carried this one is over"}), "console")
+
+    def close(self) -> None:
+        for sr_id in list(self._live):
+            self._finish(sr_id, "gone", ServerAnswer(error={"code": TIMEOUT_CODE, "message": "session closed"}),
+                         "console")
+
+    def _finish(self, sr_id: str, status: str, answer: ServerAnswer, who: str) -> bool:
+        live = self._live.get(sr_id)
+        if live is None or live[1].done():
+            return False  # answered already (perhaps in another tab), or timed out
+        ev, future = live
+        self._record(ev, status, answer, who)
+        future.set_result(answer)
+        return True
+
+    def _record(self, ev: ServerRequestChanged, status: str, answer: ServerAnswer, who: str) -> None:
+        response: Json = {"error": answer.error} if answer.error is not None else {"result": answer.result or {}}
+        self.timeline.append(dataclasses.replace(ev, status=status, answered_by=who, response=response,
+                                                 errors={}, drafts={}, ended=time.time()))
