@@ -216,6 +216,14 @@ class McpClient:
                 reply.first_byte = time.monotonic()
             if deadline is not None:
                 deadline.touch()
+            if frame.kind == "error" and frame.id is None:
+                # JSON-RPC sends id null when the server could not tell which request failed (server-everything's
+                # HTTP 400 "Server not initialized"). The transport routed it to this exchange (an HTTP answer to
+                # our POST; stdio never routes one), so it is this request's answer, said plainly.
+                reply.warnings.append("the error carried id null (the server did not say which request failed); "
+                                      "taken as this request's answer")
+                self._take_final(frame, reply)
+                return
             if frame.kind in ("response", "error"):
                 if frame.id != reply.id:
                     # Not our answer: taking it would show a green "complete" for a request the

@@ -399,3 +399,14 @@ async def test_wire_events_are_recorded_in_both_directions_with_the_exchange_key
     assert events[0].frame is not None and events[0].frame.kind == "request"
     assert ("Mcp-Name", "t") in (events[0].headers or [])
     assert events[1].raw == "garbage" and events[1].frame is not None and events[1].frame.kind == "invalid"
+
+
+async def test_an_error_with_a_null_id_on_the_requests_own_stream_is_taken_as_its_answer() -> None:
+    async def handler(message: dict[str, Any], headers: dict[str, str]) -> AsyncIterator[str]:
+        yield json.dumps({"jsonrpc": "2.0", "id": None,
+                          "error": {"code": -32000, "message": "Bad Request: Server not initialized"}})
+
+    client, _ = make_client(handler)
+    reply = await client.request("server/discover")
+    assert reply.error is not None and "Server not initialized" in str(reply.error)
+    assert any("id null" in w for w in reply.warnings), reply.warnings
