@@ -1,0 +1,65 @@
+"""The real @modelcontextprotocol/server-everything (a 2025-11-25 server from npm) over stdio and Streamable HTTP.
+
+Auto probes server/discover, the server refuses it, and the console falls back to initialize; then the
+lists, a plain tool call and a tool that reports progress work as on any legacy server.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import pytest
+
+from tests.everything.fixtures import ROOT, everything_argv, everything_url, needs_everything
+from tests.integration.conftest import Console, eventually
+
+__all__ = ["everything_url"]
+
+pytestmark = [needs_everything, pytest.mark.slow]
+STARTUP_S = 60.0  # node starting on a busy 2-core machine
+
+
+@pytest.fixture(params=["stdio", "http"])
+async def session(request: pytest.FixtureRequest, console: Console) -> dict[str, Any]:
+    if request.param == "stdio":
+        form = {"kind": "stdio", "command": shlex.join(everything_argv("stdio")), "cwd": str(ROOT)}
+    else:
+        form = {"kind": "http", "url": request.getfixturevalue("everything_url"), "headers": ""}
+    s = await console.connect(timeout=STARTUP_S, **form)
+    assert s["status"] == "connected", s["status_message"]
+    return s
+
+
+def tool_names(s: dict[str, Any]) -> set[str]:
+    return {t["name"] for t in s["lists"]["tools"]}
+
+
+async def test_auto_falls_back_to_2025_11_25_on_server_everything_and_says_why(session: dict[str, Any]) -> None:
+    era = session["era"]
+    assert era["era"] == "legacy" and era["chosen"] == "auto", era
+    assert era["protocol_version"] == "2025-11-25", era
+    assert era["probe"] and "server/discover not served" in era["reason"], era
+    assert "everything" in session["server"]["info"]["name"], session["server"]["info"]
+
+
+async def test_server_everything_lists_its_tools_and_echo_answers(console: Console, session: dict[str, Any]) -> None:
+    assert {"echo", "get-sum", "trigger-long-running-operation"} <= tool_names(session), tool_names(session)
+    reply = await console.call_tool(session["id"], "echo", message="hello from the console")
+    assert "hello from the console" in str(reply), reply
+
+
+async def test_a_long_running_server_everything_tool_shows_its_progress(
+        console: Console, session: dict[str, Any]) -> None:
+    sid = session["id"]
+    await console.call_tool(sid, "trigger-long-running-operation", duration="1", steps="3")
+
+    async def done() -> dict[str, Any] | None:
+        ops = (await console.session(sid))["operations"]
+        op = next((o for o in ops if o["name"] == "trigger-long-running-operation"), None)
+        return op if op and op["status"] not in ("running", "pending") else None
+
+    op = await eventually(done, what="the long-running operation to finish")
+    assert op["status"] == "complete", op
+    [entry] = [e for e in (await console.session(sid))["timeline"] if e["key"] == op["key"]]
+    assert (entry["progress"]["progress"], entry["progress"]["total"]) == (3, 3), entry["progress"]
