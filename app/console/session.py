@@ -220,7 +220,7 @@ class ConsoleSession:
             if event.http_status is not None:
                 self._http_status.setdefault(event.exchange, event.http_status)
         self.timeline.append(wire_record(event, record))
-        if event.exchange is None and event.direction == "in":
+        if event.exchange is None and event.direction == "in" and event.signal != "session_message":
             what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
                 else f"a frame that {event.note or 'matches no request in flight'}"
             self.timeline.notice("warning", what, raw=event.raw[:2000])
@@ -351,7 +351,7 @@ class ConsoleSession:
         self.transport = self._make_transport()
         self.client = McpClient(self.transport, ClientConfig(
             client_info=CLIENT_INFO, capabilities=lambda: self.capabilities, era=era,
-            answerer=self._server_request_answerer(),
+            answerer=self._server_request_answerer(), on_session_notification=self._on_change,
             idle_timeout_s=self.idle_timeout_s, max_s=self.max_s,
             key_prefix=f"c{self.connects}", first_id=self.last_id + 1, first_key=first_key))
         try:

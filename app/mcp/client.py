@@ -76,6 +76,8 @@ class ClientConfig:
     era: Era = field(default_factory=ModernEra)
     # Who answers a request from the server when the era says to ask (a dialog in the console, a file in a script).
     answerer: Answerer | None = None
+    # Notifications that belong to no request (list_changed, resources/updated, session log lines).
+    on_session_notification: NotificationSink | None = None
     idle_timeout_s: float = 60.0  # reset by every frame of the request
     max_s: float = 3600.0         # the overall maximum, whatever the frames
     key_prefix: str = ""  # keeps exchange keys unique across reconnects of one recorded session
@@ -104,6 +106,8 @@ class McpClient:
         self._stops: dict[str, asyncio.Event] = {}
         self._deadlines: dict[str, Deadline] = {}
         self._answering: set[asyncio.Future[None]] = set()  # answers to server requests under way
+        # Server messages outside any request (stdio's unsolicited lines, HTTP's standalone GET stream) come here.
+        transport.on_server_message = self._session_message
 
     def new_key(self) -> str:
         key = self.peek_key()
@@ -270,6 +274,33 @@ class McpClient:
         elif verdict.refusal is not None:  # not asked, or nobody to ask: the era's answer goes back at once
             with contextlib.suppress(McpError):
                 await exchange.answer(verdict.refusal.message(frame.id))
+
+    def _session_message(self, frame: Frame) -> None:
+        """A server message outside any request: notifications go to the session's sink; a request (a ping, or
+        a 2025-11-25 server asking on its GET stream) gets the era's verdict, answered as its own message."""
+        if frame.kind == "notification":
+            if self.config.on_session_notification is not None:
+                self.config.on_session_notification(frame)
+            return
+        if frame.kind != "request":
+            return
+        verdict = self.config.era.on_server_request(frame)
+        answerer = self.config.answerer if verdict.ask_caller else None
+        refusal = verdict.refusal
+        if answerer is None and refusal is None:
+            return
+        version = {k: v for k, v in self.config.era.headers("ping", {}, None).items()
+                   if k.lower() == "mcp-protocol-version"}
+
+        async def answer() -> None:
+            reply = await answerer(frame) if answerer is not None else refusal
+            assert reply is not None
+            with contextlib.suppress(McpError):
+                await self.transport.notify(reply.message(frame.id), version, self.new_key())
+
+        task = asyncio.ensure_future(answer())
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
 
     def _take_final(self, frame: Frame, reply: Reply) -> None:
         assert frame.message is not None

@@ -63,3 +63,20 @@ async def test_a_long_running_server_everything_tool_shows_its_progress(
     assert op["status"] == "complete", op
     [entry] = [e for e in (await console.session(sid))["timeline"] if e["key"] == op["key"]]
     assert (entry["progress"]["progress"], entry["progress"]["total"]) == (3, 3), entry["progress"]
+
+
+async def test_a_resource_list_change_from_server_everything_refreshes_the_resources_list(
+        console: Console, session: dict[str, Any]) -> None:
+    # gzip-file-as-resource registers a new session resource, so the server says resources/list_changed
+    # unprompted: on stdio as a line outside any response, on HTTP on the standalone GET stream.
+    sid = session["id"]
+    await console.call_tool(sid, "gzip-file-as-resource", name="hello.txt.gz", data="data:text/plain;base64,aGVsbG8=",
+                            outputType="resourceLink")
+
+    async def listed() -> list[str] | None:
+        names = [r.get("name") for r in (await console.session(sid))["lists"]["resources"]]
+        return names if "hello.txt.gz" in names else None
+
+    await eventually(listed, what="the new resource to appear in the refreshed resources list")
+    s = await console.session(sid)
+    assert not [n for n in s["timeline"] if n.get("kind") == "notice" and "list_changed" in str(n.get("raw"))]

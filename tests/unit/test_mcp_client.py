@@ -410,3 +410,26 @@ async def test_an_error_with_a_null_id_on_the_requests_own_stream_is_taken_as_it
     reply = await client.request("server/discover")
     assert reply.error is not None and "Server not initialized" in str(reply.error)
     assert any("id null" in w for w in reply.warnings), reply.warnings
+
+
+async def test_a_server_message_outside_any_request_reaches_the_session_sink_or_gets_the_eras_answer() -> None:
+    from app.mcp.era import LegacyEra
+    from app.mcp.jsonrpc import parse_frame
+
+    seen: list[Frame] = []
+    transport = MemoryTransport(ok_handler)
+    era = LegacyEra()
+    era.negotiate("2025-11-25")
+    McpClient(transport, ClientConfig(client_info=CLIENT_INFO, capabilities=lambda: {}, era=era,
+                                      on_session_notification=seen.append))
+    assert transport.on_server_message is not None, "the client wires itself to its transport"
+    transport.on_server_message(parse_frame('{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}'))
+    assert [f.method for f in seen] == ["notifications/tools/list_changed"]
+    transport.on_server_message(parse_frame('{"jsonrpc":"2.0","id":"p1","method":"ping"}'))
+    for _ in range(100):
+        if transport.sent:
+            break
+        await asyncio.sleep(0.01)
+    [(answer, headers)] = transport.sent
+    assert answer == {"jsonrpc": "2.0", "id": "p1", "result": {}}
+    assert headers == {"MCP-Protocol-Version": "2025-11-25"}
