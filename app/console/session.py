@@ -200,10 +200,19 @@ class ConsoleSession:
 
     def set_request_settings(self, log_level: str, progress: bool, auto_refresh: bool,
                              idle_timeout_s: float | None = None, max_s: float | None = None) -> None:
+        level_changed = log_level != self.log_level
         self.timeline.append(RequestSettingsChanged(log_level=log_level, progress=progress,
                                                     auto_refresh=auto_refresh, idle_timeout_s=idle_timeout_s,
                                                     max_s=max_s))
         self.touch(force=True)
+        if level_changed and self.status == "connected" and self._sets_log_level():
+            self.background.spawn(f"set-level-{self.id}", self.run("logging/setLevel", {"level": self.log_level}))
+
+    def _sets_log_level(self) -> bool:
+        """2025-11-25 has no per-request log level: a legacy session says it once with logging/setLevel, when
+        the server offers logging. An empty level cannot be said there (no "off"), so nothing is sent."""
+        legacy = self.client is not None and self.client.config.era.name == "legacy"
+        return bool(self.log_level) and legacy and "logging" in self.server_capabilities
 
     # -- recording --------------------------------------------------------
     def on_wire(self, event: WireEvent) -> None:
@@ -380,6 +389,8 @@ class ConsoleSession:
                                            probe=probe))
         self.timeline.append(Discovered(result=discover_shape(negotiated)))
         self._set_status("connected", "")
+        if self._sets_log_level():
+            await self.run("logging/setLevel", {"level": self.log_level})
         await self.refresh_lists()
 
     def _version_note(self) -> str:

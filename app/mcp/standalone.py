@@ -104,7 +104,8 @@ class StandaloneStream:
                 self._end(f"standalone GET stream refused: HTTP {status} {response.reason_phrase} "
                           f"({ctype or 'no content type'})", status)
                 return "final"
-            self._note(f"standalone GET stream open: HTTP {status}", status)
+            if self.opened > 1:  # the first open needs no note; a reopen says whether it took
+                self._note(f"standalone GET stream reopened: HTTP {status}", status)
             return "delivered" if await self._read(response) else "empty"
         finally:
             await response.aclose()

@@ -6,13 +6,14 @@ lists, a plain tool call and a tool that reports progress work as on any legacy 
 
 from __future__ import annotations
 
+import json
 import shlex
 from typing import Any
 
 import pytest
 
 from tests.everything.fixtures import ROOT, everything_argv, everything_url, needs_everything
-from tests.integration.conftest import Console, eventually
+from tests.integration.conftest import JSON, Console, eventually
 
 __all__ = ["everything_url"]
 
@@ -80,3 +81,22 @@ async def test_a_resource_list_change_from_server_everything_refreshes_the_resou
     await eventually(listed, what="the new resource to appear in the refreshed resources list")
     s = await console.session(sid)
     assert not [n for n in s["timeline"] if n.get("kind") == "notice" and "list_changed" in str(n.get("raw"))]
+
+
+async def test_setting_the_log_level_in_a_legacy_session_sends_logging_set_level(
+        console: Console, session: dict[str, Any]) -> None:
+    sid = session["id"]
+    response = await console.http.post(f"/sessions/{sid}/request-settings", headers=JSON,
+                                       data={"log_level": "debug", "progress": "on", "auto_refresh": "on"})
+    assert response.status_code == 200, response.text
+
+    async def answered() -> dict[str, Any] | None:
+        entries = [e for e in (await console.session(sid))["timeline"]
+                   if e.get("kind") == "exchange" and e.get("method") == "logging/setLevel"]
+        return entries[0] if entries and entries[0]["status"] != "pending" else None
+
+    entry = await eventually(answered, what="logging/setLevel to be sent and answered")
+    assert entry["status"] == "ok", entry
+    sent = await console.entry(sid, entry["key"])
+    [out] = [w for w in sent["wire"] if w["direction"] == "out"]
+    assert json.loads(out["raw"])["params"]["level"] == "debug", out
