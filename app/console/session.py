@@ -102,7 +102,7 @@ class ConsoleSession:
         self.stderr_batch = StderrBatcher(lambda _kind, data: self.timeline.append(Stderr(**data)),
                                           settings.max_stderr_lines)
         self.cancelled_by: dict[str, str] = {}
-        self.listeners = Listeners(self, self.timeline, self._on_change)
+        self.listeners = Listeners(self, self.timeline, self._on_change, legacy=self._is_legacy)
         self.background = TaskGroup()
         self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
         self._refreshing = asyncio.Lock()
@@ -208,11 +208,13 @@ class ConsoleSession:
         if level_changed and self.status == "connected" and self._sets_log_level():
             self.background.spawn(f"set-level-{self.id}", self.run("logging/setLevel", {"level": self.log_level}))
 
+    def _is_legacy(self) -> bool:
+        return self.client is not None and self.client.config.era.name == "legacy"
+
     def _sets_log_level(self) -> bool:
         """2025-11-25 has no per-request log level: a legacy session says it once with logging/setLevel, when
         the server offers logging. An empty level cannot be said there (no "off"), so nothing is sent."""
-        legacy = self.client is not None and self.client.config.era.name == "legacy"
-        return bool(self.log_level) and legacy and "logging" in self.server_capabilities
+        return bool(self.log_level) and self._is_legacy() and "logging" in self.server_capabilities
 
     # -- recording --------------------------------------------------------
     def on_wire(self, event: WireEvent) -> None:
@@ -360,7 +362,7 @@ class ConsoleSession:
         self.transport = self._make_transport()
         self.client = McpClient(self.transport, ClientConfig(
             client_info=CLIENT_INFO, capabilities=lambda: self.capabilities, era=era,
-            answerer=self._server_request_answerer(), on_session_notification=self._on_change,
+            answerer=self._server_request_answerer(), on_session_notification=self.listeners.deliver,
             idle_timeout_s=self.idle_timeout_s, max_s=self.max_s,
             key_prefix=f"c{self.connects}", first_id=self.last_id + 1, first_key=first_key))
         try:

@@ -100,3 +100,33 @@ async def test_setting_the_log_level_in_a_legacy_session_sends_logging_set_level
     sent = await console.entry(sid, entry["key"])
     [out] = [w for w in sent["wire"] if w["direction"] == "out"]
     assert json.loads(out["raw"])["params"]["level"] == "debug", out
+
+
+async def test_a_legacy_resource_subscription_subscribes_gets_updates_and_unsubscribes_on_stop(
+        console: Console, session: dict[str, Any]) -> None:
+    sid, uri = session["id"], "demo://resource/dynamic/text/1"
+    response = await console.http.post(f"/sessions/{sid}/subscriptions", headers=JSON,
+                                       data={"resourceSubscriptions": uri})
+    assert response.status_code == 200, response.text
+    sub = response.json()["sub"]
+
+    async def active() -> dict[str, Any] | None:
+        found = next(x for x in (await console.session(sid))["subscriptions"] if x["sub"] == sub)
+        return found if found["state"] == "active" else None
+
+    found = await eventually(active, what="resources/subscribe to be granted")
+    assert found["acknowledged"] == {"resourceSubscriptions": [uri]}, found
+    # The server sends updates for subscribed URIs once this is on (at once, then every 5 s).
+    await console.call_tool(sid, "toggle-subscriber-updates")
+
+    async def updated() -> dict[str, Any] | None:
+        found = next(x for x in (await console.session(sid))["subscriptions"] if x["sub"] == sub)
+        return found if found["total"] >= 1 else None
+
+    found = await eventually(updated, what="notifications/resources/updated to reach the subscription")
+    assert found["notifications"][0]["method"] == "notifications/resources/updated", found
+    assert found["notifications"][0]["params"]["uri"] == uri
+    response = await console.http.post(f"/sessions/{sid}/subscriptions/{sub}/stop", headers=JSON)
+    assert response.status_code == 200, response.text
+    methods = [e.get("method") for e in (await console.session(sid))["timeline"] if e.get("kind") == "exchange"]
+    assert "resources/subscribe" in methods and "resources/unsubscribe" in methods, methods
