@@ -49,6 +49,7 @@ from app.mcp.errors import ConnectFailed, McpError, ProcessExited
 from app.mcp.handshake import HandshakeFailed, Negotiated, discover_not_served, initialize
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
+from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
 from app.mcp.transport import Transport
 from app.mcp.wire import WireEvent
@@ -292,6 +293,9 @@ class ConsoleSession:
 
     # -- connecting -------------------------------------------------------
     def _make_transport(self) -> Transport:
+        if self.target.kind == "http" and self.target.era == "sse-2024":
+            return HttpSseTransport(self.target.url, self._http, self.on_wire, self.target.headers,
+                                    self.settings.max_message_bytes)
         if self.target.kind == "http":
             return HttpTransport(self.target.url, self._http, self.on_wire, self.target.headers,
                                  self.settings.max_message_bytes, self.settings.max_stream_bytes)
@@ -316,9 +320,10 @@ class ConsoleSession:
         self._closing = False
         self._set_status("connecting")
         chosen = self.target.era
-        if not await self._start_client(LegacyEra() if chosen == "legacy" else ModernEra()):
+        legacy = chosen in ("legacy", "sse-2024")  # the older HTTP+SSE transport carries 2025-11-25 messages
+        if not await self._start_client(LegacyEra() if legacy else ModernEra()):
             return
-        if chosen == "legacy":
+        if legacy:
             await self._connect_legacy(chosen, "forced on this target", probe=None)
             return
         probe_key = self._peek_key()

@@ -43,9 +43,21 @@ def everything_argv(mode: str = "stdio") -> list[str]:
 @pytest.fixture
 def everything_url() -> Iterator[str]:
     """server-everything over Streamable HTTP on 127.0.0.1 only; stopped after the test."""
+    for port in _serve("streamableHttp"):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture
+def everything_sse_url() -> Iterator[str]:
+    """server-everything over the 2024-11-05 HTTP+SSE transport on 127.0.0.1 only; stopped after the test."""
+    for port in _serve("sse"):
+        yield f"http://127.0.0.1:{port}/sse"
+
+
+def _serve(mode: str) -> Iterator[str]:
     assert NODE is not None
     env = {**os.environ, "PORT": "0"}
-    proc = subprocess.Popen([NODE, "--require", str(LOOPBACK), str(ENTRY), "streamableHttp"], cwd=ROOT, env=env,
+    proc = subprocess.Popen([NODE, "--require", str(LOOPBACK), str(ENTRY), mode], cwd=ROOT, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
@@ -59,7 +71,7 @@ def everything_url() -> Iterator[str]:
             raise RuntimeError("server-everything did not start listening")
         # Keep draining its stderr so a chatty server never blocks on a full pipe.
         threading.Thread(target=proc.stderr.read, name="everything-stderr", daemon=True).start()
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield port
     finally:
         proc.terminate()
         try:

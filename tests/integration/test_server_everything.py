@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.everything.fixtures import ROOT, everything_argv, everything_url, needs_everything
+from tests.everything.fixtures import ROOT, everything_argv, everything_sse_url, everything_url, needs_everything
 from tests.integration.conftest import JSON, Console, eventually
 
-__all__ = ["everything_url"]
+__all__ = ["everything_sse_url", "everything_url"]
 
 pytestmark = [needs_everything, pytest.mark.slow]
 STARTUP_S = 60.0  # node starting on a busy 2-core machine
@@ -130,3 +130,14 @@ async def test_a_legacy_resource_subscription_subscribes_gets_updates_and_unsubs
     assert response.status_code == 200, response.text
     methods = [e.get("method") for e in (await console.session(sid))["timeline"] if e.get("kind") == "exchange"]
     assert "resources/subscribe" in methods and "resources/unsubscribe" in methods, methods
+
+
+async def test_the_2024_11_05_http_sse_transport_is_an_explicit_choice_that_connects_and_calls_echo(
+        console: Console, everything_sse_url: str) -> None:
+    s = await console.connect(timeout=STARTUP_S, kind="http", url=everything_sse_url, headers="", era="sse-2024")
+    assert s["status"] == "connected", s["status_message"]
+    assert s["era"]["era"] == "legacy" and s["era"]["chosen"] == "sse-2024", s["era"]
+    assert not [e for e in s["timeline"] if e.get("method") == "server/discover"], "an explicit choice: no probe"
+    assert "echo" in tool_names(s)
+    reply = await console.call_tool(s["id"], "echo", message="over the old transport")
+    assert "over the old transport" in str(reply), reply
