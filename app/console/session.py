@@ -237,7 +237,8 @@ class ConsoleSession:
                 else f"a frame that {event.note or 'matches no request in flight'}"
             self.timeline.notice("warning", what, raw=event.raw[:2000])
         elif event.exchange is None and event.direction == "transport" and event.note:
-            self.timeline.notice("info" if event.signal == "process_started" else "warning", event.note)
+            info = event.signal in ("process_started", "standalone_stream")
+            self.timeline.notice("info" if info else "warning", event.note)
             if event.signal == "process_exited":
                 self.stderr_batch.flush()  # its last words first
             if event.signal == "process_exited" and self.status == "connected" and not self._closing:

@@ -55,7 +55,9 @@ class StandaloneStream:
                 await task
 
     def _note(self, note: str, status: int | None = None) -> None:
-        self._t.record(WireEvent(direction="transport", raw="", http_status=status, note=note))
+        # Informational: a server without the stream (405) or one that drops it now and then is normal.
+        self._t.record(WireEvent(direction="transport", raw="", http_status=status, note=note,
+                                 signal="standalone_stream"))
 
     async def _run(self) -> None:
         failures = 0

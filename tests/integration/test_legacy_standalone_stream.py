@@ -67,7 +67,8 @@ async def test_a_dropped_standalone_stream_is_reopened_with_the_last_event_id_an
 
     async def told_405() -> bool:
         timeline = (await console.session(s["id"]))["timeline"]
-        return any("no standalone GET stream (HTTP 405)" in str(e.get("message")) for e in timeline)
+        return any("no standalone GET stream (HTTP 405)" in str(e.get("message")) and e.get("level") == "info"
+                   for e in timeline)
 
     await eventually(told_405, what="the 405 that ends the stream to be noted")
     assert len(gets()) == 3, "a 405 is final: no more GETs"
