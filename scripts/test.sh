@@ -19,6 +19,16 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   fi
 fi
 
+# The real @modelcontextprotocol/server-everything for tests/integration/test_server_everything.py (pinned; the
+# tests skip with a reason when it is absent, e.g. on a machine without Node or without the registry).
+SERVER_EVERYTHING_VERSION=2026.8.31
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
+   && [ ! -d .cache/npm/node_modules/@modelcontextprotocol/server-everything ]; then
+  npm install --prefix .cache/npm --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/server-everything@${SERVER_EVERYTHING_VERSION}" \
+    || echo "npm install of server-everything failed; its tests will skip" >&2
+fi
+
 .venv/bin/ruff check app tests bench
 .venv/bin/mypy app
 .venv/bin/python -m pytest -q "$@"

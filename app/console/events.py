@@ -288,7 +288,7 @@ class EraNegotiated(Record):
     kind: Literal["era_negotiated"] = field(default="era_negotiated", init=False)
     era: str = "modern"  # modern (2026-07-28) | legacy (2025-11-25 and older)
     protocol_version: str = ""
-    chosen: str = "auto"  # what the connection asked for: auto | modern | legacy
+    chosen: str = "auto"  # what the connection asked for: auto | modern | legacy | sse-2024
     reason: str = ""  # for people: "server/discover answered", "probe refused (HTTP 400 …); initialize …"
     probe: str | None = None  # the exchange key of the server/discover probe, when there was one
 

@@ -30,6 +30,14 @@ FIRST_BACKOFF_S = 0.25
 MAX_BACKOFF_S = 5.0
 # Told of every change notification a listener takes (a list changed, a resource was updated).
 OnChange = Callable[[Frame], None]
+# The list-change flag a 2025-11-25 notification answers to (resource updates go by subscribed URI).
+LEGACY_FLAGS = {"notifications/tools/list_changed": "toolsListChanged",
+                "notifications/prompts/list_changed": "promptsListChanged",
+                "notifications/resources/list_changed": "resourcesListChanged"}
+
+
+def _never() -> bool:
+    return False
 
 
 def _ignore(_frame: Frame) -> None:
@@ -52,6 +60,7 @@ class Subscription:
     total: int = 0
     stopping: bool = False
     ended_by_server: bool = False
+    legacy: bool = False  # a 2025-11-25 session: resources/subscribe per URI, no listen stream
 
     def dropped(self) -> dict[str, Any]:
         """What was asked for but not granted."""
@@ -85,8 +94,9 @@ class Listeners:
 
     def __init__(self, runner: RequestRunner, timeline: Timeline, on_change: OnChange = _ignore, *,
                  ack_deadline_s: float = ACK_DEADLINE_S, first_backoff_s: float = FIRST_BACKOFF_S,
-                 max_backoff_s: float = MAX_BACKOFF_S) -> None:
+                 max_backoff_s: float = MAX_BACKOFF_S, legacy: Callable[[], bool] = _never) -> None:
         self.runner = runner
+        self.legacy = legacy  # asked at each start: the era is settled only once the session connects
         self.timeline = timeline
         self.on_change = on_change
         self.ack_deadline_s = ack_deadline_s
@@ -130,6 +140,9 @@ class Listeners:
 
     async def stop(self, sub: Subscription, who: str = "owner") -> None:
         sub.stopping = True
+        if sub.legacy and sub.state == "active":
+            for uri in (sub.acknowledged or {}).get("resourceSubscriptions") or []:
+                await self.runner.run("resources/unsubscribe", {"uri": uri})
         if sub.exchange_key:
             await self.runner.cancel(sub.exchange_key, who)
         task = self._tasks.get(sub.id)
@@ -146,6 +159,9 @@ class Listeners:
             task.cancel()
 
     async def _run(self, sub: Subscription) -> None:
+        if self.legacy():
+            await self._subscribe_legacy(sub)
+            return
         backoff = self.first_backoff_s
         while not sub.stopping:
             sub.state = "opening" if sub.reconnects == 0 else "reconnecting"
@@ -176,6 +192,38 @@ class Listeners:
             await asyncio.sleep(backoff)  # backoff between reconnects, not a wait for an event
             backoff = min(backoff * 2, self.max_backoff_s)
             sub.reconnects += 1
+
+    async def _subscribe_legacy(self, sub: Subscription) -> None:
+        """2025-11-25 has no listen stream: a server announces list changes to every session that its capabilities
+        promise them to, and resource updates after resources/subscribe, all outside any request (`deliver`).
+        What the server granted is what it answered without error."""
+        sub.legacy = True
+        sub.opened_at = time.monotonic()
+        granted: list[str] = []
+        for uri in sub.requested.get("resourceSubscriptions") or []:
+            reply = await self.runner.run("resources/subscribe", {"uri": uri})
+            if reply.error is None:
+                granted.append(uri)
+            else:
+                sub.problems.append(f"resources/subscribe {uri}: {reply.error}")
+        ack: dict[str, Any] = {k: v for k, v in sub.requested.items() if k != "resourceSubscriptions" and v}
+        if granted:
+            ack["resourceSubscriptions"] = granted
+        sub.acknowledged, sub.ack_ms = ack, (time.monotonic() - sub.opened_at) * 1000
+        sub.state = "stopped" if sub.stopping else "active"
+        self._record(sub)
+
+    def deliver(self, frame: Frame) -> None:
+        """A notification from outside any request (a legacy session's): into each active legacy subscription
+        that asked for it, then once to on_change, since a list change refreshes whether or not anyone listens."""
+        for sub in self.subs.values():
+            if not (sub.legacy and sub.state == "active" and _legacy_wants(sub, frame)):
+                continue
+            sub.total += 1
+            note = {"method": frame.method, "params": frame.params, "at": time.time()}
+            sub.notifications.append(note)
+            self._record(sub, [note])
+        self.on_change(frame)
 
     async def _listen_once(self, sub: Subscription) -> Reply:
         sub.opened_at = time.monotonic()
@@ -220,3 +268,11 @@ class Listeners:
             self._record(sub, [note])
             return
         self._record(sub)
+
+
+def _legacy_wants(sub: Subscription, frame: Frame) -> bool:
+    ack = sub.acknowledged or {}
+    if frame.method == "notifications/resources/updated":
+        return frame.params.get("uri") in (ack.get("resourceSubscriptions") or [])
+    flag = LEGACY_FLAGS.get(frame.method or "")
+    return flag is not None and bool(ack.get(flag))

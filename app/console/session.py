@@ -52,6 +52,7 @@ from app.mcp.handshake import HandshakeFailed, Negotiated, discover_not_served, 
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import Linter
+from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
 from app.mcp.transport import Transport
 from app.mcp.wire import WireEvent
@@ -106,7 +107,7 @@ class ConsoleSession:
         self.stderr_batch = StderrBatcher(lambda _kind, data: self.timeline.append(Stderr(**data)),
                                           settings.max_stderr_lines)
         self.cancelled_by: dict[str, str] = {}
-        self.listeners = Listeners(self, self.timeline, self._on_change)
+        self.listeners = Listeners(self, self.timeline, self._on_change, legacy=self._is_legacy)
         # Questions a 2025-11-25 server asks on our streams: dialogs in the inbox, answered within a deadline.
         self.server_requests = ServerRequests(self.timeline, lambda: self.roots,
                                               lambda: self.settings.server_request_timeout_s)
@@ -209,10 +210,21 @@ class ConsoleSession:
 
     def set_request_settings(self, log_level: str, progress: bool, auto_refresh: bool,
                              idle_timeout_s: float | None = None, max_s: float | None = None) -> None:
+        level_changed = log_level != self.log_level
         self.timeline.append(RequestSettingsChanged(log_level=log_level, progress=progress,
                                                     auto_refresh=auto_refresh, idle_timeout_s=idle_timeout_s,
                                                     max_s=max_s))
         self.touch(force=True)
+        if level_changed and self.status == "connected" and self._sets_log_level():
+            self.background.spawn(f"set-level-{self.id}", self.run("logging/setLevel", {"level": self.log_level}))
+
+    def _is_legacy(self) -> bool:
+        return self.client is not None and self.client.config.era.name == "legacy"
+
+    def _sets_log_level(self) -> bool:
+        """2025-11-25 has no per-request log level: a legacy session says it once with logging/setLevel, when
+        the server offers logging. An empty level cannot be said there (no "off"), so nothing is sent."""
+        return bool(self.log_level) and self._is_legacy() and "logging" in self.server_capabilities
 
     # -- recording --------------------------------------------------------
     def on_wire(self, event: WireEvent) -> None:
@@ -230,12 +242,13 @@ class ConsoleSession:
                 self._http_status.setdefault(event.exchange, event.http_status)
         recorded = self.timeline.append(wire_record(event, record))
         self._lint(event, recorded.seq if recorded is not None else 0)
-        if event.exchange is None and event.direction == "in":
+        if event.exchange is None and event.direction == "in" and event.signal != "session_message":
             what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
                 else f"a frame that {event.note or 'matches no request in flight'}"
             self.timeline.notice("warning", what, raw=event.raw[:2000])
         elif event.exchange is None and event.direction == "transport" and event.note:
-            self.timeline.notice("info" if event.signal == "process_started" else "warning", event.note)
+            info = event.signal in ("process_started", "standalone_stream")
+            self.timeline.notice("info" if info else "warning", event.note)
             if event.signal == "process_exited":
                 self.stderr_batch.flush()  # its last words first
             if event.signal == "process_exited" and self.status == "connected" and not self._closing:
@@ -309,6 +322,9 @@ class ConsoleSession:
 
     # -- connecting -------------------------------------------------------
     def _make_transport(self) -> Transport:
+        if self.target.kind == "http" and self.target.era == "sse-2024":
+            return HttpSseTransport(self.target.url, self._http, self.on_wire, self.target.headers,
+                                    self.settings.max_message_bytes)
         if self.target.kind == "http":
             return HttpTransport(self.target.url, self._http, self.on_wire, self.target.headers,
                                  self.settings.max_message_bytes, self.settings.max_stream_bytes)
@@ -335,9 +351,10 @@ class ConsoleSession:
         self._finding_counts = {}
         self._set_status("connecting")
         chosen = self.target.era
-        if not await self._start_client(LegacyEra() if chosen == "legacy" else ModernEra()):
+        legacy = chosen in ("legacy", "sse-2024")  # the older HTTP+SSE transport carries 2025-11-25 messages
+        if not await self._start_client(LegacyEra() if legacy else ModernEra()):
             return
-        if chosen == "legacy":
+        if legacy:
             await self._connect_legacy(chosen, "forced on this target", probe=None)
             return
         probe_key = self._peek_key()
@@ -381,7 +398,7 @@ class ConsoleSession:
         self.transport = self._make_transport()
         self.client = McpClient(self.transport, ClientConfig(
             client_info=CLIENT_INFO, capabilities=lambda: self.capabilities, era=era,
-            answerer=self._server_request_answerer(),
+            answerer=self._server_request_answerer(), on_session_notification=self.listeners.deliver,
             idle_timeout_s=self.idle_timeout_s, max_s=self.max_s,
             key_prefix=f"c{self.connects}", first_id=self.last_id + 1, first_key=first_key))
         try:
@@ -411,6 +428,8 @@ class ConsoleSession:
                                            probe=probe))
         self.timeline.append(Discovered(result=discover_shape(negotiated)))
         self._set_status("connected", "")
+        if self._sets_log_level():
+            await self.run("logging/setLevel", {"level": self.log_level})
         await self.refresh_lists()
 
     def _version_note(self) -> str:

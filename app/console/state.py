@@ -433,11 +433,8 @@ FINDINGS_PER_ENTRY = 50  # kept on one entry for display; the counts (and the st
 
 def _finding(state: SessionState, ev: FindingRecorded, _e: TimelineEvent) -> None:
     state.findings[ev.rule] = state.findings.get(ev.rule, 0) + 1
-    key = ev.exchange
-    rnd = state.rounds.get(key) if key else None
-    if rnd is not None and rnd.get("op"):
-        key = f"op-{rnd['op']}"  # a round's finding shows on its operation's entry
-    entry = state.entries.get(key) if key else None
+    # A round's finding shows on its operation's entry, as its server requests do.
+    entry = state.entries.get(host_key(state, ev.exchange)) if ev.exchange else None
     if entry is not None:
         found = entry.setdefault("findings", [])
         if len(found) < FINDINGS_PER_ENTRY:

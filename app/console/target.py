@@ -8,8 +8,9 @@ from typing import Any, Literal
 
 from app.console.secrets import Redactor
 
-Era = Literal["auto", "modern", "legacy"]
-ERAS: tuple[Era, ...] = ("auto", "modern", "legacy")
+# "sse-2024": 2025-11-25 messages over the older HTTP+SSE transport (2024-11-05), for servers that only have it.
+Era = Literal["auto", "modern", "legacy", "sse-2024"]
+ERAS: tuple[Era, ...] = ("auto", "modern", "legacy", "sse-2024")
 
 
 @dataclass(slots=True)

@@ -76,6 +76,8 @@ class ClientConfig:
     era: Era = field(default_factory=ModernEra)
     # Who answers a request from the server when the era says to ask (a dialog in the console, a file in a script).
     answerer: Answerer | None = None
+    # Notifications that belong to no request (list_changed, resources/updated, session log lines).
+    on_session_notification: NotificationSink | None = None
     idle_timeout_s: float = 60.0  # reset by every frame of the request
     max_s: float = 3600.0         # the overall maximum, whatever the frames
     key_prefix: str = ""  # keeps exchange keys unique across reconnects of one recorded session
@@ -104,6 +106,8 @@ class McpClient:
         self._stops: dict[str, asyncio.Event] = {}
         self._deadlines: dict[str, Deadline] = {}
         self._answering: set[asyncio.Future[None]] = set()  # answers to server requests under way
+        # Server messages outside any request (stdio's unsolicited lines, HTTP's standalone GET stream) come here.
+        transport.on_server_message = self._session_message
 
     def new_key(self) -> str:
         key = self.peek_key()
@@ -216,6 +220,14 @@ class McpClient:
                 reply.first_byte = time.monotonic()
             if deadline is not None:
                 deadline.touch()
+            if frame.kind == "error" and frame.id is None:
+                # JSON-RPC sends id null when the server could not tell which request failed (server-everything's
+                # HTTP 400 "Server not initialized"). The transport routed it to this exchange (an HTTP answer to
+                # our POST; stdio never routes one), so it is this request's answer, said plainly.
+                reply.warnings.append("the error carried id null (the server did not say which request failed); "
+                                      "taken as this request's answer")
+                self._take_final(frame, reply)
+                return
             if frame.kind in ("response", "error"):
                 if frame.id != reply.id:
                     # Not our answer: taking it would show a green "complete" for a request the
@@ -269,6 +281,34 @@ class McpClient:
         elif verdict.refusal is not None:  # not asked, or nobody to ask: the era's answer goes back at once
             with contextlib.suppress(McpError):
                 await exchange.answer(verdict.refusal.message(frame.id))
+
+    def _session_message(self, frame: Frame) -> None:
+        """A server message outside any request: notifications go to the session's sink; a request (a ping, or
+        a 2025-11-25 server asking on its GET stream) gets the era's verdict, answered as its own message."""
+        if frame.kind == "notification":
+            if self.config.on_session_notification is not None:
+                self.config.on_session_notification(frame)
+            return
+        if frame.kind != "request":
+            return
+        verdict = self.config.era.on_server_request(frame)
+        answerer = self.config.answerer if verdict.ask_caller else None
+        refusal = verdict.refusal
+        if answerer is None and refusal is None:
+            return
+        version = {k: v for k, v in self.config.era.headers("ping", {}, None).items()
+                   if k.lower() == "mcp-protocol-version"}
+
+        async def answer() -> None:
+            # No client request carried it (a stdio line, the GET stream): it nests under no entry.
+            reply = await answerer(frame, "") if answerer is not None else refusal
+            assert reply is not None
+            with contextlib.suppress(McpError):
+                await self.transport.notify(reply.message(frame.id), version, self.new_key())
+
+        task = asyncio.ensure_future(answer())
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
 
     def _take_final(self, frame: Frame, reply: Reply) -> None:
         assert frame.message is not None

@@ -12,7 +12,13 @@ import httpx
 from app.mcp.errors import ConnectFailed, ProtocolViolation, StreamLost, StreamTooLarge, TransportError
 from app.mcp.jsonrpc import Frame, encode, parse_frame, with_status
 from app.mcp.sse import SseParser
-from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STREAM_BYTES, stream_bound_note
+from app.mcp.standalone import StandaloneStream
+from app.mcp.transport import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_STREAM_BYTES,
+    ServerMessageSink,
+    stream_bound_note,
+)
 from app.mcp.wire import Recorder, WireEvent
 
 ACCEPT = "application/json, text/event-stream"
@@ -162,6 +168,12 @@ class HttpTransport:
         self._discovered = False
         # 2025-11-25 sessions: the id the server gave in its initialize answer, sent on every later message.
         self.session_id: str | None = None
+        self.on_server_message: ServerMessageSink | None = None
+        self.standalone: StandaloneStream | None = None  # the 2025-11-25 GET stream, once initialized
+
+    @property
+    def http_client(self) -> httpx.AsyncClient:
+        return self._client
 
     async def start(self) -> None:
         """Nothing to open: every message is its own POST."""
@@ -213,6 +225,10 @@ class HttpTransport:
 
     async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
         response = await self._post(message, headers, key)
+        if message.get("method") == "notifications/initialized" and response.is_success and self.standalone is None:
+            # The 2025-11-25 session is open: listen for what the server sends outside any request.
+            self.standalone = StandaloneStream(self, headers)
+            self.standalone.start()
         try:
             body = (await self._bounded_body(response)).decode("utf-8", errors="replace")
         except httpx.HTTPError as exc:
@@ -236,6 +252,9 @@ class HttpTransport:
 
     async def close(self) -> None:
         """End a 2025-11-25 session with a DELETE (bounded); the shared client belongs to the caller."""
+        standalone, self.standalone = self.standalone, None
+        if standalone is not None:
+            await standalone.stop()
         session, self.session_id = self.session_id, None
         if session is None:
             return

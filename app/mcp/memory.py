@@ -8,6 +8,7 @@ from typing import Any
 
 from app.mcp.errors import ConnectFailed
 from app.mcp.jsonrpc import Frame, encode, parse_frame
+from app.mcp.transport import ServerMessageSink
 from app.mcp.wire import Recorder, WireEvent, discard
 
 # The fake server gets the request and yields raw frames (text, so tests can send garbage).
@@ -53,6 +54,7 @@ class MemoryTransport:
         self.sent: list[tuple[dict[str, Any], dict[str, str]]] = []
         self.cancelled: list[str] = []
         self.answers: list[dict[str, Any]] = []  # responses the client sent to requests from the "server"
+        self.on_server_message: ServerMessageSink | None = None
 
     async def start(self) -> None:
         if self.refuse:

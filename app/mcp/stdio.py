@@ -16,7 +16,13 @@ from typing import Any
 
 from app.mcp.errors import ConnectFailed, ProcessExited, ProtocolViolation, StreamTooLarge
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, parse_line
-from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_STREAM_BYTES, stream_bound_note
+from app.mcp.transport import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_STREAM_BYTES,
+    SESSION_MESSAGE_NOTE,
+    ServerMessageSink,
+    stream_bound_note,
+)
 from app.mcp.wire import Recorder, WireEvent
 
 SUBSCRIPTION_KEY = "io.modelcontextprotocol/subscriptionId"
@@ -100,6 +106,7 @@ class StdioTransport:
         self._write_lock = asyncio.Lock()
         self.returncode: int | None = None
         self.cancelled_ids: set[Any] = set()  # to flag frames that still arrive after a cancel
+        self.on_server_message: ServerMessageSink | None = None
 
     async def start(self) -> None:
         env = {**os.environ, **(self._env or {})}
@@ -175,6 +182,12 @@ class StdioTransport:
             return
         target = self._target_for(frame)
         if target is not None and self._bounded(target, frame, len(text.encode("utf-8", errors="replace"))):
+            return
+        if target is None and frame.kind in ("notification", "request") and self.on_server_message is not None:
+            # list_changed, resources/updated, a log line or a ping outside any request: the session's, not a stray.
+            self.record(WireEvent(direction="in", raw=text, frame=frame, note=SESSION_MESSAGE_NOTE,
+                                  signal="session_message"))
+            self.on_server_message(frame)
             return
         late = target is None and frame.kind in ("response", "error") and frame.id in self.cancelled_ids
         note = None if target else (

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 from app.mcp.jsonrpc import Frame
 
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_STREAM_BYTES = 64 * 1024 * 1024
+# Where a transport hands a server message that belongs to no request of ours: a notification or request
+# outside any request's stream (stdio), or anything on the 2025-11-25 standalone GET stream (HTTP).
+ServerMessageSink = Callable[[Frame], None]
+SESSION_MESSAGE_NOTE = "a server message for the session (not part of any request)"
 
 
 def size_text(n: int) -> str:
@@ -43,6 +47,8 @@ class Exchange(Protocol):
 class Transport(Protocol):
     kind: str
     target: str
+    # Set by the client that drives the transport; None drops such messages after recording them.
+    on_server_message: ServerMessageSink | None
 
     async def start(self) -> None: ...
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from app.mcp.jsonrpc import Frame
 
 Direction = Literal["out", "in", "stderr", "transport"]
-Signal = Literal["process_started", "process_exited"]
+Signal = Literal["process_started", "process_exited", "session_message", "standalone_stream"]
 
 
 @dataclass(slots=True)

@@ -399,3 +399,37 @@ async def test_wire_events_are_recorded_in_both_directions_with_the_exchange_key
     assert events[0].frame is not None and events[0].frame.kind == "request"
     assert ("Mcp-Name", "t") in (events[0].headers or [])
     assert events[1].raw == "garbage" and events[1].frame is not None and events[1].frame.kind == "invalid"
+
+
+async def test_an_error_with_a_null_id_on_the_requests_own_stream_is_taken_as_its_answer() -> None:
+    async def handler(message: dict[str, Any], headers: dict[str, str]) -> AsyncIterator[str]:
+        yield json.dumps({"jsonrpc": "2.0", "id": None,
+                          "error": {"code": -32000, "message": "Bad Request: Server not initialized"}})
+
+    client, _ = make_client(handler)
+    reply = await client.request("server/discover")
+    assert reply.error is not None and "Server not initialized" in str(reply.error)
+    assert any("id null" in w for w in reply.warnings), reply.warnings
+
+
+async def test_a_server_message_outside_any_request_reaches_the_session_sink_or_gets_the_eras_answer() -> None:
+    from app.mcp.era import LegacyEra
+    from app.mcp.jsonrpc import parse_frame
+
+    seen: list[Frame] = []
+    transport = MemoryTransport(ok_handler)
+    era = LegacyEra()
+    era.negotiate("2025-11-25")
+    McpClient(transport, ClientConfig(client_info=CLIENT_INFO, capabilities=lambda: {}, era=era,
+                                      on_session_notification=seen.append))
+    assert transport.on_server_message is not None, "the client wires itself to its transport"
+    transport.on_server_message(parse_frame('{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}'))
+    assert [f.method for f in seen] == ["notifications/tools/list_changed"]
+    transport.on_server_message(parse_frame('{"jsonrpc":"2.0","id":"p1","method":"ping"}'))
+    for _ in range(100):
+        if transport.sent:
+            break
+        await asyncio.sleep(0.01)
+    [(answer, headers)] = transport.sent
+    assert answer == {"jsonrpc": "2.0", "id": "p1", "result": {}}
+    assert headers == {"MCP-Protocol-Version": "2025-11-25"}

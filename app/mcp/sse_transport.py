@@ -1,0 +1,206 @@
+"""The 2024-11-05 HTTP+SSE transport, for servers that only have it (an explicit choice, never probed).
+
+One long GET (the SSE stream) carries everything the server sends; its first event, `endpoint`, names the
+URL to POST messages to. A POST is answered 202 with no body: the JSON-RPC answer comes on the stream, so
+frames are routed as on stdio (responses by id, progress by token, a server request to the newest request in
+flight, the rest to `on_server_message`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from app.mcp.errors import ConnectFailed, McpError, ProtocolViolation, StreamLost, TransportError
+from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
+from app.mcp.sse import SseParser
+from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, SESSION_MESSAGE_NOTE, ServerMessageSink
+from app.mcp.wire import Recorder, WireEvent
+
+ENDPOINT_TIMEOUT_S = 10.0  # the endpoint event must come promptly after the GET is answered
+STREAM_TIMEOUT = httpx.Timeout(10.0, read=None)  # the stream may stay quiet for hours
+_LOST = object()
+
+
+class SseExchange:
+    def __init__(self, transport: HttpSseTransport, request_id: Any, key: str) -> None:
+        self._t = transport
+        self.request_id = request_id
+        self.key = key
+        self.queue: asyncio.Queue[Frame | object] = asyncio.Queue()
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        try:
+            while True:
+                item = await self.queue.get()
+                if item is _LOST:
+                    raise StreamLost(self._t.lost_reason or "the SSE stream ended")
+                assert isinstance(item, Frame)
+                yield item
+                if item.kind in ("response", "error") and item.id == self.request_id:
+                    return
+        finally:
+            self._t.forget(self)
+
+    async def cancel(self, reason: str) -> None:
+        await self._t.notify(notification("notifications/cancelled", {"requestId": self.request_id,
+                                                                        "reason": reason}), {}, self.key)
+
+    async def answer(self, message: dict[str, Any]) -> None:
+        await self._t.notify(message, {}, self.key)
+
+    async def aclose(self) -> None:
+        self._t.forget(self)
+
+
+class HttpSseTransport:
+    kind = "http"
+
+    def __init__(self, url: str, client: httpx.AsyncClient, record: Recorder,
+                 extra_headers: dict[str, str] | None = None,
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        self.target = url
+        self._client = client
+        self.record = record
+        self.extra_headers = dict(extra_headers or {})
+        self._max = max_message_bytes
+        self.endpoint: str | None = None
+        self.lost_reason = ""
+        self.on_server_message: ServerMessageSink | None = None
+        self._pending: dict[Any, SseExchange] = {}
+        self._by_token: dict[Any, SseExchange] = {}
+        self._response: httpx.Response | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._endpoint_known = asyncio.Event()
+
+    def _note(self, note: str, key: str | None = None, status: int | None = None) -> None:
+        self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=status, note=note))
+
+    async def start(self) -> None:
+        headers = {**self.extra_headers, "Accept": "text/event-stream"}
+        try:
+            request = self._client.build_request("GET", self.target, headers=headers, timeout=STREAM_TIMEOUT)
+            self._response = await self._client.send(request, stream=True)
+        except (httpx.HTTPError, OSError, ValueError) as exc:
+            raise ConnectFailed(f"could not open the SSE stream at {self.target}: {type(exc).__name__}: {exc}") \
+                from exc
+        status = self._response.status_code
+        ctype = self._response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if not self._response.is_success or ctype != "text/event-stream":
+            await self._response.aclose()
+            raise ConnectFailed(f"GET {self.target}: HTTP {status} ({ctype or 'no content type'}), not an SSE stream")
+        self._note(f"HTTP+SSE (2024-11-05) stream open: HTTP {status}", status=status)
+        self._reader = asyncio.get_running_loop().create_task(self._read(self._response), name=f"sse-{self.target}")
+        try:
+            await asyncio.wait_for(self._endpoint_known.wait(), ENDPOINT_TIMEOUT_S)
+        except TimeoutError as exc:
+            await self.close()
+            raise ConnectFailed(f"no endpoint event on the SSE stream within {ENDPOINT_TIMEOUT_S:g} s") from exc
+        if self.endpoint is None:
+            raise ConnectFailed(f"the SSE stream ended before its endpoint event: {self.lost_reason}")
+
+    async def _read(self, response: httpx.Response) -> None:
+        parser = SseParser(self._max)
+        decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+        try:
+            async for chunk in response.aiter_bytes():
+                for event in parser.feed(decoder.decode(chunk)):
+                    if event.event == "endpoint":
+                        self._take_endpoint(event.data)
+                    elif event.data:
+                        self._route(event.data)
+            self.lost_reason = "the server ended the SSE stream"
+        except (httpx.HTTPError, ValueError) as exc:
+            self.lost_reason = f"the SSE stream broke: {type(exc).__name__}: {exc}"
+        finally:
+            self._note(self.lost_reason or "the SSE stream closed")
+            self._endpoint_known.set()
+            for exchange in list(self._pending.values()):
+                exchange.queue.put_nowait(_LOST)
+
+    def _take_endpoint(self, data: str) -> None:
+        url = urljoin(self.target, data.strip())
+        ours, theirs = urlsplit(self.target), urlsplit(url)
+        if (theirs.scheme, theirs.netloc) != (ours.scheme, ours.netloc):
+            # Posting our messages (and headers) to another origin would hand them to whoever the server names.
+            self._note(f"endpoint event names another origin ({theirs.scheme}://{theirs.netloc}); ignored")
+            return
+        self.endpoint = url
+        self._note(f"endpoint: POST messages to {theirs.path}")
+        self._endpoint_known.set()
+
+    def _route(self, data: str) -> None:
+        frame = parse_frame(data)
+        target: SseExchange | None = None
+        if frame.kind in ("response", "error"):
+            target = self._pending.get(frame.id)
+        elif frame.kind != "invalid":
+            token = frame.params.get("progressToken")
+            if token is not None:
+                target = self._by_token.get(token)
+            elif frame.kind == "request" and self._pending:
+                target = list(self._pending.values())[-1]  # as on stdio: the newest request is the likeliest owner
+        if target is None and frame.kind in ("notification", "request") and self.on_server_message is not None:
+            self.record(WireEvent(direction="in", raw=data, frame=frame, note=SESSION_MESSAGE_NOTE,
+                                  signal="session_message"))
+            self.on_server_message(frame)
+            return
+        self.record(WireEvent(direction="in", raw=data, frame=frame, exchange=target.key if target else None,
+                              note=None if target else "matches no request in flight"))
+        if target is not None:
+            target.queue.put_nowait(frame)
+
+    async def _post(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
+        if self.endpoint is None or (self._reader is not None and self._reader.done()):
+            raise StreamLost(self.lost_reason or "the SSE stream is not open")
+        try:
+            body = encode(message)
+        except ValueError as exc:
+            raise ProtocolViolation(f"the message cannot be sent as JSON: {exc}") from exc
+        self.record(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key))
+        try:
+            response = await self._client.post(self.endpoint, content=body.encode("utf-8"), headers={
+                **self.extra_headers, **headers, "Content-Type": "application/json"})
+        except (httpx.HTTPError, OSError, ValueError) as exc:
+            raise ConnectFailed(f"could not POST to {self.endpoint}: {type(exc).__name__}: {exc}") from exc
+        self._note(f"HTTP {response.status_code} {response.reason_phrase}", key, response.status_code)
+        if not response.is_success:
+            raise TransportError(f"POST {self.endpoint}: HTTP {response.status_code} {response.text[:200]!r}")
+
+    async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> SseExchange:
+        exchange = SseExchange(self, message.get("id"), key)
+        self._pending[exchange.request_id] = exchange
+        meta = message.get("params", {}).get("_meta", {})
+        if isinstance(meta, dict) and meta.get("progressToken") is not None:
+            self._by_token[meta["progressToken"]] = exchange
+        try:
+            await self._post(message, headers, key)
+        except McpError:
+            self.forget(exchange)
+            raise
+        return exchange
+
+    def forget(self, exchange: SseExchange) -> None:
+        if self._pending.get(exchange.request_id) is exchange:
+            del self._pending[exchange.request_id]
+        for token, owner in list(self._by_token.items()):
+            if owner is exchange:
+                del self._by_token[token]
+
+    async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
+        await self._post(message, headers, key)
+
+    async def close(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None and not reader.done():
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+        if self._response is not None:
+            await self._response.aclose()

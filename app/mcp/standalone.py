@@ -1,0 +1,145 @@
+"""The 2025-11-25 standalone GET stream: where a legacy HTTP server sends what belongs to no request.
+
+After `notifications/initialized` the client opens `GET` with `Accept: text/event-stream` (and the session id,
+when the server gave one). HTTP 405 means the server offers no such stream. Every frame on it goes to the
+transport's `on_server_message` (list_changed, resources/updated, log lines, a ping); a server request is
+answered by the client as its own POST. When the stream drops, it is reopened with `Last-Event-ID` (the last
+SSE id seen) so a resumable server replays what was missed; consecutive failures are bounded, with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+from typing import TYPE_CHECKING
+
+import httpx
+
+from app.mcp.jsonrpc import parse_frame, with_status
+from app.mcp.sse import SseParser
+from app.mcp.transport import SESSION_MESSAGE_NOTE
+from app.mcp.wire import WireEvent
+
+if TYPE_CHECKING:
+    from app.mcp.http import HttpTransport
+
+MAX_FAILURES = 5           # reopen attempts in a row that bring no event before giving up
+FIRST_BACKOFF_S = 0.25     # doubled after each failure in a row
+MAX_BACKOFF_S = 8.0
+# The stream may stay quiet for hours: no read timeout; connecting is bounded like any request.
+STREAM_TIMEOUT = httpx.Timeout(10.0, read=None)
+
+
+class StandaloneStream:
+    """One long-lived GET per legacy HTTP session, reopened after a drop; stopped by `stop()`."""
+
+    def __init__(self, transport: HttpTransport, protocol_headers: dict[str, str]) -> None:
+        self._t = transport
+        self._protocol = dict(protocol_headers)
+        self.last_event_id: str | None = None
+        self.opened = 0  # GETs sent, for tests and notes
+        self._task: asyncio.Task[None] | None = None
+        self.ended = asyncio.Event()  # set when the stream stops for good (405, refused, bound reached, stopped)
+        self.why_ended = ""
+
+    def start(self) -> None:
+        name = f"http-standalone-{self._t.shown_target}"
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=name)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    def _note(self, note: str, status: int | None = None) -> None:
+        # Informational: a server without the stream (405) or one that drops it now and then is normal.
+        self._t.record(WireEvent(direction="transport", raw="", http_status=status, note=note,
+                                 signal="standalone_stream"))
+
+    async def _run(self) -> None:
+        failures = 0
+        try:
+            while True:
+                outcome = await self._once()
+                if outcome == "final":
+                    return
+                failures = 0 if outcome == "delivered" else failures + 1
+                if failures >= MAX_FAILURES:
+                    self._end(f"standalone GET stream: gave up after {failures} reopen attempts in a row brought "
+                              "nothing")
+                    return
+                delay = min(MAX_BACKOFF_S, FIRST_BACKOFF_S * (2 ** max(failures - 1, 0)))
+                resume = f" with Last-Event-ID {self.last_event_id}" if self.last_event_id else ""
+                self._note(f"standalone GET stream dropped; reopening in {delay:g} s{resume}")
+                await asyncio.sleep(delay)  # backoff between reopen attempts, not a wait for a condition
+        finally:
+            self.ended.set()
+
+    def _end(self, why: str, status: int | None = None) -> None:
+        self.why_ended = why
+        self._note(why, status)
+
+    async def _once(self) -> str:
+        """One GET: "final" (do not reopen), "delivered" (events came, then it dropped) or "empty"."""
+        headers = {**self._t.extra_headers, **self._protocol, "Accept": "text/event-stream"}
+        if self._t.session_id is not None:
+            headers["Mcp-Session-Id"] = self._t.session_id
+        if self.last_event_id is not None:
+            headers["Last-Event-ID"] = self.last_event_id
+        self.opened += 1
+        try:
+            request = self._t.http_client.build_request("GET", self._t.target, headers=headers, timeout=STREAM_TIMEOUT)
+            response = await self._t.http_client.send(request, stream=True)
+        except (httpx.HTTPError, OSError, ValueError) as exc:
+            self._note(f"standalone GET stream could not be opened: {type(exc).__name__}: {exc}")
+            return "empty"
+        try:
+            status = response.status_code
+            ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+            if status == 405:
+                self._end("the server offers no standalone GET stream (HTTP 405)", status)
+                return "final"
+            if not response.is_success or ctype != "text/event-stream":
+                self._end(f"standalone GET stream refused: HTTP {status} {response.reason_phrase} "
+                          f"({ctype or 'no content type'})", status)
+                return "final"
+            if self.opened > 1:  # the first open needs no note; a reopen says whether it took
+                self._note(f"standalone GET stream reopened: HTTP {status}", status)
+            return "delivered" if await self._read(response) else "empty"
+        finally:
+            await response.aclose()
+
+    async def _read(self, response: httpx.Response) -> bool:
+        """Route every event until the stream ends or breaks; True when at least one event came."""
+        parser = SseParser(self._t.max_message_bytes)
+        decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+        delivered = False
+        try:
+            async for chunk in response.aiter_bytes():
+                for event in parser.feed(decoder.decode(chunk)):
+                    delivered = True
+                    if event.id is not None:
+                        self.last_event_id = event.id
+                    if event.data:
+                        self._deliver(event.data, event.id, response.status_code)
+            for event in parser.finish():
+                if event.data:
+                    delivered = True
+                    self._deliver(event.data, event.id, response.status_code)
+        except (httpx.HTTPError, ValueError) as exc:  # a broken stream or an over-long event: reopen
+            self._note(f"standalone GET stream broke: {type(exc).__name__}: {exc}")
+        return delivered
+
+    def _deliver(self, data: str, event_id: str | None, status: int) -> None:
+        frame = with_status(parse_frame(data), status)
+        sink = self._t.on_server_message
+        routed = sink is not None and frame.kind in ("notification", "request")
+        where = f"standalone GET stream, sse id={event_id}" if event_id else "standalone GET stream"
+        note = f"{SESSION_MESSAGE_NOTE}; {where}" if routed else f"{where}: matches no request in flight"
+        self._t.record(WireEvent(direction="in", raw=data, frame=frame, http_status=status, note=note,
+                                 signal="session_message" if routed else None))
+        if routed and sink is not None:
+            sink(frame)
