@@ -43,13 +43,25 @@
   }
   // A changed item gets the new markup, with what the person had there carried over: open, typed values
   // (by field id, which comes from the item's name and the field's), and the result box with its cards.
-  function carryOver(from, to) {
-    if (from.open) to.open = true;
-    from.querySelectorAll("input[id], select[id], textarea[id]").forEach(function (el) {
-      var twin = to.querySelector("#" + CSS.escape(el.id));
-      if (!twin || twin.type !== el.type || twin.type === "hidden") return;
-      if (el.type === "checkbox" || el.type === "radio") twin.checked = el.checked; else twin.value = el.value;
+  function carryValues(values, to) {
+    values.forEach(function (v) {
+      var twin = to.querySelector("#" + CSS.escape(v.id));
+      if (!twin || twin.type !== v.type || twin.type === "hidden") return;
+      if (v.type === "checkbox" || v.type === "radio") twin.checked = v.checked; else twin.value = v.value;
     });
+  }
+  function carryOver(from, to) {
+    var values = Array.prototype.map.call(from.querySelectorAll("input[id], select[id], textarea[id]"),
+      function (el) { return { id: el.id, type: el.type, checked: el.checked, value: el.value }; });
+    var lazy = to.querySelector(":scope > .tool-body");
+    if (lazy && from.querySelector(":scope > .tool-body .call-form")) {
+      // A tool's form is fetched on first open; the one the person used is fetched now, then filled in.
+      to.removeAttribute("hx-trigger");
+      htmx.ajax("GET", to.getAttribute("hx-get"), { target: lazy, swap: "innerHTML" })
+        .then(function () { carryValues(values, to); });
+    }
+    if (from.open) to.open = true;
+    carryValues(values, to);
     var oldResult = from.querySelector(".result"), newResult = to.querySelector(".result");
     if (oldResult && newResult) while (oldResult.firstChild) newResult.appendChild(oldResult.firstChild);
   }

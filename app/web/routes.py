@@ -194,3 +194,14 @@ async def older(request: Request, session_id: str, before: int, w: Viewer, limit
     entries = flt.apply(page)  # the next page starts below this one, whatever the filter kept
     return respond(request, False, {"timeline": entries},
                    w.render("_older.html", s=s, entries=entries, oldest=oldest, flt=flt))
+
+
+@router.get("/sessions/{session_id}/tools/form", response_class=HTMLResponse)
+async def tool_form(request: Request, session_id: str, name: str, w: Viewer) -> Response:
+    """One tool's call form, fetched when the tool is opened: the page carries names and descriptions only,
+    so its size does not grow with the forms of tools nobody opens."""
+    s = session_or_404(w, session_id)
+    tool = next((t for t in s.lists.get("tools") or [] if t.get("name") == name), None)
+    if tool is None:
+        raise HTTPException(404, f"The server lists no tool {name!r}")
+    return HTMLResponse(w.render("_tool_form.html", s=s, tool=tool, me=principal(request)))
