@@ -145,7 +145,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 class RunningConsole:
     """`python -m app demo` as a subprocess, with what is needed to stop it and check that it left nothing behind."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, env: dict[str, str] | None = None) -> None:
         self.log = tmp / "console-stderr.log"
         self.died_early: int | None = None
         token = secrets.token_urlsafe(16)
@@ -155,7 +155,7 @@ class RunningConsole:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "app", "demo", "--port", "0", "--data-dir", str(tmp / "data")],
                 cwd=str(ROOT), stdout=subprocess.PIPE, stderr=err, text=True,
-                env={**os.environ, "MCP_CONSOLE_TOKEN": token})
+                env={**os.environ, "MCP_CONSOLE_TOKEN": token, **(env or {})})
         lines: queue.Queue[str | None] = queue.Queue()
         assert self.proc.stdout is not None
         threading.Thread(target=_read_lines, args=(self.proc.stdout, lines), name="console-stdout", daemon=True).start()
