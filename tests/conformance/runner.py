@@ -78,10 +78,11 @@ def list_client_scenarios() -> list[str]:
     return [line.strip()[2:].split(" ")[0] for line in out.splitlines() if line.strip().startswith("- ")]
 
 
-def run_scenario(scenario: str, version: str, out_dir: Path) -> Outcome:
-    """One scenario at one revision; the checks the runner wrote, and what it bound."""
+def run_scenario(scenario: str, version: str, out_dir: Path, command: str | None = None) -> Outcome:
+    """One scenario at one revision, by our adapter unless `command` says otherwise (the runner appends the
+    server URL to it); the checks the runner wrote, and what it bound."""
     assert NODE is not None
-    command = f"{sys.executable} {CLIENT}"
+    command = command or f"{sys.executable} {CLIENT}"
     argv = [NODE, "--require", str(LOOPBACK), str(ENTRY), "client", "--command", command, "--scenario", scenario,
             "--spec-version", version, "--timeout", str(SCENARIO_TIMEOUT_MS), "--output-dir", str(out_dir)]
     env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0"}

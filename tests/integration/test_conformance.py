@@ -8,6 +8,8 @@ section lists the same table.
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,3 +61,11 @@ def test_every_non_oauth_client_scenario_of_the_pinned_package_is_accounted_for(
     listed = {s for s in list_client_scenarios() if not s.startswith(NOT_RUN_PREFIXES)}
     covered = {s for s, _v in PASSING} | {s for s, _v in FAILING}
     assert listed == covered
+
+
+def test_mcp_console_check_never_calls_a_tool_whose_x_mcp_header_is_invalid(tmp_path: Path) -> None:
+    console = shutil.which("mcp-console") or str(Path(sys.executable).with_name("mcp-console"))
+    outcome = run_scenario("http-invalid-tool-headers", "2026-07-28", tmp_path,
+                           command=f"{console} check --call-tools all")
+    assert outcome.checks, outcome.output[-2000:]
+    assert not outcome.problems, outcome.summary()
