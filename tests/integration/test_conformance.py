@@ -18,8 +18,10 @@ from tests.conformance.runner import list_client_scenarios, run_scenario, skip_r
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")]
 
-SSE_RETRY = ("the 2025-11-25 client does not resume a POST SSE stream that closes before its response: it must "
-             "reopen with GET after the stream's retry: delay, sending Last-Event-ID")
+SSE_RETRY = ("2025-11-25 POST SSE resumption is not implemented: when the tools/call stream closes after its priming "
+             "event (id event-1, retry: 500) the client does not reopen it with GET + Last-Event-ID after the retry "
+             "delay; its only GET is the standalone stream opened at initialize, before the close "
+             "(client-sse-retry-timing fails, client-sse-last-event-id warns)")
 
 PASSING = [
     ("initialize", "2025-11-25"),
