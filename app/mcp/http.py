@@ -29,6 +29,7 @@ DELETE_TIMEOUT_S = 5.0  # closing must not hang on a server that ignores the DEL
 # 2025-11-25 resumability: a POST stream that closes before its answer is reopened with GET + Last-Event-ID.
 MAX_RESUMES = 3
 DEFAULT_RETRY_MS = 1000  # when the server gave no `retry:`
+MAX_RETRY_MS = 30_000    # a hostile `retry:` cannot park a request for longer (its idle deadline also runs)
 
 
 def _header_list(headers: httpx.Headers) -> list[tuple[str, str]]:
@@ -90,7 +91,7 @@ class HttpExchange:
     async def _resume(self) -> bool:
         """Wait the server's retry delay, then swap in the GET that resumes the stream; False when refused."""
         assert self._last_event_id is not None
-        delay = (self._retry_ms if self._retry_ms is not None else DEFAULT_RETRY_MS) / 1000
+        delay = min(self._retry_ms if self._retry_ms is not None else DEFAULT_RETRY_MS, MAX_RETRY_MS) / 1000
         self._record_problem(f"the response stream closed before the answer; resuming it in {delay:g} s "
                              f"with GET, Last-Event-ID {self._last_event_id}")
         await asyncio.sleep(delay)  # the server's `retry:` says how long a client must wait before reconnecting
