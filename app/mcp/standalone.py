@@ -135,6 +135,11 @@ class StandaloneStream:
 
     def _deliver(self, data: str, event_id: str | None, status: int) -> None:
         frame = with_status(parse_frame(data), status)
+        if frame.kind in ("response", "error") and self._t.hand_over(frame):
+            where = f"standalone GET stream, sse id={event_id}" if event_id else "standalone GET stream"
+            self._t.record(WireEvent(direction="in", raw=data, frame=frame, http_status=status,
+                                     note=f"{where}: the answer to request id {frame.id!r}, which takes it"))
+            return
         sink = self._t.on_server_message
         routed = sink is not None and frame.kind in ("notification", "request")
         where = f"standalone GET stream, sse id={event_id}" if event_id else "standalone GET stream"
