@@ -177,10 +177,11 @@ class McpClient:
             await self._collect(exchange, reply, on_notification)
         except asyncio.CancelledError:
             if key not in self._cancelled:
-                # Our deadline (or shutdown), not the user: tell the server to stop too. On stdio
-                # that is notifications/cancelled; on HTTP closing the stream says it.
+                # Our deadline (or shutdown), not the user: tell the server to stop too, as the era says
+                # (stdio: notifications/cancelled; HTTP: close the stream, after the notification on 2025-11-25).
                 with contextlib.suppress(Exception):
-                    await asyncio.shield(exchange.cancel("the client's deadline passed"))
+                    await asyncio.shield(exchange.cancel("the client's deadline passed",
+                                                         self.config.era.cancel_by_notification))
             raise
         finally:
             self._inflight.pop(key, None)
@@ -343,7 +344,7 @@ class McpClient:
         exchange = self._inflight.get(key)
         try:
             if exchange is not None:
-                await exchange.cancel(reason)
+                await exchange.cancel(reason, self.config.era.cancel_by_notification)
         finally:
             stop.set()  # not yet answered at all: stopping the send is the cancel (HTTP drops the connection)
         return True

@@ -65,7 +65,7 @@ class StdioExchange:
         finally:
             self._t.forget(self)
 
-    async def cancel(self, reason: str) -> None:
+    async def cancel(self, reason: str, notify: bool = False) -> None:
         self._t.cancelled_ids.add(self.request_id)
         message = notification("notifications/cancelled", {"requestId": self.request_id, "reason": reason})
         await self._t.notify(message, {}, self.key)
