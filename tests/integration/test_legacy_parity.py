@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
+import shutil
+import subprocess
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import JSON, REPO_ROOT, Console, eventually
+from tests.integration.conftest import JSON, REPO_ROOT, Console, create_link, eventually
 from tests.legacy.fixtures import LEGACY_STDIO, legacy_url
 
 __all__ = ["legacy_url"]
@@ -84,3 +86,81 @@ async def test_a_legacy_http_cancel_goes_on_the_session_with_its_id_before_the_s
     outs = [json.loads(w["raw"]) for w in detail["wire"] if w["direction"] == "out"]
     assert [m.get("method") for m in outs] == ["tools/call", "notifications/cancelled"], outs
     assert any("closed the response stream to cancel" in n for n in notes), notes
+
+
+# --- cURL, replay, HAR, session file, share links on a 2025-11-25 session -----------------------------------------
+
+
+async def legacy_http(console: Console, url: str) -> str:
+    s = await console.connect(kind="http", url=url)
+    assert s["status"] == "connected" and s["era"]["era"] == "legacy", s["status_message"]
+    return str(s["id"])
+
+
+def sent_headers(detail: dict[str, Any]) -> dict[str, str]:
+    [out] = [w for w in detail["wire"] if w["direction"] == "out"]
+    return {name.lower(): value for name, value in out["headers"]}
+
+
+async def test_a_legacy_curl_says_it_needs_a_live_session_id_and_runs_while_the_session_is_open(
+        console: Console, legacy_url: str) -> None:
+    if shutil.which("curl") is None:
+        pytest.skip("the curl binary is not installed")
+    sid = await legacy_http(console, legacy_url)
+    reply = await console.call_tool(sid, "echo", text="again by curl")
+    command = (await console.http.get(f"/sessions/{sid}/entries/{reply['key']}/curl")).text
+    first, rest = command.split("\n", 1)
+    assert first.startswith("# needs a live Mcp-Session-Id"), command
+    assert "mcp-session-id: " in rest.lower() and rest.startswith("curl ")
+    detail = (await console.http.get(f"/sessions/{sid}/entries/{reply['key']}")).text
+    assert "the cURL needs a live Mcp-Session-Id" in detail
+    done = await asyncio.to_thread(subprocess.run, ["sh", "-c", command], capture_output=True, text=True, timeout=20)
+    assert done.returncode == 0, done.stderr
+    assert "again by curl" in done.stdout, done.stdout
+
+
+async def test_a_modern_curl_has_no_live_session_note(console: Console, demo_url: str) -> None:
+    s = await console.connect(kind="http", url=demo_url)
+    reply = await console.call_tool(s["id"], "add", a="1", b="2")
+    command = (await console.http.get(f"/sessions/{s['id']}/entries/{reply['key']}/curl")).text
+    assert command.startswith("curl ") and "needs a live" not in command
+
+
+async def test_replaying_a_legacy_call_resends_it_with_the_current_session_id_and_version(
+        console: Console, legacy_url: str) -> None:
+    sid = await legacy_http(console, legacy_url)
+    original = await console.call_tool(sid, "echo", text="once more")
+    response = await console.http.post(f"/sessions/{sid}/replay", data={"key": original["key"], "mode": "as-is"},
+                                       headers=JSON)
+    assert response.status_code == 200, response.text
+    replay = response.json()
+    assert replay["status"] == "complete", replay
+    assert replay["final"]["result"]["content"] == [{"type": "text", "text": "once more"}]
+    before = sent_headers(await console.entry(sid, original["key"]))
+    again = sent_headers(await console.entry(sid, replay["rounds"][0]["key"]))
+    assert again["mcp-session-id"] == before["mcp-session-id"]
+    assert again["mcp-protocol-version"] == "2025-11-25"
+
+
+async def test_har_session_file_and_share_link_work_on_a_legacy_session(
+        console: Console, legacy_url: str, share_tab: Any) -> None:
+    sid = await legacy_http(console, legacy_url)
+    await console.call_tool(sid, "echo", text="for the record")
+    har = (await console.http.get(f"/sessions/{sid}/export.har")).json()
+    methods = [json.loads(e["request"]["postData"]["text"]).get("method") for e in har["log"]["entries"]
+               if e["request"].get("postData")]
+    assert "initialize" in methods and "tools/call" in methods, methods
+    exported = await console.http.get(f"/sessions/{sid}/export.json")
+    imported = await console.http.post("/sessions/import", content=exported.content,
+                                       headers={**JSON, "Content-Type": "application/json"})
+    assert imported.status_code == 200, imported.text
+    copy = await console.session(imported.json()["id"])
+    assert copy["era"]["era"] == "legacy", copy["era"]
+    assert [e.get("method") for e in copy["timeline"] if e.get("kind") == "exchange"] == [
+        e.get("method") for e in (await console.session(sid))["timeline"] if e.get("kind") == "exchange"]
+    link = await create_link(console, sid, "viewer")
+    tab = await share_tab(console, link)
+    page = await tab.get(f"/sessions/{sid}")
+    assert page.status_code == 200 and "tools/call" in page.text and "viewer" in page.text
+    shared = (await tab.get(f"/sessions/{sid}.json")).json()
+    assert shared["era"]["era"] == "legacy" and shared["status"] == "connected", shared["era"]
