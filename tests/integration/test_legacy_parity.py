@@ -164,3 +164,30 @@ async def test_har_session_file_and_share_link_work_on_a_legacy_session(
     assert page.status_code == 200 and "tools/call" in page.text and "viewer" in page.text
     shared = (await tab.get(f"/sessions/{sid}.json")).json()
     assert shared["era"]["era"] == "legacy" and shared["status"] == "connected", shared["era"]
+
+
+# --- where a feature does not exist in an era, the page says so --------------------------------------------------
+
+
+async def test_a_legacy_session_page_says_what_this_era_does_not_have_instead_of_empty_controls(
+        console: Console, legacy_url: str) -> None:
+    sid = await legacy_http(console, legacy_url)
+    page = (await console.http.get(f"/sessions/{sid}")).text
+    notes = page.split('data-era-notes="legacy"', 1)[1].split("</details>", 1)[0]
+    for absent in ("No server/discover", "No MRTR", "requestState", "No subscriptions/listen",
+                   "notifications/cancelled"):
+        assert absent in notes, absent
+    form = page.split('id="subscribe-form"', 1)[1].split("</form>", 1)[0]
+    assert 'data-legacy="yes"' in form and "No subscriptions/listen in 2025-11-25" in form
+    assert "resources/subscribe" in form
+    # This server's capabilities offer neither list changes nor subscriptions: the form says so.
+    assert "Nothing to listen for" in form
+    assert "Freshness (ttlMs, cacheScope)" in page and "not in 2025-11-25" in page
+
+
+async def test_a_modern_session_page_has_no_legacy_notes_and_shows_its_freshness(
+        console: Console, demo_url: str) -> None:
+    s = await console.connect(kind="http", url=demo_url)
+    page = (await console.http.get(f"/sessions/{s['id']}")).text
+    assert 'data-era-notes' not in page and 'data-legacy="no"' in page
+    assert "subscriptions/listen: list changes and resource updates, live." in page
