@@ -134,6 +134,8 @@ class HttpExchange:
     async def cancel(self, reason: str, notify: bool = False) -> None:
         # On 2026-07-28 HTTP, closing the response stream *is* the cancellation. On 2025-11-25 it is not
         # (a disconnect may be resumed), so the era asks for notifications/cancelled first, on the session.
+        if self.cancelled:
+            return  # said once already
         self.cancelled = True
         try:
             if notify:

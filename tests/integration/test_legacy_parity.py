@@ -191,3 +191,20 @@ async def test_a_modern_session_page_has_no_legacy_notes_and_shows_its_freshness
     page = (await console.http.get(f"/sessions/{s['id']}")).text
     assert 'data-era-notes' not in page and 'data-legacy="no"' in page
     assert "subscriptions/listen: list changes and resource updates, live." in page
+
+
+async def test_a_legacy_http_stream_past_max_stream_bytes_is_cancelled_with_a_notification_too(
+        make_console: Any, legacy_url: str) -> None:
+    console: Console = make_console(max_stream_bytes=64 * 1024)
+    sid = await legacy_http(console, legacy_url)
+    reply = await console.call_tool(sid, "flood")
+    assert reply["status"] != "complete", reply
+    request_id = reply["operation"]["rounds"][0]["request_id"]
+
+    async def told() -> list[dict[str, Any]] | None:
+        seen = await console.call_tool(sid, "cancellations")
+        found = [c for c in json.loads(seen["result"]["content"][0]["text"]) if c["requestId"] == request_id]
+        return found or None
+
+    [cancelled] = await eventually(told, what="the server to receive notifications/cancelled for the flood")
+    assert "max_stream_bytes" in cancelled["reason"] and cancelled["session"], cancelled

@@ -8,7 +8,8 @@ call's own stream and return, as JSON text, the response they got ({"id": …, "
 `ask` (form-mode `elicitation/create` without `mode`), `ask_form` (with `"mode": "form"`), `ask_url` (URL mode),
 `sample` (`sampling/createMessage`) and `roots` (`roots/list`); `wait` (one progress report, then waits until a
 `notifications/cancelled` names its request, and then sends no answer) and `cancellations` (the
-`notifications/cancelled` params it has received, as JSON text, with the session id each came on).
+`notifications/cancelled` params it has received, as JSON text, with the session id each came on); `flood`
+(about 5 MB of progress notifications, stopping early once cancelled).
 Only ever binds 127.0.0.1.
 """
 
@@ -27,7 +28,8 @@ VERSION = "2025-11-25"
 ANSWER_WAIT_S = 60.0
 TOOLS = [{"name": name, "inputSchema": {"type": "object", "properties": props}} for name, props in (
     ("echo", {"text": {"type": "string"}}), ("headers", {}), ("ask", {}), ("ask_form", {}), ("ask_url", {}),
-    ("sample", {}), ("roots", {}), ("wait", {}), ("cancellations", {}))]
+    ("sample", {}), ("roots", {}), ("wait", {}), ("cancellations", {}), ("flood", {}))]
+FLOOD_FRAMES = 5000  # progress notifications of ~1 KB each that `flood` sends unless cancelled first
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "minLength": 2}}, "required": ["name"]}
 # What each asking tool sends: the method and its params.
 ASKS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -57,6 +59,10 @@ class Server:
             with self.arrived:
                 self.cancellations.append({**(message.get("params") or {}), "session": session})
                 self.arrived.notify_all()
+
+    def was_cancelled(self, request_id: Any) -> bool:
+        with self.arrived:
+            return any(c.get("requestId") == request_id for c in self.cancellations)
 
     def wait_cancelled(self, request_id: Any) -> bool:
         with self.arrived:
@@ -92,6 +98,13 @@ class Server:
             if name == "cancellations":
                 with self.arrived:
                     return _text(json.dumps(self.cancellations))
+            if name == "flood":
+                for n in range(FLOOD_FRAMES):
+                    if self.was_cancelled(message.get("id")):
+                        return {"cancelled": True}
+                    emit({"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": "flood", "progress": n, "message": "x" * 1000}})
+                return _text("flooded")
             if name == "wait":
                 token = (params.get("_meta") or {}).get("progressToken")
                 if token is not None:  # proof for the test that the call is under way on the server
