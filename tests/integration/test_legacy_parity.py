@@ -208,3 +208,19 @@ async def test_a_legacy_http_stream_past_max_stream_bytes_is_cancelled_with_a_no
 
     [cancelled] = await eventually(told, what="the server to receive notifications/cancelled for the flood")
     assert "max_stream_bytes" in cancelled["reason"] and cancelled["session"], cancelled
+
+
+async def test_a_legacy_subscription_card_says_it_has_no_subscription_id(console: Console, legacy_url: str) -> None:
+    sid = await legacy_http(console, legacy_url)
+    response = await console.http.post(f"/sessions/{sid}/subscriptions", headers=JSON,
+                                       data={"resourceSubscriptions": "file:///nothing"})
+    assert response.status_code == 200, response.text
+    sub = response.json()["sub"]
+
+    async def settled() -> str | None:
+        page = (await console.http.get(f"/sessions/{sid}")).text
+        card = page.split(f'id="sub-{sub}"', 1)[1].split("</div>", 1)[0] if f'id="sub-{sub}"' in page else ""
+        return card if 'data-state="opening"' not in card and card else None
+
+    card = await eventually(settled, what="the legacy subscription to settle")
+    assert "has no subscriptionId" in card and "subscriptionId <code>None</code>" not in card, card
