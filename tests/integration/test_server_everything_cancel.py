@@ -52,6 +52,8 @@ async def test_cancelling_a_long_server_everything_operation_marks_it_cancelled_
         call.cancel()
     assert reply["status"] == "cancelled" and reply["operation"]["status"] == "cancelled", reply
     [rnd] = reply["operation"]["rounds"]
+    [entry] = [e for e in (await console.session(sid))["timeline"] if e.get("key") == reply["operation"]["key"]]
+    assert entry["status"] == "cancelled", entry  # the timeline entry says it, as the reply does
     detail = await console.entry(sid, rnd["key"])
     sent = [json.loads(w["raw"]) for w in detail["wire"] if w["direction"] == "out"]
     [cancelled] = [m for m in sent if m.get("method") == "notifications/cancelled"]
