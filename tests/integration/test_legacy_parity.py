@@ -224,3 +224,23 @@ async def test_a_legacy_subscription_card_says_it_has_no_subscription_id(console
 
     card = await eventually(settled, what="the legacy subscription to settle")
     assert "has no subscriptionId" in card and "subscriptionId <code>None</code>" not in card, card
+
+
+async def test_replaying_after_a_restart_and_reconnect_uses_the_new_session_id_not_the_recorded_one(
+        restarts: Any, legacy_url: str) -> None:
+    console: Console = restarts.first()
+    sid = await legacy_http(console, legacy_url)
+    original = await console.call_tool(sid, "echo", text="from the old session")
+    console = await restarts.restart(console)
+    assert (await console.http.post(f"/sessions/{sid}/reconnect")).status_code == 303
+    s = await console.settled(sid)
+    assert s["status"] == "connected" and s["era"]["era"] == "legacy", s["status_message"]
+    response = await console.http.post(f"/sessions/{sid}/replay", data={"key": original["key"], "mode": "as-is"},
+                                       headers=JSON)
+    assert response.status_code == 200, response.text
+    replay = response.json()
+    assert replay["status"] == "complete", replay  # the recorded id would get "Server not initialized"
+    before = sent_headers(await console.entry(sid, original["key"]))
+    again = sent_headers(await console.entry(sid, replay["rounds"][0]["key"]))
+    assert again["mcp-session-id"] != before["mcp-session-id"]
+    assert again["mcp-protocol-version"] == "2025-11-25"
