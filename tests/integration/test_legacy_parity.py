@@ -191,6 +191,8 @@ async def test_a_modern_session_page_has_no_legacy_notes_and_shows_its_freshness
     page = (await console.http.get(f"/sessions/{s['id']}")).text
     assert 'data-era-notes' not in page and 'data-legacy="no"' in page
     assert "subscriptions/listen: list changes and resource updates, live." in page
+    facts = page.split('class="server-facts"', 1)[1].split("</details>", 1)[0]
+    assert "<dt>Freshness</dt>" in facts and "cacheScope" in facts and "not in" not in facts, facts
 
 
 async def test_a_legacy_http_stream_past_max_stream_bytes_is_cancelled_with_a_notification_too(
