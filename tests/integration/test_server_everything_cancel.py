@@ -1,7 +1,8 @@
-"""Cancelling a long server-everything operation over stdio and Streamable HTTP (2025-11-25 sessions).
+"""Cancel and roots on the real server-everything over stdio and Streamable HTTP (2025-11-25 sessions).
 
 The console sends `notifications/cancelled` in both (on HTTP on the session, with its id, before it closes the
-stream); the entry says cancelled and the wire shows what was sent.
+stream); the entry says cancelled and the wire shows what was sent. Changing the roots sends
+`notifications/roots/list_changed`, and the server asks for them again.
 """
 
 from __future__ import annotations
@@ -61,3 +62,24 @@ async def test_cancelling_a_long_server_everything_operation_marks_it_cancelled_
     # The server took it: the session goes on and answers the next call.
     echo = await console.call_tool(sid, "echo", message="still here")
     assert "still here" in str(echo), echo
+
+
+async def test_changing_the_roots_of_a_legacy_session_tells_server_everything_which_asks_again(
+        console: Console, session: dict[str, Any]) -> None:
+    sid = session["id"]
+
+    async def roots_text(wanted: str) -> str | None:
+        reply = await console.call_tool(sid, "get-roots-list")
+        text = str(reply["result"]["content"][0]["text"])
+        return text if wanted in text else None
+
+    # First the roots it asked for after initialize (it keeps them until told they changed).
+    await eventually(lambda: roots_text("file:///tmp/mcp-console-demo"), timeout=STARTUP_S,
+                     what="server-everything to hold the session's first roots")
+    response = await console.http.post(f"/sessions/{sid}/roots", headers=JSON,
+                                       data={"roots": "file:///tmp/changed-root Changed"})
+    assert response.status_code == 200, response.text
+
+    text = await eventually(lambda: roots_text("file:///tmp/changed-root"), timeout=STARTUP_S,
+                            what="server-everything to list the changed roots")
+    assert "Current MCP Roots (1 total)" in text, text
