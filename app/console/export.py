@@ -22,6 +22,11 @@ FORMAT = "mcp-console-session"
 VERSION = 2  # 2: events are typed (event version 2); files of version 1 still import
 # Headers curl sets itself, or that would change what comes back (compressed bytes on a terminal).
 CURL_SKIP = frozenset({"host", "content-length", "accept-encoding", "connection"})
+SESSION_HEADER = "mcp-session-id"
+# The first line of a cURL whose request was sent inside a 2025-11-25 session: the id in it lives only as long
+# as that session, so the command alone is not a reproduction (a 2026-07-28 request needs nothing before it).
+LIVE_SESSION_NOTE = ("# needs a live Mcp-Session-Id: this request was sent inside a 2025-11-25 session; the id below "
+                     "works only while that session is open (after it ends, initialize a new session and use its id)")
 
 
 def _iso(ts: float) -> str:
@@ -162,11 +167,17 @@ def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | 
     if sent is None or sent.get("headers") is None:
         return None
     lines = [f"curl -sS -X POST {shlex.quote(url if include_secrets else mask_url(url))}"]
+    header = LIVE_SESSION_NOTE + "\n" if needs_live_session(sent.get("headers")) else ""
     for name, value in sent["headers"]:
         if name.lower() in CURL_SKIP:
             continue
         shown = value if include_secrets or not is_secret(name) else mask_value(name, value)
         lines.append(f"  -H {shlex.quote(f'{name}: {shown}')}")
     lines.append(f"  --data-raw {shlex.quote(sent['raw'])}")
-    return " \\\n".join(lines)
+    return header + " \\\n".join(lines)
+
+
+def needs_live_session(headers: list[list[str]] | list[tuple[str, str]] | None) -> bool:
+    """True when a request went with an Mcp-Session-Id: repeating it needs that session still open."""
+    return any(name.lower() == SESSION_HEADER for name, _ in headers or [])
 

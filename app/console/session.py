@@ -207,6 +207,15 @@ class ConsoleSession:
     def set_roots(self, roots: list[dict[str, Any]]) -> None:
         self.timeline.append(RootsChanged(roots=roots))
         self.touch(force=True)
+        if self.status == "connected" and self._is_legacy() and "roots" in self.capabilities:
+            # A legacy server asked for the roots once; it asks again when told they changed.
+            client = self.client
+            assert client is not None
+            self.background.spawn(f"roots-changed-{self.id}", self._notify(client, "notifications/roots/list_changed"))
+
+    async def _notify(self, client: McpClient, method: str) -> None:
+        with contextlib.suppress(McpError):  # a server that is gone shows on the wire; nothing to undo here
+            await client.notify(method)
 
     def set_request_settings(self, log_level: str, progress: bool, auto_refresh: bool,
                              idle_timeout_s: float | None = None, max_s: float | None = None) -> None:

@@ -17,7 +17,14 @@ from typing import Any
 
 from app.mcp.deadline import Deadline
 from app.mcp.era import MODERN_VERSION, Answerer, Era, ModernEra
-from app.mcp.errors import McpError, ProtocolViolation, RequestCancelled, RequestTimedOut, RpcError
+from app.mcp.errors import (
+    McpError,
+    ProtocolViolation,
+    RequestCancelled,
+    RequestTimedOut,
+    RpcError,
+    StreamTooLarge,
+)
 from app.mcp.headers import param_headers
 from app.mcp.jsonrpc import Frame, request
 from app.mcp.transport import Exchange, Transport
@@ -177,10 +184,18 @@ class McpClient:
             await self._collect(exchange, reply, on_notification)
         except asyncio.CancelledError:
             if key not in self._cancelled:
-                # Our deadline (or shutdown), not the user: tell the server to stop too. On stdio
-                # that is notifications/cancelled; on HTTP closing the stream says it.
+                # Our deadline (or shutdown), not the user: tell the server to stop too, as the era says
+                # (stdio: notifications/cancelled; HTTP: close the stream, after the notification on 2025-11-25).
                 with contextlib.suppress(Exception):
-                    await asyncio.shield(exchange.cancel("the client's deadline passed"))
+                    await asyncio.shield(exchange.cancel("the client's deadline passed",
+                                                         self.config.era.cancel_by_notification))
+            raise
+        except StreamTooLarge:
+            # The console stopped reading: it gives the request up. Where closing the stream does not say so
+            # (2025-11-25 HTTP), the era's cancel tells the server; a transport that already said it says no more.
+            if self.config.era.cancel_by_notification:
+                with contextlib.suppress(McpError):
+                    await exchange.cancel("the response stream passed the console's max_stream_bytes", True)
             raise
         finally:
             self._inflight.pop(key, None)
@@ -343,7 +358,7 @@ class McpClient:
         exchange = self._inflight.get(key)
         try:
             if exchange is not None:
-                await exchange.cancel(reason)
+                await exchange.cancel(reason, self.config.era.cancel_by_notification)
         finally:
             stop.set()  # not yet answered at all: stopping the send is the cancel (HTTP drops the connection)
         return True

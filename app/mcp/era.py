@@ -1,6 +1,6 @@
 """Eras: what differs between protocol revisions, behind one small strategy.
 
-An era decides four things, and nothing else in the client needs to know which revision it speaks:
+An era decides five things, and nothing else in the client needs to know which revision it speaks:
 
 - the handshake (2026-07-28 has none: the first request is `server/discover`, which the session sends itself;
   2025-11-25 sends `initialize` then `notifications/initialized`);
@@ -9,7 +9,10 @@ An era decides four things, and nothing else in the client needs to know which r
 - the HTTP headers of a request (`MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*`);
 - what happens to a JSON-RPC request *from* the server. 2026-07-28 has none (input comes back as MRTR
   `input_required` results), so such a frame is a violation to show, and nothing is sent back. Older revisions
-  ask for elicitation, sampling and roots this way; their era hands the request to the caller's answerer.
+  ask for elicitation, sampling and roots this way; their era hands the request to the caller's answerer;
+- how a cancel reaches the server over HTTP. On 2026-07-28 closing the response stream *is* the cancel; on
+  2025-11-25 a dropped stream is not one (the server may keep working and resume), so the client POSTs
+  `notifications/cancelled` with the session id and then closes. stdio sends the notification in both eras.
 
 A second era plugs in here (and in its transport); `app/console` and `app/web` do not change for it.
 """
@@ -71,6 +74,9 @@ class Era(Protocol):
     protocol_version: str
     # 2026-07-28 requires `resultType` on every result; older revisions never sent it.
     requires_result_type: bool
+    # True when closing an HTTP response stream does not cancel its request, so a cancel must be said
+    # with notifications/cancelled (2025-11-25); False when closing the stream is the cancel (2026-07-28).
+    cancel_by_notification: bool
 
     def meta(self, client_info: dict[str, Any], capabilities: dict[str, Any], progress_token: Any,
              log_level: str | None) -> dict[str, Any]:
@@ -88,6 +94,7 @@ class ModernEra:
 
     name = "modern"
     requires_result_type = True
+    cancel_by_notification = False
 
     def __init__(self, protocol_version: str = MODERN_VERSION) -> None:
         self.protocol_version = protocol_version
@@ -123,6 +130,7 @@ class LegacyEra:
 
     name = "legacy"
     requires_result_type = False
+    cancel_by_notification = True
 
     def __init__(self, protocol_version: str = LEGACY_VERSION) -> None:
         self.protocol_version = protocol_version

@@ -41,7 +41,12 @@ class HandshakeFailed(Exception):
 
 def initialize_params(client_info: dict[str, Any], capabilities: dict[str, Any],
                       version: str = LEGACY_VERSION) -> dict[str, Any]:
-    return {"protocolVersion": version, "capabilities": capabilities, "clientInfo": client_info}
+    caps = dict(capabilities)
+    if isinstance(caps.get("roots"), dict):
+        # Roots are said once in a legacy session, so a change must be announced: the client promises
+        # notifications/roots/list_changed (2026-07-28 removed it; its requests carry the roots each time).
+        caps["roots"] = {**caps["roots"], "listChanged": True}
+    return {"protocolVersion": version, "capabilities": caps, "clientInfo": client_info}
 
 
 def negotiated_from(reply: Reply, offered: str) -> Negotiated:

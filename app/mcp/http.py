@@ -12,7 +12,7 @@ import httpx
 
 from app.mcp.era import LEGACY_VERSIONS
 from app.mcp.errors import ConnectFailed, ProtocolViolation, StreamLost, StreamTooLarge, TransportError
-from app.mcp.jsonrpc import Frame, encode, parse_frame, with_status
+from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, with_status
 from app.mcp.sse import SseParser
 from app.mcp.standalone import StandaloneStream
 from app.mcp.transport import (
@@ -175,12 +175,20 @@ class HttpExchange:
     def _record_problem(self, note: str) -> None:
         self._t.record(WireEvent(direction="transport", raw="", exchange=self._key, note=note))
 
-    async def cancel(self, reason: str) -> None:
-        # On 2026-07-28 HTTP, closing the response stream *is* the cancellation.
+    async def cancel(self, reason: str, notify: bool = False) -> None:
+        # On 2026-07-28 HTTP, closing the response stream *is* the cancellation. On 2025-11-25 it is not
+        # (a disconnect may be resumed), so the era asks for notifications/cancelled first, on the session.
+        if self.cancelled:
+            return  # said once already
         self.cancelled = True
-        self._t.record(WireEvent(direction="transport", raw="", exchange=self._key,
-                                 note=f"closed the response stream to cancel ({reason})"))
-        await self._response.aclose()
+        try:
+            if notify:
+                message = notification("notifications/cancelled", {"requestId": self._request_id, "reason": reason})
+                await self._t.notify(message, self._protocol, self._key)
+        finally:
+            self._t.record(WireEvent(direction="transport", raw="", exchange=self._key,
+                                     note=f"closed the response stream to cancel ({reason})"))
+            await self._response.aclose()
 
     async def answer(self, message: dict[str, Any]) -> None:
         # A response to a server request is POSTed like any other message (how older revisions take them).

@@ -30,7 +30,7 @@ class MemoryExchange:
             self._t.record(WireEvent(direction="in", raw=raw, frame=frame, exchange=self._key))
             yield frame
 
-    async def cancel(self, reason: str) -> None:
+    async def cancel(self, reason: str, notify: bool = False) -> None:
         self.cancelled.set()
         self._t.cancelled.append(reason)
 

@@ -48,7 +48,7 @@ class SseExchange:
         finally:
             self._t.forget(self)
 
-    async def cancel(self, reason: str) -> None:
+    async def cancel(self, reason: str, notify: bool = False) -> None:
         await self._t.notify(notification("notifications/cancelled", {"requestId": self.request_id,
                                                                         "reason": reason}), {}, self.key)
 

@@ -65,7 +65,9 @@ class StdioExchange:
         finally:
             self._t.forget(self)
 
-    async def cancel(self, reason: str) -> None:
+    async def cancel(self, reason: str, notify: bool = False) -> None:
+        if self.request_id in self._t.cancelled_ids:
+            return  # said once already (a bounded stream cancels itself before the client hears of it)
         self._t.cancelled_ids.add(self.request_id)
         message = notification("notifications/cancelled", {"requestId": self.request_id, "reason": reason})
         await self._t.notify(message, {}, self.key)

@@ -35,8 +35,12 @@ class Exchange(Protocol):
 
     def frames(self) -> AsyncIterator[Frame]: ...
 
-    async def cancel(self, reason: str) -> None:
-        """Ask the server to stop: HTTP closes the stream, stdio sends notifications/cancelled."""
+    async def cancel(self, reason: str, notify: bool = False) -> None:
+        """Ask the server to stop: HTTP closes the stream, stdio sends notifications/cancelled.
+
+        `notify` is the era's `cancel_by_notification`: HTTP then POSTs notifications/cancelled before
+        closing (2025-11-25). Transports that always send the notification ignore it.
+        """
 
     async def answer(self, message: dict[str, Any]) -> None:
         """Send a JSON-RPC response to a request the server made on this exchange's stream."""

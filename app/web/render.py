@@ -20,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from app.console.events import ENTRY_KINDS, TimelineEvent
+from app.console.export import needs_live_session
 from app.console.live import LOG_LEVELS
 from app.console.manager import SessionManager
 from app.console.operations import Operation
@@ -191,6 +192,7 @@ def make_env() -> Environment:
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
                        fields_for=fields_for, round_bars=round_bars, op_facts=op_facts, url_facts=url_facts,
                        form_fields=form_fields, kind_of=kind_of, levels=LOG_LEVELS, mask_headers=mask_headers,
+                       needs_live_session=needs_live_session,
                        mask_url=mask_url)
     return env
 

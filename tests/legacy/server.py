@@ -6,7 +6,11 @@
 Tools: `echo` (text), `headers` (the HTTP headers of that very call), and tools that send a request on the
 call's own stream and return, as JSON text, the response they got ({"id": …, "result": …} or {"id": …, "error": …}):
 `ask` (form-mode `elicitation/create` without `mode`), `ask_form` (with `"mode": "form"`), `ask_url` (URL mode),
-`sample` (`sampling/createMessage`) and `roots` (`roots/list`). Only ever binds 127.0.0.1.
+`sample` (`sampling/createMessage`) and `roots` (`roots/list`); `wait` (one progress report, then waits until a
+`notifications/cancelled` names its request, and then sends no answer) and `cancellations` (the
+`notifications/cancelled` params it has received, as JSON text, with the session id each came on); `flood`
+(about 5 MB of progress notifications, stopping early once cancelled).
+Only ever binds 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ VERSION = "2025-11-25"
 ANSWER_WAIT_S = 60.0
 TOOLS = [{"name": name, "inputSchema": {"type": "object", "properties": props}} for name, props in (
     ("echo", {"text": {"type": "string"}}), ("headers", {}), ("ask", {}), ("ask_form", {}), ("ask_url", {}),
-    ("sample", {}), ("roots", {}))]
+    ("sample", {}), ("roots", {}), ("wait", {}), ("cancellations", {}), ("flood", {}))]
+FLOOD_FRAMES = 5000  # progress notifications of ~1 KB each that `flood` sends unless cancelled first
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "minLength": 2}}, "required": ["name"]}
 # What each asking tool sends: the method and its params.
 ASKS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -47,6 +52,22 @@ class Server:
         self.sessions: set[str] = set()
         self.answers: dict[Any, dict[str, Any]] = {}
         self.arrived = threading.Condition()
+        self.cancellations: list[dict[str, Any]] = []  # params of each notifications/cancelled, with its session
+
+    def take_notification(self, message: dict[str, Any], session: str | None) -> None:
+        if message.get("method") == "notifications/cancelled":
+            with self.arrived:
+                self.cancellations.append({**(message.get("params") or {}), "session": session})
+                self.arrived.notify_all()
+
+    def was_cancelled(self, request_id: Any) -> bool:
+        with self.arrived:
+            return any(c.get("requestId") == request_id for c in self.cancellations)
+
+    def wait_cancelled(self, request_id: Any) -> bool:
+        with self.arrived:
+            return self.arrived.wait_for(
+                lambda: any(c.get("requestId") == request_id for c in self.cancellations), ANSWER_WAIT_S)
 
     def take_answer(self, message: dict[str, Any]) -> None:
         with self.arrived:
@@ -74,6 +95,24 @@ class Server:
                 return _text(str(args.get("text", "")))
             if name == "headers":
                 return _text(json.dumps(headers, sort_keys=True))
+            if name == "cancellations":
+                with self.arrived:
+                    return _text(json.dumps(self.cancellations))
+            if name == "flood":
+                for n in range(FLOOD_FRAMES):
+                    if self.was_cancelled(message.get("id")):
+                        return {"cancelled": True}
+                    emit({"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": "flood", "progress": n, "message": "x" * 1000}})
+                return _text("flooded")
+            if name == "wait":
+                token = (params.get("_meta") or {}).get("progressToken")
+                if token is not None:  # proof for the test that the call is under way on the server
+                    emit({"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": token, "progress": 1, "total": 2}})
+                if self.wait_cancelled(message.get("id")):
+                    return {"cancelled": True}  # a cancelled request gets no answer (2025-11-25)
+                return _text("never cancelled")
             if name in ASKS:
                 asked = f"{name}-{uuid.uuid4().hex[:8]}"
                 ask_method, ask_params = ASKS[name]
@@ -115,6 +154,7 @@ def serve_http(port: int) -> None:
                 self._reply(400, json.dumps(error).encode(), "application/json")
                 return
             if "id" not in body:
+                server.take_notification(body, session)
                 self._reply(202, b"", "text/plain")
                 return
             self.send_response(200)
@@ -126,9 +166,13 @@ def serve_http(port: int) -> None:
                 self.send_header("Mcp-Session-Id", session)
             self.end_headers()
             self._event({})  # a priming event with empty data, as the TypeScript servers send
-            outcome = server.handle(body, {k.lower(): v for k, v in self.headers.items()}, self._event)
-            self._event({"jsonrpc": "2.0", "id": body["id"], **outcome})
-            self.wfile.write(b"0\r\n\r\n")
+            try:
+                outcome = server.handle(body, {k.lower(): v for k, v in self.headers.items()}, self._event)
+                if "cancelled" not in outcome:
+                    self._event({"jsonrpc": "2.0", "id": body["id"], **outcome})
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                return  # the client closed the stream (as it does after a cancel)
 
         def _event(self, message: dict[str, Any]) -> None:
             data = json.dumps(message) if message else ""
@@ -161,7 +205,9 @@ def serve_stdio() -> None:
             sys.stdout.flush()
 
     def run(message: dict[str, Any]) -> None:
-        emit({"jsonrpc": "2.0", "id": message["id"], **server.handle(message, {}, emit)})
+        outcome = server.handle(message, {}, emit)
+        if "cancelled" not in outcome:
+            emit({"jsonrpc": "2.0", "id": message["id"], **outcome})
 
     for line in sys.stdin:
         message = json.loads(line)
@@ -170,7 +216,9 @@ def serve_stdio() -> None:
         elif message.get("method") == "server/discover":
             emit({"jsonrpc": "2.0", "id": message["id"],
                   "error": {"code": -32601, "message": "Method not found: server/discover"}})
-        elif "id" in message:  # a thread per request: `ask` waits for an answer that comes on this same stdin
+        elif "id" not in message:
+            server.take_notification(message, None)
+        else:  # a thread per request: `ask` waits for an answer that comes on this same stdin
             threading.Thread(target=run, args=(message,), daemon=True).start()
 
 
