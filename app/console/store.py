@@ -1,4 +1,4 @@
-"""Where timelines live. SQLite is the embedded default; the interface lets a server database replace it.
+"""Where timelines live. SQLite is the embedded default; PostgreSQL (app/console/store_pg.py) serves a team.
 
 Writes are queued and committed in batches by one writer thread, so the event loop never waits on
 the disk. Reads flush the queue first, so a reader always sees what was appended before it asked.
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, load
+from app.settings import Settings
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -48,6 +49,16 @@ class Store(Protocol):
     def links(self, session_id: str | None = None) -> list[dict[str, Any]]: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
+
+
+def open_store(settings: Settings) -> Store:
+    """The store the settings name: PostgreSQL when database_url is set, else SQLite in data_dir."""
+    if settings.database_url:
+        # Imported here: a console on SQLite never loads the PostgreSQL driver.
+        from app.console.store_pg import PostgresStore
+
+        return PostgresStore(settings.database_url)
+    return SqliteStore(settings.db_path)
 
 
 class SqliteStore:
