@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from app.console.events import ExchangeStarted, Notice, OperationChanged, Stderr, TimelineEvent, Wire
+from app.console.events import ExchangeFinished, ExchangeStarted, Notice, OperationChanged, Stderr, TimelineEvent, Wire
 from app.console.store import SqliteStore, Store
 
 # Each implementation: a factory that opens (or reopens) the same store each time it is called in one test.
@@ -147,6 +147,26 @@ def test_entry_count_counts_entries_but_not_the_rounds_nested_in_operations(stor
     store.append(TimelineEvent("s1", 4, OperationChanged(key="op-1", op="1", status="complete"), 4.0))
     store.append(ev(5, kind="notice"))
     assert store.entry_count("s1") == 3
+
+
+def test_a_nul_character_from_a_target_is_kept_and_does_not_break_the_entry_count(store: Store) -> None:
+    hostile = "before\u0000after \ud800"
+    store.append(TimelineEvent("s1", 1, ExchangeStarted(key="x1", method="tools/call", name=hostile), 1.0))
+    store.append(TimelineEvent("s1", 2, ExchangeFinished(key="x1", error=hostile), 2.0))
+    store.append(TimelineEvent("s1", 3, Wire(exchange="x1", raw=hostile), 3.0))
+    assert [e.data.get("name") or e.data.get("error") or e.data.get("raw") for e in store.events("s1")] == [hostile] * 3
+    assert store.entry_count("s1") == 1
+
+
+def test_links_are_saved_replaced_read_per_session_and_deleted_with_their_session(store: Store) -> None:
+    store.save_link({"id": "l1", "session_id": "s1", "token_hash": "h1", "role": "viewer"})
+    store.save_link({"id": "l2", "session_id": "s2", "token_hash": "h2", "role": "operator"})
+    store.save_link({"id": "l1", "session_id": "s1", "token_hash": "h1", "role": "viewer", "revoked": True})
+    assert store.links("s1") == [{"id": "l1", "session_id": "s1", "token_hash": "h1", "role": "viewer",
+                                  "revoked": True}]
+    assert sorted(link["id"] for link in store.links()) == ["l1", "l2"]
+    store.delete_session("s1")
+    assert [link["id"] for link in store.links()] == ["l2"]
 
 
 def test_the_metadata_row_lists_sessions_newest_first_with_their_entry_counts(store: Store) -> None:
