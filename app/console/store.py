@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, load
 from app.settings import Settings
@@ -59,6 +60,15 @@ def open_store(settings: Settings) -> Store:
 
         return PostgresStore(settings.database_url)
     return SqliteStore(settings.db_path)
+
+
+def mask_url(url: str) -> str:
+    """The URL fit for a log line or a notice: its password replaced by ***."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 class SqliteStore:

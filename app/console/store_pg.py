@@ -30,12 +30,12 @@ import queue
 import threading
 import time
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
 from app.console.events import EVENT_VERSION, TimelineEvent, load
+from app.console.store import mask_url
 
 log = logging.getLogger(__name__)
 
@@ -72,16 +72,6 @@ _UPSERT = {
             "ON CONFLICT (id) DO UPDATE SET session_id=EXCLUDED.session_id, token_hash=EXCLUDED.token_hash, "
             "data=EXCLUDED.data",
 }
-
-
-def mask_url(url: str) -> str:
-    """The URL fit for a log line or a notice: its password replaced by ***."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def migrate(conn: Connection[Any]) -> list[int]:

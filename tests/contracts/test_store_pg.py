@@ -14,8 +14,8 @@ import psycopg
 import pytest
 
 from app.console.events import Notice, TimelineEvent
-from app.console.store import SqliteStore, open_store
-from app.console.store_pg import MIGRATION_LOCK, MIGRATIONS, PostgresStore, mask_url, migrate
+from app.console.store import SqliteStore, mask_url, open_store
+from app.console.store_pg import MIGRATION_LOCK, MIGRATIONS, PostgresStore, migrate
 from app.settings import Settings
 
 WAIT_S = 20.0
