@@ -17,6 +17,7 @@ from typing import Any
 import uvicorn
 
 from app.console.session import Target
+from app.console.store import mask_url
 from app.headless.commands import add_parsers as add_headless_parsers
 from app.headless.commands import run as run_headless
 from app.settings import Settings
@@ -113,6 +114,8 @@ def serve(settings: Settings, initial: list[Target] | None = None) -> None:
         first = app.state.initial_sessions[0] if app.state.initial_sessions else None
         suffix = f"&next=/sessions/{first}" if first else ""
         url = app.state.web.guard.public_url(f"/?token={settings.token}{suffix}", port)
+        if settings.database_url:
+            print(f"Store: PostgreSQL at {mask_url(settings.database_url)}", flush=True)
         print(f"MCP Console is running. Open: {url}", flush=True)
 
     # proxy_headers off: nothing sits in front of the console, so X-Forwarded-* from a local client must not

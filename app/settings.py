@@ -25,6 +25,8 @@ class Settings:
                               default=None)
     data_dir: str = _help("Directory for the SQLite database and other state.",
                           default=str(Path.home() / ".mcp-console"))
+    database_url: str = _help("PostgreSQL URL (postgresql://user:password@host:5432/db) of a store several console "
+                              "processes share; migrated on start. Empty: SQLite in data_dir.", default="")
     allow_all_interfaces: bool = _help("Permit a wildcard bind (dangerous: exposes a process-spawning console).",
                                        default=False)
     allowed_hosts: str = _help("Extra comma-separated Host header values to accept besides 127.0.0.1/localhost.",

@@ -8,7 +8,7 @@ figure is taken for the small and the big session in turn, interleaved, several 
 page, the JSON twin's first page, a `?q=` filter, the session file export, and its import. The console's RSS
 is read idle (after start) and at the end.
 
-    .venv/bin/python -m bench.big_session [--entries 100000] [--repeat 3]
+    .venv/bin/python -m bench.big_session [--entries 100000] [--repeat 3] [--database-url postgresql://…]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import secrets
 import shutil
 import tempfile
@@ -52,8 +53,8 @@ def _record(manager: SessionManager, entries: int) -> str:
     return session.id
 
 
-async def _record_both(data_dir: str, entries: int) -> tuple[str, str]:
-    settings = Settings.from_env({}, data_dir=data_dir)
+async def _record_both(data_dir: str, entries: int, database_url: str = "") -> tuple[str, str]:
+    settings = Settings.from_env({}, data_dir=data_dir, database_url=database_url)  # the store: open_store's pick
     manager = SessionManager(settings, lambda event: None)
     try:
         return _record(manager, SMALL), _record(manager, entries)
@@ -81,17 +82,19 @@ def _measure(client: httpx.Client, sid: str, entries: int) -> dict[str, float]:
             "import_ms": import_ms, "file_mb": len(exported.content) / 2**20}
 
 
-def run(entries: int, repeat: int) -> dict[str, Any]:
+def run(entries: int, repeat: int, database_url: str = "") -> dict[str, Any]:
     m = machine()
     print(f"machine: {m['cpus']} CPUs, 1-minute load average {m['load_avg_1m']} at start", flush=True)
     data_dir = tempfile.mkdtemp(prefix="mcp-console-big-")
     console = None
     try:
         t0 = time.monotonic()
-        small, big = asyncio.run(_record_both(data_dir, entries))
+        small, big = asyncio.run(_record_both(data_dir, entries, database_url))
         record_s = time.monotonic() - t0
         print(f"recorded {SMALL} and {entries:,} entries in {record_s:.1f} s", flush=True)
         token = secrets.token_urlsafe(16)
+        if database_url:  # the console process (which inherits the environment) opens the same database
+            os.environ["MCP_CONSOLE_DATABASE_URL"] = database_url
         console, base = start_console(token, data_dir)
         idle = rss_mb(console.pid)
         runs: dict[str, list[dict[str, float]]] = {"small": [], "big": []}
@@ -119,10 +122,12 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.big_session", description=__doc__.split("\n")[0])
     p.add_argument("--entries", type=int, default=100_000, help="entries in the big session (default 100000)")
     p.add_argument("--repeat", type=int, default=3, help="interleaved runs per side (default 3)")
+    p.add_argument("--database-url", default="", help="an empty PostgreSQL database to run on "
+                   "(postgresql://…; default: SQLite in a temporary data directory)")
     args = p.parse_args(argv)
     if not 1 <= args.entries <= 1_000_000 or not 1 <= args.repeat <= 20:
         p.error("--entries must be 1..1000000 and --repeat 1..20")
-    emit_json("big_session", run(args.entries, args.repeat))
+    emit_json("big_session", run(args.entries, args.repeat, args.database_url))
 
 
 if __name__ == "__main__":

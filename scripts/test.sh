@@ -7,16 +7,31 @@ PY="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
 
+apt_install() {  # apt_install PACKAGE...: as root with apt-get, else through sudo; fails when neither can
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  else
+    return 1
+  fi
+}
+
 # Playwright's own browser download needs the internet; prefer the system Chromium (Debian: chromium).
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
    && [ -z "${MCP_CONSOLE_CHROMIUM:-}" ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  else
-    .venv/bin/python -m playwright install chromium
-  fi
+  apt_install chromium || .venv/bin/python -m playwright install chromium
+fi
+
+# A real PostgreSQL and Redis for the team store and hub tests (tests/services_pg.py, the Redis fixtures): the
+# tests start their own throwaway servers from these binaries. Debian bookworm's packages: postgresql gives
+# PostgreSQL 15, redis-server gives Redis 7.0. Without them those tests skip with a reason, unless
+# MCP_CONSOLE_REQUIRE_SERVICES=1 (set by .ci/run only) makes that a failure.
+SERVICES=()
+command -v pg_ctl >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || SERVICES+=(postgresql)
+command -v redis-server >/dev/null 2>&1 || SERVICES+=(redis-server)
+if [ ${#SERVICES[@]} -gt 0 ]; then
+  apt_install "${SERVICES[@]}" || echo "cannot install ${SERVICES[*]} (no apt-get as root or sudo): their tests will skip" >&2
 fi
 
 # The real @modelcontextprotocol/server-everything for tests/integration/test_server_everything.py and the

@@ -11,7 +11,7 @@ from app.console.hub import Hub, Renderer
 from app.console.links import ShareLink
 from app.console.session import ConsoleSession, new_session_id
 from app.console.sharing import LinkRegistry
-from app.console.store import SqliteStore, Store
+from app.console.store import Store, open_store
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.settings import Settings
@@ -26,7 +26,7 @@ __all__ = ["RESTORE_KINDS", "SessionManager", "target_from"]
 class SessionManager:
     def __init__(self, settings: Settings, render: Renderer, store: Store | None = None) -> None:
         self.settings = settings
-        self.store: Store = store or SqliteStore(settings.db_path)
+        self.store: Store = store or open_store(settings)
         self.hub = Hub(render, queue_size=settings.ws_queue_size, ring_size=settings.ws_queue_size)
         self.tasks = TaskGroup()
         self.sessions: dict[str, ConsoleSession] = {}

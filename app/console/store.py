@@ -1,4 +1,4 @@
-"""Where timelines live. SQLite is the embedded default; the interface lets a server database replace it.
+"""Where timelines live. SQLite is the embedded default; PostgreSQL (app/console/store_pg.py) serves a team.
 
 Writes are queued and committed in batches by one writer thread, so the event loop never waits on
 the disk. Reads flush the queue first, so a reader always sees what was appended before it asked.
@@ -15,8 +15,10 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, load
+from app.settings import Settings
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -48,6 +50,25 @@ class Store(Protocol):
     def links(self, session_id: str | None = None) -> list[dict[str, Any]]: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
+
+
+def open_store(settings: Settings) -> Store:
+    """The store the settings name: PostgreSQL when database_url is set, else SQLite in data_dir."""
+    if settings.database_url:
+        # Imported here: a console on SQLite never loads the PostgreSQL driver.
+        from app.console.store_pg import PostgresStore
+
+        return PostgresStore(settings.database_url)
+    return SqliteStore(settings.db_path)
+
+
+def mask_url(url: str) -> str:
+    """The URL fit for a log line or a notice: its password replaced by ***."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 class SqliteStore:

@@ -1,4 +1,4 @@
-"""The Store contract: every implementation passes these (SQLite now; a PostgreSQL store plugs in here).
+"""The Store contract: every implementation passes these (SQLite, and PostgreSQL on a real server).
 
 Append, read by range and by entry, session metadata as a cache of the fold, a byte count per
 session for the quota (also after reopening). Tests of one implementation's own promises (WAL
@@ -16,24 +16,38 @@ from typing import Any
 
 import pytest
 
-from app.console.events import ExchangeStarted, Notice, OperationChanged, Stderr, TimelineEvent, Wire
+from app.console.events import ExchangeFinished, ExchangeStarted, Notice, OperationChanged, Stderr, TimelineEvent, Wire
 from app.console.store import SqliteStore, Store
 
-# Each implementation: a factory that opens (or reopens) a store kept under a directory.
-Opener = Callable[[Path], Store]
-IMPLEMENTATIONS: dict[str, Opener] = {
-    "sqlite": lambda where: SqliteStore(where / "data" / "console.sqlite3"),
+# Each implementation: a factory that opens (or reopens) the same store each time it is called in one test.
+Opener = Callable[[], Store]
+
+
+def _sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    return lambda: SqliteStore(tmp_path / "data" / "console.sqlite3")
+
+
+def _postgres(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    from app.console.store_pg import PostgresStore
+
+    url: str = request.getfixturevalue("pg_database")  # a fresh database per test (tests/services_pg.py)
+    return lambda: PostgresStore(url)
+
+
+IMPLEMENTATIONS: dict[str, Callable[[pytest.FixtureRequest, Path], Opener]] = {
+    "sqlite": _sqlite,
+    "postgres": _postgres,
 }
 
 
 @pytest.fixture(params=sorted(IMPLEMENTATIONS))
-def opener(request: pytest.FixtureRequest) -> Opener:
-    return IMPLEMENTATIONS[request.param]
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    return IMPLEMENTATIONS[request.param](request, tmp_path)
 
 
 @pytest.fixture
-def store(opener: Opener, tmp_path: Path) -> Iterator[Store]:
-    s = opener(tmp_path)
+def store(opener: Opener) -> Iterator[Store]:
+    s = opener()
     yield s
     s.close()
 
@@ -135,6 +149,26 @@ def test_entry_count_counts_entries_but_not_the_rounds_nested_in_operations(stor
     assert store.entry_count("s1") == 3
 
 
+def test_a_nul_character_from_a_target_is_kept_and_does_not_break_the_entry_count(store: Store) -> None:
+    hostile = "before\u0000after \ud800"
+    store.append(TimelineEvent("s1", 1, ExchangeStarted(key="x1", method="tools/call", name=hostile), 1.0))
+    store.append(TimelineEvent("s1", 2, ExchangeFinished(key="x1", error=hostile), 2.0))
+    store.append(TimelineEvent("s1", 3, Wire(exchange="x1", raw=hostile), 3.0))
+    assert [e.data.get("name") or e.data.get("error") or e.data.get("raw") for e in store.events("s1")] == [hostile] * 3
+    assert store.entry_count("s1") == 1
+
+
+def test_links_are_saved_replaced_read_per_session_and_deleted_with_their_session(store: Store) -> None:
+    store.save_link({"id": "l1", "session_id": "s1", "token_hash": "h1", "role": "viewer"})
+    store.save_link({"id": "l2", "session_id": "s2", "token_hash": "h2", "role": "operator"})
+    store.save_link({"id": "l1", "session_id": "s1", "token_hash": "h1", "role": "viewer", "revoked": True})
+    assert store.links("s1") == [{"id": "l1", "session_id": "s1", "token_hash": "h1", "role": "viewer",
+                                  "revoked": True}]
+    assert sorted(link["id"] for link in store.links()) == ["l1", "l2"]
+    store.delete_session("s1")
+    assert [link["id"] for link in store.links()] == ["l2"]
+
+
 def test_the_metadata_row_lists_sessions_newest_first_with_their_entry_counts(store: Store) -> None:
     store.save_session("old", {"target": "a"}, created=1.0, updated=10.0)
     store.save_session("new", {"target": "b"}, created=2.0, updated=20.0)
@@ -164,12 +198,12 @@ def test_delete_session_removes_the_session_and_its_events_only(store: Store) ->
     assert seqs(store.events("s2")) == [1]
 
 
-def test_events_survive_closing_and_reopening_the_store(opener: Opener, tmp_path: Path) -> None:
-    first = opener(tmp_path)
+def test_events_survive_closing_and_reopening_the_store(opener: Opener) -> None:
+    first = opener()
     first.save_session("s1", {"a": 1}, created=1.0, updated=1.0)
     first.append(ev(1, key="x1"))
     first.close()
-    second = opener(tmp_path)
+    second = opener()
     try:
         assert seqs(second.events("s1")) == [1]
         assert second.list_sessions()[0]["meta"] == {"a": 1}
@@ -177,9 +211,8 @@ def test_events_survive_closing_and_reopening_the_store(opener: Opener, tmp_path
         second.close()
 
 
-def test_the_store_counts_the_bytes_each_session_stores_also_after_reopening(opener: Opener,
-                                                                            tmp_path: Path) -> None:
-    first = opener(tmp_path)
+def test_the_store_counts_the_bytes_each_session_stores_also_after_reopening(opener: Opener) -> None:
+    first = opener()
     assert first.stored_bytes("s1") == 0
     for seq in range(1, 6):
         first.append(TimelineEvent("s1", seq, Wire(raw="x" * 1000, exchange="x1"), float(seq)))
@@ -188,7 +221,7 @@ def test_the_store_counts_the_bytes_each_session_stores_also_after_reopening(ope
     assert 5000 < counted < 7000
     assert first.stored_bytes("other") < 1000
     first.close()
-    second = opener(tmp_path)
+    second = opener()
     try:
         assert second.stored_bytes("s1") == counted
         second.delete_session("s1")

@@ -1,0 +1,271 @@
+"""The PostgreSQL store: a team's consoles keep their timelines in one server database.
+
+Same promises as SqliteStore (see app/console/store.py): appends are queued and written in batches
+by one writer thread, so the event loop never waits on the network; every read flushes the queue
+first, so it sees everything appended before it; bytes per session are counted on append, so the
+quota check never waits on the database.
+
+Driver: psycopg 3 with a psycopg_pool connection pool, through the pool's *sync* API. The Store
+interface is synchronous (the console calls it from the event loop for cheap reads and through
+asyncio.to_thread for heavy ones; SqliteStore's reads are synchronous too), so an async pool would
+need a loop of its own in every caller. The pool gives the writer thread and concurrent readers
+their own connections, checks a connection before lending it (a server restart or a dropped
+connection costs one reconnect, not a dead store), and bounds how many connections one console uses.
+
+Event data is stored as the JSON *text* the console serialized, not jsonb: a target's strings may
+hold \\u0000, which jsonb refuses and which even `data::json ->> 'op'` cannot extract past, so a
+hostile frame would break every entry count. The one key a query needs (`op`: the operation a round
+belongs to) gets a column of its own, filled on append. Text also keeps LENGTH(data) equal to what
+append counted, so the byte count rebuilt on reopening matches.
+
+The schema is versioned (MIGRATIONS); the console migrates on open under an advisory lock, so
+several processes starting at once migrate once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from typing import Any
+
+from psycopg import Connection
+from psycopg_pool import ConnectionPool
+
+from app.console.events import EVENT_VERSION, TimelineEvent, load
+from app.console.store import mask_url
+
+log = logging.getLogger(__name__)
+
+# Every migration runs once, in order, in one transaction with its version row. Never edit a released one:
+# add the next version.
+MIGRATIONS: list[tuple[int, str]] = [
+    (1, """
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY, meta TEXT NOT NULL, created DOUBLE PRECISION NOT NULL, updated DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE events (
+  session_id TEXT NOT NULL, seq BIGINT NOT NULL, kind TEXT NOT NULL, exchange TEXT, op TEXT,
+  at DOUBLE PRECISION NOT NULL, data TEXT NOT NULL, v INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (session_id, seq)
+);
+CREATE INDEX events_by_exchange ON events (session_id, exchange);
+CREATE TABLE links (
+  id TEXT PRIMARY KEY, session_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, data TEXT NOT NULL
+);
+"""),
+]
+
+# Any fixed number shared by every console process: it names the lock, it is not a secret.
+MIGRATION_LOCK = 0x6D6370636F6E73  # "mcpcons"
+
+WRITE_RETRIES = 3
+
+_UPSERT = {
+    "event": "INSERT INTO events (session_id, seq, kind, exchange, op, at, data, v) VALUES (%s,%s,%s,%s,%s,%s,%s,%s) "
+             "ON CONFLICT (session_id, seq) DO UPDATE SET kind=EXCLUDED.kind, exchange=EXCLUDED.exchange, "
+             "op=EXCLUDED.op, at=EXCLUDED.at, data=EXCLUDED.data, v=EXCLUDED.v",
+    "session": "INSERT INTO sessions (id, meta, created, updated) VALUES (%s,%s,%s,%s) "
+               "ON CONFLICT (id) DO UPDATE SET meta=EXCLUDED.meta, created=EXCLUDED.created, updated=EXCLUDED.updated",
+    "link": "INSERT INTO links (id, session_id, token_hash, data) VALUES (%s,%s,%s,%s) "
+            "ON CONFLICT (id) DO UPDATE SET session_id=EXCLUDED.session_id, token_hash=EXCLUDED.token_hash, "
+            "data=EXCLUDED.data",
+}
+
+
+def migrate(conn: Connection[Any]) -> list[int]:
+    """Bring the schema up to the newest version; the versions this call applied (none: already there).
+
+    One transaction under pg_advisory_xact_lock: a second process starting at the same moment waits
+    for the first to commit, then finds every version recorded and applies nothing.
+    """
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
+                     "(version INTEGER PRIMARY KEY, applied DOUBLE PRECISION NOT NULL)")
+        done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+        applied: list[int] = []
+        for version, sql in MIGRATIONS:
+            if version in done:
+                continue
+            conn.execute(sql)  # our own constant DDL, never built from input
+            conn.execute("INSERT INTO schema_migrations (version, applied) VALUES (%s, %s)", (version, time.time()))
+            applied.append(version)
+    return applied
+
+
+class PostgresStore:
+    def __init__(self, url: str, batch: int = 500, linger_s: float = 0.05, pool_size: int = 4,
+                 connect_timeout_s: float = 15.0) -> None:
+        self.url = url
+        self._batch = batch
+        self._linger = linger_s
+        # autocommit: a read is one statement and needs no transaction; writes and migrations open theirs.
+        self._pool: ConnectionPool[Connection[Any]] = ConnectionPool(
+            url, min_size=1, max_size=max(2, pool_size), kwargs={"autocommit": True},
+            check=ConnectionPool.check_connection, name="mcp-console-store", open=False)
+        self._pool.open(wait=True, timeout=connect_timeout_s)
+        try:
+            with self._pool.connection() as conn:
+                applied = migrate(conn)
+                rows = conn.execute("SELECT session_id, SUM(LENGTH(data)) FROM events GROUP BY session_id").fetchall()
+        except BaseException:
+            self._pool.close()
+            raise
+        if applied:
+            log.info("PostgreSQL store %s: applied schema migrations %s", mask_url(url), applied)
+        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+        # Bytes stored per session, counted on append so the quota check never waits on the database.
+        self._bytes: dict[str, int] = {r[0]: int(r[1]) for r in rows}
+        self._bytes_lock = threading.Lock()
+        self._writer = threading.Thread(target=self._write_loop, name="postgres-writer", daemon=True)
+        self._writer.start()
+
+    # -- writes (queued) -------------------------------------------------
+    def append(self, event: TimelineEvent) -> None:
+        data = event.data
+        text = json.dumps(data)  # serialized now: the row is the event as it was at this moment
+        op = data.get("op")
+        row = (event.session_id, event.seq, event.kind, data.get("exchange") or data.get("key"),
+               None if op is None else str(op), event.at, text, EVENT_VERSION)
+        with self._bytes_lock:
+            self._bytes[event.session_id] = self._bytes.get(event.session_id, 0) + len(text)
+        self._queue.put(("event", row))
+
+    def stored_bytes(self, session_id: str) -> int:
+        """How many bytes of event data a session has in the store (the quota counts these)."""
+        return self._bytes.get(session_id, 0)
+
+    def save_session(self, session_id: str, meta: dict[str, Any], created: float, updated: float) -> None:
+        self._queue.put(("session", (session_id, json.dumps(meta), created, updated)))
+
+    def delete_session(self, session_id: str) -> None:
+        with self._bytes_lock:
+            self._bytes.pop(session_id, None)
+        self._queue.put(("delete", session_id))
+        self.flush()
+
+    def save_link(self, link: dict[str, Any]) -> None:
+        self._queue.put(("link", (link["id"], link["session_id"], link["token_hash"], json.dumps(link))))
+        self.flush()  # a revocation must hold across a restart the moment it is made
+
+    def flush(self) -> None:
+        done = threading.Event()
+        self._queue.put(("flush", done))
+        done.wait(timeout=30)
+
+    def close(self) -> None:
+        self.flush()
+        self._queue.put(("stop", None))
+        self._writer.join(timeout=10)
+        self._pool.close()
+
+    def _write_loop(self) -> None:
+        running = True
+        while running:
+            items = [self._queue.get()]
+            # Gather a burst for a short while: one transaction (and one round of pipelined statements)
+            # for the events a request makes. A flush or stop ends the wait.
+            deadline = time.monotonic() + self._linger
+            while len(items) < self._batch and items[-1][0] not in ("flush", "stop"):
+                try:
+                    items.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
+                except queue.Empty:
+                    break
+            self._commit(items)
+            for op, arg in items:
+                if op == "flush":
+                    arg.set()
+                elif op == "stop":
+                    running = False
+
+    def _commit(self, items: list[tuple[str, Any]]) -> None:
+        """Write one batch in one transaction; a lost connection is retried on a fresh one from the pool."""
+        for attempt in range(1, WRITE_RETRIES + 1):
+            try:
+                with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+                    for op, args in _runs(items):
+                        if op in _UPSERT:
+                            cur.executemany(_UPSERT[op], args)
+                        elif op == "delete":
+                            for session_id in args:
+                                cur.execute("DELETE FROM links WHERE session_id=%s", (session_id,))
+                                cur.execute("DELETE FROM events WHERE session_id=%s", (session_id,))
+                                cur.execute("DELETE FROM sessions WHERE id=%s", (session_id,))
+                return
+            except Exception:
+                # The writer must survive: a dead writer would leave every later flush waiting out its timeout.
+                log.exception("PostgreSQL store %s: writing a batch failed (attempt %d of %d)",
+                              mask_url(self.url), attempt, WRITE_RETRIES)
+                time.sleep(0.2 * attempt)
+
+    # -- reads ------------------------------------------------------------
+    def _rows(self, sql: str, args: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        self.flush()
+        with self._pool.connection() as conn:
+            return conn.execute(sql, args).fetchall()  # SQL built from constants only
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        rows = self._rows(
+            "SELECT s.id, s.meta, s.created, s.updated, (SELECT COUNT(*) FROM events e "
+            "WHERE e.session_id = s.id AND e.kind IN ('exchange','exchange_started','notice')) FROM sessions s "
+            "ORDER BY s.updated DESC")
+        return [{"id": r[0], "meta": json.loads(r[1]), "created": r[2], "updated": r[3], "events": r[4]}
+                for r in rows]
+
+    def events(self, session_id: str, *, exchange: str | None = None, kinds: tuple[str, ...] = (),
+               before_seq: int | None = None, after_seq: int | None = None,
+               limit: int | None = None) -> list[TimelineEvent]:
+        # No v1 kind names here (SqliteStore reads those): a PostgreSQL database never held version-1 rows.
+        sql = "SELECT seq, kind, at, data, v FROM events WHERE session_id=%s"
+        args: list[Any] = [session_id]
+        if exchange is not None:
+            sql += " AND exchange=%s"
+            args.append(exchange)
+        if kinds:
+            sql += " AND kind = ANY(%s)"
+            args.append(list(kinds))
+        if before_seq is not None:
+            sql += " AND seq<%s"
+            args.append(before_seq)
+        if after_seq is not None:
+            sql += " AND seq>%s"
+            args.append(after_seq)
+        sql += " ORDER BY seq DESC" if before_seq is not None else " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT %s"
+            args.append(limit)
+        out = [TimelineEvent(session_id, r[0], load(r[1], json.loads(r[3]), r[4]), r[2])
+               for r in self._rows(sql, args)]
+        return sorted(out, key=lambda e: e.seq)
+
+    def links(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        if session_id is None:
+            return [json.loads(r[0]) for r in self._rows("SELECT data FROM links")]
+        return [json.loads(r[0]) for r in self._rows("SELECT data FROM links WHERE session_id=%s", (session_id,))]
+
+    def entry_count(self, session_id: str) -> int:
+        """How many timeline entries a session has (operation rounds nest, so they do not count)."""
+        (row,) = self._rows(
+            "SELECT COUNT(DISTINCT COALESCE(exchange, 'n' || seq)) FROM events WHERE session_id=%s AND "
+            "(kind IN ('notice','operation') OR (kind IN ('exchange','exchange_started','exchange_finished') "
+            "AND op IS NULL))", (session_id,))
+        return int(row[0])
+
+    def count(self, session_id: str) -> int:
+        (row,) = self._rows("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=%s", (session_id,))
+        return int(row[0])
+
+
+def _runs(items: list[tuple[str, Any]]) -> list[tuple[str, list[Any]]]:
+    """Consecutive writes of one kind grouped, in order: each group goes to the server as one pipelined batch."""
+    runs: list[tuple[str, list[Any]]] = []
+    for op, arg in items:
+        if op in ("flush", "stop"):
+            continue
+        if runs and runs[-1][0] == op:
+            runs[-1][1].append(arg)
+        else:
+            runs.append((op, [arg]))
+    return runs
