@@ -81,9 +81,16 @@ class Replicas:
         if loaded is None:
             return None
         session = self._build(session_id, loaded)
+        session.owned_by = "another console process"  # named once an action learns which
         self._manager.sessions[session_id] = session
         self.ids.add(session_id)
         return session
+
+    def note_owner(self, session_id: str, owner: ProcessInfo) -> None:
+        session = self._manager.sessions.get(session_id)
+        if session is not None and session_id in self.ids:
+            self.owners[session_id] = owner
+            session.owned_by = f"console process {owner.process_id}"
 
     def load_all(self) -> int:
         """At startup in a team: every stored session as a replica; a process claims one on its next action."""

@@ -106,7 +106,7 @@ class RouteToOwner:
             owner = await ownership.owner_of(session_id)
             if owner is not None:
                 if owner.process_id != ownership.process_id:
-                    replicas.owners[session_id] = owner  # the page names it
+                    replicas.note_owner(session_id, owner)  # the page names it
                 return owner
             if await ownership.claim(session_id):
                 if replicas.is_replica(session_id):

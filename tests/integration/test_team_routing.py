@@ -183,6 +183,8 @@ async def test_an_action_posted_to_the_other_process_runs_on_the_owner(team: Tea
     assert response.status_code == 200, response.text
     assert "via B" in response.text
     assert b.manager.replicas.is_replica(sid), "B must not have taken the session: A is alive"
+    assert (await b.session(sid))["owned_by"] == "console process a"
+    assert "Connection held by console process a" in (await b.http.get(f"/sessions/{sid}")).text
     assert b.manager.get(sid).client is None, "B opened no connection of its own"
     assert any(e.get("method") == "tools/call" for e in a.manager.get(sid).timeline.entries.values())
 
