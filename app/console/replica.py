@@ -23,7 +23,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.console.events import RECORDS, TakenOver, TimelineEvent
+from app.console.events import RECORDS, Restored, TakenOver, TimelineEvent
 from app.console.hub import Serialized
 from app.console.ownership import ProcessInfo
 from app.console.session import ConsoleSession
@@ -47,6 +47,7 @@ class Loaded:
     events: list[TimelineEvent]
     last_seq: int
     entries: int
+    imported: bool  # an imported session file: read-only, no target to connect, its log never written
 
 
 class Replicas:
@@ -109,6 +110,9 @@ class Replicas:
         for event in loaded.events:
             session.timeline.fold(event)
         session.state.seq = max(session.state.seq, loaded.last_seq)
+        if loaded.imported:  # folded, never stored: the same view manager.restore gives an import
+            session.timeline.fold(TimelineEvent(session_id, session.state.seq,
+                                                Restored(note="imported: read-only", imported=True)))
         session.timeline.set_total(loaded.entries)
         session.last_activity = loaded.events[-1].at
         return session
@@ -160,4 +164,8 @@ def read(manager: SessionManager, session_id: str) -> Loaded | None:
     events = store.events(session_id, kinds=FOLDED_KINDS)
     if not events:
         return None
-    return Loaded(events, max(last, events[-1].seq), store.entry_count(session_id))
+    # An import keeps its read-only mark in the metadata row (its log stays the file's), as restore reads it.
+    row = next((r for r in store.list_sessions() if r["id"] == session_id), None)
+    imported = bool(row is not None and row["meta"].get("read_only")) or any(
+        e.kind == "restored" and e.data["imported"] for e in events)
+    return Loaded(events, max(last, events[-1].seq), store.entry_count(session_id), imported)

@@ -290,3 +290,22 @@ async def test_a_graceful_shutdown_releases_the_processs_leases(team: Team, demo
     team.members.remove(a)
     await a.http.aclose()
     assert sid not in team.directory.leases
+
+
+async def test_taking_over_an_imported_session_connects_nothing_and_writes_nothing(team: Team,
+                                                                                   demo_url: str) -> None:
+    a = await team.member("a", served=True)
+    b = await team.member("b")
+    sid = (await a.connect(kind="http", url=demo_url))["id"]
+    exported = await a.http.get(f"/sessions/{sid}/export.json")
+    imported = await a.http.post("/sessions/import", files={"file": ("s.json", exported.content)}, headers=JSON)
+    assert imported.status_code == 200, imported.text
+    copy = imported.json()["id"]
+    a.manager.store.flush()
+    team.kill(a)
+    stored = b.manager.store.count(copy)
+    response = await b.http.post(f"/sessions/{copy}/refresh", headers=JSON)
+    assert response.status_code == 409, response.text
+    taken = b.manager.get(copy)
+    assert taken.read_only and taken.client is None
+    assert b.manager.store.count(copy) == stored, "an imported session's log stays the file's"
