@@ -281,6 +281,17 @@ class Restored(Record):
 
 
 @dataclass(slots=True)
+class TakenOver(Record):
+    """Another console process took the session over because its owner process stopped (team deployment)."""
+
+    KIND = "taken_over"
+    kind: Literal["taken_over"] = field(default="taken_over", init=False)
+    process_id: str = ""  # the process that owns the connection from now on
+    note: str = ""        # why, for people: what happened to the requests and to the connection
+    stdio: bool = False   # a stdio target is not restarted: its status becomes closed until someone reconnects
+
+
+@dataclass(slots=True)
 class EraNegotiated(Record):
     """Which protocol revision this connection speaks, and why (the session header shows it)."""
 
@@ -342,12 +353,12 @@ class ServerRequestChanged(Record):
     ended: float | None = None
 
 
-Event = (Restored | SessionCreated | StatusChanged | Discovered | ListsRefreshed | CapabilitiesChanged | RootsChanged
-         | RequestSettingsChanged | ExchangeStarted | ExchangeFinished | Wire | Notice | Stderr | OperationChanged
-         | Progress | Log | SubscriptionChanged | Reread | LinkCreated | LinkRevoked | DeadlineExtended
-         | EraNegotiated | FindingRecorded | ServerRequestChanged)
+Event = (Restored | TakenOver | SessionCreated | StatusChanged | Discovered | ListsRefreshed | CapabilitiesChanged
+         | RootsChanged | RequestSettingsChanged | ExchangeStarted | ExchangeFinished | Wire | Notice | Stderr
+         | OperationChanged | Progress | Log | SubscriptionChanged | Reread | LinkCreated | LinkRevoked
+         | DeadlineExtended | EraNegotiated | FindingRecorded | ServerRequestChanged)
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in (
-    Restored, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
+    Restored, TakenOver, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
     RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, OperationChanged, Progress, Log,
     SubscriptionChanged, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded,
     ServerRequestChanged)}

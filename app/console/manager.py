@@ -7,8 +7,10 @@ from typing import Any
 import httpx
 
 from app.console.events import RECORDS, LinkCreated, LinkRevoked, TimelineEvent
-from app.console.hub import Hub, Renderer
+from app.console.hub import Hub, Renderer, Serialized
 from app.console.links import ShareLink
+from app.console.ownership import Ownership
+from app.console.replica import Replicas
 from app.console.session import ConsoleSession, new_session_id
 from app.console.sharing import LinkRegistry
 from app.console.store import Store, open_store
@@ -24,8 +26,12 @@ __all__ = ["RESTORE_KINDS", "SessionManager", "target_from"]
 
 
 class SessionManager:
-    def __init__(self, settings: Settings, render: Renderer, store: Store | None = None) -> None:
+    def __init__(self, settings: Settings, render: Renderer, store: Store | None = None,
+                 ownership: Ownership | None = None) -> None:
         self.settings = settings
+        # None: a single process, owning every session (nothing is routed). Else see app/console/ownership.py.
+        self.ownership = ownership
+        self.replicas = Replicas(self)
         self.store: Store = store or open_store(settings)
         self.hub = Hub(render, queue_size=settings.ws_queue_size, ring_size=settings.ws_queue_size)
         self.tasks = TaskGroup()
@@ -39,10 +45,23 @@ class SessionManager:
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http)
         self.sessions[session.id] = session
         session.touch()
+        if self.ownership is not None:  # a fresh id nobody else knows: the claim cannot lose
+            self.tasks.spawn(f"claim-{session.id}", self.ownership.claim(session.id))
         return session
+
+    def on_remote(self, session_id: str, seq: int, message: Serialized) -> None:
+        """The hub between processes calls this for every event another process published, before fan-out."""
+        self.replicas.on_remote(session_id, seq, message)
+
+    def before_publish(self) -> None:
+        """The hub between processes calls this (off the loop) before it publishes a batch: the store then
+        holds everything the hub carries, so a replica that loads from the store misses nothing."""
+        self.store.flush()
 
     def restore(self) -> int:
         """Bring back every stored session, disconnected, with its recent timeline."""
+        if self.ownership is not None:  # in a team they may be live elsewhere: replicas, claimed on an action
+            return self.replicas.load_all()
         count = 0
         for row in self.store.list_sessions():
             meta = row["meta"]  # a cache: read for a version-1 log only (see ConsoleSession.restore)
@@ -115,10 +134,14 @@ class SessionManager:
     async def shutdown(self) -> None:
         await self.tasks.cancel_all()
         for session in list(self.sessions.values()):
+            if self.replicas.is_replica(session.id):
+                continue  # another process's session: closing it here would write to its log
             try:
                 await session.close()
             except Exception:  # one broken session must not keep the others' processes alive
                 continue
+        if self.ownership is not None:  # another process takes these sessions over on their next action
+            await self.ownership.release_all()
         await self.http.aclose()
         self.store.close()
 

@@ -29,6 +29,18 @@ class LinkRegistry:
             self._on_change(link, True)
         return link, token
 
+    def reload(self) -> None:
+        """Read the links again from the store: another console process made or revoked one (team deployment).
+
+        A link revoked elsewhere stops opening here at once, and its sockets on this process are cut.
+        """
+        for raw in self._store.links():
+            link = ShareLink.from_dict(raw)
+            known = self._by_hash.get(link.token_hash)
+            self._by_hash[link.token_hash] = link
+            if link.revoked is not None and (known is None or known.revoked is None):
+                self._hub.close_link(link.id, "this share link was revoked")
+
     def find(self, token: str | None) -> ShareLink | None:
         """The active link for a token; None for unknown, revoked or expired tokens."""
         if not token:

@@ -36,6 +36,7 @@ from app.console.events import (
     StatusChanged,
     Stderr,
     SubscriptionChanged,
+    TakenOver,
     TimelineEvent,
 )
 
@@ -256,12 +257,31 @@ def _restored(state: SessionState, ev: Restored, _e: TimelineEvent) -> None:
     state.read_only = state.read_only or ev.imported
     if ev.imported:
         state.links.clear()  # the original's share links do not open the copy
+    _end_in_flight(state, "interrupted", None, resume=not ev.imported)
+
+
+def _taken_over(state: SessionState, ev: TakenOver, _e: TimelineEvent) -> None:
+    """The process that ran these requests is gone: they will never finish, so they are failed, saying why."""
+    _end_in_flight(state, "error", TAKEOVER_ERROR, resume=True)
+    if ev.stdio:  # its process died with its owner; only the owner's Reconnect starts one again
+        state.status, state.status_message, state.status_since = "closed", ev.note, _e.at
+
+
+TAKEOVER_ERROR = "the console process that ran this request stopped"
+
+
+def _end_in_flight(state: SessionState, status: str, error: str | None, resume: bool) -> None:
+    """Every entry, round, operation and server request still in flight ends; live subscriptions wait to resume."""
     for entry in [*state.entries.values(), *state.rounds.values()]:
         if entry.get("status") in IN_FLIGHT:
-            entry["status"] = "interrupted"
+            entry["status"] = status
+            if error is not None:
+                entry["error"] = error
     for op in state.operations.values():
         if op.status in IN_FLIGHT:
-            op.status, op.pending = "interrupted", {}
+            op.status, op.pending = status, {}
+            if error is not None:
+                op.message = error
     for key, sr in list(state.server_requests.items()):
         if sr.status == "awaiting":  # its stream is gone with the process: nobody can answer it any more
             ended = ServerRequestChanged(**{**sr.ev.to_data(), "status": "interrupted"})
@@ -269,7 +289,7 @@ def _restored(state: SessionState, ev: Restored, _e: TimelineEvent) -> None:
             _nest(state, state.server_requests[key])
     for sub in state.subscriptions.values():
         if sub.state not in ENDED_SUBSCRIPTIONS:
-            sub.state, sub.resume = "interrupted", not ev.imported
+            sub.state, sub.resume = "interrupted", resume
 
 
 def _status(state: SessionState, ev: StatusChanged, _e: TimelineEvent) -> None:
@@ -445,8 +465,8 @@ def _finding(state: SessionState, ev: FindingRecorded, _e: TimelineEvent) -> Non
 _HANDLERS: dict[type[Any], Any] = {
     FindingRecorded: _finding,
     DeadlineExtended: _deadline_extended, EraNegotiated: _era,
-    Restored: _restored, SessionCreated: _created, StatusChanged: _status, Discovered: _discovered,
-    ListsRefreshed: _lists,
+    Restored: _restored, TakenOver: _taken_over, SessionCreated: _created, StatusChanged: _status,
+    Discovered: _discovered, ListsRefreshed: _lists,
     CapabilitiesChanged: _capabilities, RootsChanged: _roots, RequestSettingsChanged: _request_settings,
     ExchangeStarted: _exchange, ExchangeFinished: _exchange, Notice: _notice, OperationChanged: _operation,
     Progress: _progress, Log: _log, Stderr: _stderr, SubscriptionChanged: _subscription,

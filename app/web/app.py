@@ -13,6 +13,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
 from app.console.manager import SessionManager
+from app.console.ownership import Ownership
 from app.console.session import Target
 from app.console.store import Store
 from app.settings import Settings
@@ -21,10 +22,12 @@ from app.web.deps import LinkEnded, Principal, Web, redactor
 from app.web.limits import BodyLimitMiddleware
 from app.web.public_host import resolve_public_host
 from app.web.render import STATIC, EventRenderer, make_env
+from app.web.routing import RouteToOwner
 from app.web.security import Guard, GuardMiddleware, token_problem
 
 
-def create_app(settings: Settings, store: Store | None = None, initial_targets: list[Target] | None = None) -> FastAPI:
+def create_app(settings: Settings, store: Store | None = None, initial_targets: list[Target] | None = None,
+               ownership: Ownership | None = None) -> FastAPI:
     problem = token_problem(settings.token)
     if problem:
         raise ValueError(problem)
@@ -33,7 +36,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     settings.public_host = resolve_public_host(settings)
     env = make_env()
     renderer = EventRenderer(env)
-    manager = SessionManager(settings, renderer, store)
+    manager = SessionManager(settings, renderer, store, ownership)
     renderer.manager = manager
     extra = {h.strip() for h in settings.allowed_hosts.split(",") if h.strip()}
     guard = Guard(token, extra, settings.public_host, settings.port)
@@ -59,6 +62,8 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.include_router(export_routes.router)
     app.include_router(ws.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    # Inside the guard (Host and Origin checked, cookies dropped off the public host) and before every route.
+    app.add_middleware(RouteToOwner, web=app.state.web)
     # Small JSON replies go uncompressed: on loopback compressing them costs more than it saves.
     app.add_middleware(GZipMiddleware, minimum_size=2048)
     app.add_middleware(GuardMiddleware, guard=guard)

@@ -20,6 +20,7 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
         "status": s.status,
         "status_message": s.status_message,
         "status_since": s.status_since,
+        "owned_by": s.owned_by,  # team deployment: another process owns the connection (this is a live copy)
         "created": s.created,
         "last_activity": s.last_activity,
         "server": {

@@ -1,0 +1,171 @@
+"""Read-only replicas of sessions another console process owns, and taking a session over from a dead owner.
+
+A process that does not own a session still shows it live: every event the owner publishes reaches this
+process through the hub between processes, which calls `on_remote` *before* its local fan-out renders it;
+`on_remote` folds the event into the local copy (`Timeline.fold`: never stored again, never published again).
+
+The store is the truth, the hub carries news. A replica starts from the store (its first event, e.g. a
+`session_created`, loads the session), and the owner's store writes are batched by a writer thread, so the
+owner's hub sender must make the store hold at least what it publishes: it calls `SessionManager.before_publish`
+(a store flush, off the event loop) before it sends a batch. Then a replica that loaded from the store up to
+seq M ignores every remote event with seq ≤ M (already folded from the store) and folds the rest, and nothing
+falls in between.
+
+Takeover: when the owner is dead, the process that receives an action claims the session and rebuilds it
+from the store (a replica never saw frames, so the next seq is the store's), records `taken_over` (which fails
+what the dead process left in flight), reconnects an HTTP target and resumes its subscriptions. A stdio target
+is not restarted: that stays the owner's deliberate Reconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.console.events import RECORDS, Restored, TakenOver, TimelineEvent
+from app.console.hub import Serialized
+from app.console.ownership import ProcessInfo
+from app.console.session import ConsoleSession
+from app.console.target import target_from
+
+if TYPE_CHECKING:
+    from app.console.manager import SessionManager
+
+# Everything but frames: a replica shows entries; frames are read from the store when an entry is opened.
+FOLDED_KINDS = tuple(k for k in RECORDS if k != "wire")
+LINK_KINDS = ("link_created", "link_revoked")
+STDIO_NOTE = ("The console process that ran this stdio server stopped, and its server with it. "
+              "Reconnect to start it again here.")
+HTTP_NOTE = "The console process that owned this connection stopped; this process reconnected."
+
+
+@dataclass(slots=True)
+class Loaded:
+    """One session as the store has it: the events a replica folds, the highest seq, the entry count."""
+
+    events: list[TimelineEvent]
+    last_seq: int
+    entries: int
+    imported: bool  # an imported session file: read-only, no target to connect, its log never written
+
+
+class Replicas:
+    def __init__(self, manager: SessionManager) -> None:
+        self._manager = manager
+        self.ids: set[str] = set()  # sessions this process shows but does not own
+        self.owners: dict[str, ProcessInfo] = {}  # the owner last seen for a replica (the page names it)
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def is_replica(self, session_id: str) -> bool:
+        return session_id in self.ids
+
+    # -- replicas ---------------------------------------------------------
+    def on_remote(self, session_id: str, seq: int, message: Serialized) -> None:
+        """An event another process published: fold it into the replica (the hub renders it after this)."""
+        session = self._manager.sessions.get(session_id)
+        if session is None:
+            session = self.load(session_id)
+            if session is None:
+                return  # not in the store (deleted meanwhile): nothing to show
+        if session_id not in self.ids or seq <= session.timeline.seq:
+            return  # a session this process owns, or an event the store already gave us
+        event = TimelineEvent.from_json(message)
+        session.timeline.fold(event)
+        session.last_activity = event.at
+        if event.kind in LINK_KINDS:  # a link made or revoked on the owner opens (or stops opening) here too
+            self._manager.links.reload()
+
+    def load(self, session_id: str) -> ConsoleSession | None:
+        """A replica from the store (blocking read: a session new to this process, once)."""
+        loaded = read(self._manager, session_id)
+        if loaded is None:
+            return None
+        session = self._build(session_id, loaded)
+        session.owned_by = "another console process"  # named once an action learns which
+        self._manager.sessions[session_id] = session
+        self.ids.add(session_id)
+        return session
+
+    def note_owner(self, session_id: str, owner: ProcessInfo) -> None:
+        session = self._manager.sessions.get(session_id)
+        if session is not None and session_id in self.ids:
+            self.owners[session_id] = owner
+            session.owned_by = f"console process {owner.process_id}"
+
+    def load_all(self) -> int:
+        """At startup in a team: every stored session as a replica; a process claims one on its next action."""
+        count = 0
+        for row in self._manager.store.list_sessions():
+            if row["id"] not in self._manager.sessions and self.load(row["id"]) is not None:
+                count += 1
+        return count
+
+    def _build(self, session_id: str, loaded: Loaded) -> ConsoleSession:
+        m = self._manager
+        created = next((e for e in loaded.events if e.kind == "session_created"), None)
+        target = target_from(created.data["target"] if created is not None else None)
+        session = ConsoleSession(session_id, target, m.settings, m.store, m.hub.publish, m.http,
+                                 created=loaded.events[0].at, new=False)
+        for event in loaded.events:
+            session.timeline.fold(event)
+        session.state.seq = max(session.state.seq, loaded.last_seq)
+        if loaded.imported:  # folded, never stored: the same view manager.restore gives an import
+            session.timeline.fold(TimelineEvent(session_id, session.state.seq,
+                                                Restored(note="imported: read-only", imported=True)))
+        session.timeline.set_total(loaded.entries)
+        session.last_activity = loaded.events[-1].at
+        return session
+
+    # -- takeover ---------------------------------------------------------
+    async def take_over(self, session_id: str) -> ConsoleSession | None:
+        """This process has just claimed the session: make the replica an owned session (once, however many ask)."""
+        lock = self._locks.setdefault(session_id, asyncio.Lock())
+        async with lock:
+            if session_id not in self.ids and session_id in self._manager.sessions:
+                return self._manager.sessions[session_id]  # another action took it over first
+            loaded = await asyncio.to_thread(read, self._manager, session_id)
+            if loaded is None:
+                return None
+            session = self._own(session_id, loaded)
+        if session.target.kind == "http" and not session.read_only:
+            await self._manager._connect(session)  # reconnects and listens again, as after a restart
+        return session
+
+    def _own(self, session_id: str, loaded: Loaded) -> ConsoleSession:
+        # Rebuilt from the store, not from the replica: the store holds every frame's seq, so the next
+        # event continues after the highest one the dead owner committed.
+        session = self._build(session_id, loaded)
+        self.ids.discard(session_id)
+        self.owners.pop(session_id, None)
+        self._manager.sessions[session_id] = session
+        if not session.read_only:
+            stdio = session.target.kind == "stdio"
+            ownership = self._manager.ownership
+            session.timeline.append(TakenOver(process_id=ownership.process_id if ownership else "",
+                                              note=STDIO_NOTE if stdio else HTTP_NOTE, stdio=stdio))
+            session.touch(force=True)
+        return session
+
+    def forget(self, session_id: str) -> None:
+        """The owner deleted the session: drop the copy without touching the store (the owner did)."""
+        if session_id in self.ids:
+            self.ids.discard(session_id)
+            self.owners.pop(session_id, None)
+            self._manager.sessions.pop(session_id, None)
+            self._manager.hub.close_session(session_id, "session deleted")
+
+
+def read(manager: SessionManager, session_id: str) -> Loaded | None:
+    store = manager.store
+    # The highest seq first, then the events: what the owner commits in between is read too, never skipped
+    # (a session's events commit in seq order), and the floor is the highest seq actually read.
+    last = store.count(session_id)
+    events = store.events(session_id, kinds=FOLDED_KINDS)
+    if not events:
+        return None
+    # An import keeps its read-only mark in the metadata row (its log stays the file's), as restore reads it.
+    row = next((r for r in store.list_sessions() if r["id"] == session_id), None)
+    imported = bool(row is not None and row["meta"].get("read_only")) or any(
+        e.kind == "restored" and e.data["imported"] for e in events)
+    return Loaded(events, max(last, events[-1].seq), store.entry_count(session_id), imported)

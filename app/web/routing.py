@@ -1,0 +1,160 @@
+"""Every state-changing action on a session runs in the process that owns the session's connection.
+
+One ASGI middleware, after the Host/Origin guard and before any route: a POST under `/sessions/{id}/…` is
+handled here when this process owns the session (or the console is a single process: then nothing below
+runs beyond one attribute check), taken over when its owner is dead, and otherwise forwarded to the owner's
+URL, whose answer (status, headers, body) goes back unchanged.
+
+Who is asking travels with the request. The forwarding process has already identified the caller; it sends
+the owner token as a Bearer header (every process of a team shares it) and names the principal in
+`X-MCP-Console-Principal` (`owner` or `link:<id>`, `;presenter` when presenting). The owner trusts that header
+only beside a valid Bearer token, re-checks a link (active, same session) in its own registry, and the route
+dependencies then apply the link's role as for any request: a viewer stays a viewer. A forwarded request is
+always handled where it arrives, or refused; it is never forwarded again, so no loop can form.
+"""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+from starlette.requests import cookie_parser
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.console.manager import SessionManager
+from app.console.ownership import ProcessInfo
+from app.web.deps import Principal, Web, identify
+from app.web.security import SAFE_METHODS, Guard, token_matches
+
+PRINCIPAL_HEADER = "x-mcp-console-principal"
+_SESSION_ACTION = re.compile(r"\A/sessions/([^/]+)/.")
+# What a forwarded request carries besides the body; cookies stay here (the principal header says who).
+_REQUEST_HEADERS = frozenset({"content-type", "accept", "accept-language", "user-agent"})
+# What the owner's answer loses on the way back: hop-by-hop framing, and the security headers this
+# process's guard adds to every response itself.
+_DROPPED_RESPONSE = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding",
+                               "date", "server", "content-security-policy", "x-content-type-options",
+                               "referrer-policy"})
+
+
+def principal_header(who: Principal) -> str:
+    name = "owner" if who.is_owner else f"link:{who.link_id}"
+    return f"{name};presenter" if who.presenter else name
+
+
+class RouteToOwner:
+    def __init__(self, app: ASGIApp, web: Web) -> None:
+        self.app = app
+        self.web = web
+        self.manager: SessionManager = web.manager
+        self.guard: Guard = web.guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        ownership = self.manager.ownership
+        if ownership is None or scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        match = _SESSION_ACTION.match(scope["path"])
+        session_id = match.group(1) if match is not None else None
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        forwarded = PRINCIPAL_HEADER in headers
+        who: Principal | None = None
+        if forwarded:  # before any fast path: the header must never be ignored in favour of the Bearer token
+            who = self._forwarded_principal(session_id, headers)
+            if who is None:
+                await _answer(send, 403, "A forwarded request needs the owner token and an active principal.")
+                return
+            scope = {**scope, "state": {**scope.get("state", {}), "principal": who}}
+        if session_id is None or scope["method"] in SAFE_METHODS or ownership.owned_by_me(session_id):
+            await self.app(scope, receive, send)
+            return
+        if not forwarded:
+            found = identify(self.web, headers, cookie_parser(headers.get("cookie", "")))
+            if found is None:  # the route answers 401 (or says the link ended) as it always does
+                await self.app(scope, receive, send)
+                return
+            who = found
+            scope = {**scope, "state": {**scope.get("state", {}), "principal": who}}
+        owner = await self._owner(session_id)
+        if owner is None or owner.process_id == ownership.process_id:
+            await self.app(scope, receive, send)
+        elif forwarded or who is None:  # never forwarded twice: the sender's idea of the owner was out of date
+            await _answer(send, 409, "This console process does not own the session any more; try again.")
+        else:
+            await self._forward(owner, who, scope, receive, send)
+
+    def _forwarded_principal(self, session_id: str | None, headers: dict[str, str]) -> Principal | None:
+        if not token_matches(self.guard.caller_token(headers, {}), self.guard.token):
+            return None
+        name, _, flag = headers[PRINCIPAL_HEADER].partition(";")
+        presenter = flag == "presenter"
+        if name == "owner":
+            return Principal("owner", presenter=presenter)
+        link = self.manager.links.get(name.removeprefix("link:")) if name.startswith("link:") else None
+        if link is None or not link.active() or (session_id is not None and link.session_id != session_id):
+            return None  # revoked or expired since the forwarding process identified it
+        return Principal(link.role, link.session_id, link.id, presenter=presenter)
+
+    async def _owner(self, session_id: str) -> ProcessInfo | None:
+        """The live owner, after claiming (and taking over) a session whose owner is dead; None: not a session."""
+        ownership = self.manager.ownership
+        assert ownership is not None
+        replicas = self.manager.replicas
+        if self.manager.get(session_id) is None and replicas.load(session_id) is None:
+            return None  # no such session: the route says 404
+        for _ in range(3):  # a claim lost to another process means that process owns it now: ask again
+            owner = await ownership.owner_of(session_id)
+            if owner is not None:
+                if owner.process_id != ownership.process_id:
+                    replicas.note_owner(session_id, owner)  # the page names it
+                return owner
+            if await ownership.claim(session_id):
+                if replicas.is_replica(session_id):
+                    await replicas.take_over(session_id)
+                return ProcessInfo(ownership.process_id, ownership.url)
+        return None
+
+    async def _forward(self, owner: ProcessInfo, who: Principal, scope: Scope, receive: Receive,
+                       send: Send) -> None:
+        body = await _body(receive)
+        out = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])
+               if k.decode("latin-1").lower() in _REQUEST_HEADERS or k.lower().startswith(b"hx-")]
+        out += [("authorization", f"Bearer {self.guard.token}"), (PRINCIPAL_HEADER, principal_header(who)),
+                ("accept-encoding", "identity")]
+        query = scope.get("query_string", b"").decode("latin-1")
+        url = owner.url.rstrip("/") + scope["path"] + (f"?{query}" if query else "")
+        try:
+            response = await self.manager.http.request(scope["method"], url, content=body, headers=out)
+        except httpx.HTTPError as exc:
+            await _answer(send, 503, f"The console process that owns this session ({owner.process_id}) did not "
+                                     f"answer ({type(exc).__name__}); try again in a moment.")
+            return
+        if response.status_code < 400 and scope["path"].endswith("/delete"):
+            self.manager.replicas.forget(scope["path"].split("/")[2])
+        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.multi_items()
+                   if k.lower() not in _DROPPED_RESPONSE]
+        headers.append((b"content-length", str(len(response.content)).encode()))
+        await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+        await send({"type": "http.response.body", "body": response.content})
+
+
+async def _body(receive: Receive) -> bytes:
+    """The whole request body (already bounded by BodyLimitMiddleware, which wraps this one)."""
+    chunks: list[bytes] = []
+    while True:
+        message: Message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _answer(send: Send, status: int, text: str) -> None:
+    body = text.encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+

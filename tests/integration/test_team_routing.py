@@ -1,0 +1,311 @@
+"""Two console processes on one store: replicas, actions routed to the owner, takeover when the owner dies.
+
+Both "processes" are console apps in this test process, each with its own SqliteStore on one database FILE
+(WAL lets them share it), joined by `Bus` (what the Redis hub does between processes: the owner flushes its
+store, then every other process folds the event into its replica and fans it out) and by one in-memory
+ownership directory. Process A is served by a real uvicorn so B forwards to it over real HTTP; the demo server
+is the target.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.console.hub import Serialized
+from app.console.manager import SessionManager
+from app.console.ownership import MemoryDirectory, MemoryOwnership, ProcessInfo
+from app.console.replica import STDIO_NOTE
+from app.console.state import TAKEOVER_ERROR
+from app.console.store import SqliteStore
+from app.settings import Settings
+from app.web.app import create_app
+from tests.integration.conftest import AUTH, JSON, LINK_COOKIE, TOKEN, Console, Served, create_link, eventually
+
+Message = tuple[SessionManager, str, int, Serialized]
+
+
+class Bus:
+    """The hub between processes, in one process: publish on one manager reaches every other one's replica."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Message] = asyncio.Queue()
+        self.local: dict[SessionManager, Callable[[str, int, Serialized], None]] = {}
+        self.task = asyncio.get_running_loop().create_task(self._send(), name="test-bus")
+
+    def join(self, manager: SessionManager) -> None:
+        hub = manager.hub
+        original = hub.publish_serialized
+        self.local[manager] = original
+
+        def publish_serialized(session_id: str, seq: int, message: Serialized) -> None:
+            original(session_id, seq, message)
+            self.queue.put_nowait((manager, session_id, seq, message))
+
+        hub.publish_serialized = publish_serialized  # type: ignore[method-assign]
+
+    def leave(self, manager: SessionManager) -> None:
+        self.local.pop(manager, None)
+
+    async def _send(self) -> None:
+        while True:
+            batch = [await self.queue.get()]
+            while not self.queue.empty():
+                batch.append(self.queue.get_nowait())
+            for source in {m for m, *_ in batch if m in self.local}:
+                await asyncio.to_thread(source.before_publish)  # the store holds what the bus carries
+            for source, session_id, seq, message in batch:
+                if source not in self.local:
+                    continue  # a dead process publishes nothing
+                for manager, fan_out in list(self.local.items()):
+                    if manager is not source:
+                        manager.on_remote(session_id, seq, message)
+                        fan_out(session_id, seq, message)
+
+
+class Member(Console):
+    """One console process of the team: its own app, store connection and lease holder."""
+
+    def __init__(self, settings: Settings, db: Path, ownership: MemoryOwnership) -> None:
+        self.settings = settings
+        self.ownership = ownership
+        self.app = create_app(settings, store=SqliteStore(db), ownership=ownership)
+        self.public_host = settings.public_host
+        self.base = f"http://{self.public_host}"
+        self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url=self.base,
+                                      headers=AUTH, timeout=30)
+
+
+class Team:
+    def __init__(self, tmp_path: Path, serve: Callable[..., Awaitable[Served]]) -> None:
+        self.tmp_path, self.serve = tmp_path, serve
+        self.db = tmp_path / "team.db"
+        self.directory = MemoryDirectory()
+        self.bus = Bus()
+        self.members: list[Member] = []
+        self.dead: list[Member] = []
+
+    async def member(self, name: str, served: bool = False) -> Member:
+        settings = Settings(data_dir=str(self.tmp_path / name), token=TOKEN, allowed_hosts="testserver",
+                            request_idle_timeout_s=20.0, stdio_shutdown_grace_s=2.0)
+        member = Member(settings, self.db, self.directory.join(name, ""))
+        self.members.append(member)
+        self.bus.join(member.manager)
+        if served:
+            where = await self.serve(member)
+            member.ownership.url = f"http://{where.host}"
+            self.directory.processes[name] = ProcessInfo(name, member.ownership.url)
+        return member
+
+    def kill(self, member: Member) -> None:
+        """The process vanishes: it writes and publishes nothing more, and its heartbeat stops."""
+        store = member.manager.store
+        store.append = lambda event: None  # type: ignore[method-assign]
+        store.save_session = lambda *args: None  # type: ignore[method-assign]
+        self.bus.leave(member.manager)
+        self.directory.die(member.ownership.process_id)
+
+    async def close(self) -> None:
+        for member in self.members:
+            with contextlib.suppress(Exception):
+                await member.close()
+        self.bus.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.bus.task
+
+
+@pytest.fixture
+async def team(tmp_path: Path, serve: Callable[..., Awaitable[Served]]) -> AsyncIterator[Team]:
+    made = Team(tmp_path, serve)
+    yield made
+    await made.close()
+
+
+async def replica_entry(member: Member, session_id: str, key: str) -> dict[str, Any] | None:
+    session = member.manager.get(session_id)
+    return session.timeline.entries.get(key) if session is not None else None
+
+
+async def test_a_call_on_the_owner_folds_into_the_other_process_replica(team: Team, demo_url: str) -> None:
+    a = await team.member("a")
+    b = await team.member("b")
+    sid = (await a.connect(kind="http", url=demo_url))["id"]
+    await a.call_tool(sid, "echo", text="from A")
+    owner = a.manager.get(sid)
+
+    async def folded() -> bool:
+        replica = b.manager.get(sid)
+        return replica is not None and replica.timeline.entry_count == owner.timeline.entry_count and all(
+            e.get("status") not in ("pending", "running") for e in replica.timeline.entries.values())
+
+    await eventually(folded, what="B's replica to hold every entry A recorded")
+    assert b.manager.replicas.is_replica(sid) and not a.manager.replicas.is_replica(sid)
+    shown = await b.session(sid)  # a GET is read where it arrives: from the replica
+    calls = [e for e in shown["timeline"] if e.get("method") == "tools/call"]
+    assert calls and calls[0]["status"] == "complete", calls
+    assert shown["status"] == "connected"
+    # The replica wrote nothing: every event in the store is A's, each seq once.
+    assert b.manager.store.count(sid) == a.manager.store.count(sid)
+
+
+async def test_a_replica_loading_from_the_store_ignores_what_it_already_folded(team: Team, demo_url: str) -> None:
+    a = await team.member("a")
+    sid = (await a.connect(kind="http", url=demo_url))["id"]
+    await a.call_tool(sid, "echo", text="before B existed")
+    b = await team.member("b")  # knows nothing of the session until the next event arrives
+    await a.call_tool(sid, "echo", text="after")
+    owner = a.manager.get(sid)
+
+    async def same() -> bool:
+        replica = b.manager.get(sid)
+        return replica is not None and replica.timeline.entry_count == owner.timeline.entry_count
+    await eventually(same, what="B's replica, loaded from the store, to match A")
+    replica = b.manager.get(sid)
+    before = replica.timeline.entry_count
+    old = a.manager.store.events(sid, kinds=("exchange_started",))[-1]
+    b.manager.on_remote(sid, old.seq, Serialized(old.to_json()))  # late duplicate: already in the store
+    assert replica.timeline.entry_count == before
+
+
+async def test_an_action_posted_to_the_other_process_runs_on_the_owner(team: Team, demo_url: str) -> None:
+    a = await team.member("a", served=True)
+    b = await team.member("b")
+    sid = (await a.connect(kind="http", url=demo_url))["id"]
+    await eventually(lambda: asyncio.sleep(0, b.manager.get(sid)), what="B's replica")
+    response = await b.http.post(f"/sessions/{sid}/tools/call", data={"tool": "echo", "arg.text": "via B"},
+                                 headers=JSON)
+    assert response.status_code == 200, response.text
+    assert "via B" in response.text
+    assert b.manager.replicas.is_replica(sid), "B must not have taken the session: A is alive"
+    assert (await b.session(sid))["owned_by"] == "console process a"
+    assert "Connection held by console process a" in (await b.http.get(f"/sessions/{sid}")).text
+    assert b.manager.get(sid).client is None, "B opened no connection of its own"
+    assert any(e.get("method") == "tools/call" for e in a.manager.get(sid).timeline.entries.values())
+
+    async def shown_on_b() -> bool:
+        calls = [e for e in (await b.session(sid))["timeline"] if e.get("method") == "tools/call"]
+        return bool(calls) and calls[0]["status"] == "complete"
+    await eventually(shown_on_b, what="the forwarded call's entry on B")
+
+
+async def test_a_viewer_link_forwarded_to_the_owner_stays_a_viewer(team: Team, demo_url: str) -> None:
+    a = await team.member("a", served=True)
+    b = await team.member("b")
+    sid = (await a.connect(kind="http", url=demo_url))["id"]
+    await eventually(lambda: asyncio.sleep(0, b.manager.get(sid)), what="B's replica")
+    link = await create_link(b, sid, "viewer")  # made on A (the owner), through B
+    token = link["url"].rsplit("/", 1)[1]
+    assert a.manager.links.find(token) is not None
+    await eventually(lambda: asyncio.sleep(0, b.manager.links.find(token)), what="B to learn of the link")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=b.app), base_url=b.base,
+                                 cookies={LINK_COOKIE: token}) as viewer:
+        assert (await viewer.get(f"/sessions/{sid}.json")).status_code == 200
+        refused = await viewer.post(f"/sessions/{sid}/tools/call", data={"tool": "echo", "arg.text": "no"},
+                                    headers=JSON)
+    assert refused.status_code == 403, refused.text
+    assert not any(e.get("method") == "tools/call" for e in a.manager.get(sid).timeline.entries.values())
+
+
+async def test_a_forwarded_principal_is_not_believed_without_the_owner_token(team: Team, demo_url: str) -> None:
+    a = await team.member("a", served=True)
+    sid = (await a.connect(kind="http", url=demo_url))["id"]
+    link = await create_link(a, sid, "viewer")
+    token = link["url"].rsplit("/", 1)[1]
+    url = f"{a.ownership.url}/sessions/{sid}/tools/call"
+    async with httpx.AsyncClient(cookies={LINK_COOKIE: token}) as outsider:
+        forged = await outsider.post(url, data={"tool": "echo", "arg.text": "x"},
+                                     headers={**JSON, "X-MCP-Console-Principal": "owner"})
+        assert forged.status_code == 403, forged.text
+        # With the owner token, a named link is held to that link's role.
+        as_viewer = await outsider.post(url, data={"tool": "echo", "arg.text": "x"},
+                                        headers={**JSON, **AUTH, "X-MCP-Console-Principal": f"link:{link['id']}"})
+        assert as_viewer.status_code == 403, as_viewer.text
+    assert not any(e.get("method") == "tools/call" for e in a.manager.get(sid).timeline.entries.values())
+
+
+async def test_takeover_fails_the_dead_owners_request_and_continues_from_the_store(team: Team,
+                                                                                   demo_url: str) -> None:
+    a = await team.member("a", served=True)
+    b = await team.member("b")
+    sid = (await a.connect(kind="http", url=demo_url))["id"]
+    owner = a.manager.get(sid)
+    slow = asyncio.create_task(a.http.post(f"/sessions/{sid}/tools/call", headers=JSON,
+                                           data={"tool": "long_job", "arg.seconds": "30"}))
+
+    async def in_flight() -> str | None:
+        return next((k for k, e in owner.timeline.entries.items() if e.get("name") == "long_job"
+                     and e.get("status") in ("pending", "running")), None)
+    key = await eventually(in_flight, what="A's long_job in flight")
+    await eventually(lambda: replica_entry(b, sid, key), what="B's replica to show the call in flight")
+    a.manager.store.flush()
+    team.kill(a)
+    stored = b.manager.store.count(sid)
+    assert b.manager.get(sid).timeline.seq < stored, "the replica never saw frames: its seq is behind the store"
+
+    reply = await b.call_tool(sid, "echo", text="after takeover")
+    assert reply["ok"] is True, reply
+    assert not b.manager.replicas.is_replica(sid) and team.directory.leases[sid] == "b"
+    taken = b.manager.get(sid)
+    failed = taken.timeline.entries[key]
+    assert failed["status"] == "error" and failed["error"] == TAKEOVER_ERROR, failed
+    new = b.manager.store.events(sid, after_seq=stored)
+    assert new and new[0].kind == "taken_over", [e.kind for e in new[:3]]
+    assert len(b.manager.store.events(sid, before_seq=stored + 1)) == stored, "A's events were overwritten"
+    slow.cancel()
+    with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+        await slow
+
+
+async def test_takeover_does_not_restart_a_stdio_server(team: Team) -> None:
+    a = await team.member("a", served=True)
+    b = await team.member("b")
+    sid = (await a.connect(kind="demo-stdio"))["id"]
+    assert (await a.session(sid))["status"] == "connected"
+    await eventually(lambda: asyncio.sleep(0, b.manager.get(sid)), what="B's replica")
+    a.manager.store.flush()
+    team.kill(a)
+    response = await b.http.post(f"/sessions/{sid}/tools/call", data={"tool": "echo", "arg.text": "x"},
+                                 headers=JSON)
+    assert response.status_code == 409, response.text
+    taken = b.manager.get(sid)
+    assert taken.transport is None, "takeover must not start a stdio process"
+    shown = await b.session(sid)
+    assert shown["status"] == "closed" and shown["status_message"] == STDIO_NOTE
+    reconnect = await b.http.post(f"/sessions/{sid}/reconnect", headers=JSON)  # the owner's deliberate act
+    assert reconnect.status_code < 400, reconnect.text
+    assert (await b.settled(sid))["status"] == "connected"
+
+
+async def test_a_graceful_shutdown_releases_the_processs_leases(team: Team, demo_url: str) -> None:
+    a = await team.member("a")
+    sid = (await a.connect(kind="http", url=demo_url))["id"]
+    assert team.directory.leases.get(sid) == "a"
+    await a.manager.shutdown()
+    team.members.remove(a)
+    await a.http.aclose()
+    assert sid not in team.directory.leases
+
+
+async def test_taking_over_an_imported_session_connects_nothing_and_writes_nothing(team: Team,
+                                                                                   demo_url: str) -> None:
+    a = await team.member("a", served=True)
+    b = await team.member("b")
+    sid = (await a.connect(kind="http", url=demo_url))["id"]
+    exported = await a.http.get(f"/sessions/{sid}/export.json")
+    imported = await a.http.post("/sessions/import", files={"file": ("s.json", exported.content)}, headers=JSON)
+    assert imported.status_code == 200, imported.text
+    copy = imported.json()["id"]
+    a.manager.store.flush()
+    team.kill(a)
+    stored = b.manager.store.count(copy)
+    response = await b.http.post(f"/sessions/{copy}/refresh", headers=JSON)
+    assert response.status_code == 409, response.text
+    taken = b.manager.get(copy)
+    assert taken.read_only and taken.client is None
+    assert b.manager.store.count(copy) == stored, "an imported session's log stays the file's"
