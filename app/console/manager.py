@@ -6,14 +6,17 @@ from typing import Any
 
 import httpx
 
+from app.console.cluster import Cluster
 from app.console.events import RECORDS, LinkCreated, LinkRevoked, TimelineEvent
-from app.console.hub import Hub, Renderer
+from app.console.hub import Hub, Renderer, Serialized
+from app.console.hub_redis import new_process_id
 from app.console.links import ShareLink
 from app.console.session import ConsoleSession, new_session_id
 from app.console.sharing import LinkRegistry
 from app.console.store import SqliteStore, Store
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
+from app.console.team import make_cluster, make_hub
 from app.settings import Settings
 
 # Everything but frames: the state is their fold (frames are read per entry, on demand).
@@ -27,7 +30,10 @@ class SessionManager:
     def __init__(self, settings: Settings, render: Renderer, store: Store | None = None) -> None:
         self.settings = settings
         self.store: Store = store or SqliteStore(settings.db_path)
-        self.hub = Hub(render, queue_size=settings.ws_queue_size, ring_size=settings.ws_queue_size)
+        # This process among the console processes sharing one Redis (alone when redis_url is empty).
+        self.process_id = new_process_id()
+        self.hub: Hub = make_hub(settings, render, process_id=self.process_id, on_remote=self.on_remote)
+        self.cluster: Cluster = make_cluster(settings, self.process_id)
         self.tasks = TaskGroup()
         self.sessions: dict[str, ConsoleSession] = {}
         self.links = LinkRegistry(self.store, self.hub, self._link_changed)
@@ -77,6 +83,19 @@ class SessionManager:
         self.store.save_session(session.id, session.meta(), created, session.last_activity)
         return session
 
+    async def start_services(self) -> None:
+        """Connect the hub and register this process in the directory (the app lifespan calls it)."""
+        await self.hub.start()
+        await self.cluster.start()
+
+    def on_remote(self, session_id: str, seq: int, message: Serialized) -> None:
+        """An event another console process published (the Redis hub calls this before rendering it here).
+
+        The seam for session replicas: fold `TimelineEvent.from_json(message)` into this process's copy of the
+        session so the renderer, which reads session state, shows it. Not built yet: a session owned elsewhere
+        is not held here, so nothing is folded.
+        """
+
     def start(self, session: ConsoleSession) -> None:
         self.tasks.spawn(f"connect-{session.id}", self._connect(session))
 
@@ -120,6 +139,8 @@ class SessionManager:
             except Exception:  # one broken session must not keep the others' processes alive
                 continue
         await self.http.aclose()
+        await self.hub.stop()  # after the sessions: what closing them published still goes out
+        await self.cluster.stop()
         self.store.close()
 
 
