@@ -76,6 +76,7 @@ class _Heartbeat:
     def __init__(self, heartbeat_s: float) -> None:
         self.heartbeat_s = heartbeat_s
         self._tasks = TaskGroup()
+        self._closing = False  # redis-py may turn a cancel mid-reply into a ConnectionError: the flag ends the loop
 
     async def register(self) -> None:
         raise NotImplementedError
@@ -91,12 +92,13 @@ class _Heartbeat:
         self._tasks.spawn("cluster-heartbeat", self._beat())
 
     async def stop(self) -> None:
+        self._closing = True
         await self._tasks.cancel_all()
         with contextlib.suppress(*FAILURES):
             await self.deregister()
 
     async def _beat(self) -> None:
-        while True:
+        while not self._closing:
             await asyncio.sleep(self.heartbeat_s)  # the heartbeat period itself
             try:
                 await self.register()

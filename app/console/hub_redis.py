@@ -89,6 +89,7 @@ class RedisHub(Hub):
         self._last_id: str | None = None  # the bus position the reader resumes from
         self.ready = asyncio.Event()  # the reader knows where the bus ends: later messages will reach it
         self._tasks = TaskGroup()
+        self._closing = False
         self.stats = {"sent": 0, "received": 0, "dropped": 0, "send_failures": 0, "read_failures": 0, "gaps": 0}
 
     # -- lifecycle ------------------------------------------------------------------------------------
@@ -112,6 +113,9 @@ class RedisHub(Hub):
         """Send what is pending (bounded by `flush_s`), then stop and disconnect."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), flush_s)
+        # The flag as well as the cancel: redis-py may turn a cancel that lands mid-reply into a
+        # ConnectionError, which the loops would take for an outage and retry.
+        self._closing = True
         await self._tasks.cancel_all()
         with contextlib.suppress(*FAILURES):
             await self._redis.aclose()
@@ -143,7 +147,7 @@ class RedisHub(Hub):
 
     async def _send_loop(self) -> None:
         backoff = 0.05
-        while True:
+        while not self._closing:
             if not self._pending:
                 self._idle.set()
                 self._wake.clear()
@@ -153,6 +157,8 @@ class RedisHub(Hub):
             try:
                 results = await asyncio.wait_for(self._send(batch), self._timeout)
             except FAILURES as exc:
+                if self._closing:
+                    return
                 self.stats["send_failures"] += 1
                 log.warning("Redis hub: sending failed (%s); retrying in %.2f s", exc, backoff)
                 await asyncio.sleep(backoff)  # reconnect backoff, not a wait for a condition
@@ -183,7 +189,7 @@ class RedisHub(Hub):
 
     async def _read_loop(self) -> None:
         backoff = 0.05
-        while True:
+        while not self._closing:
             try:
                 if self._last_id is None:
                     tail = await self._redis.xrevrange(self._bus, count=1)
@@ -191,6 +197,8 @@ class RedisHub(Hub):
                     self.ready.set()
                 reply = await self._redis.xread({self._bus: self._last_id}, count=BATCH, block=1000)
             except FAILURES as exc:
+                if self._closing:
+                    return
                 self.stats["read_failures"] += 1
                 log.warning("Redis hub: reading failed (%s); retrying in %.2f s", exc, backoff)
                 await asyncio.sleep(backoff)  # reconnect backoff

@@ -170,6 +170,7 @@ async def test_events_dropped_while_redis_was_away_reset_the_tabs_on_other_proce
         remote, _ = b.subscribe("s1", None, 0)
         a.publish(ev(1))
         assert await take(remote, 1) == [1]
+        await until(lambda: a.stats["sent"] == 1)  # B can have it before A has read Redis's reply
         server.stop()
         for seq in range(2, 7):
             a.publish(ev(seq))
