@@ -164,6 +164,11 @@ class Hub:
         for sub in list(self._subs.get(session_id, ())):
             sub.close(reason)
 
+    def forget_session(self, session_id: str) -> None:
+        """The session is gone (deleted): drop what the hub remembers of it."""
+        self._rings.pop(session_id, None)
+        self._floors.pop(session_id, None)
+
     def close_link(self, link_id: str, reason: str) -> None:
         for subs in self._subs.values():
             for sub in list(subs):

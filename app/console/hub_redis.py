@@ -7,7 +7,7 @@ Layout in Redis (every key under one prefix, so deployments and tests can share 
   `p` makes "whole" exact: the tab that saw `last_seq` missed nothing iff the first entry after it has
   `p <= last_seq` (seqs have holes — frames are never published — so `seq - 1` would not say it).
 - `{prefix}bus`: one stream every process reads (XREAD BLOCK) for live delivery, fields `o` (origin
-  process), `t` (`ev`, `close_session`, `close_link`), `s` (session or link id), `q` (seq), `p`, `m`.
+  process), `t` (`ev`, `close_session`, `close_link`, `forget`), `s` (session or link id), `q` (seq), `p`, `m`.
   A stream rather than pub/sub so a reader that lost its connection resumes from the last id it saw.
 
 Why a subclass rather than a wrapper around a Hub: fan-out, bounded queues, ring and catch-up stay exactly
@@ -136,6 +136,16 @@ class RedisHub(Hub):
         super().close_link(link_id, reason)
         self._enqueue("close_link", link_id, text=reason)
 
+    def forget_session(self, session_id: str) -> None:
+        """Also deletes the session's stream, and every process drops its ring of it."""
+        self._forget(session_id)
+        self._enqueue("forget", session_id)
+
+    def _forget(self, session_id: str) -> None:
+        super().forget_session(session_id)
+        self._prev.pop(session_id, None)
+        self._seen.pop(session_id, None)
+
     def _enqueue(self, kind: str, target: str, seq: int = 0, prev: int = 0, text: str = "") -> None:
         self._serial += 1
         self._pending.append(_Outgoing(self._serial, kind, target, seq, prev, text))
@@ -181,6 +191,8 @@ class RedisHub(Hub):
                     # The session's stream first: a process that hears of an event on the bus finds it there.
                     pipe.xadd(f"{self._prefix}ev:{item.target}", {"m": item.text, "p": item.prev},
                               id=f"{item.seq}-0", maxlen=self._ring_size, approximate=True)
+                elif item.kind == "forget":
+                    pipe.delete(f"{self._prefix}ev:{item.target}")
                 pipe.xadd(self._bus, {"o": self.process_id, "t": item.kind, "s": item.target, "q": item.seq,
                                       "p": item.prev, "m": item.text}, maxlen=self._bus_size, approximate=True)
             return await pipe.execute(raise_on_error=False)
@@ -220,6 +232,8 @@ class RedisHub(Hub):
             super().close_session(target, fields.get("m", ""))
         elif kind == "close_link":
             super().close_link(target, fields.get("m", ""))
+        elif kind == "forget":
+            self._forget(target)
         elif kind == "ev":
             seq, prev = int(fields["q"]), int(fields["p"])
             seen = self._seen.get(target)

@@ -123,6 +123,7 @@ class SessionManager:
         if session is not None:
             await session.close()
         self.hub.close_session(session_id, "session deleted")
+        self.hub.forget_session(session_id)
         self.links.forget_session(session_id)
         self.store.delete_session(session_id)
 

@@ -279,3 +279,12 @@ async def test_a_hub_starts_and_stops_without_events(make_hub: MakeHub) -> None:
     await hub.start()
     hub.publish(ev(1))
     await hub.stop()
+
+
+async def test_a_forgotten_session_cannot_catch_a_tab_up_any_more(make_hub: MakeHub) -> None:
+    hub = make_hub(CountingRenderer())
+    for seq in range(1, 4):
+        hub.publish(ev(seq))
+    hub.forget_session("s1")
+    _, whole = await hub.subscribe_async("s1", last_seq=1, current_seq=3)
+    assert whole is False

@@ -179,3 +179,28 @@ async def test_events_dropped_while_redis_was_away_reset_the_tabs_on_other_proce
         await asyncio.wait_for(remote.overflow.wait(), WAIT_S)  # 2..4 never arrive: the tab reloads
     finally:
         server.close()
+
+
+async def test_forgetting_a_session_deletes_its_stream_for_every_process(make: MakeHub) -> None:
+    a, b = make(), make()
+    await a.start()
+    await b.start()
+    for seq in range(1, 4):
+        a.publish(ev(seq))
+    await until(lambda: b.stats["received"] == 3)
+    a.forget_session("s1")
+    await until(lambda: "s1" not in b._rings)
+    _, whole = await b.subscribe_async("s1", last_seq=1, current_seq=3)
+    assert whole is False  # neither B's ring nor the (deleted) stream holds it
+
+
+async def test_hostile_text_crosses_processes_unchanged(make: MakeHub) -> None:
+    texts: list[str] = []
+    a, b = make(), make(lambda e: texts.append(e.record.message) or "x")
+    await a.start()
+    await b.start()
+    sub, _ = b.subscribe("s1", None, 0)
+    hostile = "\x00<script>alert(1)</script>\u202e\ud800\u200b" + "é" * 200_000
+    a.publish(TimelineEvent(session_id="s1", seq=1, record=Notice(message=hostile), at=1.0))
+    assert await take(sub, 1) == [1]
+    assert texts == [hostile]
