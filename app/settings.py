@@ -71,6 +71,16 @@ class Settings:
                                         "multipart and chunked included).", default=1024 * 1024)
     max_import_bytes: int = _help("Largest session file /sessions/import accepts.", default=64 * 1024 * 1024)
 
+    redis_url: str = _help("Redis shared by the console processes of a team (redis://host:port/db). Empty: one "
+                           "process, the in-process hub, as ever.", default="")
+    redis_prefix: str = _help("Prefix of every Redis key the console uses, so deployments can share one Redis.",
+                              default="mcp-console:")
+    advertise_url: str = _help("Internal base URL other console processes reach this one at (the process "
+                               "directory). Empty: http://127.0.0.1:{port}.", default="")
+    lease_ttl_s: float = _help("Seconds a process's registration lives without a heartbeat; when it lapses, the "
+                               "sessions it owned may be claimed by another process.", default=5.0)
+    heartbeat_s: float = _help("Seconds between heartbeats renewing this process's registration.", default=1.0)
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
         env = dict(os.environ if env is None else env)
@@ -81,6 +91,10 @@ class Settings:
                 values[f.name] = _coerce(f.type, raw)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+    @property
+    def advertised_url(self) -> str:
+        return self.advertise_url or f"http://127.0.0.1:{self.port}"
 
     @property
     def db_path(self) -> Path:

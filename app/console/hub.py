@@ -135,6 +135,18 @@ class Hub:
         self._subs.setdefault(session_id, set()).add(sub)
         return sub, whole
 
+    async def subscribe_async(self, session_id: str, last_seq: int | None, current_seq: int,
+                              link_id: str | None = None, masked: bool = False) -> tuple[Subscriber, bool]:
+        """`subscribe` for the websocket route: a hub between processes may await its shared log to fill a
+        gap its own ring lacks. The in-process hub has nothing to wait for."""
+        return self.subscribe(session_id, last_seq, current_seq, link_id=link_id, masked=masked)
+
+    async def start(self) -> None:
+        """Nothing to start in one process; a hub between processes connects here."""
+
+    async def stop(self) -> None:
+        """Nothing to stop in one process."""
+
     def _ring(self, session_id: str, known_up_to: int) -> deque[Slot]:
         """The session's ring; a new one (e.g. after a restart) knows nothing up to `known_up_to`."""
         ring = self._rings.get(session_id)
@@ -151,6 +163,11 @@ class Hub:
     def close_session(self, session_id: str, reason: str) -> None:
         for sub in list(self._subs.get(session_id, ())):
             sub.close(reason)
+
+    def forget_session(self, session_id: str) -> None:
+        """The session is gone (deleted): drop what the hub remembers of it."""
+        self._rings.pop(session_id, None)
+        self._floors.pop(session_id, None)
 
     def close_link(self, link_id: str, reason: str) -> None:
         for subs in self._subs.values():

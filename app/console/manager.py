@@ -6,8 +6,10 @@ from typing import Any
 
 import httpx
 
+from app.console.cluster import Cluster
 from app.console.events import RECORDS, LinkCreated, LinkRevoked, TimelineEvent
 from app.console.hub import Hub, Renderer, Serialized
+from app.console.hub_redis import new_process_id
 from app.console.links import ShareLink
 from app.console.ownership import Ownership
 from app.console.replica import Replicas
@@ -16,6 +18,7 @@ from app.console.sharing import LinkRegistry
 from app.console.store import Store, open_store
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
+from app.console.team import make_cluster, make_hub
 from app.settings import Settings
 
 # Everything but frames: the state is their fold (frames are read per entry, on demand).
@@ -29,11 +32,17 @@ class SessionManager:
     def __init__(self, settings: Settings, render: Renderer, store: Store | None = None,
                  ownership: Ownership | None = None) -> None:
         self.settings = settings
-        # None: a single process, owning every session (nothing is routed). Else see app/console/ownership.py.
-        self.ownership = ownership
-        self.replicas = Replicas(self)
         self.store: Store = store or open_store(settings)
-        self.hub = Hub(render, queue_size=settings.ws_queue_size, ring_size=settings.ws_queue_size)
+        # This process among the console processes sharing one Redis (alone when redis_url is empty).
+        self.process_id = new_process_id()
+        self.hub: Hub = make_hub(settings, render, process_id=self.process_id, on_remote=self.on_remote,
+                                before_publish=self.before_publish)
+        self.cluster: Cluster = make_cluster(settings, self.process_id)
+        # None: a single process, owning every session (nothing is routed). Else see app/console/ownership.py.
+        # A team (redis_url set): the Redis cluster decides who owns what.
+        self.ownership: Ownership | None = ownership if ownership is not None else (
+            self.cluster if settings.redis_url else None)
+        self.replicas = Replicas(self)
         self.tasks = TaskGroup()
         self.sessions: dict[str, ConsoleSession] = {}
         self.links = LinkRegistry(self.store, self.hub, self._link_changed)
@@ -96,6 +105,11 @@ class SessionManager:
         self.store.save_session(session.id, session.meta(), created, session.last_activity)
         return session
 
+    async def start_services(self) -> None:
+        """Connect the hub and register this process in the directory (the app lifespan calls it)."""
+        await self.hub.start()
+        await self.cluster.start()
+
     def start(self, session: ConsoleSession) -> None:
         self.tasks.spawn(f"connect-{session.id}", self._connect(session))
 
@@ -123,6 +137,7 @@ class SessionManager:
         if session is not None:
             await session.close()
         self.hub.close_session(session_id, "session deleted")
+        self.hub.forget_session(session_id)
         self.links.forget_session(session_id)
         self.store.delete_session(session_id)
 
@@ -143,6 +158,8 @@ class SessionManager:
         if self.ownership is not None:  # another process takes these sessions over on their next action
             await self.ownership.release_all()
         await self.http.aclose()
+        await self.hub.stop()  # after the sessions: what closing them published still goes out
+        await self.cluster.stop()
         self.store.close()
 
 

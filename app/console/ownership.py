@@ -15,11 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from app.console.cluster import ProcessInfo  # one record of a process, whichever implementation answers
 
-@dataclass(frozen=True, slots=True)
-class ProcessInfo:
-    process_id: str
-    url: str  # where other processes reach this one (its advertise_url)
+__all__ = ["MemoryDirectory", "MemoryOwnership", "Ownership", "ProcessInfo"]
 
 
 class Ownership(Protocol):

@@ -43,6 +43,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await manager.start_services()
         manager.restore()
         for target in initial_targets or []:
             session = manager.create(target)

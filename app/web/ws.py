@@ -84,8 +84,9 @@ async def _serve(websocket: WebSocket, w: Web, session_id: str, who: Principal) 
     if session is None:
         return
     last_seq = await _hello(websocket)
-    sub, whole = w.manager.hub.subscribe(session_id, last_seq, session.timeline.seq, link_id=who.link_id,
-                                         masked=not who.sees_secrets)
+    # Awaited: a hub between processes may fill the gap from its shared log first.
+    sub, whole = await w.manager.hub.subscribe_async(session_id, last_seq, session.timeline.seq,
+                                                     link_id=who.link_id, masked=not who.sees_secrets)
     link = w.manager.links.get(who.link_id) if who.link_id else None
     expiry = None
     if link is not None and link.expires is not None:

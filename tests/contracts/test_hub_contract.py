@@ -1,27 +1,52 @@
 """The Hub contract: render once per event, fan the same string out, bound every queue, replay what a tab
 missed, and carry only text (a serialized event or a rendered fragment), never a live object.
 
-Parameterised over implementations by `make_hub` (the in-process hub now; a Redis hub plugs in here).
+Parameterised over implementations by `make_hub`: the in-process hub, and the Redis hub against a real
+redis-server (tests/services_redis.py; each test has its own key prefix). Its cross-process behaviour is in
+test_hub_redis.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
 from app.console.events import Notice, StatusChanged, Stderr, TimelineEvent, Wire
 from app.console.hub import Hub, Renderer, Subscriber
+from app.console.hub_redis import RedisHub
 
 MakeHub = Callable[..., Hub]
-IMPLEMENTATIONS: dict[str, MakeHub] = {"memory": Hub}
+
+
+def _memory(_request: pytest.FixtureRequest, _made: list[Hub]) -> MakeHub:
+    return Hub
+
+
+def _redis(request: pytest.FixtureRequest, made: list[Hub]) -> MakeHub:
+    url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
+
+    def make(render: Renderer, **kw: Any) -> Hub:
+        hub = RedisHub(render, url=url, prefix=prefix, **kw)
+        hub.launch()
+        made.append(hub)
+        return hub
+    return make
+
+
+# Each builds the factory the tests call as `make_hub(render, queue_size=..., ring_size=...)`.
+IMPLEMENTATIONS: dict[str, Callable[[pytest.FixtureRequest, list[Hub]], MakeHub]] = {
+    "memory": _memory, "redis": _redis}
 
 
 @pytest.fixture(params=sorted(IMPLEMENTATIONS))
-def make_hub(request: pytest.FixtureRequest) -> MakeHub:
-    return IMPLEMENTATIONS[request.param]
+async def make_hub(request: pytest.FixtureRequest) -> AsyncIterator[MakeHub]:
+    made: list[Hub] = []
+    yield IMPLEMENTATIONS[request.param](request, made)
+    for hub in made:
+        await hub.stop()
 
 
 class CountingRenderer:
@@ -229,3 +254,37 @@ async def test_what_the_hub_holds_for_a_session_is_text_only(make_hub: MakeHub) 
     held = [part for ring in hub._rings.values() for slot in ring for part in slot[1:]]
     assert held and all(part is None or isinstance(part, str) for part in held)
     assert all(isinstance(seq, int) and isinstance(payload, str) for seq, payload in drain(sub))
+
+
+async def test_subscribe_async_replays_exactly_the_missed_events_like_subscribe(make_hub: MakeHub) -> None:
+    hub = make_hub(CountingRenderer())
+    for seq in range(1, 8):
+        hub.publish(ev(seq))
+    sub, whole = await hub.subscribe_async("s1", last_seq=4, current_seq=7)
+    assert whole is True
+    hub.publish(ev(8))
+    assert [seq for seq, _ in drain(sub)] == [5, 6, 7, 8]
+
+
+async def test_subscribe_async_on_a_hub_that_has_seen_nothing_of_a_session_cannot_catch_up(make_hub: MakeHub) -> None:
+    hub = make_hub(CountingRenderer())
+    _, whole = await hub.subscribe_async("s1", last_seq=5, current_seq=9)
+    assert whole is False
+    sub, whole = await hub.subscribe_async("s1", last_seq=9, current_seq=9, masked=True)
+    assert whole is True and drain(sub) == []
+
+
+async def test_a_hub_starts_and_stops_without_events(make_hub: MakeHub) -> None:
+    hub = make_hub(CountingRenderer())
+    await hub.start()
+    hub.publish(ev(1))
+    await hub.stop()
+
+
+async def test_a_forgotten_session_cannot_catch_a_tab_up_any_more(make_hub: MakeHub) -> None:
+    hub = make_hub(CountingRenderer())
+    for seq in range(1, 4):
+        hub.publish(ev(seq))
+    hub.forget_session("s1")
+    _, whole = await hub.subscribe_async("s1", last_seq=1, current_seq=3)
+    assert whole is False

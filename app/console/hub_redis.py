@@ -1,0 +1,310 @@
+"""The hub between console processes: the in-process Hub, plus Redis carrying the same text to the others.
+
+Layout in Redis (every key under one prefix, so deployments and tests can share a server):
+- `{prefix}ev:{session}`: a stream per session, entry id `{seq}-0`, fields `m` (the serialized event) and
+  `p` (the seq of the event this hub published before it for that session). Trimmed `MAXLEN ~ ring_size`.
+  It is the shared ring: a process whose own ring lacks what a reconnecting tab missed reads it from here.
+  `p` makes "whole" exact: the tab that saw `last_seq` missed nothing iff the first entry after it has
+  `p <= last_seq` (seqs have holes — frames are never published — so `seq - 1` would not say it).
+- `{prefix}bus`: one stream every process reads (XREAD BLOCK) for live delivery, fields `o` (origin
+  process), `t` (`ev`, `close_session`, `close_link`, `forget`), `s` (session or link id), `q` (seq), `p`, `m`.
+  A stream rather than pub/sub so a reader that lost its connection resumes from the last id it saw.
+
+Why a subclass rather than a wrapper around a Hub: fan-out, bounded queues, ring and catch-up stay exactly
+the in-process code (and the contract suite's look at `_rings` holds); this class only adds the two
+directions of travel. `publish_serialized` (what `publish` calls) delivers locally at once, then queues
+the text for a sender task that pipelines XADDs in order; publishing never waits on Redis or raises.
+
+Remote events: the reader skips its own process's messages, calls `on_remote(session_id, seq, message)`
+FIRST (the manager folds the event into its replica, so the renderer reads up-to-date state), then feeds
+the local hub. Duplicates (a pipeline retried after a lost reply) are dropped by seq.
+
+Redis going away: local delivery goes on. Outgoing messages wait in a bounded buffer (`max_pending`; the
+oldest are dropped past it and counted) and are sent, in order, after reconnecting with backoff; the
+reader resumes the bus from its last id. So a tab on another process sees nothing new during the outage,
+then gets what it missed late but in order — unless the buffer overflowed or the bus was trimmed past
+its last id (or Redis lost its data): then the chain `p` shows the hole and that process's tabs on the
+session are reset (they reload, as a tab that fell behind does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from app.console.hub import Hub, Renderer, Serialized, Subscriber
+from app.console.tasks import TaskGroup
+
+log = logging.getLogger("mcp_console.hub_redis")
+
+OnRemote = Callable[[str, int, Serialized], None]
+FAILURES = (RedisError, OSError, TimeoutError)
+BATCH = 500  # XADDs per pipeline round trip
+
+
+def new_process_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+@dataclass(slots=True)
+class _Outgoing:
+    serial: int
+    kind: str  # "ev", "close_session", "close_link"
+    target: str  # session id, or link id for close_link
+    seq: int = 0
+    prev: int = 0
+    text: str = ""  # the serialized event, or the close reason
+
+
+class RedisHub(Hub):
+    def __init__(self, render: Renderer, queue_size: int = 2000, ring_size: int = 2000, *, url: str,
+                 prefix: str = "mcp-console:", process_id: str | None = None, on_remote: OnRemote | None = None,
+                 before_publish: Callable[[], None] | None = None, bus_size: int = 100_000,
+                 max_pending: int = 50_000, timeout_s: float = 5.0) -> None:
+        super().__init__(render, queue_size=queue_size, ring_size=ring_size)
+        self.process_id = process_id or new_process_id()
+        self.on_remote = on_remote
+        # Called off the loop before a batch of events goes out (the manager flushes its store): a process that
+        # hears of an event and loads the session from the store then finds the event there.
+        self.before_publish = before_publish
+        self._prefix = prefix
+        self._bus = f"{prefix}bus"
+        self._bus_size = bus_size
+        self._max_pending = max_pending
+        self._timeout = timeout_s
+        self._redis: aioredis.Redis = aioredis.Redis.from_url(
+            url, decode_responses=True, socket_connect_timeout=timeout_s, socket_timeout=timeout_s + 2.0)
+        self._pending: deque[_Outgoing] = deque()
+        self._serial = 0
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()  # nothing pending: what stop() waits for
+        self._idle.set()
+        self._prev: dict[str, int] = {}  # per session: the last seq this hub published
+        self._seen: dict[str, int] = {}  # per session: the last seq received from another process
+        self._last_id: str | None = None  # the bus position the reader resumes from
+        self.ready = asyncio.Event()  # the reader knows where the bus ends: later messages will reach it
+        self._tasks = TaskGroup()
+        self._closing = False
+        self.stats = {"sent": 0, "received": 0, "dropped": 0, "send_failures": 0, "read_failures": 0, "gaps": 0}
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start sender and reader; wait (bounded) until the reader is positioned. Redis being down is
+        logged, not raised: the tasks keep retrying and local delivery works meanwhile."""
+        self.launch()
+        try:
+            await asyncio.wait_for(self.ready.wait(), self._timeout)
+        except TimeoutError:
+            log.warning("Redis hub: Redis not reachable at start; local delivery only until it is")
+
+    def launch(self) -> None:
+        """Start the tasks without waiting (for sync code inside a running loop)."""
+        if len(self._tasks) == 0:
+            self._tasks.spawn(f"redis-hub-send-{self.process_id}", self._send_loop())
+            self._tasks.spawn(f"redis-hub-read-{self.process_id}", self._read_loop())
+
+    async def stop(self, flush_s: float = 2.0) -> None:
+        """Send what is pending (bounded by `flush_s`), then stop and disconnect."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), flush_s)
+        # The flag as well as the cancel: redis-py may turn a cancel that lands mid-reply into a
+        # ConnectionError, which the loops would take for an outage and retry.
+        self._closing = True
+        await self._tasks.cancel_all()
+        with contextlib.suppress(*FAILURES):
+            await self._redis.aclose()
+
+    # -- outgoing -------------------------------------------------------------------------------------
+
+    def publish_serialized(self, session_id: str, seq: int, message: Serialized) -> None:
+        super().publish_serialized(session_id, seq, message)
+        prev = self._prev.get(session_id, seq - 1)
+        self._prev[session_id] = seq
+        self._enqueue("ev", session_id, seq, prev, message)
+
+    def close_session(self, session_id: str, reason: str) -> None:
+        super().close_session(session_id, reason)
+        self._enqueue("close_session", session_id, text=reason)
+
+    def close_link(self, link_id: str, reason: str) -> None:
+        super().close_link(link_id, reason)
+        self._enqueue("close_link", link_id, text=reason)
+
+    def forget_session(self, session_id: str) -> None:
+        """Also deletes the session's stream, and every process drops its ring of it."""
+        self._forget(session_id)
+        self._enqueue("forget", session_id)
+
+    def _forget(self, session_id: str) -> None:
+        super().forget_session(session_id)
+        self._prev.pop(session_id, None)
+        self._seen.pop(session_id, None)
+
+    def _enqueue(self, kind: str, target: str, seq: int = 0, prev: int = 0, text: str = "") -> None:
+        self._serial += 1
+        self._pending.append(_Outgoing(self._serial, kind, target, seq, prev, text))
+        if len(self._pending) > self._max_pending:
+            self._pending.popleft()  # the receivers see the hole through `p` and reset their tabs
+            self.stats["dropped"] += 1
+        self._idle.clear()
+        self._wake.set()
+
+    async def _send_loop(self) -> None:
+        backoff = 0.05
+        while not self._closing:
+            if not self._pending:
+                self._idle.set()
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            batch = [self._pending[i] for i in range(min(BATCH, len(self._pending)))]
+            try:
+                if self.before_publish is not None and any(item.kind == "ev" for item in batch):
+                    await asyncio.to_thread(self.before_publish)
+                results = await asyncio.wait_for(self._send(batch), self._timeout)
+            except FAILURES as exc:
+                if self._closing:
+                    return
+                self.stats["send_failures"] += 1
+                log.warning("Redis hub: sending failed (%s); retrying in %.2f s", exc, backoff)
+                await asyncio.sleep(backoff)  # reconnect backoff, not a wait for a condition
+                backoff = min(backoff * 2, 2.0)
+                continue
+            backoff = 0.05
+            last = batch[-1].serial
+            while self._pending and self._pending[0].serial <= last:
+                self._pending.popleft()
+            self.stats["sent"] += len(batch)
+            for result in results:
+                # A retried batch finds its per-session entries there already ("equal or smaller"): fine.
+                if isinstance(result, Exception) and "equal or smaller" not in str(result):
+                    log.warning("Redis hub: a command failed: %s", result)
+
+    async def _send(self, batch: list[_Outgoing]) -> list[Any]:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for item in batch:
+                if item.kind == "ev":
+                    # The session's stream first: a process that hears of an event on the bus finds it there.
+                    pipe.xadd(f"{self._prefix}ev:{item.target}", {"m": item.text, "p": item.prev},
+                              id=f"{item.seq}-0", maxlen=self._ring_size, approximate=True)
+                elif item.kind == "forget":
+                    pipe.delete(f"{self._prefix}ev:{item.target}")
+                pipe.xadd(self._bus, {"o": self.process_id, "t": item.kind, "s": item.target, "q": item.seq,
+                                      "p": item.prev, "m": item.text}, maxlen=self._bus_size, approximate=True)
+            return await pipe.execute(raise_on_error=False)
+
+    # -- incoming -------------------------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        backoff = 0.05
+        while not self._closing:
+            try:
+                if self._last_id is None:
+                    tail = await self._redis.xrevrange(self._bus, count=1)
+                    self._last_id = tail[0][0] if tail else "0-0"
+                    self.ready.set()
+                reply = await self._redis.xread({self._bus: self._last_id}, count=BATCH, block=1000)
+            except FAILURES as exc:
+                if self._closing:
+                    return
+                self.stats["read_failures"] += 1
+                log.warning("Redis hub: reading failed (%s); retrying in %.2f s", exc, backoff)
+                await asyncio.sleep(backoff)  # reconnect backoff
+                backoff = min(backoff * 2, 2.0)
+                continue
+            backoff = 0.05
+            for _stream, messages in reply or ():
+                for message_id, fields in messages:
+                    self._last_id = message_id
+                    if fields.get("o") != self.process_id:
+                        try:
+                            self._deliver(fields)
+                        except Exception:  # one bad message (or a failing hook) must not stop the feed
+                            log.exception("Redis hub: delivering a remote message failed")
+
+    def _deliver(self, fields: dict[str, str]) -> None:
+        kind, target = fields.get("t"), fields.get("s", "")
+        if kind == "close_session":
+            super().close_session(target, fields.get("m", ""))
+        elif kind == "close_link":
+            super().close_link(target, fields.get("m", ""))
+        elif kind == "forget":
+            self._forget(target)
+        elif kind == "ev":
+            seq, prev = int(fields["q"]), int(fields["p"])
+            seen = self._seen.get(target)
+            if seen is not None and seq <= seen:
+                return  # a duplicate from a retried pipeline
+            if seen is not None and prev > seen:
+                self._gap(target, prev)
+            self._seen[target] = seq
+            message = Serialized(fields["m"])
+            self.stats["received"] += 1
+            if self.on_remote is not None:
+                self.on_remote(target, seq, message)
+            super().publish_serialized(target, seq, message)
+
+    def _gap(self, session_id: str, prev: int) -> None:
+        """Events between what this process saw and `prev` never arrived: its tabs reload, and its ring
+        cannot catch anyone up across the hole."""
+        self.stats["gaps"] += 1
+        for sub in self._subs.get(session_id, ()):
+            sub.overflow.set()
+        if session_id in self._floors:
+            self._floors[session_id] = max(self._floors[session_id], prev)
+
+    # -- catch-up -------------------------------------------------------------------------------------
+
+    async def subscribe_async(self, session_id: str, last_seq: int | None, current_seq: int,
+                              link_id: str | None = None, masked: bool = False) -> tuple[Subscriber, bool]:
+        """Like `subscribe`, but a gap the local ring lacks (this process started after those events, or
+        saw them only partly) is filled from the session's stream first. Only a gap older than the
+        stream keeps (or a stream Redis lost) means reload."""
+        ring_covers = session_id in self._rings and last_seq is not None and last_seq >= self._floors[session_id]
+        if last_seq is not None and last_seq < current_seq and not ring_covers:
+            await self._fill_from_stream(session_id, last_seq)
+        return self.subscribe(session_id, last_seq, current_seq, link_id=link_id, masked=masked)
+
+    async def _fill_from_stream(self, session_id: str, last_seq: int) -> None:
+        try:
+            entries = await asyncio.wait_for(self._redis.xrange(
+                f"{self._prefix}ev:{session_id}", min=f"{last_seq + 1}-0", max="+", count=self._ring_size + 1),
+                self._timeout)
+        except FAILURES as exc:
+            log.warning("Redis hub: catch-up read failed (%s); the tab reloads", exc)
+            return
+        if not entries or len(entries) > self._ring_size:
+            return  # nothing there to prove the gap empty, or more than a ring: reload
+        slots = [(int(entry_id.split("-")[0]), Serialized(fields["m"]), int(fields["p"]))
+                 for entry_id, fields in entries]
+        if slots[0][2] > last_seq:
+            return  # the stream was trimmed past what the tab saw
+        if session_id in self._rings and slots[-1][0] < self._floors[session_id]:
+            return  # a hole between the stream's end and what the local ring holds
+        self._backfill(session_id, [(seq, message) for seq, message, _ in slots], slots[0][2])
+
+    def _backfill(self, session_id: str, older: list[tuple[int, Serialized]], floor: int) -> None:
+        """Merge events read from the stream into the local ring, by seq, keeping the newest `ring_size`."""
+        ring = self._rings.get(session_id)
+        held = list(ring) if ring is not None else []
+        known = {slot[0] for slot in held}
+        merged = sorted([(seq, message, None) for seq, message in older if seq not in known] + held,
+                        key=lambda slot: slot[0])
+        fresh: deque[Any] = deque(maxlen=self._ring_size)
+        new_floor = min(floor, self._floors[session_id]) if ring is not None else floor
+        for slot in merged:
+            if len(fresh) == fresh.maxlen:
+                new_floor = fresh[0][0]
+            fresh.append(slot)
+        self._rings[session_id] = fresh
+        self._floors[session_id] = new_floor

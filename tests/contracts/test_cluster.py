@@ -1,0 +1,128 @@
+"""The process directory and session ownership leases, for both implementations (memory, real Redis)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from app.console.cluster import Cluster, MemoryCluster, MemoryDirectory, ProcessInfo, RedisCluster
+
+SHORT_TTL_S = 0.3
+
+
+@dataclass
+class Env:
+    make: Callable[..., Cluster]
+    advance: Callable[[float], None]  # lets the memory clock run; real time does for Redis
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def env(request: pytest.FixtureRequest) -> AsyncIterator[Env]:
+    made: list[Cluster] = []
+    now = [1000.0]
+    directory = MemoryDirectory(clock=lambda: now[0])
+
+    def make(process_id: str, **kw: Any) -> Cluster:
+        url = f"http://127.0.0.1:9/{process_id}"
+        cluster: Cluster
+        if request.param == "memory":
+            cluster = MemoryCluster(process_id, url, directory, **kw)
+        else:
+            cluster = RedisCluster(process_id, url, request.getfixturevalue("redis_url"),
+                                   prefix=request.getfixturevalue("redis_prefix"), **kw)
+        made.append(cluster)
+        return cluster
+
+    def advance(seconds: float) -> None:
+        now[0] += seconds
+
+    yield Env(make, advance)
+    for cluster in made:
+        await cluster.stop()
+
+
+async def eventually_none(cluster: Cluster, session_id: str, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while await cluster.owner_of(session_id) is not None:
+        assert time.monotonic() < deadline, "the owner never expired"
+        await asyncio.sleep(0.02)
+
+
+async def test_each_process_registers_its_internal_url(env: Env) -> None:
+    a, b = env.make("A"), env.make("B")
+    await a.start()
+    await b.start()
+    assert await a.processes() == [ProcessInfo("A", "http://127.0.0.1:9/A"), ProcessInfo("B", "http://127.0.0.1:9/B")]
+    await b.stop()
+    assert await a.processes() == [ProcessInfo("A", "http://127.0.0.1:9/A")]  # a clean stop deregisters at once
+
+
+async def test_claim_is_exclusive_between_two_live_processes(env: Env) -> None:
+    a, b = env.make("A"), env.make("B")
+    await a.start()
+    await b.start()
+    assert await a.owner_of("s1") is None
+    assert await a.claim("s1") is True
+    assert await b.claim("s1") is False
+    assert await a.claim("s1") is True  # claiming what is already mine is fine
+    assert await b.owner_of("s1") == ProcessInfo("A", "http://127.0.0.1:9/A")
+    assert a.owned_by_me("s1") and not b.owned_by_me("s1")
+
+
+async def test_two_processes_claiming_at_once_get_exactly_one_owner(env: Env) -> None:
+    clusters = [env.make(f"P{i}") for i in range(5)]
+    for cluster in clusters:
+        await cluster.start()
+    results = await asyncio.gather(*(cluster.claim("s1") for cluster in clusters))
+    assert sorted(results) == [False] * 4 + [True]
+
+
+async def test_a_dead_owners_sessions_can_be_claimed_after_its_ttl(env: Env) -> None:
+    dead = env.make("A", ttl_s=SHORT_TTL_S, heartbeat_s=3600.0)  # registers once, then never beats again
+    b = env.make("B")
+    await dead.start()
+    await b.start()
+    assert await dead.claim("s1") is True
+    assert await b.claim("s1") is False
+    env.advance(SHORT_TTL_S + 0.1)
+    await eventually_none(b, "s1")  # the owner's registration expired: unowned
+    assert await b.claim("s1") is True
+    assert (await b.owner_of("s1")) == ProcessInfo("B", "http://127.0.0.1:9/B")
+
+
+async def test_a_live_heartbeat_keeps_the_lease_past_its_ttl(env: Env) -> None:
+    a = env.make("A", ttl_s=1.0, heartbeat_s=0.1)
+    await a.start()
+    assert await a.claim("s1")
+    for _ in range(25):  # 2.5 s, more than twice the TTL (the memory clock moves as fast): time is the subject
+        env.advance(0.1)
+        await asyncio.sleep(0.1)
+        assert a.owned_by_me("s1")
+
+
+async def test_release_lets_another_process_claim_and_only_the_owner_can_release(env: Env) -> None:
+    a, b = env.make("A"), env.make("B")
+    await a.start()
+    await b.start()
+    assert await a.claim("s1")
+    await b.release("s1")  # not b's to release
+    assert a.owned_by_me("s1")
+    await a.release("s1")
+    assert await a.owner_of("s1") is None
+    assert await b.claim("s1")
+
+
+async def test_a_process_whose_registration_lapsed_cannot_claim(env: Env) -> None:
+    a = env.make("A", ttl_s=SHORT_TTL_S, heartbeat_s=3600.0)
+    await a.start()
+    env.advance(SHORT_TTL_S + 0.1)
+    deadline = time.monotonic() + 5.0
+    while await a.processes():
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    assert await a.claim("s1") is False

@@ -1,0 +1,206 @@
+"""The Redis hub between processes: two RedisHub instances ("processes") on one real redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from app.console.events import Notice, TimelineEvent
+from app.console.hub import Renderer, Serialized, Subscriber
+from app.console.hub_redis import RedisHub
+from tests.services_redis import RedisServer
+
+WAIT_S = 10.0
+
+
+def ev(seq: int, session: str = "s1") -> TimelineEvent:
+    return TimelineEvent(session_id=session, seq=seq, record=Notice(message=f"n{seq}"), at=float(seq))
+
+
+def render(event: TimelineEvent) -> str:
+    return f"<p>{event.seq}</p>"
+
+
+async def until(condition: Callable[[], bool], timeout: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.01)
+
+
+async def take(sub: Subscriber, count: int) -> list[int]:
+    return [(await asyncio.wait_for(sub.queue.get(), WAIT_S))[0] for _ in range(count)]
+
+
+MakeHub = Callable[..., RedisHub]
+
+
+@pytest.fixture
+async def make(redis_url: str, redis_prefix: str) -> AsyncIterator[MakeHub]:
+    made: list[RedisHub] = []
+
+    def factory(renderer: Renderer = render, url: str = redis_url, **kw: Any) -> RedisHub:
+        hub = RedisHub(renderer, url=url, prefix=redis_prefix, **kw)
+        made.append(hub)
+        return hub
+    yield factory
+    for hub in made:
+        await hub.stop(flush_s=0.5)
+
+
+async def test_events_published_on_one_process_reach_a_subscriber_on_another_in_exact_order(make: MakeHub) -> None:
+    a, b = make(), make()
+    await a.start()
+    await b.start()
+    sub, _ = b.subscribe("s1", None, 0)
+    for seq in range(1, 1001):
+        a.publish(ev(seq))
+    assert await take(sub, 1000) == list(range(1, 1001))
+    assert b.stats["received"] == 1000 and a.stats["received"] == 0  # a process skips its own messages
+
+
+async def test_on_remote_runs_before_the_receiving_process_renders_the_event(make: MakeHub) -> None:
+    folded: list[int] = []
+    seen_by_renderer: list[list[int]] = []
+
+    def on_remote(session_id: str, seq: int, message: Serialized) -> None:
+        assert session_id == "s1" and TimelineEvent.from_json(message).seq == seq
+        folded.append(seq)
+
+    def b_render(event: TimelineEvent) -> str:
+        seen_by_renderer.append(list(folded))
+        return render(event)
+
+    a, b = make(), make(b_render, on_remote=on_remote)
+    await a.start()
+    await b.start()
+    sub, _ = b.subscribe("s1", None, 0)
+    a.publish(ev(1))
+    a.publish(ev(2))
+    assert await take(sub, 2) == [1, 2]
+    assert seen_by_renderer == [[1], [1, 2]]
+
+
+async def test_a_process_that_started_after_the_events_catches_a_reconnecting_tab_up_from_the_stream(
+        make: MakeHub) -> None:
+    a = make()
+    await a.start()
+    for seq in range(1, 6):
+        a.publish(ev(seq))
+    await until(lambda: a.stats["sent"] >= 5)
+    b = make()
+    await b.start()
+    assert b.subscribe("s1", last_seq=2, current_seq=5)[1] is False  # its own ring knows nothing of them
+    sub, whole = await b.subscribe_async("s1", last_seq=2, current_seq=5, masked=True)
+    assert whole is True
+    a.publish(ev(6))
+    assert await take(sub, 4) == [3, 4, 5, 6]
+    b.unsubscribe(sub)
+    a.publish(ev(7))
+    await until(lambda: b.stats["received"] >= 2)
+    again, whole = await b.subscribe_async("s1", last_seq=4, current_seq=7)  # the tab reconnects on B
+    assert whole is True
+    assert await take(again, 3) == [5, 6, 7]
+
+
+async def test_a_gap_older_than_the_stream_keeps_means_reload(make: MakeHub) -> None:
+    a = make(ring_size=3)
+    await a.start()
+    for seq in range(1, 21):
+        a.publish(ev(seq))
+    await until(lambda: a.stats["sent"] >= 20)
+    b = make(ring_size=3)
+    await b.start()
+    _, whole = await b.subscribe_async("s1", last_seq=5, current_seq=20)
+    assert whole is False
+    sub, whole = await b.subscribe_async("s1", last_seq=17, current_seq=20)
+    assert whole is True
+    assert await take(sub, 3) == [18, 19, 20]
+
+
+async def test_close_link_and_close_session_reach_sockets_on_every_process(make: MakeHub) -> None:
+    a, b = make(), make()
+    await a.start()
+    await b.start()
+    linked, _ = b.subscribe("s1", None, 0, link_id="L1", masked=True)
+    owner, _ = b.subscribe("s1", None, 0)
+    other, _ = b.subscribe("s2", None, 0)
+    a.close_link("L1", "this share link was revoked")
+    await asyncio.wait_for(linked.closed.wait(), WAIT_S)
+    assert linked.close_reason == "this share link was revoked"
+    assert not owner.closed.is_set()
+    a.close_session("s1", "session deleted")
+    await asyncio.wait_for(owner.closed.wait(), WAIT_S)
+    assert owner.close_reason == "session deleted" and not other.closed.is_set()
+
+
+async def test_a_hub_whose_redis_is_stopped_keeps_delivering_locally_and_catches_up_after(make: MakeHub) -> None:
+    server = RedisServer().start()
+    try:
+        a, b = make(url=server.url), make(url=server.url)
+        await a.start()
+        await b.start()
+        local, _ = a.subscribe("s1", None, 0)
+        remote, _ = b.subscribe("s1", None, 0)
+        a.publish(ev(1))
+        assert await take(remote, 1) == [1]
+        server.stop()
+        for seq in range(2, 5):
+            a.publish(ev(seq))  # never raises, never waits
+        assert await take(local, 4) == [1, 2, 3, 4]
+        await until(lambda: a.stats["send_failures"] >= 1)
+        server.start()  # same port, empty: what was pending is sent after reconnecting
+        assert await take(remote, 3) == [2, 3, 4]
+        assert not remote.overflow.is_set()
+    finally:
+        server.close()
+
+
+async def test_events_dropped_while_redis_was_away_reset_the_tabs_on_other_processes(make: MakeHub) -> None:
+    server = RedisServer().start()
+    try:
+        a, b = make(url=server.url, max_pending=2), make(url=server.url)
+        await a.start()
+        await b.start()
+        remote, _ = b.subscribe("s1", None, 0)
+        a.publish(ev(1))
+        assert await take(remote, 1) == [1]
+        await until(lambda: a.stats["sent"] == 1)  # B can have it before A has read Redis's reply
+        server.stop()
+        for seq in range(2, 7):
+            a.publish(ev(seq))
+        assert a.stats["dropped"] == 3
+        server.start()
+        await asyncio.wait_for(remote.overflow.wait(), WAIT_S)  # 2..4 never arrive: the tab reloads
+    finally:
+        server.close()
+
+
+async def test_forgetting_a_session_deletes_its_stream_for_every_process(make: MakeHub) -> None:
+    a, b = make(), make()
+    await a.start()
+    await b.start()
+    for seq in range(1, 4):
+        a.publish(ev(seq))
+    await until(lambda: b.stats["received"] == 3)
+    a.forget_session("s1")
+    await until(lambda: "s1" not in b._rings)
+    _, whole = await b.subscribe_async("s1", last_seq=1, current_seq=3)
+    assert whole is False  # neither B's ring nor the (deleted) stream holds it
+
+
+async def test_hostile_text_crosses_processes_unchanged(make: MakeHub) -> None:
+    texts: list[str] = []
+    a, b = make(), make(lambda e: texts.append(e.record.message) or "x")
+    await a.start()
+    await b.start()
+    sub, _ = b.subscribe("s1", None, 0)
+    hostile = "\x00<script>alert(1)</script>\u202e\ud800\u200b" + "é" * 200_000
+    a.publish(TimelineEvent(session_id="s1", seq=1, record=Notice(message=hostile), at=1.0))
+    assert await take(sub, 1) == [1]
+    assert texts == [hostile]
