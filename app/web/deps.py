@@ -183,6 +183,20 @@ def respond(request: Request, as_json: bool, data: Any, html: str | None) -> Res
     return HTMLResponse(html)
 
 
-Owner = Annotated[Web, Depends(require_owner)]
-Viewer = Annotated[Web, Depends(require_viewer)]
-Operator = Annotated[Web, Depends(require_operator)]
+# The dependencies are `async def` on purpose: FastAPI runs a plain `def` dependency in a worker thread, which
+# cost every request a thread-pool hop (queue, wake-up, GIL hand-over) for a check that takes microseconds.
+async def _owner(request: Request) -> Web:
+    return require_owner(request)
+
+
+async def _viewer(request: Request) -> Web:
+    return require_viewer(request)
+
+
+async def _operator(request: Request) -> Web:
+    return require_operator(request)
+
+
+Owner = Annotated[Web, Depends(_owner)]
+Viewer = Annotated[Web, Depends(_viewer)]
+Operator = Annotated[Web, Depends(_operator)]

@@ -1,0 +1,37 @@
+"""The request path of a plain tools/call through the JSON API does only what the call needs (issue 13 item 1).
+
+These assert mechanisms (counts of per-call work), never wall-clock time: `bench/latency.py` measures that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import fastapi.dependencies.utils
+import pytest
+
+from tests.integration.conftest import Console
+
+
+@pytest.fixture
+def thread_hops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every time FastAPI hands a dependency or endpoint to a worker thread, by name."""
+    hops: list[str] = []
+    real = fastapi.dependencies.utils.run_in_threadpool
+
+    async def counted(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        hops.append(getattr(func, "__name__", repr(func)))
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(fastapi.dependencies.utils, "run_in_threadpool", counted)
+    return hops
+
+
+async def test_a_tools_call_through_the_json_api_runs_nothing_in_a_worker_thread(
+        console: Console, demo_url: str, thread_hops: list[str]) -> None:
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    thread_hops.clear()
+    reply = await console.call_tool(s["id"], "echo", text="hi")
+    assert reply["ok"] and reply["result"]["content"][0]["text"] == "hi"
+    assert thread_hops == []
