@@ -81,9 +81,10 @@ class SqliteStore:
     # -- writes (queued) -------------------------------------------------
     def append(self, event: TimelineEvent) -> None:
         # Serialized here, on the caller's thread: the row records the event as it was at this
-        # moment, and the writer thread's work is mostly SQLite, which runs without the GIL.
+        # moment, and the writer thread's work is mostly SQLite, which runs without the GIL. The text is
+        # the event's own cached `data_json`, which the hub's message reuses.
         data = event.data
-        text = json.dumps(data)
+        text = event.data_json
         row = (event.session_id, event.seq, event.kind, data.get("exchange") or data.get("key"), event.at, text,
                EVENT_VERSION)
         with self._bytes_lock:
