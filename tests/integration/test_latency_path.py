@@ -35,3 +35,15 @@ async def test_a_tools_call_through_the_json_api_runs_nothing_in_a_worker_thread
     reply = await console.call_tool(s["id"], "echo", text="hi")
     assert reply["ok"] and reply["result"]["content"][0]["text"] == "hi"
     assert thread_hops == []
+
+
+async def test_a_calls_json_answer_goes_uncompressed_while_the_session_page_twin_is_gzipped(
+        console: Console, demo_url: str) -> None:
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    big = "x" * 4000  # past the 2 KB below which nothing is compressed anyway
+    answer = await console.http.post(f"/sessions/{s['id']}/tools/call", data={"tool": "echo", "arg.text": big},
+                                     headers={"Accept": "application/json", "Accept-Encoding": "gzip"})
+    assert answer.status_code == 200 and answer.json()["result"]["content"][0]["text"] == big
+    assert "content-encoding" not in answer.headers
+    twin = await console.http.get(f"/sessions/{s['id']}.json", headers={"Accept-Encoding": "gzip"})
+    assert twin.status_code == 200 and twin.headers.get("content-encoding") == "gzip"
