@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import fastapi.dependencies.utils
+import fastapi.routing
+import httpx
 import pytest
 
 from tests.integration.conftest import Console
@@ -47,3 +49,22 @@ async def test_a_calls_json_answer_goes_uncompressed_while_the_session_page_twin
     assert "content-encoding" not in answer.headers
     twin = await console.http.get(f"/sessions/{s['id']}.json", headers={"Accept-Encoding": "gzip"})
     assert twin.status_code == 200 and twin.headers.get("content-encoding") == "gzip"
+
+
+async def test_a_tools_call_resolves_no_fastapi_dependencies_and_a_viewer_is_still_refused(
+        console: Console, demo_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    solved: list[str] = []
+    real = fastapi.routing.solve_dependencies
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        solved.append(str(kwargs.get("request", "")))
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(fastapi.routing, "solve_dependencies", counted)
+    reply = await console.call_tool(s["id"], "echo", text="hi")
+    assert reply["ok"] and solved == []
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=console.app), base_url=console.base) as stranger:
+        refused = await stranger.post(f"/sessions/{s['id']}/tools/call", data={"tool": "echo", "arg.text": "hi"},
+                                      headers={"Accept": "application/json", "Origin": console.base})
+    assert refused.status_code == 401
