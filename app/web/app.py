@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,6 +24,12 @@ from app.web.limits import BodyLimitMiddleware
 from app.web.public_host import resolve_public_host
 from app.web.render import STATIC, EventRenderer, make_env
 from app.web.security import Guard, GuardMiddleware, token_problem
+
+# FastAPI (0.16x) asks on every request whether OpenTelemetry providers are configured (env and provider
+# lookups, in the profile of every call). The console configures none and exports no telemetry: say so once.
+_NO_TELEMETRY: dict[str, Any] = (
+    {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
+    if "telemetry" in inspect.signature(FastAPI.__init__).parameters else {})
 
 
 class PagesGZipMiddleware(GZipMiddleware):
@@ -64,7 +71,8 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
         yield
         await manager.shutdown()
 
-    app = FastAPI(title="MCP Console", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="MCP Console", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None,
+                  **_NO_TELEMETRY)
     app.state.web = Web(manager, env, guard)
     app.state.initial_sessions = []
     app.include_router(routes.router)
