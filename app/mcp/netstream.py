@@ -7,7 +7,9 @@ of the current task for each of them. The bytes on the wire are the same with th
 speaks HTTP/1.1, keeps one keep-alive pool (per origin) and decides everything else.
 
 - Reads: `data_received` buffers what arrived, so a read that finds data waiting returns without awaiting.
-- Writes: `transport.write` hands the bytes to the loop at once; only a full send buffer waits (flow control).
+- Writes: small ones are joined until the loop turns or the response is awaited, then handed to
+  `transport.write` as one send (headers and body of a request: one syscall, one wake-up of the server);
+  only a full send buffer waits (flow control).
 - "Is this idle connection still good?": the protocol already knows whether the peer closed or sent something
   unasked, so no poll of the socket is needed.
 - TLS: `loop.start_tls` on the same transport, as anyio does.
@@ -32,6 +34,8 @@ SocketOption = tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple
 # What may wait in a connection's buffer before the socket stops being read (the kernel's buffers then fill and
 # the server is slowed): a flooding server must not grow the console's memory faster than the reader drains it.
 READ_HIGH_WATER = 256 * 1024
+# Writes smaller than this wait for the loop's next turn to leave together (see AsyncioStream).
+WRITE_COALESCE_BYTES = 64 * 1024
 
 
 class _Protocol(asyncio.Protocol):
@@ -113,8 +117,23 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
     def __init__(self, transport: asyncio.Transport, protocol: _Protocol) -> None:
         self._transport = transport
         self._protocol = protocol
+        # httpcore writes a request's headers and its body as two writes; held here until the loop turns (or
+        # the response is awaited) they leave as one send, so the server wakes once for the whole request.
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._flush_scheduled = False
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            self._pending_size = 0
+            if not self._transport.is_closing():
+                self._transport.write(data)
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self._flush()
         p = self._protocol
         if not p.buffer and not p.eof:
             try:
@@ -136,7 +155,13 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         p = self._protocol
         if self._transport.is_closing() or p.lost is not None:
             raise httpcore.WriteError(str(p.lost or "the connection is closed"))
-        self._transport.write(buffer)
+        self._pending.append(buffer)
+        self._pending_size += len(buffer)
+        if self._pending_size >= WRITE_COALESCE_BYTES:
+            self._flush()  # a big body goes out now, under the transport's flow control
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
         if p.paused:
             try:
                 await _within(timeout, p.wait_writable())
@@ -146,10 +171,12 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
                 raise httpcore.WriteError(str(p.lost)) from p.lost
 
     async def aclose(self) -> None:
+        self._flush()
         self._transport.close()
 
     async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
                         timeout: float | None = None) -> httpcore.AsyncNetworkStream:
+        self._flush()
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):

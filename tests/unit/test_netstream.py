@@ -122,3 +122,28 @@ async def test_a_server_sending_faster_than_the_reader_reads_is_paused_at_the_hi
             await asyncio.sleep(0)  # a slow reader
     assert size == len(chunk) * total
     assert peak <= 64 * 1024 + 256 * 1024  # the high-water mark plus what one read of the socket brings (256 KB)
+
+
+async def test_a_requests_headers_and_body_leave_in_one_write(
+        serve: Callable[..., Awaitable[tuple[str, list[int]]]], monkeypatch: pytest.MonkeyPatch) -> None:
+    url, _ = await serve(_echo_forever)
+    writes: list[bytes] = []
+    real = netstream._Protocol.connection_made
+
+    def watched(self: netstream._Protocol, transport: asyncio.BaseTransport) -> None:
+        real(self, transport)
+        assert self.transport is not None
+        send = self.transport.write
+
+        def counted(data: bytes | bytearray | memoryview) -> None:
+            writes.append(bytes(data))
+            send(data)
+
+        self.transport.write = counted  # type: ignore[method-assign]
+
+    monkeypatch.setattr(netstream._Protocol, "connection_made", watched)
+    async with httpx.AsyncClient(transport=AsyncioHTTPTransport(LIMITS)) as client:
+        for i in range(3):
+            assert (await client.post(url, content=b'{"n":%d}' % i)).json() == {"n": i}
+    assert len(writes) == 3
+    assert all(w.startswith(b"POST /mcp HTTP/1.1\r\n") and w.endswith(b'}') for w in writes)
