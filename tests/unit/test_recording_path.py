@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import queue
 from pathlib import Path
 from typing import Any
 
@@ -43,5 +44,31 @@ def test_recording_an_event_serializes_its_data_once_for_the_store_and_the_hub(
         [stored] = store.events("sess")
         assert (stored.seq, stored.kind, stored.data) == (event.seq, "notice", event.data)
         assert TimelineEvent.from_json(event.to_json()).to_dict() == event.to_dict()
+    finally:
+        store.close()
+
+
+class _CountingQueue(queue.Queue[Any]):
+    """Counts the gets that wait: each is a wake-up of the writer thread when an item arrives."""
+
+    waits = 0
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        if block:
+            type(self).waits += 1
+        return super().get(block, timeout)
+
+
+def test_a_burst_of_events_wakes_the_sqlite_writer_once_not_per_event(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(queue, "Queue", _CountingQueue)
+    store = SqliteStore(tmp_path / "console.sqlite3", linger_s=0.5)
+    try:
+        timeline = Timeline("sess", store, lambda _e: None, window=50)
+        for i in range(100):
+            timeline.append(Notice(level="info", message=f"n{i}"))
+        store.flush()  # ends the linger at once
+        assert len(store.events("sess")) == 100
+        assert _CountingQueue.waits <= 4  # the idle wait, the batch, the flush's read; never one per event
     finally:
         store.close()
