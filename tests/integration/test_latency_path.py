@@ -5,7 +5,7 @@ These assert mechanisms (counts of per-call work), never wall-clock time: `bench
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import fastapi.dependencies.utils
@@ -13,7 +13,8 @@ import fastapi.routing
 import httpx
 import pytest
 
-from tests.integration.conftest import Console
+from app.web import wire_writes
+from tests.integration.conftest import Console, Served
 
 
 @pytest.fixture
@@ -68,3 +69,27 @@ async def test_a_tools_call_resolves_no_fastapi_dependencies_and_a_viewer_is_sti
         refused = await stranger.post(f"/sessions/{s['id']}/tools/call", data={"tool": "echo", "arg.text": "hi"},
                                       headers={"Accept": "application/json", "Origin": console.base})
     assert refused.status_code == 401
+
+
+async def test_each_answer_leaves_the_console_in_one_socket_write(
+        console: Console, demo_url: str, serve: Callable[..., Awaitable[Served]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[bytes] = []
+    real = wire_writes.CoalescingTransport.flush
+
+    def watched(self: wire_writes.CoalescingTransport) -> None:
+        sent.append(b"".join(self._pending))
+        real(self)
+
+    monkeypatch.setattr(wire_writes.CoalescingTransport, "flush", watched)
+    served = await serve(console)
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    async with httpx.AsyncClient(base_url=f"http://{served.host}", headers={"Host": served.public, **served.headers()},
+                                 timeout=30) as client:
+        for _ in range(3):
+            sent.clear()
+            reply = await client.post(f"/sessions/{s['id']}/tools/call", data={"tool": "echo", "arg.text": "hi"},
+                                      headers={"Accept": "application/json"})
+            assert reply.status_code == 200 and reply.json()["ok"]
+            answers = [w for w in sent if w]
+            assert len(answers) == 1 and answers[0].startswith(b"HTTP/1.1 200") and answers[0].endswith(b"}")
