@@ -24,6 +24,7 @@ from app.settings import Settings
 from app.web.app import create_app
 from app.web.public_host import validated
 from app.web.security import WILDCARDS, token_problem
+from app.web.wire_writes import CoalescingHttpToolsProtocol
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_READY = re.compile(r"demo server listening on (http://\S+)")
@@ -120,8 +121,9 @@ def serve(settings: Settings, initial: list[Target] | None = None) -> None:
 
     # proxy_headers off: nothing sits in front of the console, so X-Forwarded-* from a local client must not
     # change the scheme or client address the security checks see.
+    # http: uvicorn's httptools protocol with each answer's header and body writes joined (app/web/wire_writes.py).
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio",
-                            lifespan="on", proxy_headers=False)
+                            lifespan="on", proxy_headers=False, http=CoalescingHttpToolsProtocol)
     LaunchingServer(config, launch).run()
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import Rig, emit_json, median, percentile, print_table, r, rss_mb
+from bench.common import Rig, cpu_seconds, emit_json, median, percentile, print_table, r, rss_mb
 
 COPIED_HEADERS = ("content-type", "accept", "mcp-protocol-version", "mcp-method", "mcp-name")
 
@@ -79,6 +79,9 @@ def run(calls: int, warmup: int) -> dict[str, Any]:
             one_console()
             one_direct()
         upstream.clear()
+        # The console's CPU time over the measured calls: its own work per call, much less moved by the other
+        # load on the machine than wall-clock time is (the direct calls cost the console nothing).
+        cpu0 = cpu_seconds(rig.console.pid) if rig.console is not None else None
         via_console: list[float] = []
         straight: list[float] = []
         for i in range(calls):
@@ -89,23 +92,29 @@ def run(calls: int, warmup: int) -> dict[str, Any]:
                 straight.append(one_direct())
                 via_console.append(one_console())
         console_rss = rss_mb(rig.console.pid) if rig.console is not None else None
+        cpu_ms = (cpu_seconds(rig.console.pid) - cpu0) * 1000 / calls \
+            if rig.console is not None and cpu0 is not None else None
 
     c50, c95 = median(via_console), percentile(via_console, 95)
     d50, d95 = median(straight), percentile(straight, 95)
-    u50 = median(upstream)
+    u50, u95 = median(upstream), percentile(upstream, 95)
     print_table(f"tools/call echo, {calls} calls each side (after {warmup} warm-up), interleaved; ms",
                 ["path", "median", "p95", "min", "max"],
                 [["direct httpx → demo", d50, d95, min(straight), max(straight)],
                  ["console → demo", c50, c95, min(via_console), max(via_console)],
-                 ["(console's own upstream timing)", u50, percentile(upstream, 95), min(upstream), max(upstream)]])
+                 ["(console's own upstream timing)", u50, u95, min(upstream), max(upstream)]])
     print_table("added latency", ["figure", "value"],
                 [["median ratio console/direct (goal ≤ 1.5×; Inspector 2.8×)", f"{c50 / d50:.2f}×"],
                  ["p95 ratio console/direct (Inspector 4.0×)", f"{c95 / d95:.2f}×"],
-                 ["console-internal overhead, median(console) − median(direct)", f"{c50 - d50:.2f} ms"]])
+                 ["console-internal overhead, median(console) − median(direct)", f"{c50 - d50:.2f} ms"],
+                 ["console's upstream time / direct, median (goal ≤ 1.1×)", f"{u50 / d50:.2f}×"],
+                 ["console CPU time per call", f"{cpu_ms:.2f} ms" if cpu_ms is not None else "?"]])
     return {"calls": calls, "warmup": warmup,
             "console_ms": {"median": r(c50, 3), "p95": r(c95, 3)},
             "direct_ms": {"median": r(d50, 3), "p95": r(d95, 3)},
-            "console_upstream_ms": {"median": r(u50, 3)},
+            "console_upstream_ms": {"median": r(u50, 3), "p95": r(u95, 3)},
+            "ratio_upstream_median": r(u50 / d50, 3),
+            "console_cpu_ms_per_call": r(cpu_ms, 3) if cpu_ms is not None else None,
             "ratio_median": r(c50 / d50, 3), "ratio_p95": r(c95 / d95, 3),
             "overhead_median_ms": r(c50 - d50, 3),
             "console_rss_mb": r(console_rss, 1) if console_rss is not None else None}

@@ -420,6 +420,9 @@ class TimelineEvent:
     # The record as a dict, made once: the store, the hub and the renderer each read it on the hot path.
     # Read-only for its readers (the fold works on the record itself).
     _data: Json | None = field(default=None, init=False, repr=False, compare=False)
+    # ... and that dict as JSON text, made once: the store keeps it and the hub's message wraps it, so an event
+    # is serialized once however many of them read it.
+    _data_json: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
@@ -431,12 +434,21 @@ class TimelineEvent:
             self._data = self.record.to_data()
         return self._data
 
+    @property
+    def data_json(self) -> str:
+        if self._data_json is None:
+            self._data_json = json.dumps(self.data, separators=(",", ":"))
+        return self._data_json
+
     def to_dict(self) -> Json:
         return {"v": EVENT_VERSION, "session_id": self.session_id, "seq": self.seq, "kind": self.kind,
                 "at": self.at, "data": self.data}
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), separators=(",", ":"))
+        """`to_dict` as compact JSON, around the cached `data_json` (the envelope's own fields are a few bytes)."""
+        head = json.dumps({"v": EVENT_VERSION, "session_id": self.session_id, "seq": self.seq, "kind": self.kind,
+                           "at": self.at}, separators=(",", ":"))
+        return f'{head[:-1]},"data":{self.data_json}}}'
 
     @classmethod
     def from_dict(cls, raw: Json) -> TimelineEvent:

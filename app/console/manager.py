@@ -19,6 +19,7 @@ from app.console.store import Store, open_store
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.console.team import make_cluster, make_hub
+from app.mcp.netstream import AsyncioHTTPTransport
 from app.settings import Settings
 
 # Everything but frames: the state is their fold (frames are read per entry, on demand).
@@ -47,8 +48,11 @@ class SessionManager:
         self.sessions: dict[str, ConsoleSession] = {}
         self.links = LinkRegistry(self.store, self.hub, self._link_changed)
         # One client for every HTTP target: connection pooling, and one place to set limits.
+        # Its transport is httpx's own over an asyncio network layer (app/mcp/netstream.py): the anyio one cost
+        # each call more than the console's recording did.
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), follow_redirects=False,
-                                      limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
+                                      limits=limits, transport=AsyncioHTTPTransport(limits))
 
     def create(self, target: Target) -> ConsoleSession:
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http)

@@ -138,11 +138,22 @@ class OperationDriver:
         self.runner = runner
         self.timeline = timeline
         self.ops: dict[str, Operation] = {}
+        # The lowest number a new id may take. Read from the fold once, at the first new operation (a restored
+        # session has folded its events by then); after that every id is made here, so it only moves up.
+        # Scanning the fold on every call cost a string split per kept operation on each tools/call.
+        self._floor: int | None = None
+
+    def _known_floor(self) -> int:
+        known = [*self.timeline.state.operations, *self.ops]
+        numbers = (int(k.split("-", 1)[0]) + 1 for k in known if k.split("-", 1)[0].isdigit())
+        return max(numbers, default=0)
 
     def _new_id(self) -> str:
         """Unique within the session, also after a restart: past the ids the fold already knows."""
-        known = [*self.timeline.state.operations, *self.ops]
-        n = max([next(_op_ids), *(int(k.split("-", 1)[0]) + 1 for k in known if k.split("-", 1)[0].isdigit())])
+        if self._floor is None:
+            self._floor = self._known_floor()
+        n = max(next(_op_ids), self._floor)
+        self._floor = n + 1
         return f"{n}-{self.timeline.session_id[:4]}"
 
     def awaiting(self) -> list[OperationRecord]:

@@ -12,7 +12,6 @@ import queue
 import sqlite3
 import stat
 import threading
-import time
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -79,6 +78,7 @@ class SqliteStore:
         self._batch = batch
         self._linger = linger_s
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._urgent = threading.Event()  # a flush or stop is queued: the writer stops lingering
         self._read = self._connect()
         self._read_lock = threading.Lock()
         # Bytes stored per session, counted on append so the quota check never waits on the disk.
@@ -102,9 +102,10 @@ class SqliteStore:
     # -- writes (queued) -------------------------------------------------
     def append(self, event: TimelineEvent) -> None:
         # Serialized here, on the caller's thread: the row records the event as it was at this
-        # moment, and the writer thread's work is mostly SQLite, which runs without the GIL.
+        # moment, and the writer thread's work is mostly SQLite, which runs without the GIL. The text is
+        # the event's own cached `data_json`, which the hub's message reuses.
         data = event.data
-        text = json.dumps(data)
+        text = event.data_json
         row = (event.session_id, event.seq, event.kind, data.get("exchange") or data.get("key"), event.at, text,
                EVENT_VERSION)
         with self._bytes_lock:
@@ -131,27 +132,42 @@ class SqliteStore:
     def flush(self) -> None:
         done = threading.Event()
         self._queue.put(("flush", done))
+        self._urgent.set()
         done.wait(timeout=30)
 
     def close(self) -> None:
         self.flush()
         self._queue.put(("stop", None))
+        self._urgent.set()
         self._writer.join(timeout=10)
         self._read.close()
+
+    def _gather(self) -> list[tuple[str, Any]]:
+        """The next batch: wait for an item, linger for more, take what is queued (up to the batch size).
+
+        While it lingers the writer waits on `_urgent`, not on the queue, so an event's `put` wakes no one:
+        waking the writer (and its bid for the GIL) once per event competed with the event loop on every
+        call. A flush or a stop sets `_urgent` and ends the wait at once.
+        """
+        items = [self._queue.get()]
+        if items[0][0] not in ("flush", "stop"):
+            self._urgent.wait(timeout=self._linger)
+        self._urgent.clear()
+        while len(items) < self._batch:
+            try:
+                items.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        if not self._queue.empty():
+            self._urgent.set()  # a backlog (perhaps a flush in it): the next batch does not linger
+        return items
 
     def _write_loop(self) -> None:
         conn = self._connect()
         running = True
         while running:
-            items = [self._queue.get()]
-            # Gather a batch for a short while: one transaction for the burst of events a request
-            # makes, and fewer wake-ups competing with the event loop. A flush ends the wait.
-            deadline = time.monotonic() + self._linger
-            while len(items) < self._batch and items[-1][0] not in ("flush", "stop"):
-                try:
-                    items.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
-                except queue.Empty:
-                    break
+            # One transaction for the burst of events a request makes (see _gather).
+            items = self._gather()
             waiters: list[threading.Event] = []
             conn.execute("BEGIN")
             for op, arg in items:

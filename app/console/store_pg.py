@@ -125,7 +125,7 @@ class PostgresStore:
     # -- writes (queued) -------------------------------------------------
     def append(self, event: TimelineEvent) -> None:
         data = event.data
-        text = json.dumps(data)  # serialized now: the row is the event as it was at this moment
+        text = event.data_json  # serialized once, now: the row is the event as it was; the hub reuses the text
         op = data.get("op")
         row = (event.session_id, event.seq, event.kind, data.get("exchange") or data.get("key"),
                None if op is None else str(op), event.at, text, EVENT_VERSION)

@@ -14,7 +14,7 @@ from fastapi.responses import Response
 from app.console.live import LOG_LEVELS
 from app.console.session import ConsoleSession
 from app.mcp.client import Reply
-from app.web.deps import Operator, Web, connected, form_input, respond, wants_json
+from app.web.deps import Web, connected, form_input, operator_post, respond, wants_json
 from app.web.forms import fields_for, parse_form, strict_json
 from app.web.views import operation_json, reply_json
 
@@ -69,8 +69,8 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
     return respond(request, False, data, w.render("_operation.html", s=s, op=record))
 
 
-@router.post("/sessions/{session_id}/tools/call")
-async def call_tool(request: Request, session_id: str, w: Operator) -> Response:
+@operator_post(router, "/sessions/{session_id}/tools/call")
+async def call_tool(request: Request, session_id: str, w: Web) -> Response:
     s = connected(w, session_id)
     form = await form_input(request)
     name = form.first("tool") or ""
@@ -90,8 +90,8 @@ async def call_tool(request: Request, session_id: str, w: Operator) -> Response:
     return await _operation(w, request, s, "tools/call", {"name": name, "arguments": arguments}, level)
 
 
-@router.post("/sessions/{session_id}/resources/read")
-async def read_resource(request: Request, session_id: str, w: Operator) -> Response:
+@operator_post(router, "/sessions/{session_id}/resources/read")
+async def read_resource(request: Request, session_id: str, w: Web) -> Response:
     s = connected(w, session_id)
     uri = ((await form_input(request)).first("uri") or "").strip()
     if not uri:
@@ -100,8 +100,8 @@ async def read_resource(request: Request, session_id: str, w: Operator) -> Respo
     return await _operation(w, request, s, "resources/read", {"uri": uri})
 
 
-@router.post("/sessions/{session_id}/prompts/get")
-async def get_prompt(request: Request, session_id: str, w: Operator) -> Response:
+@operator_post(router, "/sessions/{session_id}/prompts/get")
+async def get_prompt(request: Request, session_id: str, w: Web) -> Response:
     s = connected(w, session_id)
     form = await form_input(request)
     name = form.first("prompt") or ""
@@ -125,8 +125,8 @@ async def get_prompt(request: Request, session_id: str, w: Operator) -> Response
     return await _operation(w, request, s, "prompts/get", params)
 
 
-@router.post("/sessions/{session_id}/complete")
-async def complete(request: Request, session_id: str, w: Operator) -> Response:
+@operator_post(router, "/sessions/{session_id}/complete")
+async def complete(request: Request, session_id: str, w: Web) -> Response:
     s = connected(w, session_id)
     form = await form_input(request)
     ref_type = form.first("ref_type") or "ref/prompt"

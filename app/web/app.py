@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,6 +12,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
+from starlette.types import Receive, Scope, Send
 
 from app.console.manager import SessionManager
 from app.console.ownership import Ownership
@@ -24,6 +26,27 @@ from app.web.public_host import resolve_public_host
 from app.web.render import STATIC, EventRenderer, make_env
 from app.web.routing import RouteToOwner
 from app.web.security import Guard, GuardMiddleware, token_problem
+
+# FastAPI (0.16x) asks on every request whether OpenTelemetry providers are configured (env and provider
+# lookups, in the profile of every call). The console configures none and exports no telemetry: say so once.
+_NO_TELEMETRY: dict[str, Any] = (
+    {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
+    if "telemetry" in inspect.signature(FastAPI.__init__).parameters else {})
+
+
+class PagesGZipMiddleware(GZipMiddleware):
+    """Compresses what is fetched (pages, JSON twins, exports, static files), never the answer to a POST.
+
+    A POST's answer is a call's result or a fragment for the one tab that asked, read at once, mostly over
+    loopback; compressing it cost each call a fresh zlib state (about 0.15–0.2 ms, measured in
+    bench.latency's profile), more than its few kilobytes take to send.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("method") == "POST":
+            await self.app(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
 
 
 def create_app(settings: Settings, store: Store | None = None, initial_targets: list[Target] | None = None,
@@ -52,7 +75,8 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
         yield
         await manager.shutdown()
 
-    app = FastAPI(title="MCP Console", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="MCP Console", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None,
+                  **_NO_TELEMETRY)
     app.state.web = Web(manager, env, guard)
     app.state.initial_sessions = []
     app.include_router(routes.router)
@@ -66,7 +90,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     # Inside the guard (Host and Origin checked, cookies dropped off the public host) and before every route.
     app.add_middleware(RouteToOwner, web=app.state.web)
     # Small JSON replies go uncompressed: on loopback compressing them costs more than it saves.
-    app.add_middleware(GZipMiddleware, minimum_size=2048)
+    app.add_middleware(PagesGZipMiddleware, minimum_size=2048)
     app.add_middleware(GuardMiddleware, guard=guard)
     app.add_middleware(BodyLimitMiddleware, settings=settings)  # outermost: bodies bounded before anything reads them
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from app.console.operations import OperationDriver
@@ -147,3 +148,28 @@ async def test_structured_content_is_checked_against_the_output_schema_of_the_li
     op = await OperationDriver(runner, timeline).start("tools/call", {"name": "count"})
     validation = timeline.state.operations[op.id].validation
     assert validation is not None and validation["valid"] is False and "at n" in validation["message"]
+
+
+class _CountingOps(OrderedDict[str, Any]):
+    """The fold's operations, counting how often something walks all of them."""
+
+    walks = 0
+
+    def __iter__(self) -> Iterator[str]:
+        type(self).walks += 1
+        return super().__iter__()
+
+
+async def test_new_operation_ids_pass_the_folds_ids_and_read_the_fold_once_not_per_call(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        yield result(message, {"resultType": "complete", "content": []})
+
+    restored = _CountingOps()
+    restored["900000-abcd"] = None  # as a restored session's fold holds it: ids must go past it
+    timeline.state.operations = restored  # type: ignore[assignment]
+    driver = OperationDriver(make_runner(server), timeline)
+    ids = [driver.create("tools/call", {"name": "echo", "arguments": {}}).id for _ in range(50)]
+    numbers = [int(i.split("-")[0]) for i in ids]
+    assert numbers[0] > 900000 and numbers == sorted(set(numbers))
+    assert _CountingOps.walks == 1

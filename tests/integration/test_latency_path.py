@@ -1,0 +1,95 @@
+"""The request path of a plain tools/call through the JSON API does only what the call needs (issue 13 item 1).
+
+These assert mechanisms (counts of per-call work), never wall-clock time: `bench/latency.py` measures that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import fastapi.dependencies.utils
+import fastapi.routing
+import httpx
+import pytest
+
+from app.web import wire_writes
+from tests.integration.conftest import Console, Served
+
+
+@pytest.fixture
+def thread_hops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every time FastAPI hands a dependency or endpoint to a worker thread, by name."""
+    hops: list[str] = []
+    real = fastapi.dependencies.utils.run_in_threadpool
+
+    async def counted(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        hops.append(getattr(func, "__name__", repr(func)))
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(fastapi.dependencies.utils, "run_in_threadpool", counted)
+    return hops
+
+
+async def test_a_tools_call_through_the_json_api_runs_nothing_in_a_worker_thread(
+        console: Console, demo_url: str, thread_hops: list[str]) -> None:
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    thread_hops.clear()
+    reply = await console.call_tool(s["id"], "echo", text="hi")
+    assert reply["ok"] and reply["result"]["content"][0]["text"] == "hi"
+    assert thread_hops == []
+
+
+async def test_a_calls_json_answer_goes_uncompressed_while_the_session_page_twin_is_gzipped(
+        console: Console, demo_url: str) -> None:
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    big = "x" * 4000  # past the 2 KB below which nothing is compressed anyway
+    answer = await console.http.post(f"/sessions/{s['id']}/tools/call", data={"tool": "echo", "arg.text": big},
+                                     headers={"Accept": "application/json", "Accept-Encoding": "gzip"})
+    assert answer.status_code == 200 and answer.json()["result"]["content"][0]["text"] == big
+    assert "content-encoding" not in answer.headers
+    twin = await console.http.get(f"/sessions/{s['id']}.json", headers={"Accept-Encoding": "gzip"})
+    assert twin.status_code == 200 and twin.headers.get("content-encoding") == "gzip"
+
+
+async def test_a_tools_call_resolves_no_fastapi_dependencies_and_a_viewer_is_still_refused(
+        console: Console, demo_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    solved: list[str] = []
+    real = fastapi.routing.solve_dependencies
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        solved.append(str(kwargs.get("request", "")))
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(fastapi.routing, "solve_dependencies", counted)
+    reply = await console.call_tool(s["id"], "echo", text="hi")
+    assert reply["ok"] and solved == []
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=console.app), base_url=console.base) as stranger:
+        refused = await stranger.post(f"/sessions/{s['id']}/tools/call", data={"tool": "echo", "arg.text": "hi"},
+                                      headers={"Accept": "application/json", "Origin": console.base})
+    assert refused.status_code == 401
+
+
+async def test_each_answer_leaves_the_console_in_one_socket_write(
+        console: Console, demo_url: str, serve: Callable[..., Awaitable[Served]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[bytes] = []
+    real = wire_writes.CoalescingTransport.flush
+
+    def watched(self: wire_writes.CoalescingTransport) -> None:
+        sent.append(b"".join(self._pending))
+        real(self)
+
+    monkeypatch.setattr(wire_writes.CoalescingTransport, "flush", watched)
+    served = await serve(console)
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    async with httpx.AsyncClient(base_url=f"http://{served.host}", headers={"Host": served.public, **served.headers()},
+                                 timeout=30) as client:
+        for _ in range(3):
+            sent.clear()
+            reply = await client.post(f"/sessions/{s['id']}/tools/call", data={"tool": "echo", "arg.text": "hi"},
+                                      headers={"Accept": "application/json"})
+            assert reply.status_code == 200 and reply.json()["ok"]
+            answers = [w for w in sent if w]
+            assert len(answers) == 1 and answers[0].startswith(b"HTTP/1.1 200") and answers[0].endswith(b"}")

@@ -1,0 +1,149 @@
+"""The asyncio network layer under the console's httpx client: keep-alive, a closed idle connection, flow control."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import httpx
+import pytest
+
+from app.mcp import netstream
+from app.mcp.netstream import AsyncioHTTPTransport
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+LIMITS = httpx.Limits(max_connections=10, max_keepalive_connections=5)
+
+
+async def _read_request(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    return await reader.readexactly(length)
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[[Handler], Awaitable[tuple[str, list[int]]]]]:
+    servers: list[asyncio.Server] = []
+
+    async def start(handler: Handler) -> tuple[str, list[int]]:
+        connections: list[int] = []
+
+        async def counted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            connections.append(len(connections) + 1)
+            try:
+                await handler(reader, writer)
+            finally:
+                writer.close()
+
+        server = await asyncio.start_server(counted, "127.0.0.1", 0)
+        servers.append(server)
+        port = server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/mcp", connections
+
+    yield start
+    for server in servers:
+        server.close()
+        await server.wait_closed()
+
+
+async def _echo_forever(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    while True:
+        try:
+            body = await _read_request(reader)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                     % (len(body), body))
+        await writer.drain()
+
+
+async def test_calls_to_one_target_share_one_keep_alive_connection(
+        serve: Callable[..., Awaitable[tuple[str, list[int]]]]) -> None:
+    url, connections = await serve(_echo_forever)
+    async with httpx.AsyncClient(transport=AsyncioHTTPTransport(LIMITS)) as client:
+        for i in range(5):
+            reply = await client.post(url, content=b'{"n":%d}' % i)
+            assert reply.json() == {"n": i}
+    assert connections == [1]
+
+
+async def test_an_idle_connection_the_server_closed_is_replaced_not_reused(
+        serve: Callable[..., Awaitable[tuple[str, list[int]]]]) -> None:
+    async def once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()  # then close: keep-alive was offered but the server hangs up
+
+    url, connections = await serve(once)
+    async with httpx.AsyncClient(transport=AsyncioHTTPTransport(LIMITS)) as client:
+        assert (await client.post(url, content=b"a")).text == "ok"
+        for _ in range(50):  # the close reaches the client's protocol on a later loop turn
+            if len(connections) == 1 and _all_idle_closed(client):
+                break
+            await asyncio.sleep(0.01)
+        assert (await client.post(url, content=b"b")).text == "ok"
+    assert connections == [1, 2]
+
+
+def _all_idle_closed(client: httpx.AsyncClient) -> bool:
+    pool = client._transport._pool  # type: ignore[attr-defined]
+    return all(c.has_expired() for c in pool.connections)
+
+
+async def test_a_server_sending_faster_than_the_reader_reads_is_paused_at_the_high_water_mark(
+        serve: Callable[..., Awaitable[tuple[str, list[int]]]], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(netstream, "READ_HIGH_WATER", 64 * 1024)
+    chunk = b"x" * 65536
+    total = 64
+
+    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (len(chunk) * total))
+        for _ in range(total):
+            writer.write(chunk)
+            await writer.drain()
+
+    url, _ = await serve(flood)
+    peak = 0
+    real = netstream._Protocol.data_received
+
+    def watched(self: netstream._Protocol, data: bytes) -> None:
+        nonlocal peak
+        real(self, data)
+        peak = max(peak, len(self.buffer))
+
+    monkeypatch.setattr(netstream._Protocol, "data_received", watched)
+    async with httpx.AsyncClient(transport=AsyncioHTTPTransport(LIMITS)) as client, \
+            client.stream("POST", url, content=b"go") as reply:
+        size = 0
+        async for part in reply.aiter_raw():
+            size += len(part)
+            await asyncio.sleep(0)  # a slow reader
+    assert size == len(chunk) * total
+    assert peak <= 64 * 1024 + 256 * 1024  # the high-water mark plus what one read of the socket brings (256 KB)
+
+
+async def test_a_requests_headers_and_body_leave_in_one_write(
+        serve: Callable[..., Awaitable[tuple[str, list[int]]]], monkeypatch: pytest.MonkeyPatch) -> None:
+    url, _ = await serve(_echo_forever)
+    writes: list[bytes] = []
+    real = netstream._Protocol.connection_made
+
+    def watched(self: netstream._Protocol, transport: asyncio.BaseTransport) -> None:
+        real(self, transport)
+        assert self.transport is not None
+        send = self.transport.write
+
+        def counted(data: bytes | bytearray | memoryview) -> None:
+            writes.append(bytes(data))
+            send(data)
+
+        self.transport.write = counted  # type: ignore[method-assign]
+
+    monkeypatch.setattr(netstream._Protocol, "connection_made", watched)
+    async with httpx.AsyncClient(transport=AsyncioHTTPTransport(LIMITS)) as client:
+        for i in range(3):
+            assert (await client.post(url, content=b'{"n":%d}' % i)).json() == {"n": i}
+    assert len(writes) == 3
+    assert all(w.startswith(b"POST /mcp HTTP/1.1\r\n") and w.endswith(b'}') for w in writes)
