@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from app.console import entry_index
+from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
 from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, load
 
 _SCHEMA = """
@@ -27,6 +29,13 @@ CREATE TABLE IF NOT EXISTS events (
   at REAL NOT NULL, data TEXT NOT NULL, v INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (session_id, seq)
 );
 CREATE INDEX IF NOT EXISTS events_by_exchange ON events (session_id, exchange);
+-- One row per timeline entry, for the filter (see app/console/entry_index.py): kept by append, never the truth.
+CREATE TABLE IF NOT EXISTS entry_index (
+  session_id TEXT NOT NULL, key TEXT NOT NULL, seq0 INTEGER NOT NULL, kind TEXT NOT NULL, host TEXT,
+  facts TEXT NOT NULL, method TEXT NOT NULL, status TEXT NOT NULL, text TEXT NOT NULL,
+  findings INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (session_id, key)
+);
+CREATE INDEX IF NOT EXISTS entry_index_by_seq ON entry_index (session_id, seq0);
 CREATE TABLE IF NOT EXISTS links (
   id TEXT PRIMARY KEY, session_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, data TEXT NOT NULL
 );
@@ -44,6 +53,8 @@ class Store(Protocol):
     def count(self, session_id: str) -> int: ...
     def stored_bytes(self, session_id: str) -> int: ...
     def entry_count(self, session_id: str) -> int: ...
+    def find_entries(self, session_id: str, query: EntryQuery, *, before_seq: int | None = None,
+                     limit: int = 100) -> EntryMatches: ...
     def save_link(self, link: dict[str, Any]) -> None: ...
     def links(self, session_id: str | None = None) -> list[dict[str, Any]]: ...
     def flush(self) -> None: ...
@@ -65,6 +76,8 @@ class SqliteStore:
             r[0]: int(r[1]) for r in self._read.execute(
                 "SELECT session_id, SUM(LENGTH(data)) FROM events GROUP BY session_id").fetchall()}
         self._bytes_lock = threading.Lock()
+        if self._read.execute("PRAGMA user_version").fetchone()[0] < INDEX_VERSION:
+            _rebuild_index(self._read)  # a database from before the entry index: built once, here
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
         self._writer.start()
 
@@ -88,7 +101,7 @@ class SqliteStore:
                EVENT_VERSION)
         with self._bytes_lock:
             self._bytes[event.session_id] = self._bytes.get(event.session_id, 0) + len(text)
-        self._queue.put(("event", row))
+        self._queue.put(("event", (row, _index_item(event))))
 
     def stored_bytes(self, session_id: str) -> int:
         """How many bytes of event data a session has in the store (the quota counts these)."""
@@ -135,8 +148,11 @@ class SqliteStore:
             conn.execute("BEGIN")
             for op, arg in items:
                 if op == "event":
+                    row, item = arg
                     conn.execute("INSERT OR REPLACE INTO events (session_id, seq, kind, exchange, at, data, v) "
-                                 "VALUES (?,?,?,?,?,?,?)", arg)
+                                 "VALUES (?,?,?,?,?,?,?)", row)
+                    if item is not None:
+                        _index(conn, row[0], row[1], item)
                 elif op == "session":
                     conn.execute("INSERT OR REPLACE INTO sessions VALUES (?,?,?,?)", arg)
                 elif op == "link":
@@ -144,6 +160,7 @@ class SqliteStore:
                 elif op == "delete":
                     conn.execute("DELETE FROM links WHERE session_id=?", (arg,))
                     conn.execute("DELETE FROM events WHERE session_id=?", (arg,))
+                    conn.execute("DELETE FROM entry_index WHERE session_id=?", (arg,))
                     conn.execute("DELETE FROM sessions WHERE id=?", (arg,))
                 elif op == "flush":
                     waiters.append(arg)
@@ -215,12 +232,93 @@ class SqliteStore:
                 (session_id,)).fetchone()
         return int(row[0])
 
+    def find_entries(self, session_id: str, query: EntryQuery, *, before_seq: int | None = None,
+                     limit: int = 100) -> EntryMatches:
+        """The entries of the whole session that match, newest first from `before_seq`, and how many match."""
+        self.flush()
+        where = "session_id=? AND kind!=?"
+        args: list[Any] = [session_id, entry_index.ROUND]
+        if query.method:
+            where += " AND method=?"
+            args.append(query.method)
+        if query.statuses:
+            where += f" AND status IN ({','.join('?' * len(query.statuses))})"
+            args.extend(sorted(query.statuses))
+        if query.text:  # stored casefolded: instr is an exact substring test, as the filter's `in` is
+            where += " AND instr(text, ?) > 0"
+            args.append(query.text.casefold())
+        if query.findings:
+            where += " AND findings > 0"
+        page_where, page_args = where, list(args)
+        if before_seq is not None:
+            page_where += " AND seq0<?"
+            page_args.append(before_seq)
+        with self._read_lock:
+            total = self._read.execute(f"SELECT COUNT(*) FROM entry_index WHERE {where}", args).fetchone()[0]
+            rows = self._read.execute(
+                f"SELECT key, seq0, kind, findings FROM entry_index WHERE {page_where} ORDER BY seq0 DESC LIMIT ?",
+                [*page_args, limit]).fetchall()
+        return EntryMatches([EntryHit(r[0], int(r[1]), r[2], int(r[3])) for r in rows], int(total))
+
     def count(self, session_id: str) -> int:
         self.flush()
         with self._read_lock:
             row = self._read.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?",
                                      (session_id,)).fetchone()
         return int(row[0])
+
+
+INDEX_VERSION = 1  # PRAGMA user_version once the entry index covers every stored event
+IndexItem = tuple[str, str, dict[str, Any], str | None]  # key, kind, the event's facts, its operation id
+
+
+def _index_item(event: TimelineEvent) -> IndexItem | None:
+    found = entry_index.entry_of(event)
+    if found is None:
+        return None
+    data = event.data
+    return found[0], found[1], {f: data[f] for f in entry_index.FACT_FIELDS if f in data}, data.get("op")
+
+
+def _index(conn: sqlite3.Connection, session_id: str, seq: int, item: IndexItem) -> None:
+    """Fold one event into its entry's index row (the writer thread, inside its batch's transaction)."""
+    key, kind, facts, op = item
+    if kind == "finding":  # counted on the entry that shows the exchange: its own, or its operation's
+        found = conn.execute("SELECT kind, host FROM entry_index WHERE session_id=? AND key=?",
+                             (session_id, key)).fetchone()
+        if found is not None:
+            conn.execute("UPDATE entry_index SET findings=findings+1 WHERE session_id=? AND key=?",
+                         (session_id, found[1] if found[0] == entry_index.ROUND and found[1] else key))
+        return
+    row = conn.execute("SELECT facts FROM entry_index WHERE session_id=? AND key=?", (session_id, key)).fetchone()
+    merged = {**json.loads(row[0]), **facts} if row is not None else facts
+    shown = (json.dumps(merged), str(merged.get("method") or ""), entry_index.status_of(merged),
+             entry_index.search_text(merged))
+    if row is None:
+        conn.execute("INSERT INTO entry_index VALUES (?,?,?,?,?,?,?,?,?,0)",
+                     (session_id, key, seq, kind, f"op-{op}" if kind == entry_index.ROUND and op else None, *shown))
+    else:
+        conn.execute("UPDATE entry_index SET facts=?, method=?, status=?, text=? WHERE session_id=? AND key=?",
+                     (*shown, session_id, key))
+
+
+def _rebuild_index(conn: sqlite3.Connection, chunk: int = 5000) -> None:
+    """Build the entry index from the stored events, in chunks of rows (a big database never sits in memory)."""
+    conn.execute("BEGIN")
+    conn.execute("DELETE FROM entry_index")
+    last: tuple[str, int] = ("", -1)
+    while True:
+        rows = conn.execute("SELECT session_id, seq, kind, at, data, v FROM events WHERE (session_id, seq) > (?, ?) "
+                            "ORDER BY session_id, seq LIMIT ?", (*last, chunk)).fetchall()
+        for r in rows:
+            item = _index_item(TimelineEvent(r[0], r[1], load(r[2], json.loads(r[4]), r[5]), r[3]))
+            if item is not None:
+                _index(conn, r[0], r[1], item)
+        if len(rows) < chunk:
+            break
+        last = (rows[-1][0], rows[-1][1])
+    conn.execute(f"PRAGMA user_version={INDEX_VERSION}")
+    conn.execute("COMMIT")
 
 
 # Version 1 stored some kinds under other names; a read by kind must find those rows too.
