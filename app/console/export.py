@@ -14,9 +14,9 @@ from typing import Any
 
 from app import __version__
 from app.console.events import EXCHANGE_KINDS, TimelineEvent
-from app.console.secrets import Redactor, is_secret, mask_url, mask_value, mask_wire
+from app.console.secrets import Redactor, is_secret, mask_url, mask_value
 from app.console.store import Store
-from app.console.target import Target, target_from
+from app.console.target import Target
 
 FORMAT = "mcp-console-session"
 VERSION = 2  # 2: events are typed (event version 2); files of version 1 still import
@@ -29,28 +29,8 @@ LIVE_SESSION_NOTE = ("# needs a live Mcp-Session-Id: this request was sent insid
                      "works only while that session is open (after it ends, initialize a new session and use its id)")
 
 
-def _iso(ts: float) -> str:
+def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def session_file(session_id: str, meta: dict[str, Any], created: float, store: Store,
-                 include_secrets: bool = False) -> dict[str, Any]:
-    events = [e.to_dict() for e in store.events(session_id)]
-    meta = json.loads(json.dumps(meta))  # a deep copy we may mask
-    if not include_secrets:
-        for event in events:
-            if event["kind"] == "wire":
-                event["data"] = mask_wire(event["data"])
-        # One masking for the whole file: every value the owner typed, wherever it appears, and the
-        # target itself (in the metadata and in the session_created event) in its masked form.
-        redact = Redactor(target_from(meta.get("target")))
-        events, meta = redact(events), {**redact(meta), "target": redact.target_dict()}
-        for event in events:
-            if event["kind"] == "session_created":
-                event["data"]["target"] = redact.target_dict()
-    return {"format": FORMAT, "version": VERSION, "exported_at": _iso(time.time()), "console_version": __version__,
-            "secrets": "included" if include_secrets else "masked",
-            "session": {"id": session_id, "created": created, "meta": meta}, "events": events}
 
 
 def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEvent]]:
@@ -62,7 +42,7 @@ def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEv
     session = data.get("session")
     if not isinstance(session, dict) or not isinstance(session.get("meta"), dict):
         raise ValueError("the file has no session metadata")
-    raw_events = data.get("events")
+    raw_events = data.get("events")  # (session_stream reads a file's events one by one, after this)
     if not isinstance(raw_events, list):
         raise ValueError("the file has no events list")
     events = [TimelineEvent.from_dict(e) for e in raw_events]
@@ -137,7 +117,7 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
         except ValueError:
             pass
     return {
-        "startedDateTime": _iso(start),
+        "startedDateTime": iso(start),
         "time": round((last - start) * 1000, 3),
         "request": {"method": "POST", "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
                     "headers": _headers(sent.get("headers"), include_secrets), "queryString": [],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -10,6 +11,7 @@ from app.console.events import RECORDS, LinkCreated, LinkRevoked, TimelineEvent
 from app.console.hub import Hub, Renderer
 from app.console.links import ShareLink
 from app.console.session import ConsoleSession, new_session_id
+from app.console.session_stream import iter_events
 from app.console.sharing import LinkRegistry
 from app.console.store import SqliteStore, Store
 from app.console.target import Target, target_from
@@ -18,6 +20,7 @@ from app.settings import Settings
 
 # Everything but frames: the state is their fold (frames are read per entry, on demand).
 RESTORE_KINDS = tuple(k for k in RECORDS if k != "wire")
+IMPORT_CHUNK = 2000  # events an import hands the store before it waits for them to be written
 
 
 __all__ = ["RESTORE_KINDS", "SessionManager", "target_from"]
@@ -50,11 +53,12 @@ class SessionManager:
                                      self.hub.publish, self.http, created=row["created"], new=False)
             session.last_activity = row["updated"]
             last = self.store.count(row["id"])
-            events = self.store.events(row["id"], kinds=RESTORE_KINDS)
             read_only = bool(meta.get("read_only")) or any(
-                e.kind == "restored" and e.data["imported"] for e in events)
+                e.data["imported"] for e in self.store.events(row["id"], kinds=("restored",)))
             note = "imported: read-only" if read_only else \
                 "The console restarted. Reconnect to send requests; the timeline is as it was."
+            # Folded a chunk at a time: a session of 100,000 entries never sits in memory as events.
+            events = (e for chunk in iter_events(self.store, row["id"], RESTORE_KINDS) for e in chunk)
             session.restore(meta, events, note, last_seq=last, imported=read_only)
             session.timeline.set_total(self.store.entry_count(row["id"]))
             session.touch(force=True)
@@ -62,19 +66,36 @@ class SessionManager:
             count += 1
         return count
 
-    def import_session(self, meta: dict[str, Any], created: float, events: list[TimelineEvent]) -> ConsoleSession:
+    def import_session(self, meta: dict[str, Any], created: float, events: Iterable[TimelineEvent]) -> ConsoleSession:
         """A session from a file: read-only, no target connected, looking as it did."""
+        return self.add(self.imported(meta, created, events))
+
+    def imported(self, meta: dict[str, Any], created: float, events: Iterable[TimelineEvent]) -> ConsoleSession:
+        """Build an imported session (safe on a worker thread: it is nobody's until `add`).
+
+        The events stream through: each is stored and folded as it comes, and the store's queue is
+        drained every chunk, so an import holds at most a chunk of a file's events at once.
+        """
         target = target_from(meta.get("target"))
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http,
                                  created=created, new=False)
-        moved = [TimelineEvent(session.id, e.seq, e.record, e.at) for e in events]
-        for event in moved:
-            self.store.append(event)
-        session.restore({**meta, "read_only": True}, [e for e in moved if e.kind != "wire"],
-                        "Imported from a session file: read-only.", imported=True)
+
+        def stored() -> Iterator[TimelineEvent]:
+            for n, event in enumerate(events, start=1):
+                moved = TimelineEvent(session.id, event.seq, event.record, event.at)
+                self.store.append(moved)
+                if n % IMPORT_CHUNK == 0:
+                    self.store.flush()
+                if moved.kind != "wire":
+                    yield moved
+        session.restore({**meta, "read_only": True}, stored(), "Imported from a session file: read-only.",
+                        imported=True)
         session.timeline.set_total(self.store.entry_count(session.id))
-        self.sessions[session.id] = session
         self.store.save_session(session.id, session.meta(), created, session.last_activity)
+        return session
+
+    def add(self, session: ConsoleSession) -> ConsoleSession:
+        self.sessions[session.id] = session
         return session
 
     def start(self, session: ConsoleSession) -> None:
