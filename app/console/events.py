@@ -19,6 +19,25 @@ Json = dict[str, Any]
 R = TypeVar("R", bound="Record")
 
 
+_SPECS: dict[type[Any], tuple[tuple[str, bool], ...]] = {}
+_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _specs(cls: type[Any]) -> tuple[tuple[str, bool], ...]:
+    """(name, required) of a record's data fields, worked out once per class: `fields()` is slow on a hot path
+    (every event stored, read back, exported or imported goes through here)."""
+    found = _SPECS.get(cls)
+    if found is None:
+        found = _SPECS[cls] = tuple((f.name, f.default is MISSING and f.default_factory is MISSING)
+                                    for f in fields(cls) if f.name != "kind")
+        _NAMES[cls] = tuple(name for name, _ in found)
+    return found
+
+
+def _names(cls: type[Any]) -> tuple[str, ...]:
+    return _NAMES.get(cls) or tuple(name for name, _ in _specs(cls))
+
+
 class Record:
     """Shared serialization: every dataclass field but `kind` is a key of the data object."""
 
@@ -27,19 +46,17 @@ class Record:
     KIND: ClassVar[str]
 
     def to_data(self) -> Json:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kind"}  # type: ignore[arg-type]
+        return {name: getattr(self, name) for name in _names(type(self))}
 
     @classmethod
     def from_data(cls: type[R], data: Json) -> R:
         rest = dict(data)
         values: Json = {}
-        for f in fields(cls):  # type: ignore[arg-type]
-            if f.name == "kind":
-                continue
-            if f.name in rest:
-                values[f.name] = rest.pop(f.name)
-            elif f.default is MISSING and f.default_factory is MISSING:
-                raise ValueError(f"{cls.KIND} event without its {f.name!r} field")
+        for name, required in _specs(cls):
+            if name in rest:
+                values[name] = rest.pop(name)
+            elif required:
+                raise ValueError(f"{cls.KIND} event without its {name!r} field")
         if rest:  # every key consumed: an unknown key means a newer writer, so say so
             raise ValueError(f"unknown keys in {cls.KIND} event: {sorted(rest)}")
         return cls(**values)
@@ -429,14 +446,23 @@ class TimelineEvent:
 
     @classmethod
     def from_dict(cls, raw: Json) -> TimelineEvent:
+        return cls.of_dict(raw["session_id"], raw)
+
+    @classmethod
+    def of_dict(cls, session_id: str, raw: Json) -> TimelineEvent:
+        """An event from its dict form, placed in `session_id` (an import moves a file's events into a new one)."""
         raw = dict(raw)
         version = raw.pop("v")
         if version not in (1, EVENT_VERSION):
             raise ValueError(f"unknown timeline event version {version!r}")
-        event = cls(session_id=raw.pop("session_id"), seq=raw.pop("seq"),
-                    record=load(raw.pop("kind"), raw.pop("data"), version), at=raw.pop("at"))
+        raw.pop("session_id")
+        data = raw.pop("data")
+        event = cls(session_id=session_id, seq=raw.pop("seq"), record=load(raw.pop("kind"), data, version),
+                    at=raw.pop("at"))
         if raw:  # every key consumed: an unknown key means a newer writer, so say so
             raise ValueError(f"unknown keys in timeline event: {sorted(raw)}")
+        if version == EVENT_VERSION and isinstance(data, dict) and len(data) == len(_names(type(event.record))):
+            event._data = data  # every field given: the dict is what to_data would build (spares the rebuild)
         return event
 
     @classmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -70,7 +70,8 @@ class SessionManager:
         """A session from a file: read-only, no target connected, looking as it did."""
         return self.add(self.imported(meta, created, events))
 
-    def imported(self, meta: dict[str, Any], created: float, events: Iterable[TimelineEvent]) -> ConsoleSession:
+    def imported(self, meta: dict[str, Any], created: float,
+                 events: Iterable[TimelineEvent] | Callable[[str], Iterable[TimelineEvent]]) -> ConsoleSession:
         """Build an imported session (safe on a worker thread: it is nobody's until `add`).
 
         The events stream through: each is stored and folded as it comes, and the store's queue is
@@ -80,9 +81,12 @@ class SessionManager:
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http,
                                  created=created, new=False)
 
+        # A callable gives the events already placed in the new session (a file reader does: one object less each).
+        placed = events(session.id) if callable(events) else (
+            TimelineEvent(session.id, e.seq, e.record, e.at) for e in events)
+
         def stored() -> Iterator[TimelineEvent]:
-            for n, event in enumerate(events, start=1):
-                moved = TimelineEvent(session.id, event.seq, event.record, event.at)
+            for n, moved in enumerate(placed, start=1):
                 self.store.append(moved)
                 if n % IMPORT_CHUNK == 0:
                     self.store.flush()

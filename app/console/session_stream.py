@@ -19,9 +19,9 @@ from typing import IO, Any
 
 from app import __version__
 from app.console import export
-from app.console.events import TimelineEvent
+from app.console.events import EVENT_VERSION, TimelineEvent, load
 from app.console.secrets import Redactor, mask_wire
-from app.console.store import Store
+from app.console.store import Store, StoredEvent
 from app.console.target import target_from
 
 CHUNK = 2000           # events read from the store per query, and the most an export holds at once
@@ -53,23 +53,35 @@ def session_file(session_id: str, meta: dict[str, Any], created: float, store: S
             "console_version": __version__, "secrets": "included" if include_secrets else "masked",
             "session": {"id": session_id, "created": created, "meta": meta}}
     yield json.dumps(head)[:-1] + ', "events": ['
+    prefix = f'{{"v": {EVENT_VERSION}, "session_id": {json.dumps(session_id)}, "seq": '
     sep = ""
-    for events in iter_events(store, session_id, chunk=chunk):
-        out = [e.to_dict() for e in events]
-        if redact is not None:
-            out = [_masked(event, redact) for event in out]
-        yield sep + ", ".join(json.dumps(event) for event in out)
-        sep = ", "
+    after = 0
+    while True:
+        rows = store.event_rows(session_id, after_seq=after, limit=chunk)
+        if rows:
+            yield sep + ", ".join(prefix + _event_text(row, redact) for row in rows)
+            sep = ", "
+            after = rows[-1].seq
+        if len(rows) < chunk:
+            break
     yield "]}"
 
 
-def _masked(event: dict[str, Any], redact: Redactor) -> dict[str, Any]:
-    if event["kind"] == "wire":
-        event["data"] = mask_wire(event["data"])
-    masked: dict[str, Any] = redact(event)
-    if masked["kind"] == "session_created":
-        masked["data"]["target"] = redact.target_dict()
-    return masked
+def _event_text(row: StoredEvent, redact: Redactor | None) -> str:
+    """One event of the file from its stored row: the stored JSON text is written as it is, unless it is of an
+    older event version (migrated) or holds something to mask (parsed, masked, written again)."""
+    kind, data = row.kind, row.data
+    if row.v != EVENT_VERSION:
+        record = load(kind, json.loads(data), row.v)
+        kind, data = record.kind, json.dumps(record.to_data())
+    if redact is not None:
+        if kind == "session_created":
+            masked = redact(json.loads(data))
+            data = json.dumps({**masked, "target": redact.target_dict()})
+        elif (kind == "wire" and '"headers": null' not in data) or redact.might_mask(data):
+            value = json.loads(data)
+            data = json.dumps(redact(mask_wire(value) if kind == "wire" else value))
+    return f'{row.seq}, "kind": {json.dumps(kind)}, "at": {json.dumps(row.at)}, "data": {data}}}'
 
 
 class SessionFileReader:
@@ -109,13 +121,14 @@ class SessionFileReader:
         meta, created, _ = export.read_session_file(self.header)
         return meta, created
 
-    def events(self) -> Iterator[TimelineEvent]:
-        """The file's events in order, each parsed as it is read."""
-        yield from self._early
+    def events(self, session_id: str | None = None) -> Iterator[TimelineEvent]:
+        """The file's events in order, each parsed as it is read (placed in `session_id` when given)."""
+        for early in self._early:
+            yield early if session_id is None else TimelineEvent(session_id, early.seq, early.record, early.at)
         self._early = []
         if self._items is not None:
             for value in self._items:
-                yield _event(value)
+                yield _event(value, session_id)
             if self._next_fields() is not None:
                 raise ValueError("the file has two events lists")
 
@@ -196,9 +209,9 @@ class SessionFileReader:
         return True
 
 
-def _event(value: Any) -> TimelineEvent:
+def _event(value: Any, session_id: str | None = None) -> TimelineEvent:
     try:
-        return TimelineEvent.from_dict(value)
+        return TimelineEvent.of_dict(session_id, value) if session_id is not None else TimelineEvent.from_dict(value)
     except (TypeError, KeyError, AttributeError) as exc:  # not the shape of an event: the file is at fault
         raise ValueError(f"an event in the file is not valid ({type(exc).__name__}: {exc})") from exc
 

@@ -14,9 +14,9 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from app.console import entry_index
+from app.console import entry_index, sqlite_index
 from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
 from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, load
 
@@ -30,16 +30,26 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_by_exchange ON events (session_id, exchange);
 -- One row per timeline entry, for the filter (see app/console/entry_index.py): kept by append, never the truth.
+-- Clustered by (session, seq0): a filter reads it newest first in one ordered scan.
 CREATE TABLE IF NOT EXISTS entry_index (
   session_id TEXT NOT NULL, key TEXT NOT NULL, seq0 INTEGER NOT NULL, kind TEXT NOT NULL, host TEXT,
   facts TEXT NOT NULL, method TEXT NOT NULL, status TEXT NOT NULL, text TEXT NOT NULL,
-  findings INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (session_id, key)
-);
-CREATE INDEX IF NOT EXISTS entry_index_by_seq ON entry_index (session_id, seq0);
+  findings INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (session_id, seq0), UNIQUE (session_id, key)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS links (
   id TEXT PRIMARY KEY, session_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, data TEXT NOT NULL
 );
 """
+
+
+class StoredEvent(NamedTuple):
+    """An event as stored: its data still JSON text (what an export writes out without building the record)."""
+
+    seq: int
+    kind: str
+    at: float
+    data: str  # json.dumps of the record's data (ASCII), at event version `v`
+    v: int
 
 
 class Store(Protocol):
@@ -50,6 +60,7 @@ class Store(Protocol):
     def events(self, session_id: str, *, exchange: str | None = None, kinds: tuple[str, ...] = (),
                before_seq: int | None = None, after_seq: int | None = None,
                limit: int | None = None) -> list[TimelineEvent]: ...
+    def event_rows(self, session_id: str, *, after_seq: int = 0, limit: int = 1000) -> list[StoredEvent]: ...
     def count(self, session_id: str) -> int: ...
     def stored_bytes(self, session_id: str) -> int: ...
     def entry_count(self, session_id: str) -> int: ...
@@ -76,8 +87,8 @@ class SqliteStore:
             r[0]: int(r[1]) for r in self._read.execute(
                 "SELECT session_id, SUM(LENGTH(data)) FROM events GROUP BY session_id").fetchall()}
         self._bytes_lock = threading.Lock()
-        if self._read.execute("PRAGMA user_version").fetchone()[0] < INDEX_VERSION:
-            _rebuild_index(self._read)  # a database from before the entry index: built once, here
+        if self._read.execute("PRAGMA user_version").fetchone()[0] < sqlite_index.INDEX_VERSION:
+            sqlite_index.rebuild(self._read)  # a database from before the entry index: built once, here
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
         self._writer.start()
 
@@ -101,7 +112,7 @@ class SqliteStore:
                EVENT_VERSION)
         with self._bytes_lock:
             self._bytes[event.session_id] = self._bytes.get(event.session_id, 0) + len(text)
-        self._queue.put(("event", (row, _index_item(event))))
+        self._queue.put(("event", (row, sqlite_index.index_item(event))))
 
     def stored_bytes(self, session_id: str) -> int:
         """How many bytes of event data a session has in the store (the quota counts these)."""
@@ -145,15 +156,18 @@ class SqliteStore:
                 except queue.Empty:
                     break
             waiters: list[threading.Event] = []
+            rows: list[tuple[Any, ...]] = []
+            index = sqlite_index.IndexBatch(conn)
             conn.execute("BEGIN")
             for op, arg in items:
-                if op == "event":
+                if op == "event":  # gathered for one executemany; anything else writes them first
                     row, item = arg
-                    conn.execute("INSERT OR REPLACE INTO events (session_id, seq, kind, exchange, at, data, v) "
-                                 "VALUES (?,?,?,?,?,?,?)", row)
+                    rows.append(row)
                     if item is not None:
-                        _index(conn, row[0], row[1], item)
-                elif op == "session":
+                        index.add(row[0], row[1], item)
+                    continue
+                _write_events(conn, rows, index)
+                if op == "session":
                     conn.execute("INSERT OR REPLACE INTO sessions VALUES (?,?,?,?)", arg)
                 elif op == "link":
                     conn.execute("INSERT OR REPLACE INTO links VALUES (?,?,?,?)", arg)
@@ -166,6 +180,7 @@ class SqliteStore:
                     waiters.append(arg)
                 elif op == "stop":
                     running = False
+            _write_events(conn, rows, index)
             conn.execute("COMMIT")
             for waiter in waiters:
                 waiter.set()
@@ -211,6 +226,14 @@ class SqliteStore:
         if kinds:  # a v1 row stored under an old name may have become a kind that was not asked for
             out = [e for e in out if e.kind in kinds]
         return sorted(out, key=lambda e: e.seq)
+
+    def event_rows(self, session_id: str, *, after_seq: int = 0, limit: int = 1000) -> list[StoredEvent]:
+        """The next `limit` events after `after_seq` as stored, in sequence order (keyset pages for an export)."""
+        self.flush()
+        with self._read_lock:
+            rows = self._read.execute("SELECT seq, kind, at, data, v FROM events WHERE session_id=? AND seq>? "
+                                      "ORDER BY seq LIMIT ?", (session_id, after_seq, limit)).fetchall()
+        return [StoredEvent(*r) for r in rows]
 
     def links(self, session_id: str | None = None) -> list[dict[str, Any]]:
         self.flush()
@@ -268,57 +291,12 @@ class SqliteStore:
         return int(row[0])
 
 
-INDEX_VERSION = 1  # PRAGMA user_version once the entry index covers every stored event
-IndexItem = tuple[str, str, dict[str, Any], str | None]  # key, kind, the event's facts, its operation id
-
-
-def _index_item(event: TimelineEvent) -> IndexItem | None:
-    found = entry_index.entry_of(event)
-    if found is None:
-        return None
-    data = event.data
-    return found[0], found[1], {f: data[f] for f in entry_index.FACT_FIELDS if f in data}, data.get("op")
-
-
-def _index(conn: sqlite3.Connection, session_id: str, seq: int, item: IndexItem) -> None:
-    """Fold one event into its entry's index row (the writer thread, inside its batch's transaction)."""
-    key, kind, facts, op = item
-    if kind == "finding":  # counted on the entry that shows the exchange: its own, or its operation's
-        found = conn.execute("SELECT kind, host FROM entry_index WHERE session_id=? AND key=?",
-                             (session_id, key)).fetchone()
-        if found is not None:
-            conn.execute("UPDATE entry_index SET findings=findings+1 WHERE session_id=? AND key=?",
-                         (session_id, found[1] if found[0] == entry_index.ROUND and found[1] else key))
-        return
-    row = conn.execute("SELECT facts FROM entry_index WHERE session_id=? AND key=?", (session_id, key)).fetchone()
-    merged = {**json.loads(row[0]), **facts} if row is not None else facts
-    shown = (json.dumps(merged), str(merged.get("method") or ""), entry_index.status_of(merged),
-             entry_index.search_text(merged))
-    if row is None:
-        conn.execute("INSERT INTO entry_index VALUES (?,?,?,?,?,?,?,?,?,0)",
-                     (session_id, key, seq, kind, f"op-{op}" if kind == entry_index.ROUND and op else None, *shown))
-    else:
-        conn.execute("UPDATE entry_index SET facts=?, method=?, status=?, text=? WHERE session_id=? AND key=?",
-                     (*shown, session_id, key))
-
-
-def _rebuild_index(conn: sqlite3.Connection, chunk: int = 5000) -> None:
-    """Build the entry index from the stored events, in chunks of rows (a big database never sits in memory)."""
-    conn.execute("BEGIN")
-    conn.execute("DELETE FROM entry_index")
-    last: tuple[str, int] = ("", -1)
-    while True:
-        rows = conn.execute("SELECT session_id, seq, kind, at, data, v FROM events WHERE (session_id, seq) > (?, ?) "
-                            "ORDER BY session_id, seq LIMIT ?", (*last, chunk)).fetchall()
-        for r in rows:
-            item = _index_item(TimelineEvent(r[0], r[1], load(r[2], json.loads(r[4]), r[5]), r[3]))
-            if item is not None:
-                _index(conn, r[0], r[1], item)
-        if len(rows) < chunk:
-            break
-        last = (rows[-1][0], rows[-1][1])
-    conn.execute(f"PRAGMA user_version={INDEX_VERSION}")
-    conn.execute("COMMIT")
+def _write_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], index: sqlite_index.IndexBatch) -> None:
+    if rows:
+        conn.executemany("INSERT OR REPLACE INTO events (session_id, seq, kind, exchange, at, data, v) "
+                         "VALUES (?,?,?,?,?,?,?)", rows)
+        rows.clear()
+    index.write()
 
 
 # Version 1 stored some kinds under other names; a read by kind must find those rows too.
