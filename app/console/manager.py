@@ -92,8 +92,12 @@ class SessionManager:
                     self.store.flush()
                 if moved.kind != "wire":
                     yield moved
-        session.restore({**meta, "read_only": True}, stored(), "Imported from a session file: read-only.",
-                        imported=True)
+        try:
+            session.restore({**meta, "read_only": True}, stored(), "Imported from a session file: read-only.",
+                            imported=True)
+        except BaseException:  # a file that breaks off half way leaves nothing of itself in the store
+            self.store.delete_session(session.id)
+            raise
         session.timeline.set_total(self.store.entry_count(session.id))
         self.store.save_session(session.id, session.meta(), created, session.last_activity)
         return session

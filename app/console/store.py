@@ -79,7 +79,8 @@ class SqliteStore:
             _private(Path(self.path))
         self._batch = batch
         self._linger = linger_s
-        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+        # SimpleQueue: the C queue, several times cheaper per put than queue.Queue (one put per event recorded).
+        self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._read = self._connect()
         self._read_lock = threading.Lock()
         # Bytes stored per session, counted on append so the quota check never waits on the disk.
