@@ -9,13 +9,14 @@ import json
 import shlex
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from app import __version__
 from app.console.events import EXCHANGE_KINDS, TimelineEvent
 from app.console.secrets import Redactor, is_secret, mask_url, mask_value
-from app.console.store import Store
+from app.console.store import Store, iter_events
 from app.console.target import Target
 
 FORMAT = "mcp-console-session"
@@ -23,6 +24,7 @@ VERSION = 2  # 2: events are typed (event version 2); files of version 1 still i
 # Headers curl sets itself, or that would change what comes back (compressed bytes on a terminal).
 CURL_SKIP = frozenset({"host", "content-length", "accept-encoding", "connection"})
 SESSION_HEADER = "mcp-session-id"
+OPEN_LIMIT = 1000  # exchanges a HAR export holds while an earlier one is still open
 # The first line of a cURL whose request was sent inside a 2025-11-25 session: the id in it lives only as long
 # as that session, so the command alone is not a reproduction (a 2026-07-28 request needs nothing before it).
 LIVE_SESSION_NOTE = ("# needs a live Mcp-Session-Id: this request was sent inside a 2025-11-25 session; the id below "
@@ -49,21 +51,32 @@ def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEv
     return session["meta"], float(session.get("created") or time.time()), events
 
 
-def exchanges(session_id: str, store: Store) -> OrderedDict[str, dict[str, Any]]:
-    """Every exchange's entry facts, wire events and lint findings, in the order they started."""
-    out: OrderedDict[str, dict[str, Any]] = OrderedDict()
-    for event in store.events(session_id, kinds=(*EXCHANGE_KINDS, "wire", "finding")):
-        key = event.data.get("key") if event.kind in EXCHANGE_KINDS else event.data.get("exchange")
-        if not key:
-            continue
-        item = out.setdefault(key, {"entry": {}, "wire": [], "findings": []})
-        if event.kind in EXCHANGE_KINDS:
-            item["entry"].update(event.data)
-        elif event.kind == "finding":
-            item["findings"].append({k: v for k, v in event.data.items() if k != "exchange"})
-        else:
-            item["wire"].append(event.data)
-    return out
+def exchanges(session_id: str, store: Store) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every exchange's entry facts, wire events and lint findings, in the order they started.
+
+    Read in chunks; an exchange is handed on once it has finished (its frames and findings come before its
+    end) and every exchange started before it has been handed on. One still open after OPEN_LIMIT later
+    ones started (a long listen) goes as it stands then, so what is held stays bounded.
+    """
+    open_: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    for chunk in iter_events(store, session_id, kinds=(*EXCHANGE_KINDS, "wire", "finding")):
+        for event in chunk:
+            key = event.data.get("key") if event.kind in EXCHANGE_KINDS else event.data.get("exchange")
+            if not key:
+                continue
+            item = open_.get(key)
+            if item is None:
+                item = open_[key] = {"entry": {}, "wire": [], "findings": [], "done": False}
+            if event.kind in EXCHANGE_KINDS:
+                item["entry"].update(event.data)
+                item["done"] = item["done"] or event.kind == "exchange_finished"
+            elif event.kind == "finding":
+                item["findings"].append({k: v for k, v in event.data.items() if k != "exchange"})
+            else:
+                item["wire"].append(event.data)
+        while open_ and (next(iter(open_.values()))["done"] or len(open_) > OPEN_LIMIT):
+            yield open_.popitem(last=False)
+    yield from open_.items()
 
 
 def _parts(wire: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[dict[str, Any]]]:
@@ -78,23 +91,22 @@ def _headers(pairs: list[list[str]] | None, include_secrets: bool) -> list[dict[
             for k, v in pairs or []]
 
 
-def har(session_id: str, target: Target, store: Store, include_secrets: bool = False) -> dict[str, Any]:
-    data = _har(session_id, target.url, store, include_secrets)
-    return data if include_secrets else Redactor(target)(data)  # typed values, wherever they were echoed
-
-
-def _har(session_id: str, url: str, store: Store, include_secrets: bool) -> dict[str, Any]:
-    entries = []
-    for key, item in exchanges(session_id, store).items():
+def har(session_id: str, target: Target, store: Store, include_secrets: bool = False) -> Iterator[str]:
+    """The HAR 1.2 log as pieces of text (joined, one JSON document), an exchange at a time."""
+    redact = None if include_secrets else Redactor(target)  # typed values, wherever they were echoed
+    url = target.url if include_secrets else mask_url(target.url)
+    yield json.dumps({"log": {"version": "1.2", "creator": {"name": "MCP Console", "version": __version__},
+                              "pages": []}})[:-2] + ', "entries": ['
+    sep = ""
+    for key, item in exchanges(session_id, store):
         sent, head, frames = _parts(item["wire"])
         if sent is None or sent.get("headers") is None:
             continue  # not an HTTP exchange (stdio frames carry no headers)
-        har_entry = _har_entry(key, item["entry"], url if include_secrets else mask_url(url), sent, head, frames,
-                               include_secrets)
+        har_entry = _har_entry(key, item["entry"], url, sent, head, frames, include_secrets)
         har_entry["_mcp"]["findings"] = item["findings"]  # the live lint's findings on this exchange's frames
-        entries.append(har_entry)
-    return {"log": {"version": "1.2", "creator": {"name": "MCP Console", "version": __version__},
-                    "pages": [], "entries": entries}}
+        yield sep + json.dumps(har_entry if redact is None else redact(har_entry))
+        sep = ", "
+    yield "]}}"
 
 
 def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], head: dict[str, Any] | None,

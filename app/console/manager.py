@@ -11,9 +11,8 @@ from app.console.events import RECORDS, LinkCreated, LinkRevoked, TimelineEvent
 from app.console.hub import Hub, Renderer
 from app.console.links import ShareLink
 from app.console.session import ConsoleSession, new_session_id
-from app.console.session_stream import iter_events
 from app.console.sharing import LinkRegistry
-from app.console.store import SqliteStore, Store
+from app.console.store import SqliteStore, Store, iter_events
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.settings import Settings

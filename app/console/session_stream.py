@@ -19,34 +19,20 @@ from typing import IO, Any
 
 from app import __version__
 from app.console import export
+from app.console import store as store_module
 from app.console.events import EVENT_VERSION, TimelineEvent, load
 from app.console.secrets import Redactor, mask_wire
 from app.console.store import Store, StoredEvent
 from app.console.target import target_from
 
-CHUNK = 2000           # events read from the store per query, and the most an export holds at once
 READ_BYTES = 1 << 16   # characters read from an uploaded file at a time
 _WS = " \t\r\n"
-
-
-def iter_events(store: Store, session_id: str, kinds: tuple[str, ...] = (),
-                chunk: int | None = None) -> Iterator[list[TimelineEvent]]:
-    """Every event of a session in sequence order, a chunk at a time (each chunk a query after the last seq)."""
-    chunk = chunk or CHUNK
-    after = 0
-    while True:
-        events = store.events(session_id, kinds=kinds, after_seq=after, limit=chunk)
-        if events:
-            yield events
-        if len(events) < chunk:
-            return
-        after = events[-1].seq
 
 
 def session_file(session_id: str, meta: dict[str, Any], created: float, store: Store,
                  include_secrets: bool = False, chunk: int | None = None) -> Iterator[str]:
     """The session file as pieces of text; joined, they are exactly one JSON document."""
-    chunk = chunk or CHUNK
+    chunk = chunk or store_module.CHUNK
     meta = json.loads(json.dumps(meta))  # a deep copy we may mask
     redact = None if include_secrets else Redactor(target_from(meta.get("target")))
     if redact is not None:  # every value the owner typed, and the target itself in its masked form

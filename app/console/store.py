@@ -13,6 +13,7 @@ import sqlite3
 import stat
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -40,6 +41,9 @@ CREATE TABLE IF NOT EXISTS links (
   id TEXT PRIMARY KEY, session_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, data TEXT NOT NULL
 );
 """
+
+
+CHUNK = 2000  # events read per query by whoever walks a whole session (export, restore): the most held at once
 
 
 class StoredEvent(NamedTuple):
@@ -298,6 +302,20 @@ def _write_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], index: 
                          "VALUES (?,?,?,?,?,?,?)", rows)
         rows.clear()
     index.write()
+
+
+def iter_events(store: Store, session_id: str, kinds: tuple[str, ...] = (),
+                chunk: int | None = None) -> Iterator[list[TimelineEvent]]:
+    """Every event of a session in sequence order, a chunk at a time (each chunk a query after the last seq)."""
+    chunk = chunk or CHUNK
+    after = 0
+    while True:
+        events = store.events(session_id, kinds=kinds, after_seq=after, limit=chunk)
+        if events:
+            yield events
+        if len(events) < chunk:
+            return
+        after = events[-1].seq
 
 
 # Version 1 stored some kinds under other names; a read by kind must find those rows too.

@@ -8,7 +8,7 @@ import tempfile
 from typing import IO, Any
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import PlainTextResponse, RedirectResponse, Response, StreamingResponse
 
 from app.console import export, session_stream
 from app.console.session import ConsoleSession
@@ -30,10 +30,6 @@ def _attachment(filename: str) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="{filename}"'}
 
 
-def _download(data: Any, filename: str, media_type: str) -> Response:
-    return JSONResponse(data, media_type=media_type, headers=_attachment(filename))
-
-
 @router.get("/sessions/{session_id}/export.json")
 async def export_session(request: Request, session_id: str, w: Viewer) -> Response:
     s = session_or_404(w, session_id)
@@ -46,8 +42,9 @@ async def export_session(request: Request, session_id: str, w: Viewer) -> Respon
 @router.get("/sessions/{session_id}/export.har")
 async def export_har(request: Request, session_id: str, w: Viewer) -> Response:
     s = session_or_404(w, session_id)
-    data = await asyncio.to_thread(export.har, s.id, s.target, s.store, _secrets(request))
-    return _download(data, f"mcp-session-{s.id}.har", "application/json")
+    pieces = export.har(s.id, s.target, s.store, _secrets(request))  # streamed, as the session file is
+    return StreamingResponse((piece.encode() for piece in pieces), media_type="application/json",
+                             headers=_attachment(f"mcp-session-{s.id}.har"))
 
 
 @router.post("/sessions/import")

@@ -15,6 +15,7 @@ import pytest
 
 from app.console import manager as manager_module
 from app.console import session_stream
+from app.console import store as store_module
 from tests.integration.conftest import JSON, Console
 
 WINDOW = 4
@@ -95,7 +96,7 @@ async def test_export_reads_the_store_in_chunks_and_import_rebuilds_a_session_la
     total = store.count(sid)
     chunk = 7
     assert total > 3 * chunk
-    monkeypatch.setattr(session_stream, "CHUNK", chunk)
+    monkeypatch.setattr(store_module, "CHUNK", chunk)
     monkeypatch.setattr(session_stream, "READ_BYTES", 97)  # the import parses across many small reads
     monkeypatch.setattr(manager_module, "IMPORT_CHUNK", 5)
     reads: list[tuple[int, int]] = []
@@ -168,3 +169,26 @@ async def test_a_truncated_session_file_is_refused_and_leaves_no_session(
     assert [row["id"] for row in console.manager.store.list_sessions()] == [sid]
     stored = {e.session_id for e in console.manager.store.events(sid)}
     assert stored == {sid}
+
+
+async def test_the_har_export_reads_the_store_in_chunks_and_lists_the_same_exchanges_in_start_order(
+        make_console: Callable[..., Console], demo_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    console = make_console(timeline_window=WINDOW)
+    sid = await demo_session(console, demo_url)
+    for i in range(3):
+        await console.call_tool(sid, "echo", text=f"call {i}")
+    whole = (await console.http.get(f"/sessions/{sid}/export.har")).json()
+    store = console.manager.store
+    reads: list[int] = []
+    real_events = store.events
+
+    def counted(session_id: str, **kw: Any) -> Any:
+        reads.append(kw.get("limit") or 0)
+        return real_events(session_id, **kw)
+    monkeypatch.setattr(store_module, "CHUNK", 3)
+    monkeypatch.setattr(store, "events", counted)
+    chunked = (await console.http.get(f"/sessions/{sid}/export.har")).json()
+    assert len(reads) > 5 and set(reads) == {3}  # many small reads, never the whole session
+    started = [e["_mcp"]["exchange"] for e in chunked["log"]["entries"]]
+    assert started == [e["_mcp"]["exchange"] for e in whole["log"]["entries"]] and len(started) > 6
+    assert chunked["log"]["entries"] == whole["log"]["entries"]
