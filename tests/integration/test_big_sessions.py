@@ -192,3 +192,15 @@ async def test_the_har_export_reads_the_store_in_chunks_and_lists_the_same_excha
     started = [e["_mcp"]["exchange"] for e in chunked["log"]["entries"]]
     assert started == [e["_mcp"]["exchange"] for e in whole["log"]["entries"]] and len(started) > 6
     assert chunked["log"]["entries"] == whole["log"]["entries"]
+
+
+async def test_a_download_is_gzipped_by_the_export_itself_only_for_a_client_that_takes_gzip(
+        make_console: Callable[..., Console], demo_url: str) -> None:
+    console = make_console(timeline_window=WINDOW)
+    sid = await demo_session(console, demo_url)
+    for path in (f"/sessions/{sid}/export.json", f"/sessions/{sid}/export.har"):
+        plain = await console.http.get(path, headers={"Accept-Encoding": "identity"})
+        packed = await console.http.get(path, headers={"Accept-Encoding": "gzip"})
+        assert "content-encoding" not in plain.headers
+        assert packed.headers["content-encoding"] == "gzip" and "accept-encoding" in packed.headers["vary"].lower()
+        assert json.loads(packed.content).keys() == json.loads(plain.content).keys()  # httpx decoded it
