@@ -19,23 +19,23 @@ Json = dict[str, Any]
 R = TypeVar("R", bound="Record")
 
 
-_SPECS: dict[type[Any], tuple[tuple[str, bool], ...]] = {}
-_NAMES: dict[type[Any], tuple[str, ...]] = {}
+_FIELDS: dict[type[Any], tuple[tuple[str, ...], frozenset[str], frozenset[str]]] = {}
 
 
-def _specs(cls: type[Any]) -> tuple[tuple[str, bool], ...]:
-    """(name, required) of a record's data fields, worked out once per class: `fields()` is slow on a hot path
-    (every event stored, read back, exported or imported goes through here)."""
-    found = _SPECS.get(cls)
+def _fields(cls: type[Any]) -> tuple[tuple[str, ...], frozenset[str], frozenset[str]]:
+    """(names, as a set, the required ones) of a record's data fields, worked out once per class:
+    `dataclasses.fields()` is slow on a hot path (every event stored, read, exported or imported)."""
+    found = _FIELDS.get(cls)
     if found is None:
-        found = _SPECS[cls] = tuple((f.name, f.default is MISSING and f.default_factory is MISSING)
-                                    for f in fields(cls) if f.name != "kind")
-        _NAMES[cls] = tuple(name for name, _ in found)
+        data = [f for f in fields(cls) if f.name != "kind"]
+        names = tuple(f.name for f in data)
+        required = frozenset(f.name for f in data if f.default is MISSING and f.default_factory is MISSING)
+        found = _FIELDS[cls] = (names, frozenset(names), required)
     return found
 
 
 def _names(cls: type[Any]) -> tuple[str, ...]:
-    return _NAMES.get(cls) or tuple(name for name, _ in _specs(cls))
+    return _fields(cls)[0]
 
 
 class Record:
@@ -50,16 +50,13 @@ class Record:
 
     @classmethod
     def from_data(cls: type[R], data: Json) -> R:
-        rest = dict(data)
-        values: Json = {}
-        for name, required in _specs(cls):
-            if name in rest:
-                values[name] = rest.pop(name)
-            elif required:
-                raise ValueError(f"{cls.KIND} event without its {name!r} field")
-        if rest:  # every key consumed: an unknown key means a newer writer, so say so
-            raise ValueError(f"unknown keys in {cls.KIND} event: {sorted(rest)}")
-        return cls(**values)
+        _, names, required = _fields(cls)
+        keys = data.keys()
+        if missing := required - keys:
+            raise ValueError(f"{cls.KIND} event without its {sorted(missing)[0]!r} field")
+        if unknown := keys - names:  # every key consumed: an unknown key means a newer writer, so say so
+            raise ValueError(f"unknown keys in {cls.KIND} event: {sorted(unknown)}")
+        return cls(**data)
 
 
 @dataclass(slots=True)
@@ -415,6 +412,9 @@ def migrate_v1(kind: str, data: Json) -> tuple[str, Json]:
     return kind, data
 
 
+_EVENT_KEYS = frozenset({"v", "session_id", "seq", "kind", "at", "data"})
+
+
 @dataclass(slots=True)
 class TimelineEvent:
     """The envelope: which session, its sequence number, when, and the typed record."""
@@ -451,16 +451,12 @@ class TimelineEvent:
     @classmethod
     def of_dict(cls, session_id: str, raw: Json) -> TimelineEvent:
         """An event from its dict form, placed in `session_id` (an import moves a file's events into a new one)."""
-        raw = dict(raw)
-        version = raw.pop("v")
+        if unknown := raw.keys() - _EVENT_KEYS:  # every key consumed: an unknown key means a newer writer
+            raise ValueError(f"unknown keys in timeline event: {sorted(unknown)}")
+        version, data = raw["v"], raw["data"]
         if version not in (1, EVENT_VERSION):
             raise ValueError(f"unknown timeline event version {version!r}")
-        raw.pop("session_id")
-        data = raw.pop("data")
-        event = cls(session_id=session_id, seq=raw.pop("seq"), record=load(raw.pop("kind"), data, version),
-                    at=raw.pop("at"))
-        if raw:  # every key consumed: an unknown key means a newer writer, so say so
-            raise ValueError(f"unknown keys in timeline event: {sorted(raw)}")
+        event = cls(session_id=session_id, seq=raw["seq"], record=load(raw["kind"], data, version), at=raw["at"])
         if version == EVENT_VERSION and isinstance(data, dict) and len(data) == len(_names(type(event.record))):
             event._data = data  # every field given: the dict is what to_data would build (spares the rebuild)
         return event

@@ -117,7 +117,8 @@ class SqliteStore:
                EVENT_VERSION)
         with self._bytes_lock:
             self._bytes[event.session_id] = self._bytes.get(event.session_id, 0) + len(text)
-        self._queue.put(("event", (row, sqlite_index.index_item(event))))
+        item = sqlite_index.index_item(event)
+        self._queue.put(("event", (row, item, item is not None and event.kind in sqlite_index.BEGINS)))
 
     def stored_bytes(self, session_id: str) -> int:
         """How many bytes of event data a session has in the store (the quota counts these)."""
@@ -149,6 +150,7 @@ class SqliteStore:
 
     def _write_loop(self) -> None:
         conn = self._connect()
+        index = sqlite_index.IndexWriter(conn)
         running = True
         while running:
             items = [self._queue.get()]
@@ -162,14 +164,13 @@ class SqliteStore:
                     break
             waiters: list[threading.Event] = []
             rows: list[tuple[Any, ...]] = []
-            index = sqlite_index.IndexBatch(conn)
             conn.execute("BEGIN")
             for op, arg in items:
                 if op == "event":  # gathered for one executemany; anything else writes them first
-                    row, item = arg
+                    row, item, begins = arg
                     rows.append(row)
                     if item is not None:
-                        index.add(row[0], row[1], item)
+                        index.add(row[0], row[1], item, begins)
                     continue
                 _write_events(conn, rows, index)
                 if op == "session":
@@ -180,6 +181,7 @@ class SqliteStore:
                     conn.execute("DELETE FROM links WHERE session_id=?", (arg,))
                     conn.execute("DELETE FROM events WHERE session_id=?", (arg,))
                     conn.execute("DELETE FROM entry_index WHERE session_id=?", (arg,))
+                    index.forget(arg)
                     conn.execute("DELETE FROM sessions WHERE id=?", (arg,))
                 elif op == "flush":
                     waiters.append(arg)
@@ -296,7 +298,7 @@ class SqliteStore:
         return int(row[0])
 
 
-def _write_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], index: sqlite_index.IndexBatch) -> None:
+def _write_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], index: sqlite_index.IndexWriter) -> None:
     if rows:
         conn.executemany("INSERT OR REPLACE INTO events (session_id, seq, kind, exchange, at, data, v) "
                          "VALUES (?,?,?,?,?,?,?)", rows)
