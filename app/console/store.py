@@ -284,10 +284,13 @@ class SqliteStore:
             page_where += " AND seq0<?"
             page_args.append(before_seq)
         with self._read_lock:
-            total = self._read.execute(f"SELECT COUNT(*) FROM entry_index WHERE {where}", args).fetchone()[0]
             rows = self._read.execute(
                 f"SELECT key, seq0, kind, findings FROM entry_index WHERE {page_where} ORDER BY seq0 DESC LIMIT ?",
                 [*page_args, limit]).fetchall()
+            # A first page that is not full holds every match: a rare match (a scan of the whole session)
+            # is not scanned for again just to count it.
+            total = len(rows) if before_seq is None and len(rows) < limit else self._read.execute(
+                f"SELECT COUNT(*) FROM entry_index WHERE {where}", args).fetchone()[0]
         return EntryMatches([EntryHit(r[0], int(r[1]), r[2], int(r[3])) for r in rows], int(total))
 
     def count(self, session_id: str) -> int:
