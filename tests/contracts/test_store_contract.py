@@ -7,6 +7,7 @@ mode, file modes) name it.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import stat
@@ -26,6 +27,7 @@ from app.console.events import (
     Stderr,
     TimelineEvent,
     Wire,
+    load,
 )
 from app.console.store import SqliteStore, Store
 
@@ -205,6 +207,22 @@ def test_the_store_counts_the_bytes_each_session_stores_also_after_reopening(ope
         assert second.stored_bytes("s1") == 0
     finally:
         second.close()
+
+
+# --- event_rows: events as stored, for exports ---------------------------------------------------------
+
+
+def test_event_rows_page_through_the_stored_json_of_a_session_after_a_sequence_number(store: Store) -> None:
+    for seq in range(1, 8):
+        store.append(ev(seq, kind="wire" if seq % 2 else "notice", exchange="x1"))
+    store.append(ev(1, session="other"))
+    first = store.event_rows("s1", limit=3)
+    assert [r.seq for r in first] == [1, 2, 3]
+    assert [r.seq for r in store.event_rows("s1", after_seq=first[-1].seq, limit=3)] == [4, 5, 6]
+    assert [r.seq for r in store.event_rows("s1", after_seq=6, limit=3)] == [7]
+    (row,) = store.event_rows("s1", after_seq=1, limit=1)
+    assert (row.kind, row.v, row.at) == ("notice", 2, 1002.0)
+    assert TimelineEvent("s1", row.seq, load(row.kind, json.loads(row.data), row.v), row.at) == store.events("s1")[1]
 
 
 # --- find_entries: the filter over the whole session --------------------------------------------------
