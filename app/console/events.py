@@ -426,6 +426,8 @@ class TimelineEvent:
     # The record as a dict, made once: the store, the hub and the renderer each read it on the hot path.
     # Read-only for its readers (the fold works on the record itself).
     _data: Json | None = field(default=None, init=False, repr=False, compare=False)
+    # The data as JSON text, made once (the store writes it); an import sets it to the text it parsed.
+    _json: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
@@ -436,6 +438,11 @@ class TimelineEvent:
         if self._data is None:
             self._data = self.record.to_data()
         return self._data
+
+    def data_json(self) -> str:
+        if self._json is None:
+            self._json = json.dumps(self.data)
+        return self._json
 
     def to_dict(self) -> Json:
         return {"v": EVENT_VERSION, "session_id": self.session_id, "seq": self.seq, "kind": self.kind,

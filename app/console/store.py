@@ -112,7 +112,7 @@ class SqliteStore:
         # Serialized here, on the caller's thread: the row records the event as it was at this
         # moment, and the writer thread's work is mostly SQLite, which runs without the GIL.
         data = event.data
-        text = json.dumps(data)
+        text = event.data_json()
         row = (event.session_id, event.seq, event.kind, data.get("exchange") or data.get("key"), event.at, text,
                EVENT_VERSION)
         with self._bytes_lock:
