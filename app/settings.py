@@ -69,7 +69,9 @@ class Settings:
     max_websockets: int = _help("Most open websockets in total.", default=200)
     max_request_body_bytes: int = _help("Largest request body the console accepts (checked before parsing, "
                                         "multipart and chunked included).", default=1024 * 1024)
-    max_import_bytes: int = _help("Largest session file /sessions/import accepts.", default=64 * 1024 * 1024)
+    max_import_bytes: int = _help("Largest session file /sessions/import accepts (it is spooled to a temporary "
+                                  "file and parsed as a stream, so memory does not grow with it).",
+                                  default=512 * 1024 * 1024)
 
     redis_url: str = _help("Redis shared by the console processes of a team (redis://host:port/db). Empty: one "
                            "process, the in-process hub, as ever.", default="")

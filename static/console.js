@@ -277,7 +277,12 @@
     if (!oldest || !older) return;
     var btn = document.createElement("button");
     btn.id = "older"; btn.className = "link"; btn.textContent = "Load older entries";
-    btn.setAttribute("hx-get", "/sessions/" + list.dataset.session + "/timeline?before=" + oldest);
+    // A filtered page pages through the filter's older matches (the server searches the whole session).
+    var f = {method: list.dataset.fMethod, status: list.dataset.fStatus, q: list.dataset.fQ,
+             findings: list.dataset.fFindings};
+    var fq = Object.keys(f).filter(function (k) { return f[k]; })
+      .map(function (k) { return "&" + k + "=" + encodeURIComponent(f[k]); }).join("");
+    btn.setAttribute("hx-get", "/sessions/" + list.dataset.session + "/timeline?before=" + oldest + fq);
     btn.setAttribute("hx-target", "#timeline-list"); btn.setAttribute("hx-swap", "beforeend");
     older.replaceWith(btn);
     htmx.process(btn);

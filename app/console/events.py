@@ -19,6 +19,25 @@ Json = dict[str, Any]
 R = TypeVar("R", bound="Record")
 
 
+_FIELDS: dict[type[Any], tuple[tuple[str, ...], frozenset[str], frozenset[str]]] = {}
+
+
+def _fields(cls: type[Any]) -> tuple[tuple[str, ...], frozenset[str], frozenset[str]]:
+    """(names, as a set, the required ones) of a record's data fields, worked out once per class:
+    `dataclasses.fields()` is slow on a hot path (every event stored, read, exported or imported)."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        data = [f for f in fields(cls) if f.name != "kind"]
+        names = tuple(f.name for f in data)
+        required = frozenset(f.name for f in data if f.default is MISSING and f.default_factory is MISSING)
+        found = _FIELDS[cls] = (names, frozenset(names), required)
+    return found
+
+
+def _names(cls: type[Any]) -> tuple[str, ...]:
+    return _fields(cls)[0]
+
+
 class Record:
     """Shared serialization: every dataclass field but `kind` is a key of the data object."""
 
@@ -27,22 +46,17 @@ class Record:
     KIND: ClassVar[str]
 
     def to_data(self) -> Json:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kind"}  # type: ignore[arg-type]
+        return {name: getattr(self, name) for name in _names(type(self))}
 
     @classmethod
     def from_data(cls: type[R], data: Json) -> R:
-        rest = dict(data)
-        values: Json = {}
-        for f in fields(cls):  # type: ignore[arg-type]
-            if f.name == "kind":
-                continue
-            if f.name in rest:
-                values[f.name] = rest.pop(f.name)
-            elif f.default is MISSING and f.default_factory is MISSING:
-                raise ValueError(f"{cls.KIND} event without its {f.name!r} field")
-        if rest:  # every key consumed: an unknown key means a newer writer, so say so
-            raise ValueError(f"unknown keys in {cls.KIND} event: {sorted(rest)}")
-        return cls(**values)
+        _, names, required = _fields(cls)
+        keys = data.keys()
+        if missing := required - keys:
+            raise ValueError(f"{cls.KIND} event without its {sorted(missing)[0]!r} field")
+        if unknown := keys - names:  # every key consumed: an unknown key means a newer writer, so say so
+            raise ValueError(f"unknown keys in {cls.KIND} event: {sorted(unknown)}")
+        return cls(**data)
 
 
 @dataclass(slots=True)
@@ -409,6 +423,9 @@ def migrate_v1(kind: str, data: Json) -> tuple[str, Json]:
     return kind, data
 
 
+_EVENT_KEYS = frozenset({"v", "session_id", "seq", "kind", "at", "data"})
+
+
 @dataclass(slots=True)
 class TimelineEvent:
     """The envelope: which session, its sequence number, when, and the typed record."""
@@ -421,7 +438,7 @@ class TimelineEvent:
     # Read-only for its readers (the fold works on the record itself).
     _data: Json | None = field(default=None, init=False, repr=False, compare=False)
     # ... and that dict as JSON text, made once: the store keeps it and the hub's message wraps it, so an event
-    # is serialized once however many of them read it.
+    # is serialized once however many of them read it. An import sets it to the text it parsed.
     _data_json: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -452,14 +469,19 @@ class TimelineEvent:
 
     @classmethod
     def from_dict(cls, raw: Json) -> TimelineEvent:
-        raw = dict(raw)
-        version = raw.pop("v")
+        return cls.of_dict(raw["session_id"], raw)
+
+    @classmethod
+    def of_dict(cls, session_id: str, raw: Json) -> TimelineEvent:
+        """An event from its dict form, placed in `session_id` (an import moves a file's events into a new one)."""
+        if unknown := raw.keys() - _EVENT_KEYS:  # every key consumed: an unknown key means a newer writer
+            raise ValueError(f"unknown keys in timeline event: {sorted(unknown)}")
+        version, data = raw["v"], raw["data"]
         if version not in (1, EVENT_VERSION):
             raise ValueError(f"unknown timeline event version {version!r}")
-        event = cls(session_id=raw.pop("session_id"), seq=raw.pop("seq"),
-                    record=load(raw.pop("kind"), raw.pop("data"), version), at=raw.pop("at"))
-        if raw:  # every key consumed: an unknown key means a newer writer, so say so
-            raise ValueError(f"unknown keys in timeline event: {sorted(raw)}")
+        event = cls(session_id=session_id, seq=raw["seq"], record=load(raw["kind"], data, version), at=raw["at"])
+        if version == EVENT_VERSION and isinstance(data, dict) and len(data) == len(_names(type(event.record))):
+            event._data = data  # every field given: the dict is what to_data would build (spares the rebuild)
         return event
 
     @classmethod

@@ -9,48 +9,30 @@ import json
 import shlex
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from app import __version__
 from app.console.events import EXCHANGE_KINDS, TimelineEvent
-from app.console.secrets import Redactor, is_secret, mask_url, mask_value, mask_wire
-from app.console.store import Store
-from app.console.target import Target, target_from
+from app.console.secrets import Redactor, is_secret, mask_url, mask_value
+from app.console.store import Store, iter_events
+from app.console.target import Target
 
 FORMAT = "mcp-console-session"
 VERSION = 2  # 2: events are typed (event version 2); files of version 1 still import
 # Headers curl sets itself, or that would change what comes back (compressed bytes on a terminal).
 CURL_SKIP = frozenset({"host", "content-length", "accept-encoding", "connection"})
 SESSION_HEADER = "mcp-session-id"
+OPEN_LIMIT = 1000  # exchanges a HAR export holds while an earlier one is still open
 # The first line of a cURL whose request was sent inside a 2025-11-25 session: the id in it lives only as long
 # as that session, so the command alone is not a reproduction (a 2026-07-28 request needs nothing before it).
 LIVE_SESSION_NOTE = ("# needs a live Mcp-Session-Id: this request was sent inside a 2025-11-25 session; the id below "
                      "works only while that session is open (after it ends, initialize a new session and use its id)")
 
 
-def _iso(ts: float) -> str:
+def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def session_file(session_id: str, meta: dict[str, Any], created: float, store: Store,
-                 include_secrets: bool = False) -> dict[str, Any]:
-    events = [e.to_dict() for e in store.events(session_id)]
-    meta = json.loads(json.dumps(meta))  # a deep copy we may mask
-    if not include_secrets:
-        for event in events:
-            if event["kind"] == "wire":
-                event["data"] = mask_wire(event["data"])
-        # One masking for the whole file: every value the owner typed, wherever it appears, and the
-        # target itself (in the metadata and in the session_created event) in its masked form.
-        redact = Redactor(target_from(meta.get("target")))
-        events, meta = redact(events), {**redact(meta), "target": redact.target_dict()}
-        for event in events:
-            if event["kind"] == "session_created":
-                event["data"]["target"] = redact.target_dict()
-    return {"format": FORMAT, "version": VERSION, "exported_at": _iso(time.time()), "console_version": __version__,
-            "secrets": "included" if include_secrets else "masked",
-            "session": {"id": session_id, "created": created, "meta": meta}, "events": events}
 
 
 def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEvent]]:
@@ -62,28 +44,39 @@ def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEv
     session = data.get("session")
     if not isinstance(session, dict) or not isinstance(session.get("meta"), dict):
         raise ValueError("the file has no session metadata")
-    raw_events = data.get("events")
+    raw_events = data.get("events")  # (session_stream reads a file's events one by one, after this)
     if not isinstance(raw_events, list):
         raise ValueError("the file has no events list")
     events = [TimelineEvent.from_dict(e) for e in raw_events]
     return session["meta"], float(session.get("created") or time.time()), events
 
 
-def exchanges(session_id: str, store: Store) -> OrderedDict[str, dict[str, Any]]:
-    """Every exchange's entry facts, wire events and lint findings, in the order they started."""
-    out: OrderedDict[str, dict[str, Any]] = OrderedDict()
-    for event in store.events(session_id, kinds=(*EXCHANGE_KINDS, "wire", "finding")):
-        key = event.data.get("key") if event.kind in EXCHANGE_KINDS else event.data.get("exchange")
-        if not key:
-            continue
-        item = out.setdefault(key, {"entry": {}, "wire": [], "findings": []})
-        if event.kind in EXCHANGE_KINDS:
-            item["entry"].update(event.data)
-        elif event.kind == "finding":
-            item["findings"].append({k: v for k, v in event.data.items() if k != "exchange"})
-        else:
-            item["wire"].append(event.data)
-    return out
+def exchanges(session_id: str, store: Store) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every exchange's entry facts, wire events and lint findings, in the order they started.
+
+    Read in chunks; an exchange is handed on once it has finished (its frames and findings come before its
+    end) and every exchange started before it has been handed on. One still open after OPEN_LIMIT later
+    ones started (a long listen) goes as it stands then, so what is held stays bounded.
+    """
+    open_: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    for chunk in iter_events(store, session_id, kinds=(*EXCHANGE_KINDS, "wire", "finding")):
+        for event in chunk:
+            key = event.data.get("key") if event.kind in EXCHANGE_KINDS else event.data.get("exchange")
+            if not key:
+                continue
+            item = open_.get(key)
+            if item is None:
+                item = open_[key] = {"entry": {}, "wire": [], "findings": [], "done": False}
+            if event.kind in EXCHANGE_KINDS:
+                item["entry"].update(event.data)
+                item["done"] = item["done"] or event.kind == "exchange_finished"
+            elif event.kind == "finding":
+                item["findings"].append({k: v for k, v in event.data.items() if k != "exchange"})
+            else:
+                item["wire"].append(event.data)
+        while open_ and (next(iter(open_.values()))["done"] or len(open_) > OPEN_LIMIT):
+            yield open_.popitem(last=False)
+    yield from open_.items()
 
 
 def _parts(wire: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[dict[str, Any]]]:
@@ -98,23 +91,22 @@ def _headers(pairs: list[list[str]] | None, include_secrets: bool) -> list[dict[
             for k, v in pairs or []]
 
 
-def har(session_id: str, target: Target, store: Store, include_secrets: bool = False) -> dict[str, Any]:
-    data = _har(session_id, target.url, store, include_secrets)
-    return data if include_secrets else Redactor(target)(data)  # typed values, wherever they were echoed
-
-
-def _har(session_id: str, url: str, store: Store, include_secrets: bool) -> dict[str, Any]:
-    entries = []
-    for key, item in exchanges(session_id, store).items():
+def har(session_id: str, target: Target, store: Store, include_secrets: bool = False) -> Iterator[str]:
+    """The HAR 1.2 log as pieces of text (joined, one JSON document), an exchange at a time."""
+    redact = None if include_secrets else Redactor(target)  # typed values, wherever they were echoed
+    url = target.url if include_secrets else mask_url(target.url)
+    yield json.dumps({"log": {"version": "1.2", "creator": {"name": "MCP Console", "version": __version__},
+                              "pages": []}})[:-2] + ', "entries": ['
+    sep = ""
+    for key, item in exchanges(session_id, store):
         sent, head, frames = _parts(item["wire"])
         if sent is None or sent.get("headers") is None:
             continue  # not an HTTP exchange (stdio frames carry no headers)
-        har_entry = _har_entry(key, item["entry"], url if include_secrets else mask_url(url), sent, head, frames,
-                               include_secrets)
+        har_entry = _har_entry(key, item["entry"], url, sent, head, frames, include_secrets)
         har_entry["_mcp"]["findings"] = item["findings"]  # the live lint's findings on this exchange's frames
-        entries.append(har_entry)
-    return {"log": {"version": "1.2", "creator": {"name": "MCP Console", "version": __version__},
-                    "pages": [], "entries": entries}}
+        yield sep + json.dumps(har_entry if redact is None else redact(har_entry))
+        sep = ", "
+    yield "]}}"
 
 
 def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], head: dict[str, Any] | None,
@@ -137,7 +129,7 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
         except ValueError:
             pass
     return {
-        "startedDateTime": _iso(start),
+        "startedDateTime": iso(start),
         "time": round((last - start) * 1000, 3),
         "request": {"method": "POST", "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
                     "headers": _headers(sent.get("headers"), include_secrets), "queryString": [],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -15,7 +16,7 @@ from app.console.ownership import Ownership
 from app.console.replica import Replicas
 from app.console.session import ConsoleSession, new_session_id
 from app.console.sharing import LinkRegistry
-from app.console.store import Store, open_store
+from app.console.store import Store, iter_events, open_store
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.console.team import make_cluster, make_hub
@@ -24,6 +25,7 @@ from app.settings import Settings
 
 # Everything but frames: the state is their fold (frames are read per entry, on demand).
 RESTORE_KINDS = tuple(k for k in RECORDS if k != "wire")
+IMPORT_CHUNK = 2000  # events an import hands the store before it waits for them to be written
 
 
 __all__ = ["RESTORE_KINDS", "SessionManager", "target_from"]
@@ -82,11 +84,12 @@ class SessionManager:
                                      self.hub.publish, self.http, created=row["created"], new=False)
             session.last_activity = row["updated"]
             last = self.store.count(row["id"])
-            events = self.store.events(row["id"], kinds=RESTORE_KINDS)
             read_only = bool(meta.get("read_only")) or any(
-                e.kind == "restored" and e.data["imported"] for e in events)
+                e.data["imported"] for e in self.store.events(row["id"], kinds=("restored",)))
             note = "imported: read-only" if read_only else \
                 "The console restarted. Reconnect to send requests; the timeline is as it was."
+            # Folded a chunk at a time: a session of 100,000 entries never sits in memory as events.
+            events = (e for chunk in iter_events(self.store, row["id"], RESTORE_KINDS) for e in chunk)
             session.restore(meta, events, note, last_seq=last, imported=read_only)
             session.timeline.set_total(self.store.entry_count(row["id"]))
             session.touch(force=True)
@@ -94,18 +97,39 @@ class SessionManager:
             count += 1
         return count
 
-    def import_session(self, meta: dict[str, Any], created: float, events: list[TimelineEvent]) -> ConsoleSession:
+    def import_session(self, meta: dict[str, Any], created: float, events: Iterable[TimelineEvent]) -> ConsoleSession:
         """A session from a file: read-only, no target connected, looking as it did."""
+        return self.add(self.imported(meta, created, events))
+
+    def imported(self, meta: dict[str, Any], created: float,
+                 events: Iterable[TimelineEvent] | Callable[[str], Iterable[TimelineEvent]]) -> ConsoleSession:
+        """Build an imported session (safe on a worker thread: it is nobody's until `add`).
+
+        The events stream through: each is stored and folded as it comes, and the store's queue is
+        drained every chunk, so an import holds at most a chunk of a file's events at once.
+        """
         target = target_from(meta.get("target"))
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http,
                                  created=created, new=False)
-        moved = [TimelineEvent(session.id, e.seq, e.record, e.at) for e in events]
-        for event in moved:
-            self.store.append(event)
-        session.restore({**meta, "read_only": True}, [e for e in moved if e.kind != "wire"],
-                        "Imported from a session file: read-only.", imported=True)
+
+        # A callable gives the events already placed in the new session (a file reader does: one object less each).
+        placed = events(session.id) if callable(events) else (
+            TimelineEvent(session.id, e.seq, e.record, e.at) for e in events)
+
+        def stored() -> Iterator[TimelineEvent]:
+            for n, moved in enumerate(placed, start=1):
+                self.store.append(moved)
+                if n % IMPORT_CHUNK == 0:
+                    self.store.flush()
+                if moved.kind != "wire":
+                    yield moved
+        try:
+            session.restore({**meta, "read_only": True}, stored(), "Imported from a session file: read-only.",
+                            imported=True)
+        except BaseException:  # a file that breaks off half way leaves nothing of itself in the store
+            self.store.delete_session(session.id)
+            raise
         session.timeline.set_total(self.store.entry_count(session.id))
-        self.sessions[session.id] = session
         self.store.save_session(session.id, session.meta(), created, session.last_activity)
         return session
 
@@ -113,6 +137,10 @@ class SessionManager:
         """Connect the hub and register this process in the directory (the app lifespan calls it)."""
         await self.hub.start()
         await self.cluster.start()
+
+    def add(self, session: ConsoleSession) -> ConsoleSession:
+        self.sessions[session.id] = session
+        return session
 
     def start(self, session: ConsoleSession) -> None:
         self.tasks.spawn(f"connect-{session.id}", self._connect(session))

@@ -162,6 +162,10 @@ class Redactor:
                 forms |= {f for f in _spellings(value) if len(f) >= MIN_SUBSTRING}
         # Longest first: a value that contains another must go whole, not leave its tail behind.
         self._forms = sorted(forms, key=len, reverse=True)
+        # Each form as it reads inside JSON text: JSON escapes a string character by character, so a string
+        # that contains a form has the form's escaped spelling in its JSON (the test below is never wrong
+        # to say no).
+        self._in_json = sorted({json.dumps(f)[1:-1] for f in self._forms}, key=len, reverse=True)
 
     def target_display(self) -> str:
         """The target for a non-owner: structure kept, every typed value masked (short ones too)."""
@@ -178,6 +182,11 @@ class Redactor:
                 "headers": {name: mask_value(name, value) for name, value in t.headers.items()},
                 "argv": masked_argv(t.argv),
                 "cwd": MASK if t.cwd else None}
+
+    def might_mask(self, json_text: str) -> bool:
+        """False when nothing in a value serialized as `json_text` (json.dumps, ASCII) has a typed value to mask:
+        then `self(value)` is the value as it is, and a caller may skip walking it."""
+        return any(form in json_text for form in self._in_json)
 
     def text(self, value: str) -> str:
         for form in self._forms:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import httpx
@@ -298,7 +298,7 @@ class ConsoleSession:
                 "read_only": self.read_only, "events_version": EVENT_VERSION,
                 "request_settings": self.request_settings()}
 
-    def restore(self, meta: dict[str, Any], events: list[TimelineEvent], note: str, last_seq: int = 0,
+    def restore(self, meta: dict[str, Any], events: Iterable[TimelineEvent], note: str, last_seq: int = 0,
                 imported: bool = False) -> None:
         """Rebuild after a restart or an import: fold the stored events from scratch.
 
@@ -306,9 +306,11 @@ class ConsoleSession:
         metadata row is read only for a version-1 log, which never recorded the target, the
         server's discover answer or the list items: those are appended as events once.
         """
-        for event in events:
+        seq = max(self.state.seq, last_seq)
+        for event in events:  # an iterator: a big session is folded a chunk at a time, never held whole
             self.timeline.fold(event)
-        self.state.seq = max([self.state.seq, last_seq, *(e.seq for e in events)])
+            seq = max(seq, event.seq)
+        self.state.seq = seq
         if not self.state.target:  # a version-1 log: it never recorded the session's creation
             self._restore_v1(meta)
         if imported:  # read-only: its log stays exactly the file's; the view is folded, not stored

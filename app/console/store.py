@@ -12,10 +12,13 @@ import queue
 import sqlite3
 import stat
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
+from app.console import entry_index, sqlite_index
+from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
 from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, load
 from app.settings import Settings
 
@@ -28,10 +31,30 @@ CREATE TABLE IF NOT EXISTS events (
   at REAL NOT NULL, data TEXT NOT NULL, v INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (session_id, seq)
 );
 CREATE INDEX IF NOT EXISTS events_by_exchange ON events (session_id, exchange);
+-- One row per timeline entry, for the filter (see app/console/entry_index.py): kept by append, never the truth.
+-- Clustered by (session, seq0): a filter reads it newest first in one ordered scan.
+CREATE TABLE IF NOT EXISTS entry_index (
+  session_id TEXT NOT NULL, key TEXT NOT NULL, seq0 INTEGER NOT NULL, kind TEXT NOT NULL, host TEXT,
+  facts TEXT NOT NULL, method TEXT NOT NULL, status TEXT NOT NULL, text TEXT NOT NULL,
+  findings INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (session_id, seq0), UNIQUE (session_id, key)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS links (
   id TEXT PRIMARY KEY, session_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, data TEXT NOT NULL
 );
 """
+
+
+CHUNK = 2000  # events read per query by whoever walks a whole session (export, restore): the most held at once
+
+
+class StoredEvent(NamedTuple):
+    """An event as stored: its data still JSON text (what an export writes out without building the record)."""
+
+    seq: int
+    kind: str
+    at: float
+    data: str  # json.dumps of the record's data (ASCII), at event version `v`
+    v: int
 
 
 class Store(Protocol):
@@ -42,9 +65,12 @@ class Store(Protocol):
     def events(self, session_id: str, *, exchange: str | None = None, kinds: tuple[str, ...] = (),
                before_seq: int | None = None, after_seq: int | None = None,
                limit: int | None = None) -> list[TimelineEvent]: ...
+    def event_rows(self, session_id: str, *, after_seq: int = 0, limit: int = 1000) -> list[StoredEvent]: ...
     def count(self, session_id: str) -> int: ...
     def stored_bytes(self, session_id: str) -> int: ...
     def entry_count(self, session_id: str) -> int: ...
+    def find_entries(self, session_id: str, query: EntryQuery, *, before_seq: int | None = None,
+                     limit: int = 100) -> EntryMatches: ...
     def save_link(self, link: dict[str, Any]) -> None: ...
     def links(self, session_id: str | None = None) -> list[dict[str, Any]]: ...
     def flush(self) -> None: ...
@@ -77,7 +103,8 @@ class SqliteStore:
             _private(Path(self.path))
         self._batch = batch
         self._linger = linger_s
-        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+        # SimpleQueue: the C queue, several times cheaper per put than queue.Queue (one put per event recorded).
+        self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._urgent = threading.Event()  # a flush or stop is queued: the writer stops lingering
         self._read = self._connect()
         self._read_lock = threading.Lock()
@@ -86,6 +113,8 @@ class SqliteStore:
             r[0]: int(r[1]) for r in self._read.execute(
                 "SELECT session_id, SUM(LENGTH(data)) FROM events GROUP BY session_id").fetchall()}
         self._bytes_lock = threading.Lock()
+        if self._read.execute("PRAGMA user_version").fetchone()[0] < sqlite_index.INDEX_VERSION:
+            sqlite_index.rebuild(self._read)  # a database from before the entry index: built once, here
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
         self._writer.start()
 
@@ -110,7 +139,8 @@ class SqliteStore:
                EVENT_VERSION)
         with self._bytes_lock:
             self._bytes[event.session_id] = self._bytes.get(event.session_id, 0) + len(text)
-        self._queue.put(("event", row))
+        item = sqlite_index.index_item(event)
+        self._queue.put(("event", (row, item, item is not None and event.kind in sqlite_index.BEGINS)))
 
     def stored_bytes(self, session_id: str) -> int:
         """How many bytes of event data a session has in the store (the quota counts these)."""
@@ -164,28 +194,37 @@ class SqliteStore:
 
     def _write_loop(self) -> None:
         conn = self._connect()
+        index = sqlite_index.IndexWriter(conn)
         running = True
         while running:
             # One transaction for the burst of events a request makes (see _gather).
             items = self._gather()
             waiters: list[threading.Event] = []
+            rows: list[tuple[Any, ...]] = []
             conn.execute("BEGIN")
             for op, arg in items:
-                if op == "event":
-                    conn.execute("INSERT OR REPLACE INTO events (session_id, seq, kind, exchange, at, data, v) "
-                                 "VALUES (?,?,?,?,?,?,?)", arg)
-                elif op == "session":
+                if op == "event":  # gathered for one executemany; anything else writes them first
+                    row, item, begins = arg
+                    rows.append(row)
+                    if item is not None:
+                        index.add(row[0], row[1], item, begins)
+                    continue
+                _write_events(conn, rows, index)
+                if op == "session":
                     conn.execute("INSERT OR REPLACE INTO sessions VALUES (?,?,?,?)", arg)
                 elif op == "link":
                     conn.execute("INSERT OR REPLACE INTO links VALUES (?,?,?,?)", arg)
                 elif op == "delete":
                     conn.execute("DELETE FROM links WHERE session_id=?", (arg,))
                     conn.execute("DELETE FROM events WHERE session_id=?", (arg,))
+                    conn.execute("DELETE FROM entry_index WHERE session_id=?", (arg,))
+                    index.forget(arg)
                     conn.execute("DELETE FROM sessions WHERE id=?", (arg,))
                 elif op == "flush":
                     waiters.append(arg)
                 elif op == "stop":
                     running = False
+            _write_events(conn, rows, index)
             conn.execute("COMMIT")
             for waiter in waiters:
                 waiter.set()
@@ -232,6 +271,14 @@ class SqliteStore:
             out = [e for e in out if e.kind in kinds]
         return sorted(out, key=lambda e: e.seq)
 
+    def event_rows(self, session_id: str, *, after_seq: int = 0, limit: int = 1000) -> list[StoredEvent]:
+        """The next `limit` events after `after_seq` as stored, in sequence order (keyset pages for an export)."""
+        self.flush()
+        with self._read_lock:
+            rows = self._read.execute("SELECT seq, kind, at, data, v FROM events WHERE session_id=? AND seq>? "
+                                      "ORDER BY seq LIMIT ?", (session_id, after_seq, limit)).fetchall()
+        return [StoredEvent(*r) for r in rows]
+
     def links(self, session_id: str | None = None) -> list[dict[str, Any]]:
         self.flush()
         sql, args = "SELECT data FROM links", []
@@ -252,12 +299,65 @@ class SqliteStore:
                 (session_id,)).fetchone()
         return int(row[0])
 
+    def find_entries(self, session_id: str, query: EntryQuery, *, before_seq: int | None = None,
+                     limit: int = 100) -> EntryMatches:
+        """The entries of the whole session that match, newest first from `before_seq`, and how many match."""
+        self.flush()
+        where = "session_id=? AND kind!=?"
+        args: list[Any] = [session_id, entry_index.ROUND]
+        if query.method:
+            where += " AND method=?"
+            args.append(query.method)
+        if query.statuses:
+            where += f" AND status IN ({','.join('?' * len(query.statuses))})"
+            args.extend(sorted(query.statuses))
+        if query.text:  # stored casefolded: instr is an exact substring test, as the filter's `in` is
+            where += " AND instr(text, ?) > 0"
+            args.append(query.text.casefold())
+        if query.findings:
+            where += " AND findings > 0"
+        page_where, page_args = where, list(args)
+        if before_seq is not None:
+            page_where += " AND seq0<?"
+            page_args.append(before_seq)
+        with self._read_lock:
+            rows = self._read.execute(
+                f"SELECT key, seq0, kind, findings FROM entry_index WHERE {page_where} ORDER BY seq0 DESC LIMIT ?",
+                [*page_args, limit]).fetchall()
+            # A first page that is not full holds every match: a rare match (a scan of the whole session)
+            # is not scanned for again just to count it.
+            total = len(rows) if before_seq is None and len(rows) < limit else self._read.execute(
+                f"SELECT COUNT(*) FROM entry_index WHERE {where}", args).fetchone()[0]
+        return EntryMatches([EntryHit(r[0], int(r[1]), r[2], int(r[3])) for r in rows], int(total))
+
     def count(self, session_id: str) -> int:
         self.flush()
         with self._read_lock:
             row = self._read.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?",
                                      (session_id,)).fetchone()
         return int(row[0])
+
+
+def _write_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], index: sqlite_index.IndexWriter) -> None:
+    if rows:
+        conn.executemany("INSERT OR REPLACE INTO events (session_id, seq, kind, exchange, at, data, v) "
+                         "VALUES (?,?,?,?,?,?,?)", rows)
+        rows.clear()
+    index.write()
+
+
+def iter_events(store: Store, session_id: str, kinds: tuple[str, ...] = (),
+                chunk: int | None = None) -> Iterator[list[TimelineEvent]]:
+    """Every event of a session in sequence order, a chunk at a time (each chunk a query after the last seq)."""
+    chunk = chunk or CHUNK
+    after = 0
+    while True:
+        events = store.events(session_id, kinds=kinds, after_seq=after, limit=chunk)
+        if events:
+            yield events
+        if len(events) < chunk:
+            return
+        after = events[-1].seq
 
 
 # Version 1 stored some kinds under other names; a read by kind must find those rows too.

@@ -10,6 +10,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from app.console.entry_index import EntryHit, EntryQuery
 from app.console.events import ENTRY_KINDS, EXCHANGE_KINDS, Event, Notice, TimelineEvent
 from app.console.state import SessionState, apply
 from app.console.store import Store
@@ -140,3 +141,25 @@ class Timeline:
                                                 kinds=(*EXCHANGE_KINDS, "operation")):
                     folded[key].update(event.data)
         return [folded[k] for k in keys]
+
+    def search(self, query: EntryQuery, before_seq: int | None, limit: int) -> tuple[list[dict[str, Any]], int, int]:
+        """A page of the entries of the whole session that match, newest first: (entries, total matches,
+        the cursor for the next page, 0 when this is the last). The store finds them; each is taken from
+        the window when it is there, else rebuilt from its events."""
+        found = self._store.find_entries(self.session_id, query, before_seq=before_seq, limit=limit)
+        entries = [self.entries.get(hit.key) or self._rebuild(hit) for hit in found.hits]
+        more = len(found.hits) >= limit and found.hits[-1].seq0 > 1
+        return entries, found.total, found.hits[-1].seq0 if more else 0
+
+    def _rebuild(self, hit: EntryHit) -> dict[str, Any]:
+        entry: dict[str, Any] = {"seq0": hit.seq0, "key": hit.key, "kind": hit.kind}
+        if hit.kind == "notice":
+            events = self._store.events(self.session_id, after_seq=hit.seq0 - 1, limit=1)
+        else:
+            events = self._store.events(self.session_id, exchange=hit.key, kinds=(*EXCHANGE_KINDS, "operation"))
+        for event in events:
+            entry.update(event.data)
+            entry.setdefault("at0", event.at)
+        if hit.findings:
+            entry["finding_count"] = hit.findings
+        return entry

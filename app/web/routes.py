@@ -138,17 +138,21 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
     s = session_or_404(w, session_id)
     flt = TimelineFilter.from_query(request.query_params)
     window = s.timeline.recent()
-    entries = flt.apply(window)
+    entries, matched = window, len(window)
+    oldest = min((e["seq0"] for e in window), default=0) if s.timeline.evicted else 0
+    if flt.active:  # the whole session, from the store: the first page of matches and how many there are
+        entries, matched, oldest = await asyncio.to_thread(s.timeline.search, flt.entry_query(), None,
+                                                           s.settings.timeline_window)
     if as_json:
         data = session_json(s, entries=entries, reveal=principal(request).sees_secrets)
-        return respond(request, True, data | {"filter": flt.to_json(), "window_entries": len(window)}, None)
-    oldest = min((e["seq0"] for e in window), default=0) if s.timeline.evicted else 0
+        return respond(request, True, data | {"filter": flt.to_json(), "window_entries": len(window),
+                                              "matches": matched, "older_before": oldest}, None)
     me = principal(request)
     links = w.manager.links.for_session(s.id) if me.is_owner else []
     page = w.render("session.html", s=s, entries=entries, seq=s.timeline.seq, oldest=oldest, me=me,
                     here=f"/sessions/{s.id}", links=links, reveal=me.sees_secrets, flt=flt,
                     methods=sorted(set(methods_seen(window)) | ({flt.method} if flt.method else set())),
-                    window_count=len(window))
+                    window_count=len(window), matched=matched)
     mask = redactor(request)
     return HTMLResponse(mask.text(page) if mask is not None else page)
 
@@ -188,11 +192,13 @@ async def entry(request: Request, session_id: str, name: str, w: Viewer) -> Resp
 async def older(request: Request, session_id: str, before: int, w: Viewer, limit: int = 100) -> Response:
     s = session_or_404(w, session_id)
     flt = TimelineFilter.from_query(request.query_params)
-    page = await asyncio.to_thread(s.timeline.older, before, min(max(limit, 1), 500))
-    full_page = len(page) >= min(max(limit, 1), 500)
-    oldest = min((e["seq0"] for e in page), default=0) if full_page else 0
-    entries = flt.apply(page)  # the next page starts below this one, whatever the filter kept
-    return respond(request, False, {"timeline": entries},
+    size = min(max(limit, 1), 500)
+    if flt.active:  # older matches of the whole session, not a filter over one page of older entries
+        entries, _, oldest = await asyncio.to_thread(s.timeline.search, flt.entry_query(), before, size)
+    else:
+        entries = await asyncio.to_thread(s.timeline.older, before, size)
+        oldest = min((e["seq0"] for e in entries), default=0) if len(entries) >= size else 0
+    return respond(request, False, {"timeline": entries, "older_before": oldest},
                    w.render("_older.html", s=s, entries=entries, oldest=oldest, flt=flt))
 
 

@@ -10,14 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-# Status groups a person means when filtering; an exact status (e.g. "tool_error") works too.
-STATUS_GROUPS: dict[str, frozenset[str]] = {
-    "ok": frozenset({"ok", "complete"}),
-    "error": frozenset({"error", "tool_error", "failed", "protocol_error", "timeout", "cancelled", "abandoned"}),
-    "pending": frozenset({"pending", "running", "awaiting_input", "input_required"}),
-}
+from app.console.entry_index import EntryQuery, matches, statuses_for
+
 MAX_TEXT = 200  # a query longer than this is cut: the filter is a search box, not a payload
-TEXT_FIELDS = ("method", "name", "error", "message", "key", "op", "status")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,21 +40,13 @@ class TimelineFilter:
                                    ("findings", "1" if self.findings else "")) if v}
         return urlencode(parts)
 
+    def entry_query(self) -> EntryQuery:
+        """The filter as the store takes it (the same rules decide a match in the window and in the store)."""
+        return EntryQuery(method=self.method, statuses=statuses_for(self.status), text=self.q.casefold(),
+                          findings=self.findings)
+
     def matches(self, entry: dict[str, Any]) -> bool:
-        if self.findings and not entry.get("finding_count"):
-            return False
-        if self.method and str(entry.get("method") or "") != self.method:
-            return False
-        if self.status:
-            wanted = STATUS_GROUPS.get(self.status, frozenset({self.status}))
-            if str(entry.get("status") or entry.get("level") or "") not in wanted:
-                return False
-        if self.q:
-            needle = self.q.casefold()
-            text = " ".join(str(entry.get(f) or "") for f in TEXT_FIELDS)
-            if needle not in text.casefold():
-                return False
-        return True
+        return matches(self.entry_query(), entry, int(entry.get("finding_count") or 0))
 
     def apply(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [e for e in entries if self.matches(e)] if self.active else entries

@@ -7,6 +7,7 @@ mode, file modes) name it.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import stat
@@ -16,7 +17,18 @@ from typing import Any
 
 import pytest
 
-from app.console.events import ExchangeFinished, ExchangeStarted, Notice, OperationChanged, Stderr, TimelineEvent, Wire
+from app.console.entry_index import EntryQuery, statuses_for
+from app.console.events import (
+    ExchangeFinished,
+    ExchangeStarted,
+    FindingRecorded,
+    Notice,
+    OperationChanged,
+    Stderr,
+    TimelineEvent,
+    Wire,
+    load,
+)
 from app.console.store import SqliteStore, Store
 
 # Each implementation: a factory that opens (or reopens) the same store each time it is called in one test.
@@ -230,6 +242,89 @@ def test_the_store_counts_the_bytes_each_session_stores_also_after_reopening(ope
         second.close()
 
 
+# --- event_rows: events as stored, for exports ---------------------------------------------------------
+
+
+def test_event_rows_page_through_the_stored_json_of_a_session_after_a_sequence_number(store: Store) -> None:
+    for seq in range(1, 8):
+        store.append(ev(seq, kind="wire" if seq % 2 else "notice", exchange="x1"))
+    store.append(ev(1, session="other"))
+    first = store.event_rows("s1", limit=3)
+    assert [r.seq for r in first] == [1, 2, 3]
+    assert [r.seq for r in store.event_rows("s1", after_seq=first[-1].seq, limit=3)] == [4, 5, 6]
+    assert [r.seq for r in store.event_rows("s1", after_seq=6, limit=3)] == [7]
+    (row,) = store.event_rows("s1", after_seq=1, limit=1)
+    assert (row.kind, row.v, row.at) == ("notice", 2, 1002.0)
+    assert TimelineEvent("s1", row.seq, load(row.kind, json.loads(row.data), row.v), row.at) == store.events("s1")[1]
+
+
+# --- find_entries: the filter over the whole session --------------------------------------------------
+
+
+def _call(store: Store, seq: int, key: str, method: str = "tools/call", name: str = "echo",
+          status: str = "ok", error: str | None = None) -> int:
+    """One exchange as the recording path stores it: started, a frame, finished (three sequence numbers)."""
+    store.append(TimelineEvent("s1", seq, ExchangeStarted(key=key, method=method, name=name), 1.0))
+    store.append(TimelineEvent("s1", seq + 1, Wire(exchange=key, raw=f'{{"needle": "{key}-frame"}}'), 1.0))
+    store.append(TimelineEvent("s1", seq + 2, ExchangeFinished(key=key, status=status, error=error), 1.0))
+    return seq + 3
+
+
+def test_find_entries_pages_the_matches_of_the_whole_session_newest_first_with_their_total(store: Store) -> None:
+    seq = 1
+    for i in range(1, 31):
+        seq = _call(store, seq, f"x{i}", method="tools/call" if i % 3 else "tools/list")
+    query = EntryQuery(method="tools/call")
+    first = store.find_entries("s1", query, limit=5)
+    assert first.total == 20
+    assert [h.key for h in first.hits] == ["x29", "x28", "x26", "x25", "x23"]
+    more = store.find_entries("s1", query, before_seq=first.hits[-1].seq0, limit=100)
+    assert [h.key for h in more.hits][:2] == ["x22", "x20"] and len(more.hits) == 15 and more.total == 20
+    assert all(h.kind == "exchange" for h in more.hits)
+
+
+def test_find_entries_filters_by_the_final_status_and_by_text_in_the_entry_facts_but_not_frames(
+        store: Store) -> None:
+    seq = _call(store, 1, "x1", status="tool_error", error="Disk QUOTA exceeded")
+    seq = _call(store, seq, "x2")
+    store.append(TimelineEvent("s1", seq, Notice(level="error", message="Connection lost"), 1.0))
+    failed = store.find_entries("s1", EntryQuery(statuses=statuses_for("error")))
+    assert [h.key for h in failed.hits] == [f"n{seq}", "x1"]
+    assert store.find_entries("s1", EntryQuery(statuses=statuses_for("pending"))).total == 0  # x1 finished
+    assert [h.key for h in store.find_entries("s1", EntryQuery(text="quota")).hits] == ["x1"]  # any case
+    assert store.find_entries("s1", EntryQuery(text="x2-frame")).total == 0  # frames are not searched
+    assert store.find_entries("other", EntryQuery(text="quota")).total == 0
+
+
+def test_find_entries_counts_findings_on_the_entry_that_shows_them_and_never_lists_rounds(store: Store) -> None:
+    seq = _call(store, 1, "x1")
+    store.append(TimelineEvent("s1", seq, FindingRecorded(rule="r", exchange="x1"), 1.0))
+    store.append(TimelineEvent("s1", seq + 1, OperationChanged(key="op-1", op="1", method="tools/call"), 1.0))
+    store.append(TimelineEvent("s1", seq + 2, ExchangeStarted(key="x9", method="tools/call", op="1", round=1), 1.0))
+    store.append(TimelineEvent("s1", seq + 3, FindingRecorded(rule="r", exchange="x9"), 1.0))
+    store.append(TimelineEvent("s1", seq + 4, OperationChanged(key="op-1", op="1", method="tools/call",
+                                                                status="complete"), 1.0))
+    found = store.find_entries("s1", EntryQuery(findings=True))
+    assert [(h.key, h.kind, h.findings) for h in found.hits] == [("op-1", "operation", 1), ("x1", "exchange", 1)]
+    everything = store.find_entries("s1", EntryQuery(method="tools/call"))
+    assert [h.key for h in everything.hits] == ["op-1", "x1"]
+    assert store.find_entries("s1", EntryQuery(statuses=statuses_for("ok"))).total == 2
+
+
+def test_find_entries_sees_events_stored_before_a_reopen_and_forgets_a_deleted_session(
+        opener: Opener) -> None:
+    first = opener()
+    _call(first, 1, "x1", name="needle-tool")
+    first.close()
+    second = opener()
+    try:
+        assert [h.key for h in second.find_entries("s1", EntryQuery(text="needle-tool")).hits] == ["x1"]
+        second.delete_session("s1")
+        assert second.find_entries("s1", EntryQuery()).total == 0
+    finally:
+        second.close()
+
+
 # --- SQLite's own promises ----------------------------------------------------------------------------
 
 
@@ -301,3 +396,20 @@ def test_a_shared_sticky_directory_such_as_tmp_keeps_its_mode_but_the_database_i
     SqliteStore(shared / "console.sqlite3").close()
     assert stat.S_IMODE(os.stat(shared).st_mode) == 0o1777
     assert stat.S_IMODE(os.stat(shared / "console.sqlite3").st_mode) == 0o600
+
+
+def test_the_sqlite_store_builds_the_entry_index_of_a_database_from_before_it(tmp_path: Path) -> None:
+    db = tmp_path / "console.sqlite3"
+    old = SqliteStore(db)
+    _call(old, 1, "x1", name="older-tool")
+    old.close()
+    conn = sqlite3.connect(db)  # as a database written before the index existed
+    conn.execute("DELETE FROM entry_index")
+    conn.execute("PRAGMA user_version=0")
+    conn.commit()
+    conn.close()
+    store = SqliteStore(db)
+    try:
+        assert [h.key for h in store.find_entries("s1", EntryQuery(text="older-tool")).hits] == ["x1"]
+    finally:
+        store.close()

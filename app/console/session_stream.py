@@ -1,0 +1,236 @@
+"""Session files in pieces: written from the store in chunks, read back with a streaming parse.
+
+A session of 100,000 entries is a file of some 120 MB; built as one dict and dumped, it took seconds and
+several times its size in memory. Here the export reads the store a chunk at a time (keyset pagination on
+the sequence number) and writes each chunk's events as soon as they are masked; the import parses one
+event at a time from the file and hands it on, so neither side holds more than a chunk.
+
+The format is the one `export.session_file` always wrote (one JSON object, its `events` a list), so an
+old file imports and a new one reads with any JSON parser.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from app import __version__
+from app.console import export
+from app.console import store as store_module
+from app.console.events import EVENT_VERSION, TimelineEvent, load
+from app.console.secrets import Redactor, mask_wire
+from app.console.store import Store, StoredEvent
+from app.console.target import target_from
+
+READ_BYTES = 1 << 16   # characters read from an uploaded file at a time
+_WS = " \t\r\n"
+
+
+def session_file(session_id: str, meta: dict[str, Any], created: float, store: Store,
+                 include_secrets: bool = False, chunk: int | None = None) -> Iterator[str]:
+    """The session file as pieces of text; joined, they are exactly one JSON document."""
+    chunk = chunk or store_module.CHUNK
+    meta = json.loads(json.dumps(meta))  # a deep copy we may mask
+    redact = None if include_secrets else Redactor(target_from(meta.get("target")))
+    if redact is not None:  # every value the owner typed, and the target itself in its masked form
+        meta = {**redact(meta), "target": redact.target_dict()}
+    head = {"format": export.FORMAT, "version": export.VERSION, "exported_at": export.iso(time.time()),
+            "console_version": __version__, "secrets": "included" if include_secrets else "masked",
+            "session": {"id": session_id, "created": created, "meta": meta}}
+    yield json.dumps(head)[:-1] + ', "events": ['
+    prefix = f'{{"v": {EVENT_VERSION}, "session_id": {json.dumps(session_id)}, "seq": '
+    sep = ""
+    after = 0
+    while True:
+        rows = store.event_rows(session_id, after_seq=after, limit=chunk)
+        if rows:
+            yield sep + ", ".join(prefix + _event_text(row, redact) for row in rows)
+            sep = ", "
+            after = rows[-1].seq
+        if len(rows) < chunk:
+            break
+    yield "]}"
+
+
+def _event_text(row: StoredEvent, redact: Redactor | None) -> str:
+    """One event of the file from its stored row: the stored JSON text is written as it is, unless it is of an
+    older event version (migrated) or holds something to mask (parsed, masked, written again)."""
+    kind, data = row.kind, row.data
+    if row.v != EVENT_VERSION:
+        record = load(kind, json.loads(data), row.v)
+        kind, data = record.kind, json.dumps(record.to_data())
+    if redact is not None:
+        if kind == "session_created":
+            masked = redact(json.loads(data))
+            data = json.dumps({**masked, "target": redact.target_dict()})
+        elif (kind == "wire" and '"headers": null' not in data) or redact.might_mask(data):
+            value = json.loads(data)
+            data = json.dumps(redact(mask_wire(value) if kind == "wire" else value))
+    return f'{row.seq}, "kind": {json.dumps(kind)}, "at": {json.dumps(row.at)}, "data": {data}}}'
+
+
+class SessionFileReader:
+    """A streaming parse of a session file: the header fields first, then its events one at a time.
+
+    Reads the top-level object field by field; every value but the events list is small and parsed
+    whole. Events that come before the session's header (a file some other tool wrote in another order)
+    are kept until the header is read: the file's size limit bounds them.
+    """
+
+    def __init__(self, read: Callable[[int], str]) -> None:
+        self._read = read
+        self._buf = ""
+        self._pos = 0
+        self._eof = False
+        self._fields = 0
+        self._items: Iterator[Any] | None = None
+        self._early: list[TimelineEvent] = []
+        self.header: dict[str, Any] = {}
+        self.data_text: str | None = None  # the JSON text of the last event's data, when the fast path read it
+
+    @classmethod
+    def of(cls, file: IO[bytes]) -> SessionFileReader:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+
+        def read(n: int) -> str:
+            data = file.read(n)
+            return decoder.decode(data, final=not data)
+        return cls(read)
+
+    def open(self) -> tuple[dict[str, Any], float]:
+        """Read the header (up to the events); validate it; returns (meta, created). Raises ValueError."""
+        self._expect("{")
+        self._items = self._next_fields()
+        if self._items is not None and not isinstance(self.header.get("session"), dict):
+            self._early = [_event(v) for v in self._items]  # events before the header
+            self._items = self._next_fields()
+        meta, created, _ = export.read_session_file(self.header)
+        return meta, created
+
+    def events(self, session_id: str | None = None) -> Iterator[TimelineEvent]:
+        """The file's events in order, each parsed as it is read (placed in `session_id` when given)."""
+        for early in self._early:
+            yield early if session_id is None else TimelineEvent(session_id, early.seq, early.record, early.at)
+        self._early = []
+        if self._items is not None:
+            for value in self._items:
+                event = _event(value, session_id)
+                if self.data_text is not None and event.kind == value["kind"]:  # (a v1 kind is migrated)
+                    event._data_json = self.data_text
+                yield event
+            if self._next_fields() is not None:
+                raise ValueError("the file has two events lists")
+
+    def _next_fields(self) -> Iterator[Any] | None:
+        """Header fields up to the events list (then its items, to iterate) or the object's end (None)."""
+        while True:
+            c = self._peek()
+            if c == "}":
+                self._pos += 1
+                return None
+            if self._fields:
+                self._expect(",")
+            self._fields += 1
+            key = self._value()
+            if not isinstance(key, str):
+                raise ValueError("not an MCP Console session file")
+            self._expect(":")
+            if key == "events" and self._peek() == "[":
+                self._pos += 1
+                self.header["events"] = []  # validated as a list; its items stream
+                return self._list_items()
+            self.header[key] = self._value()
+
+    def _list_items(self) -> Iterator[Any]:
+        first = True
+        while True:
+            c = self._peek()
+            if c == "]":
+                self._pos += 1
+                return
+            if not first:
+                if c != ",":
+                    raise ValueError("the events list is not valid JSON")
+                self._pos += 1
+            first = False
+            # The usual case inline: an event as the console writes it, right after ", ". Its data's JSON
+            # text is kept as parsed, so the store need not serialize it again (400,000 times at 100k).
+            buf, pos = self._buf, self._pos
+            if buf.startswith(" ", pos):
+                pos += 1
+            head = _EVENT_HEAD.match(buf, pos)
+            if head is not None:
+                try:
+                    data, end = _DECODER.raw_decode(buf, head.end())
+                except json.JSONDecodeError:
+                    head = None
+                else:
+                    if buf.startswith("}", end) and end + 1 < len(buf):
+                        self._pos = end + 1
+                        self.data_text = buf[head.end():end]
+                        yield {"v": int(head[1]), "session_id": json.loads(head[2]), "seq": int(head[3]),
+                               "kind": head[4], "at": float(head[5]), "data": data}
+                        continue
+            self.data_text = None
+            yield self._value()
+
+    def _peek(self) -> str:
+        while True:
+            while self._pos < len(self._buf) and self._buf[self._pos] in _WS:
+                self._pos += 1
+            if self._pos < len(self._buf):
+                return self._buf[self._pos]
+            if not self._fill():
+                raise ValueError("the session file ends too early")
+
+    def _expect(self, char: str) -> None:
+        if self._peek() != char:
+            raise ValueError("not an MCP Console session file" if not self._fields else "the file is not valid JSON")
+        self._pos += 1
+
+    def _value(self) -> Any:
+        """One JSON value, reading more while it is cut off (at least doubling, so a big value costs little)."""
+        self._peek()  # past the whitespace: raw_decode starts at a value
+        want = len(self._buf) - self._pos
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self._buf, self._pos)
+            except json.JSONDecodeError:
+                if self._eof:
+                    raise
+                want = max(2 * want, READ_BYTES)
+                while len(self._buf) - self._pos < want and self._fill():
+                    pass
+                continue
+            if end == len(self._buf) and self._fill():  # a number may go on past what was read
+                continue
+            self._pos = end
+            return value
+
+    def _fill(self) -> bool:
+        if self._eof:
+            return False
+        text = self._read(READ_BYTES)
+        if not text:
+            self._eof = True
+            return False
+        self._buf = self._buf[self._pos:] + text
+        self._pos = 0
+        return True
+
+
+def _event(value: Any, session_id: str | None = None) -> TimelineEvent:
+    try:
+        return TimelineEvent.of_dict(session_id, value) if session_id is not None else TimelineEvent.from_dict(value)
+    except (TypeError, KeyError, AttributeError) as exc:  # not the shape of an event: the file is at fault
+        raise ValueError(f"an event in the file is not valid ({type(exc).__name__}: {exc})") from exc
+
+
+_DECODER = json.JSONDecoder()
+# The keys before "data" as `session_file` writes them; anything else takes the general path.
+_EVENT_HEAD = re.compile(r'\{"v": (2), "session_id": ("(?:[^"\\]|\\.)*"), "seq": (\d+), "kind": "([a-z_]+)", '
+                         r'"at": (-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?), "data": ')
