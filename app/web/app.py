@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from urllib.parse import urlsplit
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -39,7 +40,8 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     manager = SessionManager(settings, renderer, store, ownership)
     renderer.manager = manager
     extra = {h.strip() for h in settings.allowed_hosts.split(",") if h.strip()}
-    guard = Guard(token, extra, settings.public_host, settings.port)
+    internal = {urlsplit(settings.advertise_url).hostname or ""} if settings.advertise_url else set()
+    guard = Guard(token, extra, settings.public_host, settings.port, internal_hosts=internal)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
