@@ -47,6 +47,7 @@ class TeamSpec:
     public_host: str = field(default_factory=public_host_name)
     lease_ttl_s: float = 1.5
     heartbeat_s: float = 0.3
+    extra_env: dict[str, str] = field(default_factory=dict)  # more MCP_CONSOLE_* settings for every process
 
 
 class ConsoleProcess:
@@ -61,7 +62,8 @@ class ConsoleProcess:
                "MCP_CONSOLE_REDIS_PREFIX": spec.redis_prefix,
                "MCP_CONSOLE_ADVERTISE_URL": f"http://127.0.0.1:{self.port}",
                "MCP_CONSOLE_LEASE_TTL_S": str(spec.lease_ttl_s), "MCP_CONSOLE_HEARTBEAT_S": str(spec.heartbeat_s),
-               "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), "PYTHONUNBUFFERED": "1"}
+               "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), "PYTHONUNBUFFERED": "1",
+               **spec.extra_env}
         with log.open("w") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "app", "serve", "--port", str(self.port), "--data-dir", str(data_dir)],
