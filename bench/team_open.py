@@ -11,13 +11,21 @@ the JSON twin's first page for the small and the big session on each store, then
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from bench import big_session
 from bench.common import emit_json, print_table, team_services
 
 
+# big_session also exports the big session and imports the file back: at 100,000 entries the file is larger
+# than the default max_import_bytes (64 MiB), so the console processes it starts (they inherit the
+# environment) accept up to this much for the run.
+IMPORT_BYTES = str(512 * 2**20)
+
+
 def run(entries: int, repeat: int) -> dict[str, Any]:
+    os.environ.setdefault("MCP_CONSOLE_MAX_IMPORT_BYTES", IMPORT_BYTES)
     sqlite = big_session.run(entries, repeat)
     with team_services() as (database_url, _redis_url):
         postgres = big_session.run(entries, repeat, database_url)
