@@ -17,7 +17,6 @@ from typing import Any
 from bench import big_session
 from bench.common import emit_json, print_table, team_services
 
-
 # big_session also exports the big session and imports the file back: at 100,000 entries the file is larger
 # than the default max_import_bytes (64 MiB), so the console processes it starts (they inherit the
 # environment) accept up to this much for the run.

@@ -29,8 +29,17 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
-from bench.common import (cpu_seconds, emit_json, machine, percentile, print_table, r, start_demo, team_services,
-                          wait_until)
+from bench.common import (
+    cpu_seconds,
+    emit_json,
+    machine,
+    percentile,
+    print_table,
+    r,
+    start_demo,
+    team_services,
+    wait_until,
+)
 from tests.team_processes import ConsoleProcess, Team, TeamSpec
 
 SEQ = re.compile(r'\A\s*<div id="ws-seq" hx-swap-oob="true" data-seq="(\d+)"')

@@ -30,18 +30,18 @@ __all__ = ["RESTORE_KINDS", "SessionManager", "target_from"]
 
 class SessionManager:
     def __init__(self, settings: Settings, render: Renderer, store: Store | None = None,
-                 ownership: Ownership | None = None) -> None:
+                 cluster: Cluster | None = None) -> None:
         self.settings = settings
         self.store: Store = store or open_store(settings)
         # This process among the console processes sharing one Redis (alone when redis_url is empty).
         self.process_id = new_process_id()
         self.hub: Hub = make_hub(settings, render, process_id=self.process_id, on_remote=self.on_remote,
                                 before_publish=self.before_publish, on_forget=self.on_forget)
-        self.cluster: Cluster = make_cluster(settings, self.process_id)
+        # A cluster passed in (tests: MemoryClusters on one MemoryDirectory) stands in for Redis's directory.
+        self.cluster: Cluster = cluster if cluster is not None else make_cluster(settings, self.process_id)
         # None: a single process, owning every session (nothing is routed). Else see app/console/ownership.py.
-        # A team (redis_url set): the Redis cluster decides who owns what.
-        self.ownership: Ownership | None = ownership if ownership is not None else (
-            self.cluster if settings.redis_url else None)
+        # A team (redis_url set, or a cluster given): the cluster decides who owns what.
+        self.ownership: Ownership | None = self.cluster if settings.redis_url or cluster is not None else None
         self.replicas = Replicas(self)
         self.tasks = TaskGroup()
         self.sessions: dict[str, ConsoleSession] = {}

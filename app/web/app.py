@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import secrets
-from urllib.parse import urlsplit
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
+from app.console.cluster import Cluster
 from app.console.manager import SessionManager
-from app.console.ownership import Ownership
 from app.console.session import Target
 from app.console.store import Store
 from app.settings import Settings
@@ -28,7 +28,7 @@ from app.web.security import Guard, GuardMiddleware, token_problem
 
 
 def create_app(settings: Settings, store: Store | None = None, initial_targets: list[Target] | None = None,
-               ownership: Ownership | None = None) -> FastAPI:
+               cluster: Cluster | None = None) -> FastAPI:
     problem = token_problem(settings.token)
     if problem:
         raise ValueError(problem)
@@ -37,7 +37,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     settings.public_host = resolve_public_host(settings)
     env = make_env()
     renderer = EventRenderer(env)
-    manager = SessionManager(settings, renderer, store, ownership)
+    manager = SessionManager(settings, renderer, store, cluster)
     renderer.manager = manager
     extra = {h.strip() for h in settings.allowed_hosts.split(",") if h.strip()}
     internal = {urlsplit(settings.advertise_url).hostname or ""} if settings.advertise_url else set()

@@ -94,7 +94,8 @@ async def test_a_websocket_on_a_process_that_does_not_own_the_session_is_accepte
     url = f"ws://127.0.0.1:{other.port}/sessions/{session_id}/ws"
     async with connect(url, additional_headers={"Authorization": f"Bearer {owner.spec.token}"}) as ws:
         await ws.send(json.dumps({"last_seq": seen["seq"]}))
-        reply = await a.post(f"/sessions/{session_id}/tools/call", data={"tool": "echo", "arg.text": "via the other socket"})
+        reply = await a.post(f"/sessions/{session_id}/tools/call",
+                             data={"tool": "echo", "arg.text": "via the other socket"})
         assert reply.status_code == 200, reply.text
         await ws_collect(ws, lambda frames: any("via the other socket" in f for f in frames),
                          "the echo call made on A", timeout=WAIT_S)
