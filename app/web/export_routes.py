@@ -18,7 +18,6 @@ from app.web.op_routes import op_response
 from app.web.views import reply_json
 
 router = APIRouter()
-MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
 
 def _secrets(request: Request) -> bool:
@@ -47,7 +46,7 @@ async def export_har(request: Request, session_id: str, w: Viewer) -> Response:
 
 @router.post("/sessions/import")
 async def import_session(request: Request, w: Owner) -> Response:
-    body = await _upload(request)
+    body = await _upload(request, w.manager.settings.max_import_bytes)
     try:
         meta, created, events = export.read_session_file(json.loads(body))
     except ValueError as exc:  # JSONDecodeError is a ValueError too
@@ -58,17 +57,19 @@ async def import_session(request: Request, w: Owner) -> Response:
     return RedirectResponse(f"/sessions/{session.id}", status_code=303)
 
 
-async def _upload(request: Request) -> bytes:
+async def _upload(request: Request, limit: int) -> bytes:
+    """The session file, at most `limit` bytes (setting max_import_bytes; BodyLimitMiddleware bounds the body
+    on the way in, this bounds the file inside a multipart form)."""
     ctype = request.headers.get("content-type", "")
     if ctype.startswith("multipart/form-data"):
         form = await request.form()
         upload = form.get("file")
         if upload is None or isinstance(upload, str):
             raise HTTPException(400, "Choose a session file to import")
-        data = await upload.read(MAX_IMPORT_BYTES + 1)
+        data = await upload.read(limit + 1)
     else:
         data = await request.body()
-    if len(data) > MAX_IMPORT_BYTES:
+    if len(data) > limit:
         raise HTTPException(413, "That file is too large to import")
     return data
 
