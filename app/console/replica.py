@@ -23,8 +23,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from redis.exceptions import RedisError
-
+from app.console.cluster import FAILURES as DIRECTORY_FAILURES
 from app.console.events import RECORDS, Restored, TakenOver, TimelineEvent
 from app.console.hub import Serialized
 from app.console.ownership import ProcessInfo
@@ -60,7 +59,8 @@ class Replicas:
         self.owners: dict[str, ProcessInfo] = {}  # the owner last seen for a replica (the page names it)
         self._locks: dict[str, asyncio.Lock] = {}
         # Deleted sessions (here or on another process): an event of theirs still on the bus must not load them
-        # again from a store whose delete may not have committed yet. Ids are random, so this is only ever a guard.
+        # again from a store whose delete may not have committed yet (a session id is never reused; one short
+        # string per deleted session is kept for the process's life).
         self.deleted: set[str] = set()
 
     def is_replica(self, session_id: str) -> bool:
@@ -117,7 +117,7 @@ class Replicas:
             return
         try:
             owner = await asyncio.wait_for(ownership.owner_of(session_id), OWNER_LOOKUP_S)
-        except (OSError, TimeoutError, RedisError):
+        except DIRECTORY_FAILURES:
             return  # the directory is away: keep what the page said last
         if owner is not None and owner.process_id == ownership.process_id:
             return  # claimed here a moment ago; take_over is turning the replica into the owned session
