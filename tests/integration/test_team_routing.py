@@ -312,3 +312,32 @@ async def test_taking_over_an_imported_session_connects_nothing_and_writes_nothi
     taken = b.manager.get(copy)
     assert taken.read_only and taken.client is None
     assert b.manager.store.count(copy) == stored, "an imported session's log stays the file's"
+
+
+async def test_a_tab_on_the_process_that_takes_over_is_pushed_the_failed_operation_without_reloading(
+        team: Team, demo_url: str) -> None:
+    a = await team.member("a", served=True)
+    b = await team.member("b")
+    sid = (await a.connect(kind="http", url=demo_url))["id"]
+    slow = asyncio.create_task(a.http.post(f"/sessions/{sid}/tools/call", headers=JSON,
+                                           data={"tool": "long_job", "arg.seconds": "30"}))
+
+    async def running_op() -> str | None:
+        replica = b.manager.get(sid)
+        return next((op for op, rec in replica.state.operations.items() if rec.status == "running"), None) \
+            if replica is not None else None
+    op = await eventually(running_op, what="B's replica to show the long_job operation running")
+    a.manager.store.flush()
+    team.kill(a)
+    tab, _ = b.manager.hub.subscribe(sid, None, b.manager.get(sid).timeline.seq)
+
+    assert (await b.call_tool(sid, "echo", text="after takeover"))["ok"] is True
+    pushed = []
+    while not tab.queue.empty():
+        pushed.append(tab.queue.get_nowait()[1])
+    failed = [p for p in pushed if f'data-op="{op}"' in p and 'data-status="error"' in p]
+    assert failed, "the takeover did not push the failed operation to the open tab"
+    assert TAKEOVER_ERROR in failed[0]
+    slow.cancel()
+    with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+        await slow
