@@ -78,7 +78,8 @@ class Settings:
     redis_prefix: str = _help("Prefix of every Redis key the console uses, so deployments can share one Redis.",
                               default="mcp-console:")
     advertise_url: str = _help("Internal base URL other console processes reach this one at (the process "
-                               "directory). Empty: http://127.0.0.1:{port}.", default="")
+                               "directory). Its host is accepted here only with the owner token as Bearer. "
+                               "Empty: http://127.0.0.1:{port}.", default="")
     lease_ttl_s: float = _help("Seconds a process's registration lives without a heartbeat; when it lapses, the "
                                "sessions it owned may be claimed by another process.", default=5.0)
     heartbeat_s: float = _help("Seconds between heartbeats renewing this process's registration.", default=1.0)

@@ -291,3 +291,23 @@ def time_budget(seconds: float) -> Iterator[Callable[[], bool]]:
     """Yields `over()`, true once the budget is spent; loops check it so a run stays bounded in time."""
     deadline = time.monotonic() + seconds
     yield lambda: time.monotonic() > deadline
+
+
+@contextlib.contextmanager
+def team_services() -> Iterator[tuple[str, str]]:
+    """A throwaway PostgreSQL (a fresh database) and redis-server on 127.0.0.1, stopped at the end: the
+    start logic of the test fixtures (tests/services_pg.py, tests/services_redis.py), imported, not copied.
+    Yields (database URL, Redis URL)."""
+    from tests.services_pg import start_postgres
+    from tests.services_redis import RedisServer
+
+    postgres = start_postgres()
+    redis = None
+    try:
+        redis = RedisServer().start()
+        yield postgres.create_database(), redis.url
+    finally:
+        if redis is not None:
+            redis.close()
+        postgres.stop()
+        shutil.rmtree(postgres.root, ignore_errors=True)

@@ -64,6 +64,14 @@ class MemoryDirectory:
     registered: dict[str, tuple[str, float]] = field(default_factory=dict)  # process id -> (url, expires)
     owners: dict[str, str] = field(default_factory=dict)  # session id -> process id
 
+    def lapse(self, process_id: str) -> None:
+        """What a dead process looks like once its TTL passed: its registration has expired; its ownership
+        records stay (they count only while it is alive), so its sessions are claimable. Stop its heartbeat
+        first (or never start it), or the next beat registers it again."""
+        entry = self.registered.get(process_id)
+        if entry is not None:
+            self.registered[process_id] = (entry[0], self.clock())
+
     def alive(self, process_id: str) -> ProcessInfo | None:
         entry = self.registered.get(process_id)
         if entry is None or entry[1] <= self.clock():

@@ -68,7 +68,8 @@ class _Outgoing:
 class RedisHub(Hub):
     def __init__(self, render: Renderer, queue_size: int = 2000, ring_size: int = 2000, *, url: str,
                  prefix: str = "mcp-console:", process_id: str | None = None, on_remote: OnRemote | None = None,
-                 before_publish: Callable[[], None] | None = None, bus_size: int = 100_000,
+                 before_publish: Callable[[], None] | None = None,
+                 on_forget: Callable[[str], None] | None = None, bus_size: int = 100_000,
                  max_pending: int = 50_000, timeout_s: float = 5.0) -> None:
         super().__init__(render, queue_size=queue_size, ring_size=ring_size)
         self.process_id = process_id or new_process_id()
@@ -76,6 +77,8 @@ class RedisHub(Hub):
         # Called off the loop before a batch of events goes out (the manager flushes its store): a process that
         # hears of an event and loads the session from the store then finds the event there.
         self.before_publish = before_publish
+        # Called when another process deleted a session (a `forget` on the bus): the manager drops its replica.
+        self.on_forget = on_forget
         self._prefix = prefix
         self._bus = f"{prefix}bus"
         self._bus_size = bus_size
@@ -239,7 +242,12 @@ class RedisHub(Hub):
         elif kind == "close_link":
             super().close_link(target, fields.get("m", ""))
         elif kind == "forget":
+            # Sockets first (the owner's close_session may have been trimmed or lost), then the ring, then the
+            # replica: a deleted session is gone from every process, not only from the owner and the forwarder.
+            super().close_session(target, "session deleted")
             self._forget(target)
+            if self.on_forget is not None:
+                self.on_forget(target)
         elif kind == "ev":
             seq, prev = int(fields["q"]), int(fields["p"])
             seen = self._seen.get(target)

@@ -33,18 +33,18 @@ __all__ = ["RESTORE_KINDS", "SessionManager", "target_from"]
 
 class SessionManager:
     def __init__(self, settings: Settings, render: Renderer, store: Store | None = None,
-                 ownership: Ownership | None = None) -> None:
+                 cluster: Cluster | None = None) -> None:
         self.settings = settings
         self.store: Store = store or open_store(settings)
         # This process among the console processes sharing one Redis (alone when redis_url is empty).
         self.process_id = new_process_id()
         self.hub: Hub = make_hub(settings, render, process_id=self.process_id, on_remote=self.on_remote,
-                                before_publish=self.before_publish)
-        self.cluster: Cluster = make_cluster(settings, self.process_id)
+                                before_publish=self.before_publish, on_forget=self.on_forget)
+        # A cluster passed in (tests: MemoryClusters on one MemoryDirectory) stands in for Redis's directory.
+        self.cluster: Cluster = cluster if cluster is not None else make_cluster(settings, self.process_id)
         # None: a single process, owning every session (nothing is routed). Else see app/console/ownership.py.
-        # A team (redis_url set): the Redis cluster decides who owns what.
-        self.ownership: Ownership | None = ownership if ownership is not None else (
-            self.cluster if settings.redis_url else None)
+        # A team (redis_url set, or a cluster given): the cluster decides who owns what.
+        self.ownership: Ownership | None = self.cluster if settings.redis_url or cluster is not None else None
         self.replicas = Replicas(self)
         self.tasks = TaskGroup()
         self.sessions: dict[str, ConsoleSession] = {}
@@ -67,6 +67,10 @@ class SessionManager:
     def on_remote(self, session_id: str, seq: int, message: Serialized) -> None:
         """The hub between processes calls this for every event another process published, before fan-out."""
         self.replicas.on_remote(session_id, seq, message)
+
+    def on_forget(self, session_id: str) -> None:
+        """Another process deleted the session: drop this process's replica (the hub closed its sockets)."""
+        self.replicas.forget(session_id)
 
     def before_publish(self) -> None:
         """The hub between processes calls this (off the loop) before it publishes a batch: the store then
@@ -165,6 +169,7 @@ class SessionManager:
         return self.sessions.get(session_id)
 
     async def delete(self, session_id: str) -> None:
+        self.replicas.deleted.add(session_id)  # what the session's close still publishes must not reload it
         session = self.sessions.pop(session_id, None)
         if session is not None:
             await session.close()

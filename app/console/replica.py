@@ -23,6 +23,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.console.cluster import FAILURES as DIRECTORY_FAILURES
 from app.console.events import RECORDS, Restored, TakenOver, TimelineEvent
 from app.console.hub import Serialized
 from app.console.ownership import ProcessInfo
@@ -37,6 +38,7 @@ FOLDED_KINDS = tuple(k for k in RECORDS if k != "wire")
 LINK_KINDS = ("link_created", "link_revoked")
 STDIO_NOTE = ("The console process that ran this stdio server stopped, and its server with it. "
               "Reconnect to start it again here.")
+OWNER_LOOKUP_S = 1.0  # a page waits at most this long for the directory before it is drawn without it
 HTTP_NOTE = "The console process that owned this connection stopped; this process reconnected."
 
 
@@ -56,6 +58,10 @@ class Replicas:
         self.ids: set[str] = set()  # sessions this process shows but does not own
         self.owners: dict[str, ProcessInfo] = {}  # the owner last seen for a replica (the page names it)
         self._locks: dict[str, asyncio.Lock] = {}
+        # Deleted sessions (here or on another process): an event of theirs still on the bus must not load them
+        # again from a store whose delete may not have committed yet (a session id is never reused; one short
+        # string per deleted session is kept for the process's life).
+        self.deleted: set[str] = set()
 
     def is_replica(self, session_id: str) -> bool:
         return session_id in self.ids
@@ -78,6 +84,8 @@ class Replicas:
 
     def load(self, session_id: str) -> ConsoleSession | None:
         """A replica from the store (blocking read: a session new to this process, once)."""
+        if session_id in self.deleted:
+            return None
         loaded = read(self._manager, session_id)
         if loaded is None:
             return None
@@ -87,11 +95,33 @@ class Replicas:
         self.ids.add(session_id)
         return session
 
-    def note_owner(self, session_id: str, owner: ProcessInfo) -> None:
+    def note_owner(self, session_id: str, owner: ProcessInfo | None) -> None:
+        """Name the owner on the replica's page; None: no live process holds it (its owner died)."""
         session = self._manager.sessions.get(session_id)
-        if session is not None and session_id in self.ids:
+        if session is None or session_id not in self.ids:
+            return
+        session.owner_gone = owner is None
+        if owner is None:
+            self.owners.pop(session_id, None)
+            session.owned_by = None
+        else:
             self.owners[session_id] = owner
             session.owned_by = f"console process {owner.process_id}"
+
+    async def refresh_owner(self, session_id: str) -> None:
+        """Before a replica's page is drawn: ask the directory who holds it (one or two Redis GETs, bounded),
+        so a page names its owner before any action, and says so when the owner is gone instead of showing
+        a status nobody keeps current."""
+        ownership = self._manager.ownership
+        if ownership is None or session_id not in self.ids:
+            return
+        try:
+            owner = await asyncio.wait_for(ownership.owner_of(session_id), OWNER_LOOKUP_S)
+        except DIRECTORY_FAILURES:
+            return  # the directory is away: keep what the page said last
+        if owner is not None and owner.process_id == ownership.process_id:
+            return  # claimed here a moment ago; take_over is turning the replica into the owned session
+        self.note_owner(session_id, owner)
 
     def load_all(self) -> int:
         """At startup in a team: every stored session as a replica; a process claims one on its next action."""
@@ -149,6 +179,7 @@ class Replicas:
 
     def forget(self, session_id: str) -> None:
         """The owner deleted the session: drop the copy without touching the store (the owner did)."""
+        self.deleted.add(session_id)
         if session_id in self.ids:
             self.ids.discard(session_id)
             self.owners.pop(session_id, None)

@@ -122,6 +122,8 @@ class ConsoleSession:
         self._http_status: dict[str, int] = {}
         # Team deployment: the process that owns the connection, when it is not this one (a replica); else None.
         self.owned_by: str | None = None
+        # Team deployment: a replica whose owner's registration lapsed (it died); the next action takes it over.
+        self.owner_gone = False
         if new:  # a restored or imported session gets its creation from its stored events instead
             self.timeline.append(SessionCreated(target=target.to_dict(), capabilities=DEFAULT_CAPABILITIES,
                                                 roots=self.state.roots, read_only=read_only))

@@ -277,6 +277,11 @@ def _end_in_flight(state: SessionState, status: str, error: str | None, resume: 
             entry["status"] = status
             if error is not None:
                 entry["error"] = error
+                if entry.get("kind") == "operation":  # an operation's entry says why in its message
+                    entry["message"] = error
+            for rnd in entry.get("rounds") or ():  # the copy of its rounds an operation entry shows
+                if isinstance(rnd, dict) and rnd.get("status") in IN_FLIGHT:
+                    rnd["status"] = status
     for op in state.operations.values():
         if op.status in IN_FLIGHT:
             op.status, op.pending = status, {}

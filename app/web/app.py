@@ -7,6 +7,7 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -14,8 +15,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import Receive, Scope, Send
 
+from app.console.cluster import Cluster
 from app.console.manager import SessionManager
-from app.console.ownership import Ownership
 from app.console.session import Target
 from app.console.store import Store
 from app.settings import Settings
@@ -50,7 +51,7 @@ class PagesGZipMiddleware(GZipMiddleware):
 
 
 def create_app(settings: Settings, store: Store | None = None, initial_targets: list[Target] | None = None,
-               ownership: Ownership | None = None) -> FastAPI:
+               cluster: Cluster | None = None) -> FastAPI:
     problem = token_problem(settings.token)
     if problem:
         raise ValueError(problem)
@@ -59,10 +60,11 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     settings.public_host = resolve_public_host(settings)
     env = make_env()
     renderer = EventRenderer(env)
-    manager = SessionManager(settings, renderer, store, ownership)
+    manager = SessionManager(settings, renderer, store, cluster)
     renderer.manager = manager
     extra = {h.strip() for h in settings.allowed_hosts.split(",") if h.strip()}
-    guard = Guard(token, extra, settings.public_host, settings.port)
+    internal = {urlsplit(settings.advertise_url).hostname or ""} if settings.advertise_url else set()
+    guard = Guard(token, extra, settings.public_host, settings.port, internal_hosts=internal)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

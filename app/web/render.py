@@ -25,7 +25,8 @@ from app.console.live import LOG_LEVELS
 from app.console.manager import SessionManager
 from app.console.operations import Operation
 from app.console.secrets import Redactor, mask_headers, mask_url
-from app.console.state import host_key
+from app.console.session import ConsoleSession
+from app.console.state import TAKEOVER_ERROR, host_key
 from app.mcp.errors import ERROR_NAMES
 from app.mcp.headers import decode_value
 from app.mcp.jsonrpc import pretty
@@ -214,6 +215,19 @@ class EventRenderer:
         payload = self._render(event, reveal=False)
         return Redactor(session.target).text(payload) if session is not None and payload is not None else None
 
+    def _taken_over(self, session: ConsoleSession, ctx: dict[str, Any]) -> str:
+        """A dead process's session became this one's: its head (status, who holds it) and every entry of the
+        window that the takeover ended at once, so open tabs show them failed without reloading."""
+        parts = [self.env.get_template("_push_session.html").render(
+            {**ctx, "with_lists": False, "group": None, "status_changed": True, "client_changed": False,
+             "client_saved": False})]
+        template = self.env.get_template("_push_entry.html")
+        for entry in session.timeline.recent():
+            op = session.state.operations.get(str(entry.get("op"))) if entry.get("kind") == "operation" else None
+            if entry.get("error") == TAKEOVER_ERROR or (op is not None and op.message == TAKEOVER_ERROR):
+                parts.append(template.render({**ctx, "entry": entry, "fresh": False, "op": op}))
+        return "".join(parts)
+
     def _render(self, event: TimelineEvent, reveal: bool) -> str | None:
         if event.kind == "wire":
             return None
@@ -221,6 +235,8 @@ class EventRenderer:
         if session is None:
             return None
         ctx: dict[str, Any] = {"s": session, "seq": event.seq, "reveal": reveal}
+        if event.kind == "taken_over":
+            return self._taken_over(session, ctx)
         data = event.data
         if event.kind in ENTRY_KINDS:
             key = data.get("key") or f"n{event.seq}"

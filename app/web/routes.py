@@ -136,6 +136,7 @@ async def create_session(request: Request, w: Owner) -> Response:
 async def session_page(request: Request, name: str, w: Viewer) -> Response:
     session_id, as_json = split_json(name)
     s = session_or_404(w, session_id)
+    await w.manager.replicas.refresh_owner(s.id)
     flt = TimelineFilter.from_query(request.query_params)
     window = s.timeline.recent()
     entries, matched = window, len(window)

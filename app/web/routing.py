@@ -21,6 +21,7 @@ import httpx
 from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.console.cluster import FAILURES as DIRECTORY_FAILURES
 from app.console.manager import SessionManager
 from app.console.ownership import ProcessInfo
 from app.web.deps import Principal, Web, identify
@@ -75,7 +76,12 @@ class RouteToOwner:
                 return
             who = found
             scope = {**scope, "state": {**scope.get("state", {}), "principal": who}}
-        owner = await self._owner(session_id)
+        try:
+            owner = await self._owner(session_id)
+        except DIRECTORY_FAILURES as exc:  # Redis away: who owns it is unknown, so neither forward nor take over
+            await _answer(send, 503, f"The console processes' directory is not reachable ({type(exc).__name__}); "
+                                     "try again in a moment.")
+            return
         if owner is None or owner.process_id == ownership.process_id:
             await self.app(scope, receive, send)
         elif forwarded or who is None:  # never forwarded twice: the sender's idea of the owner was out of date

@@ -59,14 +59,29 @@ def token_problem(token: str | None) -> str | None:
 
 class Guard:
     def __init__(self, token: str, extra_hosts: set[str] | None = None, public_host: str = "127.0.0.1",
-                 port: int = 8765) -> None:
+                 port: int = 8765, internal_hosts: set[str] | None = None) -> None:
         self.token = token
         self.public_host = public_host.lower()
         self.port = port  # the console's port when a request does not say which socket it came in on
         self.hosts = set(LOCAL_HOSTS) | {h.lower() for h in (extra_hosts or set()) if h} | {self.public_host}
+        # Team deployment: the host of this process's advertise_url (`console-a`), where the other processes
+        # forward actions. Accepted only beside a valid Bearer token: the Host check exists against DNS
+        # rebinding, and a browser page can neither set an Authorization header on a cross-origin request nor on
+        # a websocket, while a caller that has the token needs no rebinding. Browsers keep the plain allow-list.
+        self.internal_hosts = {h.lower() for h in (internal_hosts or set()) if h} - self.hosts
 
     def host_ok(self, host_header: str | None) -> bool:
         return host_header is not None and hostname(host_header) in self.hosts
+
+    def request_host_ok(self, headers: dict[str, str]) -> bool:
+        """The Host check of one request: the allow-list, or an internal host with the owner token as Bearer."""
+        host = headers.get("host")
+        if self.host_ok(host):
+            return True
+        if host is None or hostname(host) not in self.internal_hosts:
+            return False
+        auth = headers.get("authorization", "")
+        return auth.lower().startswith("bearer ") and token_matches(auth[7:].strip(), self.token)
 
     def console_port(self, scope: Scope) -> int:
         """The port this request reached: the listening socket's, never a header's."""
@@ -148,7 +163,7 @@ class GuardMiddleware:
         if sum(1 for k, _ in raw if k.lower() == b"host") > 1:
             # Two Host headers: the check would see one and a proxy or the app might act on the other.
             status, problem = 400, "More than one Host header"
-        elif not self.guard.host_ok(headers.get("host")):
+        elif not self.guard.request_host_ok(headers):
             problem = "Host header not allowed"
         elif (scope["type"] == "websocket" or scope.get("method") not in SAFE_METHODS) and not \
                 self.guard.origin_ok(headers.get("origin"), headers.get("sec-fetch-site"), headers.get("host"),

@@ -21,6 +21,7 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
         "status_message": s.status_message,
         "status_since": s.status_since,
         "owned_by": s.owned_by,  # team deployment: another process owns the connection (this is a live copy)
+        "owner_gone": s.owner_gone,  # team deployment: the owner process died; the next action here takes over
         "created": s.created,
         "last_activity": s.last_activity,
         "server": {

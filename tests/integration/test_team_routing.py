@@ -2,9 +2,10 @@
 
 Both "processes" are console apps in this test process, each with its own SqliteStore on one database FILE
 (WAL lets them share it), joined by `Bus` (what the Redis hub does between processes: the owner flushes its
-store, then every other process folds the event into its replica and fans it out) and by one in-memory
-ownership directory. Process A is served by a real uvicorn so B forwards to it over real HTTP; the demo server
-is the target.
+store, then every other process folds the event into its replica and fans it out) and by one
+`MemoryDirectory` (each process a `MemoryCluster` on it; no heartbeat runs, and a long TTL keeps the living
+registered, so `lapse` alone decides who died). Process A is served by a real uvicorn so B forwards to it
+over real HTTP; the demo server is the target.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from typing import Any
 import httpx
 import pytest
 
+from app.console.cluster import MemoryCluster, MemoryDirectory
 from app.console.hub import Serialized
 from app.console.manager import SessionManager
-from app.console.ownership import MemoryDirectory, MemoryOwnership, ProcessInfo
 from app.console.replica import STDIO_NOTE
 from app.console.state import TAKEOVER_ERROR
 from app.console.store import SqliteStore
@@ -29,6 +30,7 @@ from app.web.app import create_app
 from tests.integration.conftest import AUTH, JSON, LINK_COOKIE, TOKEN, Console, Served, create_link, eventually
 
 Message = tuple[SessionManager, str, int, Serialized]
+LEASE_TTL_S = 3600.0  # the living stay registered for the whole test without a heartbeat
 
 
 class Bus:
@@ -72,10 +74,10 @@ class Bus:
 class Member(Console):
     """One console process of the team: its own app, store connection and lease holder."""
 
-    def __init__(self, settings: Settings, db: Path, ownership: MemoryOwnership) -> None:
+    def __init__(self, settings: Settings, db: Path, cluster: MemoryCluster) -> None:
         self.settings = settings
-        self.ownership = ownership
-        self.app = create_app(settings, store=SqliteStore(db), ownership=ownership)
+        self.cluster = cluster
+        self.app = create_app(settings, store=SqliteStore(db), cluster=cluster)
         self.public_host = settings.public_host
         self.base = f"http://{self.public_host}"
         self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url=self.base,
@@ -94,13 +96,14 @@ class Team:
     async def member(self, name: str, served: bool = False) -> Member:
         settings = Settings(data_dir=str(self.tmp_path / name), token=TOKEN, allowed_hosts="testserver",
                             request_idle_timeout_s=20.0, stdio_shutdown_grace_s=2.0)
-        member = Member(settings, self.db, self.directory.join(name, ""))
+        cluster = MemoryCluster(name, "", self.directory, ttl_s=LEASE_TTL_S)
+        member = Member(settings, self.db, cluster)
         self.members.append(member)
         self.bus.join(member.manager)
         if served:
             where = await self.serve(member)
-            member.ownership.url = f"http://{where.host}"
-            self.directory.processes[name] = ProcessInfo(name, member.ownership.url)
+            cluster.url = f"http://{where.host}"
+        await cluster.register()  # once: no heartbeat runs, so nothing registers a killed member again
         return member
 
     def kill(self, member: Member) -> None:
@@ -109,7 +112,7 @@ class Team:
         store.append = lambda event: None  # type: ignore[method-assign]
         store.save_session = lambda *args: None  # type: ignore[method-assign]
         self.bus.leave(member.manager)
-        self.directory.die(member.ownership.process_id)
+        self.directory.lapse(member.cluster.process_id)
 
     async def close(self) -> None:
         for member in self.members:
@@ -217,7 +220,7 @@ async def test_a_forwarded_principal_is_not_believed_without_the_owner_token(tea
     sid = (await a.connect(kind="http", url=demo_url))["id"]
     link = await create_link(a, sid, "viewer")
     token = link["url"].rsplit("/", 1)[1]
-    url = f"{a.ownership.url}/sessions/{sid}/tools/call"
+    url = f"{a.cluster.url}/sessions/{sid}/tools/call"
     async with httpx.AsyncClient(cookies={LINK_COOKIE: token}) as outsider:
         forged = await outsider.post(url, data={"tool": "echo", "arg.text": "x"},
                                      headers={**JSON, "X-MCP-Console-Principal": "owner"})
@@ -250,7 +253,7 @@ async def test_takeover_fails_the_dead_owners_request_and_continues_from_the_sto
 
     reply = await b.call_tool(sid, "echo", text="after takeover")
     assert reply["ok"] is True, reply
-    assert not b.manager.replicas.is_replica(sid) and team.directory.leases[sid] == "b"
+    assert not b.manager.replicas.is_replica(sid) and team.directory.owners[sid] == "b"
     taken = b.manager.get(sid)
     failed = taken.timeline.entries[key]
     assert failed["status"] == "error" and failed["error"] == TAKEOVER_ERROR, failed
@@ -285,11 +288,11 @@ async def test_takeover_does_not_restart_a_stdio_server(team: Team) -> None:
 async def test_a_graceful_shutdown_releases_the_processs_leases(team: Team, demo_url: str) -> None:
     a = await team.member("a")
     sid = (await a.connect(kind="http", url=demo_url))["id"]
-    assert team.directory.leases.get(sid) == "a"
+    assert team.directory.owners.get(sid) == "a"
     await a.manager.shutdown()
     team.members.remove(a)
     await a.http.aclose()
-    assert sid not in team.directory.leases
+    assert sid not in team.directory.owners
 
 
 async def test_taking_over_an_imported_session_connects_nothing_and_writes_nothing(team: Team,
@@ -309,3 +312,32 @@ async def test_taking_over_an_imported_session_connects_nothing_and_writes_nothi
     taken = b.manager.get(copy)
     assert taken.read_only and taken.client is None
     assert b.manager.store.count(copy) == stored, "an imported session's log stays the file's"
+
+
+async def test_a_tab_on_the_process_that_takes_over_is_pushed_the_failed_operation_without_reloading(
+        team: Team, demo_url: str) -> None:
+    a = await team.member("a", served=True)
+    b = await team.member("b")
+    sid = (await a.connect(kind="http", url=demo_url))["id"]
+    slow = asyncio.create_task(a.http.post(f"/sessions/{sid}/tools/call", headers=JSON,
+                                           data={"tool": "long_job", "arg.seconds": "30"}))
+
+    async def running_op() -> str | None:
+        replica = b.manager.get(sid)
+        return next((op for op, rec in replica.state.operations.items() if rec.status == "running"), None) \
+            if replica is not None else None
+    op = await eventually(running_op, what="B's replica to show the long_job operation running")
+    a.manager.store.flush()
+    team.kill(a)
+    tab, _ = b.manager.hub.subscribe(sid, None, b.manager.get(sid).timeline.seq)
+
+    assert (await b.call_tool(sid, "echo", text="after takeover"))["ok"] is True
+    pushed = []
+    while not tab.queue.empty():
+        pushed.append(tab.queue.get_nowait()[1])
+    failed = [p for p in pushed if f'data-op="{op}"' in p and 'data-status="error"' in p]
+    assert failed, "the takeover did not push the failed operation to the open tab"
+    assert TAKEOVER_ERROR in failed[0]
+    slow.cancel()
+    with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+        await slow
