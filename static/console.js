@@ -269,6 +269,8 @@
     var list = document.getElementById("timeline-list");
     if (!list) return;
     var limit = parseInt(list.dataset.window || "200", 10);
+    // Live inserts bring the whitespace around each entry too: drop it, or it grows one node per call.
+    Array.prototype.slice.call(list.childNodes).forEach(function (n) { if (n.nodeType !== 1) list.removeChild(n); });
     var extra = list.children.length - limit;
     if (extra <= 0) return;
     for (var i = 0; i < extra; i++) list.removeChild(list.lastElementChild);
