@@ -129,6 +129,24 @@
       old.replaceWith(slot); htmx.process(slot);
     });
   }
+  // A timeline entry that changes comes as a new closed summary row; one the person has open stays open
+  // (its body is fetched again, so it shows the entry as it is now).
+  var reopen = {};
+  document.addEventListener("htmx:oobBeforeSwap", function (evt) {
+    var target = evt.detail.target;
+    var open = target && target.matches && target.matches("#timeline-list > li.entry") &&
+      target.querySelector(":scope > details[open]");
+    if (open) reopen[target.id] = true;
+  });
+  document.addEventListener("htmx:oobAfterSwap", function () {
+    Object.keys(reopen).forEach(function (id) {
+      var li = document.getElementById(id), details = li && li.querySelector(":scope > details");
+      if (!details || details.open) return;
+      htmx.process(li);  // its toggle trigger must be bound before it opens
+      details.open = true;
+    });
+    reopen = {};
+  });
   document.addEventListener("htmx:oobBeforeSwap", function (evt) {
     var fresh = evt.detail.fragment && evt.detail.fragment.firstElementChild, target = evt.detail.target;
     if (!fresh || !target) return;
