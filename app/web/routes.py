@@ -204,6 +204,22 @@ async def entry_body(request: Request, session_id: str, key: str, w: Viewer) -> 
     return HTMLResponse(mask.text(page) if mask is not None else page)
 
 
+@router.get("/sessions/{session_id}/drawers/share", response_class=HTMLResponse)
+async def share_drawer(session_id: str, w: Owner) -> Response:
+    """The owner's share-and-export drawer, fetched when first opened (links and forms are not in every page)."""
+    s = session_or_404(w, session_id)
+    return HTMLResponse(w.render("_share_drawer.html", s=s, links=w.manager.links.for_session(s.id)))
+
+
+@router.get("/sessions/{session_id}/drawers/client-settings", response_class=HTMLResponse)
+async def client_settings_drawer(request: Request, session_id: str, w: Viewer) -> Response:
+    """The client settings drawer, fetched when first opened; it then takes live updates by id like the rest."""
+    s = session_or_404(w, session_id)
+    page = w.render("_client_settings.html", s=s, me=principal(request))
+    mask = redactor(request)
+    return HTMLResponse(mask.text(page) if mask is not None else page)
+
+
 @router.get("/sessions/{session_id}/timeline")
 async def older(request: Request, session_id: str, before: int, w: Viewer, limit: int = 100) -> Response:
     s = session_or_404(w, session_id)
