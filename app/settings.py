@@ -43,7 +43,10 @@ class Settings:
                                    default=16 * 1024 * 1024)
     mrtr_max_rounds: int = _help("Most input_required rounds one operation may take before the console stops it.",
                                  default=10)
-    timeline_window: int = _help("Timeline entries a page holds; older ones load on demand.", default=200)
+    timeline_window: int = _help("Timeline entries a session keeps in memory (the JSON twin's window); older ones "
+                                 "load from the store on demand.", default=200)
+    page_entries: int = _help("Timeline entries a session page renders (at most timeline_window); live entries push "
+                              "the oldest out and “Load older entries” brings them back from the server.", default=10)
     ws_queue_size: int = _help("Messages buffered per websocket before a slow tab is told to reload.",
                                default=2000)
     max_session_store_bytes: int = _help(

@@ -129,6 +129,24 @@
       old.replaceWith(slot); htmx.process(slot);
     });
   }
+  // A timeline entry that changes comes as a new closed summary row; one the person has open stays open
+  // (its body is fetched again, so it shows the entry as it is now).
+  var reopen = {};
+  document.addEventListener("htmx:oobBeforeSwap", function (evt) {
+    var target = evt.detail.target;
+    var open = target && target.matches && target.matches("#timeline-list > li.entry") &&
+      target.querySelector(":scope > details[open]");
+    if (open) reopen[target.id] = true;
+  });
+  document.addEventListener("htmx:oobAfterSwap", function () {
+    Object.keys(reopen).forEach(function (id) {
+      var li = document.getElementById(id), details = li && li.querySelector(":scope > details");
+      if (!details || details.open) return;
+      htmx.process(li);  // its toggle trigger must be bound before it opens
+      details.open = true;
+    });
+    reopen = {};
+  });
   document.addEventListener("htmx:oobBeforeSwap", function (evt) {
     var fresh = evt.detail.fragment && evt.detail.fragment.firstElementChild, target = evt.detail.target;
     if (!fresh || !target) return;
@@ -269,6 +287,8 @@
     var list = document.getElementById("timeline-list");
     if (!list) return;
     var limit = parseInt(list.dataset.window || "200", 10);
+    // Live inserts bring the whitespace around each entry too: drop it, or it grows one node per call.
+    Array.prototype.slice.call(list.childNodes).forEach(function (n) { if (n.nodeType !== 1) list.removeChild(n); });
     var extra = list.children.length - limit;
     if (extra <= 0) return;
     for (var i = 0; i < extra; i++) list.removeChild(list.lastElementChild);

@@ -12,6 +12,7 @@ import httpx
 
 from app.mcp.era import LEGACY_VERSIONS
 from app.mcp.errors import ConnectFailed, ProtocolViolation, StreamLost, StreamTooLarge, TransportError
+from app.mcp.fair import FairShare
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, with_status
 from app.mcp.sse import SseParser
 from app.mcp.standalone import StandaloneStream
@@ -114,7 +115,9 @@ class HttpExchange:
         parser = SseParser(self._t.max_message_bytes)
         # Bytes, not text: the bound counts what crossed the wire; the decoder keeps split characters whole.
         decoder = codecs.getincrementaldecoder(self._response.encoding or "utf-8")(errors="replace")
+        fair = FairShare()  # a chunk may hold hundreds of frames; give way once after each
         async for raw_chunk in self._response.aiter_bytes():
+            await fair.tick()
             self._count(raw_chunk)
             try:
                 events = parser.feed(decoder.decode(raw_chunk))

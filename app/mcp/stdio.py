@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from app.mcp.errors import ConnectFailed, ProcessExited, ProtocolViolation, StreamTooLarge
+from app.mcp.fair import FairShare
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, parse_line
 from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -28,6 +29,7 @@ from app.mcp.wire import Recorder, WireEvent
 SUBSCRIPTION_KEY = "io.modelcontextprotocol/subscriptionId"
 _EXITED = object()
 _BOUNDED = object()  # the request's frames passed max_stream_bytes: its reader stops here
+STDIO_LINES_PER_YIELD = 32  # a line is one frame: yield to the loop every so many
 MUTED_KEPT = 32  # requests past the bound whose late frames we still recognise (and drop)
 
 
@@ -141,7 +143,9 @@ class StdioTransport:
     async def _read_stdout(self) -> None:
         assert self._proc and self._proc.stdout
         stream = self._proc.stdout
+        fair = FairShare(STDIO_LINES_PER_YIELD)
         while True:
+            await fair.tick()
             try:
                 line = await stream.readuntil(b"\n")
             except asyncio.IncompleteReadError as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader, Template, select_autoescape
 from markupsafe import Markup, escape
 
 from app.console.events import ENTRY_KINDS, TimelineEvent
@@ -182,9 +182,38 @@ def visible(value: Any) -> Markup:
     return Markup('<bdi class="sv">' + INVISIBLE.sub(_shown_char, escaped) + "</bdi>")
 
 
+# Whitespace with a line break next to a block-level tag renders as nothing, yet each run of it is a DOM text node:
+# about half the nodes of a page (the template's indentation). It is dropped from every rendered page and
+# fragment; <pre> and <textarea> keep theirs, and a break between inline elements stays (it shows as a space).
+_BLOCK = ("address|article|aside|blockquote|body|button|dd|details|dialog|div|dl|dt|fieldset|figure|footer|form|"
+          "h[1-6]|head|header|hr|html|label|legend|li|link|main|meta|nav|ol|option|p|progress|script|section|select|"
+          "style|summary|table|tbody|td|template|tfoot|th|thead|title|tr|ul|input|textarea|pre|table")
+_KEEP = re.compile(r"(<(pre|textarea)\b.*?</\2\s*>)", re.DOTALL | re.IGNORECASE)
+_AFTER_BLOCK = re.compile(rf"(</?(?:{_BLOCK})\b[^<>]*>)[ \t\r]*\n\s*(?=<)", re.IGNORECASE)
+_HELD = re.compile(r"<pre\0(\d+)></pre>")
+_BEFORE_BLOCK = re.compile(rf"(?<=>)[ \t\r]*\n\s*(?=</?(?:{_BLOCK})\b)", re.IGNORECASE)
+
+
+def compact_html(html: str) -> str:
+    kept: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        kept.append(match.group(1))
+        return f"<pre\0{len(kept) - 1}></pre>"  # a stand-in the block rules see as a tag; put back below
+
+    text = _BEFORE_BLOCK.sub("", _AFTER_BLOCK.sub(r"\1", _KEEP.sub(hold, html)))
+    return _HELD.sub(lambda m: kept[int(m.group(1))], text) if kept else text
+
+
+class CompactTemplate(Template):
+    def render(self, *args: Any, **kwargs: Any) -> str:
+        return compact_html(super().render(*args, **kwargs))
+
+
 def make_env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
+    env.template_class = CompactTemplate
     env.filters.update(datetime=fmt_datetime, ms=fmt_ms, bytes=fmt_bytes, clock=fmt_time, tojson_pretty=to_json,
                        pretty=pretty,
                        header_decoded=decode_value, dom_id=dom_id, from_json=from_json,

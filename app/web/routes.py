@@ -148,9 +148,14 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
         data = session_json(s, entries=entries, reveal=principal(request).sees_secrets)
         return respond(request, True, data | {"filter": flt.to_json(), "window_entries": len(window),
                                               "matches": matched, "older_before": oldest}, None)
+    # The page renders fewer entries than the window holds: its DOM stays small, "Load older entries" reads on
+    # from the oldest one shown (a filtered page too: the older route keeps the filter).
+    shown = entries[:max(1, min(s.settings.page_entries, s.settings.timeline_window))]
+    if len(shown) < len(entries):
+        oldest = min(e["seq0"] for e in shown)
     me = principal(request)
     links = w.manager.links.for_session(s.id) if me.is_owner else []
-    page = w.render("session.html", s=s, entries=entries, seq=s.timeline.seq, oldest=oldest, me=me,
+    page = w.render("session.html", s=s, entries=shown, seq=s.timeline.seq, oldest=oldest, me=me,
                     here=f"/sessions/{s.id}", links=links, reveal=me.sees_secrets, flt=flt,
                     methods=sorted(set(methods_seen(window)) | ({flt.method} if flt.method else set())),
                     window_count=len(window), matched=matched)
@@ -187,6 +192,39 @@ async def entry(request: Request, session_id: str, name: str, w: Viewer) -> Resp
     data = {"entry": found, "wire": wire}
     return respond(request, as_json, data,
                    None if as_json else w.render("_entry_detail.html", s=s, key=key, me=me, **data))
+
+
+@router.get("/sessions/{session_id}/entries/{key}/body", response_class=HTMLResponse)
+async def entry_body(request: Request, session_id: str, key: str, w: Viewer) -> Response:
+    """An opened timeline entry's body (findings, logs, rounds, frames, actions), fetched on open: the row on the
+    page is a summary, so the page's size does not grow with what each call did."""
+    s = session_or_404(w, session_id)
+    found = await asyncio.to_thread(s.timeline.entry, key)  # may read the store: keep the loop free
+    if found is None:
+        raise HTTPException(404, f"No entry {key!r}")
+    me = principal(request)
+    wire = [] if found.get("kind") == "operation" else await asyncio.to_thread(s.timeline.wire, key)
+    if not me.sees_secrets:
+        wire = [mask_wire(item) for item in wire]
+    page = w.render("_entry_body.html", s=s, key=key, me=me, entry=found, wire=wire)
+    mask = redactor(request)
+    return HTMLResponse(mask.text(page) if mask is not None else page)
+
+
+@router.get("/sessions/{session_id}/drawers/share", response_class=HTMLResponse)
+async def share_drawer(session_id: str, w: Owner) -> Response:
+    """The owner's share-and-export drawer, fetched when first opened (links and forms are not in every page)."""
+    s = session_or_404(w, session_id)
+    return HTMLResponse(w.render("_share_drawer.html", s=s, links=w.manager.links.for_session(s.id)))
+
+
+@router.get("/sessions/{session_id}/drawers/client-settings", response_class=HTMLResponse)
+async def client_settings_drawer(request: Request, session_id: str, w: Viewer) -> Response:
+    """The client settings drawer, fetched when first opened; it then takes live updates by id like the rest."""
+    s = session_or_404(w, session_id)
+    page = w.render("_client_settings.html", s=s, me=principal(request))
+    mask = redactor(request)
+    return HTMLResponse(mask.text(page) if mask is not None else page)
 
 
 @router.get("/sessions/{session_id}/timeline")

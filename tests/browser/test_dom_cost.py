@@ -52,8 +52,6 @@ def test_tool_forms_are_fetched_only_when_a_tool_is_opened(context: BrowserConte
     assert page.locator("#lists .call-form").count() == 1
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 4 not finished: ~6 nodes still grow per call with the timeline "
-                   "window full (3,911 after 10 calls, 4,215 after 60), and the page is over 3,000 nodes")
 def test_dom_node_count_after_sixty_calls_is_that_after_ten(context: BrowserContext,
                                                            small_window_console: Console) -> None:
     page = context.new_page()

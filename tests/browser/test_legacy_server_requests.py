@@ -40,7 +40,10 @@ def test_a_legacy_elicitation_form_is_answered_in_the_inbox_and_the_tool_gets_th
 
         expect(item.locator(".result")).to_contain_text('"content": {"name": "Ada"}')
         expect(page.locator("#inbox .inbox-sr")).to_have_count(0)
-        nested = page.locator("#timeline-list li.server-request")
+        call = page.locator('#timeline-list > li.entry[data-method="tools/call"]').first
+        expect(call).to_have_attribute("data-status", re.compile(r"^(ok|complete)$"))
+        call.locator(":scope > details > summary").click()  # the entry's body (its nested requests) loads on open
+        nested = call.locator("li.server-request")
         expect(nested).to_have_attribute("data-status", "answered")
         expect(nested).to_contain_text("elicitation/create")
     finally:

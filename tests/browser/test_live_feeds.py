@@ -133,6 +133,7 @@ def cancel_long_job(page: Page) -> None:
     op = card.get_attribute("data-op")
     expect(card).to_have_attribute("data-status", "running")
     entry = page.locator(f'#timeline-list > li.entry[data-op="{op}"]')
+    entry.locator(":scope > details > summary").click()  # its rounds load when it is opened
     rpcid = entry.locator("table.rounds tr[data-round='1'] .rpcid")
     expect(rpcid).to_have_text(re.compile(r"^#\S+$"))
     request_id = (rpcid.text_content() or "").strip().lstrip("#")

@@ -153,7 +153,8 @@ async def test_kill_9_mid_session_loses_no_operation_round_subscription_setting_
         assert after["request_settings"] == before["request_settings"]
         assert [lk["id"] for lk in after["links"]] == [link["id"]]
         page = await http.get(f"/sessions/{sid}", headers={"Accept": "text/html"})
-        assert page.status_code == 200 and "Round waterfall" in page.text
+        body = await http.get(f"/sessions/{sid}/entries/{mrtr['key']}/body")  # an entry's rounds load on open
+        assert page.status_code == 200 and body.status_code == 200 and "Round waterfall" in body.text
         for export in ("export.json", "export.har"):
             assert (await http.get(f"/sessions/{sid}/{export}")).status_code == 200
 

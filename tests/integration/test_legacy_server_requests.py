@@ -140,9 +140,11 @@ async def test_an_unanswered_server_request_times_out_with_an_error_and_the_time
     got = sent_back(await call)
     assert got["id"] == sr["request_id"] and got["error"]["code"] == -32001, got
     s = await console.session(sid)
-    assert nested(s, sr["id"])["status"] == "timed_out"
+    shown = nested(s, sr["id"])
+    assert shown["status"] == "timed_out"
     page = (await console.http.get(f"/sessions/{sid}")).text
-    assert 'class="server-request is-timed_out"' in page and "timed out" in page
+    body = (await console.http.get(f"/sessions/{sid}/entries/{shown['entry']['key']}/body")).text  # on open
+    assert 'class="server-request is-timed_out"' in body and "timed out" in body
     assert f'id="inbox-sr-{sr["id"]}"' not in page  # no dialog left to answer
 
 
