@@ -93,7 +93,7 @@ class IndexWriter:
         for k in self._dirty:
             row = self._cache[k]
             assert row is not None
-            shown = (json.dumps(row.facts), str(row.facts.get("method") or ""), entry_index.status_of(row.facts),
+            shown = (json.dumps(row.facts), entry_index.method_of(row.facts), entry_index.status_of(row.facts),
                      entry_index.search_text(row.facts), row.findings)
             if row.stored:
                 updates.append((*shown, *k))

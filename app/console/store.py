@@ -6,7 +6,9 @@ the disk. Reads flush the queue first, so a reader always sees what was appended
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import queue
 import sqlite3
@@ -21,6 +23,8 @@ from app.console import entry_index, sqlite_index
 from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
 from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, load
 from app.settings import Settings
+
+log = logging.getLogger("mcp_console.store")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -199,35 +203,28 @@ class SqliteStore:
         while running:
             # One transaction for the burst of events a request makes (see _gather).
             items = self._gather()
-            waiters: list[threading.Event] = []
-            rows: list[tuple[Any, ...]] = []
-            conn.execute("BEGIN")
-            for op, arg in items:
-                if op == "event":  # gathered for one executemany; anything else writes them first
-                    row, item, begins = arg
-                    rows.append(row)
-                    if item is not None:
-                        index.add(row[0], row[1], item, begins)
-                    continue
-                _write_events(conn, rows, index)
-                if op == "session":
-                    conn.execute("INSERT OR REPLACE INTO sessions VALUES (?,?,?,?)", arg)
-                elif op == "link":
-                    conn.execute("INSERT OR REPLACE INTO links VALUES (?,?,?,?)", arg)
-                elif op == "delete":
-                    conn.execute("DELETE FROM links WHERE session_id=?", (arg,))
-                    conn.execute("DELETE FROM events WHERE session_id=?", (arg,))
-                    conn.execute("DELETE FROM entry_index WHERE session_id=?", (arg,))
-                    index.forget(arg)
-                    conn.execute("DELETE FROM sessions WHERE id=?", (arg,))
-                elif op == "flush":
-                    waiters.append(arg)
-                elif op == "stop":
-                    running = False
-            _write_events(conn, rows, index)
-            conn.execute("COMMIT")
-            for waiter in waiters:
-                waiter.set()
+            waiters = [arg for op, arg in items if op == "flush"]
+            running = not any(op == "stop" for op, _ in items)
+            try:
+                _write_batch(conn, index, items)
+            except Exception:  # whatever one item did, the writer must outlive it
+                # A batch that fails (a row SQLite refuses) must not take the writer thread with it: every
+                # later event would be lost. Roll back, then write the items one at a time, dropping only
+                # the ones that fail (said in the log).
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                index = sqlite_index.IndexWriter(conn)  # its cache may hold rows the rollback undid
+                for item in items:
+                    try:
+                        _write_batch(conn, index, [item])
+                    except Exception:  # the one that fails is dropped, the rest stored
+                        log.exception("SQLite store: dropped one write it could not store (%s)", item[0])
+                        with contextlib.suppress(sqlite3.Error):
+                            conn.execute("ROLLBACK")
+                        index = sqlite_index.IndexWriter(conn)
+            finally:
+                for waiter in waiters:
+                    waiter.set()
         conn.close()
 
     # -- reads ------------------------------------------------------------
@@ -336,6 +333,32 @@ class SqliteStore:
             row = self._read.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?",
                                      (session_id,)).fetchone()
         return int(row[0])
+
+
+def _write_batch(conn: sqlite3.Connection, index: sqlite_index.IndexWriter, items: list[tuple[str, Any]]) -> None:
+    """One transaction: events gathered for one executemany, anything else written in its place."""
+    rows: list[tuple[Any, ...]] = []
+    conn.execute("BEGIN")
+    for op, arg in items:
+        if op == "event":
+            row, item, begins = arg
+            rows.append(row)
+            if item is not None:
+                index.add(row[0], row[1], item, begins)
+            continue
+        _write_events(conn, rows, index)
+        if op == "session":
+            conn.execute("INSERT OR REPLACE INTO sessions VALUES (?,?,?,?)", arg)
+        elif op == "link":
+            conn.execute("INSERT OR REPLACE INTO links VALUES (?,?,?,?)", arg)
+        elif op == "delete":
+            conn.execute("DELETE FROM links WHERE session_id=?", (arg,))
+            conn.execute("DELETE FROM events WHERE session_id=?", (arg,))
+            conn.execute("DELETE FROM entry_index WHERE session_id=?", (arg,))
+            index.forget(arg)
+            conn.execute("DELETE FROM sessions WHERE id=?", (arg,))
+    _write_events(conn, rows, index)
+    conn.execute("COMMIT")
 
 
 def _write_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], index: sqlite_index.IndexWriter) -> None:

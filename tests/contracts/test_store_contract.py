@@ -413,3 +413,17 @@ def test_the_sqlite_store_builds_the_entry_index_of_a_database_from_before_it(tm
         assert [h.key for h in store.find_entries("s1", EntryQuery(text="older-tool")).hits] == ["x1"]
     finally:
         store.close()
+
+
+def test_a_write_sqlite_refuses_is_dropped_alone_and_the_writer_keeps_storing(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db.sqlite3")
+    try:
+        store.append(ev(1))
+        # A row whose text SQLite cannot encode (a lone surrogate outside JSON) fails its whole batch.
+        store._queue.put(("event", (("s1", 2, "\ud800", None, 2.0, "{}", 2), None, False)))
+        store.append(ev(3))
+        store.flush()
+        store.append(ev(4))
+        assert seqs(store.events("s1")) == [1, 3, 4]
+    finally:
+        store.close()
