@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from app.console import entry_index, sqlite_index
+from app.console import entry_index, entry_index_writer
 from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
 from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, load
 from app.settings import Settings
@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS links (
 """
 
 
+INDEX_VERSION = 1  # PRAGMA user_version once the entry index covers every stored event
 CHUNK = 2000  # events read per query by whoever walks a whole session (export, restore): the most held at once
 
 
@@ -113,8 +114,8 @@ class SqliteStore:
             r[0]: int(r[1]) for r in self._read.execute(
                 "SELECT session_id, SUM(LENGTH(data)) FROM events GROUP BY session_id").fetchall()}
         self._bytes_lock = threading.Lock()
-        if self._read.execute("PRAGMA user_version").fetchone()[0] < sqlite_index.INDEX_VERSION:
-            sqlite_index.rebuild(self._read)  # a database from before the entry index: built once, here
+        if self._read.execute("PRAGMA user_version").fetchone()[0] < INDEX_VERSION:
+            _rebuild_index(self._read)  # a database from before the entry index: built once, here
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
         self._writer.start()
 
@@ -139,8 +140,8 @@ class SqliteStore:
                EVENT_VERSION)
         with self._bytes_lock:
             self._bytes[event.session_id] = self._bytes.get(event.session_id, 0) + len(text)
-        item = sqlite_index.index_item(event)
-        self._queue.put(("event", (row, item, item is not None and event.kind in sqlite_index.BEGINS)))
+        item = entry_index_writer.index_item(event)
+        self._queue.put(("event", (row, item, item is not None and event.kind in entry_index_writer.BEGINS)))
 
     def stored_bytes(self, session_id: str) -> int:
         """How many bytes of event data a session has in the store (the quota counts these)."""
@@ -194,7 +195,7 @@ class SqliteStore:
 
     def _write_loop(self) -> None:
         conn = self._connect()
-        index = sqlite_index.IndexWriter(conn)
+        index = entry_index_writer.IndexWriter(entry_index_writer.SQLITE)
         running = True
         while running:
             # One transaction for the burst of events a request makes (see _gather).
@@ -207,7 +208,7 @@ class SqliteStore:
                     row, item, begins = arg
                     rows.append(row)
                     if item is not None:
-                        index.add(row[0], row[1], item, begins)
+                        index.add(conn, row[0], row[1], item, begins)
                     continue
                 _write_events(conn, rows, index)
                 if op == "session":
@@ -305,15 +306,16 @@ class SqliteStore:
         self.flush()
         where = "session_id=? AND kind!=?"
         args: list[Any] = [session_id, entry_index.ROUND]
+        clean = entry_index_writer.SQLITE.clean  # as the index stored its text
         if query.method:
             where += " AND method=?"
-            args.append(query.method)
+            args.append(clean(query.method))
         if query.statuses:
             where += f" AND status IN ({','.join('?' * len(query.statuses))})"
             args.extend(sorted(query.statuses))
         if query.text:  # stored casefolded: instr is an exact substring test, as the filter's `in` is
             where += " AND instr(text, ?) > 0"
-            args.append(query.text.casefold())
+            args.append(clean(query.text.casefold()))
         if query.findings:
             where += " AND findings > 0"
         page_where, page_args = where, list(args)
@@ -338,12 +340,20 @@ class SqliteStore:
         return int(row[0])
 
 
-def _write_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], index: sqlite_index.IndexWriter) -> None:
+def _write_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]],
+                  index: entry_index_writer.IndexWriter) -> None:
     if rows:
         conn.executemany("INSERT OR REPLACE INTO events (session_id, seq, kind, exchange, at, data, v) "
                          "VALUES (?,?,?,?,?,?,?)", rows)
         rows.clear()
-    index.write()
+    index.write(conn)
+
+
+def _rebuild_index(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN")
+    entry_index_writer.rebuild(conn, entry_index_writer.SQLITE)
+    conn.execute(f"PRAGMA user_version={INDEX_VERSION}")
+    conn.execute("COMMIT")
 
 
 def iter_events(store: Store, session_id: str, kinds: tuple[str, ...] = (),
