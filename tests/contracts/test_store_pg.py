@@ -178,3 +178,25 @@ def test_a_database_at_version_1_gets_the_entry_index_of_its_stored_events_on_op
         assert store.find_entries("s1", EntryQuery(method="tools/call")).total == 7
     finally:
         store.close()
+
+
+def test_a_batch_retried_after_a_failed_transaction_counts_its_findings_once(pg_database: str) -> None:
+    store = PostgresStore(pg_database)
+    try:
+        store.append(TimelineEvent("s1", 1, ExchangeStarted(key="x1", method="tools/call"), 1.0))
+        store.append(TimelineEvent("s1", 2, ExchangeFinished(key="x1", status="ok"), 1.0))
+        assert store.count("s1") == 2  # committed: x1's index row is cached by the writer
+        with psycopg.connect(pg_database, autocommit=True) as conn:
+            # The next update of the index fails once (a sequence is not rolled back with the transaction).
+            conn.execute("CREATE SEQUENCE fail_once")
+            conn.execute("CREATE FUNCTION fail_once() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                         "IF nextval('fail_once') = 1 THEN RAISE EXCEPTION 'injected'; END IF; RETURN NEW; END $$")
+            conn.execute("CREATE TRIGGER fail_once BEFORE UPDATE ON entry_index FOR EACH ROW "
+                         "EXECUTE FUNCTION fail_once()")
+        store.append(TimelineEvent("s1", 3, FindingRecorded(rule="r", exchange="x1"), 1.0))
+        store.append(TimelineEvent("s1", 4, ExchangeStarted(key="x2", method="tools/call"), 1.0))
+        found = store.find_entries("s1", EntryQuery(findings=True))
+        assert [(h.key, h.findings) for h in found.hits] == [("x1", 1)]
+        assert store.find_entries("s1", EntryQuery()).total == 2  # x2, first inserted by the failed attempt
+    finally:
+        store.close()
