@@ -18,6 +18,11 @@ hostile frame would break every entry count. The one key a query needs (`op`: th
 belongs to) gets a column of its own, filled on append. Text also keeps LENGTH(data) equal to what
 append counted, so the byte count rebuilt on reopening matches.
 
+The whole-session filter reads the entry index (app/console/entry_index.py), one row per entry, which
+the writer thread keeps in the same transaction as the events, through the IndexWriter SQLite uses too
+(app/console/entry_index_writer.py, with the PostgreSQL dialect). Its text search is strpos on the
+casefolded text: an exact substring, as the filter's rule is (LIKE would make `%` and `_` wildcards).
+
 The schema is versioned (MIGRATIONS); the console migrates on open under an advisory lock, so
 several processes starting at once migrate once.
 """
