@@ -82,29 +82,13 @@ def merge(facts: dict[str, Any], event: TimelineEvent) -> dict[str, Any]:
     return {**facts, **{f: data[f] for f in FACT_FIELDS if f in data}}
 
 
-def storable(text: str) -> str:
-    """Text every store's text column can hold: a target's lone surrogate (valid JSON, not valid UTF-8) and
-    NUL (which PostgreSQL text refuses) become U+FFFD. The events keep them: their data is stored as JSON."""
-    if "\x00" in text:
-        text = text.replace("\x00", "\ufffd")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # through UTF-16, where a paired surrogate decodes and a lone one is replaced
-        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
-
-
 def search_text(facts: dict[str, Any]) -> str:
     """What a text query is looked for in: the searchable facts, joined and casefolded once, when stored."""
-    return storable(" ".join(str(facts.get(f) or "") for f in TEXT_FIELDS).casefold())
-
-
-def method_of(facts: dict[str, Any]) -> str:
-    return storable(str(facts.get("method") or ""))
+    return " ".join(str(facts.get(f) or "") for f in TEXT_FIELDS).casefold()
 
 
 def status_of(facts: dict[str, Any]) -> str:
-    return storable(str(facts.get("status") or facts.get("level") or ""))
+    return str(facts.get("status") or facts.get("level") or "")
 
 
 def matches(query: EntryQuery, facts: dict[str, Any], findings: int) -> bool:

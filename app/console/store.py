@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from app.console import entry_index, sqlite_index
+from app.console import entry_index, entry_index_writer
 from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
 from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, load
 from app.settings import Settings
@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS links (
 """
 
 
+INDEX_VERSION = 1  # PRAGMA user_version once the entry index covers every stored event
 CHUNK = 2000  # events read per query by whoever walks a whole session (export, restore): the most held at once
 
 
@@ -117,8 +118,8 @@ class SqliteStore:
             r[0]: int(r[1]) for r in self._read.execute(
                 "SELECT session_id, SUM(LENGTH(data)) FROM events GROUP BY session_id").fetchall()}
         self._bytes_lock = threading.Lock()
-        if self._read.execute("PRAGMA user_version").fetchone()[0] < sqlite_index.INDEX_VERSION:
-            sqlite_index.rebuild(self._read)  # a database from before the entry index: built once, here
+        if self._read.execute("PRAGMA user_version").fetchone()[0] < INDEX_VERSION:
+            _rebuild_index(self._read)  # a database from before the entry index: built once, here
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
         self._writer.start()
 
@@ -143,8 +144,8 @@ class SqliteStore:
                EVENT_VERSION)
         with self._bytes_lock:
             self._bytes[event.session_id] = self._bytes.get(event.session_id, 0) + len(text)
-        item = sqlite_index.index_item(event)
-        self._queue.put(("event", (row, item, item is not None and event.kind in sqlite_index.BEGINS)))
+        item = entry_index_writer.index_item(event)
+        self._queue.put(("event", (row, item, item is not None and event.kind in entry_index_writer.BEGINS)))
 
     def stored_bytes(self, session_id: str) -> int:
         """How many bytes of event data a session has in the store (the quota counts these)."""
@@ -198,7 +199,7 @@ class SqliteStore:
 
     def _write_loop(self) -> None:
         conn = self._connect()
-        index = sqlite_index.IndexWriter(conn)
+        index = entry_index_writer.IndexWriter(entry_index_writer.SQLITE)
         running = True
         while running:
             # One transaction for the burst of events a request makes (see _gather).
@@ -213,7 +214,7 @@ class SqliteStore:
                 # the ones that fail (said in the log).
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
-                index = sqlite_index.IndexWriter(conn)  # its cache may hold rows the rollback undid
+                index.reset()  # its cache may hold rows the rollback undid
                 for item in items:
                     try:
                         _write_batch(conn, index, [item])
@@ -221,7 +222,7 @@ class SqliteStore:
                         log.exception("SQLite store: dropped one write it could not store (%s)", item[0])
                         with contextlib.suppress(sqlite3.Error):
                             conn.execute("ROLLBACK")
-                        index = sqlite_index.IndexWriter(conn)
+                        index.reset()
             finally:
                 for waiter in waiters:
                     waiter.set()
@@ -302,15 +303,16 @@ class SqliteStore:
         self.flush()
         where = "session_id=? AND kind!=?"
         args: list[Any] = [session_id, entry_index.ROUND]
+        clean = entry_index_writer.SQLITE.clean  # as the index stored its text
         if query.method:
             where += " AND method=?"
-            args.append(query.method)
+            args.append(clean(query.method))
         if query.statuses:
             where += f" AND status IN ({','.join('?' * len(query.statuses))})"
             args.extend(sorted(query.statuses))
         if query.text:  # stored casefolded: instr is an exact substring test, as the filter's `in` is
             where += " AND instr(text, ?) > 0"
-            args.append(query.text.casefold())
+            args.append(clean(query.text.casefold()))
         if query.findings:
             where += " AND findings > 0"
         page_where, page_args = where, list(args)
@@ -335,7 +337,8 @@ class SqliteStore:
         return int(row[0])
 
 
-def _write_batch(conn: sqlite3.Connection, index: sqlite_index.IndexWriter, items: list[tuple[str, Any]]) -> None:
+def _write_batch(conn: sqlite3.Connection, index: entry_index_writer.IndexWriter,
+                 items: list[tuple[str, Any]]) -> None:
     """One transaction: events gathered for one executemany, anything else written in its place."""
     rows: list[tuple[Any, ...]] = []
     conn.execute("BEGIN")
@@ -344,7 +347,7 @@ def _write_batch(conn: sqlite3.Connection, index: sqlite_index.IndexWriter, item
             row, item, begins = arg
             rows.append(row)
             if item is not None:
-                index.add(row[0], row[1], item, begins)
+                index.add(conn, row[0], row[1], item, begins)
             continue
         _write_events(conn, rows, index)
         if op == "session":
@@ -361,12 +364,20 @@ def _write_batch(conn: sqlite3.Connection, index: sqlite_index.IndexWriter, item
     conn.execute("COMMIT")
 
 
-def _write_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], index: sqlite_index.IndexWriter) -> None:
+def _write_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]],
+                  index: entry_index_writer.IndexWriter) -> None:
     if rows:
         conn.executemany("INSERT OR REPLACE INTO events (session_id, seq, kind, exchange, at, data, v) "
                          "VALUES (?,?,?,?,?,?,?)", rows)
         rows.clear()
-    index.write()
+    index.write(conn)
+
+
+def _rebuild_index(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN")
+    entry_index_writer.rebuild(conn, entry_index_writer.SQLITE)
+    conn.execute(f"PRAGMA user_version={INDEX_VERSION}")
+    conn.execute("COMMIT")
 
 
 def iter_events(store: Store, session_id: str, kinds: tuple[str, ...] = (),

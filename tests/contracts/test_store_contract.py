@@ -311,6 +311,22 @@ def test_find_entries_counts_findings_on_the_entry_that_shows_them_and_never_lis
     assert store.find_entries("s1", EntryQuery(statuses=statuses_for("ok"))).total == 2
 
 
+def test_find_entries_finds_text_around_a_nul_or_a_lone_surrogate_from_a_target(store: Store) -> None:
+    _call(store, 1, "x1", name="be\u0000fore \ud800after")
+    _call(store, 4, "x2", name="plain")
+    assert [h.key for h in store.find_entries("s1", EntryQuery(text="be\u0000fore")).hits] == ["x1"]
+    assert [h.key for h in store.find_entries("s1", EntryQuery(text="after")).hits] == ["x1"]
+    assert store.find_entries("s1", EntryQuery(text="plain")).total == 1  # the writer survived the batch
+
+
+def test_find_entries_text_is_a_literal_substring_so_percent_and_underscore_are_no_wildcards(store: Store) -> None:
+    _call(store, 1, "x1", name="100%_done")
+    _call(store, 4, "x2", name="100 percent done")
+    assert [h.key for h in store.find_entries("s1", EntryQuery(text="100%_d")).hits] == ["x1"]
+    assert store.find_entries("s1", EntryQuery(text="1_0")).total == 0
+    assert store.find_entries("s1", EntryQuery(text="%")).total == 1
+
+
 def test_find_entries_sees_events_stored_before_a_reopen_and_forgets_a_deleted_session(
         opener: Opener) -> None:
     first = opener()

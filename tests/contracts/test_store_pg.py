@@ -13,12 +13,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from app.console.events import Notice, TimelineEvent
+from app.console.entry_index import EntryQuery
+from app.console.events import ExchangeFinished, ExchangeStarted, FindingRecorded, Notice, TimelineEvent
 from app.console.store import SqliteStore, mask_url, open_store
 from app.console.store_pg import MIGRATION_LOCK, MIGRATIONS, PostgresStore, migrate
 from app.settings import Settings
 
 WAIT_S = 20.0
+ALL = [v for v, _ in MIGRATIONS]
 
 
 def wait_until(check: object, what: str) -> None:
@@ -45,11 +47,11 @@ def test_opening_a_store_on_an_empty_database_applies_every_migration_and_record
 
 def test_migrating_an_up_to_date_database_again_applies_nothing(pg_database: str) -> None:
     with psycopg.connect(pg_database, autocommit=True) as conn:
-        assert migrate(conn) == [1]
+        assert migrate(conn) == ALL
         assert migrate(conn) == []
     store = PostgresStore(pg_database)  # and a console starting on it finds nothing to do
     store.close()
-    assert versions(pg_database) == [1]
+    assert versions(pg_database) == ALL
 
 
 def test_consoles_starting_at_the_same_moment_migrate_once(pg_database: str) -> None:
@@ -72,8 +74,8 @@ def test_consoles_starting_at_the_same_moment_migrate_once(pg_database: str) -> 
     for t in threads:
         t.join(timeout=WAIT_S)
     assert errors == []
-    assert sorted(applied) == [[]] * (starters - 1) + [[1]]
-    assert versions(pg_database) == [1]
+    assert sorted(applied) == [[]] * (starters - 1) + [ALL]
+    assert versions(pg_database) == ALL
 
 
 def test_a_migration_waits_while_another_process_holds_the_advisory_lock(pg_database: str) -> None:
@@ -98,7 +100,7 @@ def test_a_migration_waits_while_another_process_holds_the_advisory_lock(pg_data
         assert holder.execute("SELECT to_regclass('public.events')").fetchone() == (None,)
         holder.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
         migrating.join(timeout=WAIT_S)
-        assert result == [[1]]
+        assert result == [ALL]
     finally:
         holder.close()
 
@@ -155,3 +157,46 @@ def test_the_database_password_never_reaches_a_log_line(pg_database: str, caplog
     assert "applied schema migrations" in caplog.text
     assert "postgres:***@" in caplog.text
     assert "s3cret-pw" not in caplog.text
+
+
+def test_a_database_at_version_1_gets_the_entry_index_of_its_stored_events_on_open(pg_database: str) -> None:
+    old = PostgresStore(pg_database)
+    for i in range(1, 8):
+        old.append(TimelineEvent("s1", 2 * i - 1, ExchangeStarted(key=f"x{i}", method="tools/call",
+                                                                  name=f"older-tool-{i}"), 1.0))
+        old.append(TimelineEvent("s1", 2 * i, ExchangeFinished(key=f"x{i}", status="ok"), 1.0))
+    old.append(TimelineEvent("s1", 20, FindingRecorded(rule="r", exchange="x3"), 1.0))
+    old.close()
+    with psycopg.connect(pg_database, autocommit=True) as conn:  # as a database written before version 2
+        conn.execute("DROP TABLE entry_index")
+        conn.execute("DELETE FROM schema_migrations WHERE version > 1")
+    store = PostgresStore(pg_database)
+    try:
+        assert versions(pg_database) == ALL
+        assert [h.key for h in store.find_entries("s1", EntryQuery(text="older-tool-4")).hits] == ["x4"]
+        assert [(h.key, h.findings) for h in store.find_entries("s1", EntryQuery(findings=True)).hits] == [("x3", 1)]
+        assert store.find_entries("s1", EntryQuery(method="tools/call")).total == 7
+    finally:
+        store.close()
+
+
+def test_a_batch_retried_after_a_failed_transaction_counts_its_findings_once(pg_database: str) -> None:
+    store = PostgresStore(pg_database)
+    try:
+        store.append(TimelineEvent("s1", 1, ExchangeStarted(key="x1", method="tools/call"), 1.0))
+        store.append(TimelineEvent("s1", 2, ExchangeFinished(key="x1", status="ok"), 1.0))
+        assert store.count("s1") == 2  # committed: x1's index row is cached by the writer
+        with psycopg.connect(pg_database, autocommit=True) as conn:
+            # The next update of the index fails once (a sequence is not rolled back with the transaction).
+            conn.execute("CREATE SEQUENCE fail_once")
+            conn.execute("CREATE FUNCTION fail_once() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                         "IF nextval('fail_once') = 1 THEN RAISE EXCEPTION 'injected'; END IF; RETURN NEW; END $$")
+            conn.execute("CREATE TRIGGER fail_once BEFORE UPDATE ON entry_index FOR EACH ROW "
+                         "EXECUTE FUNCTION fail_once()")
+        store.append(TimelineEvent("s1", 3, FindingRecorded(rule="r", exchange="x1"), 1.0))
+        store.append(TimelineEvent("s1", 4, ExchangeStarted(key="x2", method="tools/call"), 1.0))
+        found = store.find_entries("s1", EntryQuery(findings=True))
+        assert [(h.key, h.findings) for h in found.hits] == [("x1", 1)]
+        assert store.find_entries("s1", EntryQuery()).total == 2  # x2, first inserted by the failed attempt
+    finally:
+        store.close()
