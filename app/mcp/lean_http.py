@@ -57,6 +57,7 @@ class _Connection(asyncio.Protocol):
         self.head_done = False
         self.complete = False
         self.until_close = False  # no Content-Length, not chunked: the body ends when the server closes
+        self.keep_alive = False  # read at the head: llhttp forgets it once the message is complete
         self.body: deque[bytes] = deque()
         self.buffered = 0
 
@@ -143,8 +144,7 @@ class _Connection(asyncio.Protocol):
 
     def reusable(self) -> bool:
         return (self.failed is None and self.complete and not self.unasked and not self.until_close
-                and self.transport is not None and not self.transport.is_closing()
-                and self.parser.should_keep_alive())
+                and self.keep_alive and self.transport is not None and not self.transport.is_closing())
 
     # httptools callbacks
 
@@ -165,6 +165,7 @@ class _Connection(asyncio.Protocol):
         names = {name.lower() for name, _ in self.headers}
         self.until_close = b"content-length" not in names and b"transfer-encoding" not in names \
             and code not in (204, 304)
+        self.keep_alive = self.parser.should_keep_alive()
         self.head_done = True
 
     def on_body(self, body: bytes) -> None:
