@@ -10,6 +10,7 @@ from typing import Any
 import fastapi.routing
 import httpx
 import pytest
+import starlette.formparsers
 
 from app.mcp.netstream import AsyncioHTTPTransport
 from tests.integration.conftest import Console
@@ -59,3 +60,18 @@ async def test_a_tools_call_is_matched_by_its_own_route_before_any_included_rout
         refused = await stranger.post(f"/sessions/{s['id']}/tools/call", data={"tool": "echo", "arg.text": "hi"},
                                       headers={"Accept": "application/json", "Origin": console.base})
     assert refused.status_code == 401  # the operator check is the same
+
+
+async def test_a_tools_call_form_is_split_without_starlettes_callback_parser(
+        console: Console, demo_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    parsed: list[int] = []
+    real = starlette.formparsers.FormParser.parse
+
+    async def counted(self: starlette.formparsers.FormParser) -> Any:
+        parsed.append(1)
+        return await real(self)
+
+    monkeypatch.setattr(starlette.formparsers.FormParser, "parse", counted)
+    reply = await console.call_tool(s["id"], "echo", text="a&b=c ✓")
+    assert reply["ok"] and reply["result"]["content"][0]["text"] == "a&b=c ✓" and parsed == []
