@@ -47,6 +47,7 @@ class _Connection(asyncio.Protocol):
         self.idle_since = 0.0
         self._waiter: asyncio.Future[None] | None = None
         self._reading_paused = False
+        self.writing_paused = False  # the transport's buffer is full: a big body waits for it to drain
         self._begin()
 
     def _begin(self) -> None:
@@ -87,6 +88,13 @@ class _Connection(asyncio.Protocol):
         if self.buffered > READ_HIGH_WATER and self.transport is not None and not self._reading_paused:
             self._reading_paused = True
             self.transport.pause_reading()
+        self._wake()
+
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
         self._wake()
 
     def eof_received(self) -> bool:
@@ -253,7 +261,7 @@ class LeanPool:
             conn.start()
             assert conn.transport is not None
             conn.transport.write(head + body)  # one send: headers and body together
-            if conn.transport.get_write_buffer_size() > 0:
+            if conn.writing_paused:
                 await self._drained(conn, timeout.write)
             while not conn.head_done:
                 if conn.failed is not None:
@@ -267,15 +275,14 @@ class LeanPool:
             raise
 
     async def _drained(self, conn: _Connection, write_timeout: float | None) -> None:
-        # A big body: wait until the kernel took it, under the write timeout (the answer may already be coming).
-        deadline = None if write_timeout is None else time.monotonic() + write_timeout
-        assert conn.transport is not None
-        while conn.transport.get_write_buffer_size() > 0 and conn.failed is None and not conn.head_done:
-            if deadline is not None and time.monotonic() > deadline:
-                raise httpx.WriteTimeout("write timed out")
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(0.05):
+        """A big body: wait while the transport says its buffer is full (flow control), under the write timeout.
+        The answer may begin before the body is all sent (a server refusing it early): that ends the wait too."""
+        try:
+            async with asyncio.timeout(write_timeout):
+                while conn.writing_paused and conn.failed is None and not conn.head_done:
                     await conn.wait()
+        except TimeoutError as exc:
+            raise httpx.WriteTimeout("write timed out") from exc
 
     async def _acquire(self, pool_timeout: float | None) -> None:
         if self._active < self.max_connections and not self._slot_waiters:

@@ -180,3 +180,46 @@ async def test_unusual_headers_and_targets_are_left_to_httpx() -> None:
     limits = httpx.Limits(max_connections=10)
     async with httpx.AsyncClient(proxy="http://127.0.0.1:9", transport=AsyncioHTTPTransport(limits)) as proxied:
         assert lean_route("http://example.test:8123/mcp", proxied) is None  # the proxy's transport is another
+
+
+async def test_a_body_bigger_than_the_socket_buffers_goes_out_whole_under_flow_control(pool: LeanPool) -> None:
+    got: list[int] = []
+
+    async def slow_reader(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        got.append(len(await read_request(reader)))
+        writer.write(json_answer(b"{}"))
+
+    body = b"x" * (8 * 1024 * 1024)
+    async with RawServer(slow_reader) as server:
+        head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+        response = await pool.request(server.origin, head, body, TIMEOUT)
+        assert await body_of(response) == b"{}"
+    assert got == [len(head) + len(body)]
+
+
+async def test_requests_past_the_pool_bound_wait_for_a_slot_and_time_out_as_httpx_does() -> None:
+    small = LeanPool(1, 1, 5.0)
+    release = asyncio.Event()
+
+    async def holds(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                await read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n")
+            await release.wait()
+            writer.write(b"0\r\n\r\n")
+
+    head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+    async with RawServer(holds) as server:
+        first = await small.request(server.origin, head, b"", TIMEOUT)
+        with pytest.raises(httpx.PoolTimeout):
+            await small.request(server.origin, head, b"", httpx.Timeout(5.0, pool=0.1))
+        waiting = asyncio.ensure_future(small.request(server.origin, head, b"", TIMEOUT))
+        release.set()
+        assert await body_of(first) == b"a"
+        second = await asyncio.wait_for(waiting, 5)  # the slot passed to the waiter, on the same connection
+        assert await body_of(second) == b"a"
+    assert small.connections_opened == 1
+    small.close()
