@@ -123,7 +123,8 @@ def start_demo() -> tuple[Proc, str]:
 
 def start_console(token: str, data_dir: str) -> tuple[Proc, str]:
     port = free_port()
-    proc = Proc("console", [sys.executable, "-m", "app", "serve", "--port", str(port), "--token", token,
+    # `--token=…` in one argument: a random token may start with "-", which argparse would take for an option.
+    proc = Proc("console", [sys.executable, "-m", "app", "serve", "--port", str(port), f"--token={token}",
                             "--data-dir", data_dir])
     try:
         proc.wait_for(CONSOLE_READY)

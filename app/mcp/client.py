@@ -92,6 +92,26 @@ class ClientConfig:
     first_key: int = 1    # a client replacing another mid-connect (a stdio restart) goes on with its keys
 
 
+class Stop:
+    """A request's "stop now" (the user's cancel): set once, it interrupts the request's own task.
+
+    A callback, not an asyncio.Event waited on by a task: a call used to cost three extra tasks (the work, a
+    wait on this, a wait on the deadline) and an asyncio.wait; now the request runs in its caller's task.
+    """
+
+    __slots__ = ("is_set", "on_set")
+
+    def __init__(self) -> None:
+        self.is_set = False
+        self.on_set: Callable[[], None] | None = None
+
+    def set(self) -> None:
+        if not self.is_set:
+            self.is_set = True
+            if self.on_set is not None:
+                self.on_set()
+
+
 def _kept(frame: Frame) -> Frame:
     """The frame as a finished reply keeps it: small ones whole, big ones as a stub saying their size."""
     if len(frame.raw) <= KEEP_NOTIFICATION_BYTES:
@@ -110,7 +130,7 @@ class McpClient:
         self.invalid_tools: dict[str, str] = {}
         self._inflight: dict[str, Exchange] = {}
         self._cancelled: dict[str, str] = {}
-        self._stops: dict[str, asyncio.Event] = {}
+        self._stops: dict[str, Stop] = {}
         self._deadlines: dict[str, Deadline] = {}
         self._answering: set[asyncio.Future[None]] = set()  # answers to server requests under way
         # Server messages outside any request (stdio's unsolicited lines, HTTP's standalone GET stream) come here.
@@ -154,7 +174,7 @@ class McpClient:
         sent_params = message.get("params", {})
         reply = Reply(key=key, id=message["id"], method=method, params=sent_params, sent=time.monotonic())
         headers = self.config.era.headers(method, sent_params, self.tool_headers.get(sent_params.get("name", "")))
-        stop = self._stops[key] = asyncio.Event()
+        stop = self._stops[key] = Stop()
         deadline = None if stream else (self._deadlines.get(key) or self.arm(key, idle_timeout_s, max_s))
         try:
             await self._until_stopped(stop, self._exchange(message, headers, key, reply, on_notification),
@@ -201,32 +221,48 @@ class McpClient:
             self._inflight.pop(key, None)
             await exchange.aclose()
 
-    async def _until_stopped(self, stop: asyncio.Event, work: Coroutine[Any, Any, None],
-                             deadline: Deadline | None) -> None:
+    async def _until_stopped(self, stop: Stop, work: Coroutine[Any, Any, None], deadline: Deadline | None) -> None:
         """Run the exchange until it ends, the user cancels, or the deadline passes.
 
         A cancel may come before the response headers (the request is still being sent) or after
         (a cancelled stdio request never gets a response, the server drops it); either way the
         cancel itself ends the wait rather than the deadline.
+
+        The work runs in this task; a stop or the deadline cancels the task (as `asyncio.timeout` does) and the
+        cancellation is taken back here with `uncancel`, so a cancel from outside (shutdown) still propagates.
         """
-        task = asyncio.ensure_future(work)
-        stopped = asyncio.ensure_future(stop.wait())
-        waits = {task, stopped}
-        expired = asyncio.ensure_future(deadline.expired.wait()) if deadline is not None else None
-        if expired is not None:
-            waits.add(expired)
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopped.cancel()
-            if expired is not None:
-                expired.cancel()
-            if not task.done():
+        task = asyncio.current_task()
+        assert task is not None
+        interrupted = False
+        running = True
+
+        def interrupt() -> None:
+            nonlocal interrupted
+            if running and not interrupted:
+                interrupted = True
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, McpError):
-                    await task
-        if not task.cancelled():
-            task.result()
+
+        if stop.is_set or (deadline is not None and deadline.expired.is_set()):
+            work.close()
+            return
+        stop.on_set = interrupt
+        if deadline is not None:
+            deadline.on_expire = interrupt
+        try:
+            await work
+        except asyncio.CancelledError:
+            if not interrupted:
+                raise  # not ours: shutdown, or the caller gave up
+            interrupted = False
+            if task.uncancel() > 0:
+                raise  # ours, and another's too: that one goes on
+        finally:
+            running = False
+            stop.on_set = None
+            if deadline is not None:
+                deadline.on_expire = None
+            if interrupted:  # the work swallowed our cancel (or turned it into an error): take it back all the same
+                task.uncancel()
 
     async def _collect(self, exchange: Exchange, reply: Reply, on_notification: NotificationSink | None) -> None:
         deadline = self._deadlines.get(reply.key)

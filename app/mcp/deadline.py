@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Literal
 
 Why = Literal["idle", "max"]
@@ -27,6 +28,8 @@ class Deadline:
         self.extensions = 0
         self.expired = asyncio.Event()
         self.why: Why | None = None
+        # Called once when the deadline passes (the client interrupts the request's task): no task waits on it.
+        self.on_expire: Callable[[], None] | None = None
         # Questions from the server under way on this request (legacy elicitation, sampling): the server is
         # silent because it waits for our answer, so the idle timer must not blame it. The maximum still counts.
         self.holds = 0
@@ -74,6 +77,8 @@ class Deadline:
         self._timer = None
         self.why = "max" if self.max_at <= self.idle_at else "idle"
         self.expired.set()
+        if self.on_expire is not None:
+            self.on_expire()
 
     def message(self) -> str:
         if self.why == "max":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -14,6 +15,7 @@ from app.mcp.era import LEGACY_VERSIONS
 from app.mcp.errors import ConnectFailed, ProtocolViolation, StreamLost, StreamTooLarge, TransportError
 from app.mcp.fair import FairShare
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, with_status
+from app.mcp.lean_http import LeanPool, LeanResponse, Origin
 from app.mcp.sse import SseParser
 from app.mcp.standalone import StandaloneStream
 from app.mcp.transport import (
@@ -33,12 +35,69 @@ DEFAULT_RETRY_MS = 1000  # when the server gave no `retry:`
 MAX_RETRY_MS = 30_000    # a hostile `retry:` cannot park a request for longer (its idle deadline also runs)
 
 
+# Headers the lean client sends as httpx does when it is left to set them; a caller setting one goes to httpx.
+_HTTPX_OWN = frozenset({"host", "content-length", "transfer-encoding", "cookie"})
+# What the lean client sends itself: token names, printable ASCII values without edge whitespace. Anything
+# else goes through httpx, which refuses or encodes it as it always did.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_PLAIN_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
+Answer = httpx.Response | LeanResponse
+
+
 def _header_list(headers: httpx.Headers) -> list[tuple[str, str]]:
     return [(k, v) for k, v in headers.multi_items()]
 
 
+class _LeanRoute:
+    """How the lean client reaches this transport's target: fixed once, since target and client do not change."""
+
+    def __init__(self, pool: LeanPool, url: httpx.URL, defaults: httpx.Headers) -> None:
+        self.pool = pool
+        self.url = url
+        self.origin: Origin = (url.host, url.port or 80)
+        self.request_line = b"POST " + url.raw_path + b" HTTP/1.1\r\n"
+        self.host = url.netloc.decode("ascii")
+        # The shared client's own headers (Accept, Accept-Encoding, Connection, User-Agent), as httpx merges them.
+        self.defaults = [(raw.decode("ascii"), low.decode("ascii"), value.decode("ascii"))
+                         for raw, low, value in defaults._list]
+
+    def headers(self, ours: dict[str, str], length: int) -> list[tuple[str, str, str]] | None:
+        """(name as sent, lower-case name, value) in httpx's order, or None when httpx should send this one."""
+        mine = []
+        for name, value in ours.items():
+            low = name.lower()
+            if low in _HTTPX_OWN or not _TOKEN.fullmatch(name) or not _PLAIN_VALUE.fullmatch(value):
+                return None
+            mine.append((name, low, value))
+        taken = {low for _, low, _ in mine}
+        return [("Host", "host", self.host), *(d for d in self.defaults if d[1] not in taken), *mine,
+                ("Content-Length", "content-length", str(length))]
+
+    def head(self, headers: list[tuple[str, str, str]]) -> bytes:
+        lines = "".join(f"{name}: {value}\r\n" for name, _, value in headers)
+        return self.request_line + lines.encode("ascii") + b"\r\n"
+
+
+def lean_route(url: str, client: httpx.AsyncClient) -> _LeanRoute | None:
+    """The lean client's route to `url` when the shared client would send it plainly through the console's own
+    transport (which carries the lean pool): http://, no proxy, no credentials in the URL, no auth or hooks."""
+    try:
+        parsed = httpx.URL(url)
+        transport = client._transport_for_url(parsed)  # a proxy mounted from the environment is another one
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return None
+    pool = getattr(transport, "lean", None)
+    if (not isinstance(pool, LeanPool) or parsed.scheme != "http" or parsed.userinfo or not parsed.host
+            or client.auth is not None or any(client.event_hooks.values())):
+        return None
+    try:
+        return _LeanRoute(pool, parsed, client.headers)
+    except UnicodeError:
+        return None
+
+
 class HttpExchange:
-    def __init__(self, transport: HttpTransport, response: httpx.Response, key: str, request_id: Any = None,
+    def __init__(self, transport: HttpTransport, response: Answer, key: str, request_id: Any = None,
                  discovery: bool = False, protocol_headers: dict[str, str] | None = None) -> None:
         self._t = transport
         # The version header the request went with: an answer to a server request on this stream carries it too.
@@ -229,6 +288,7 @@ class HttpTransport:
         # Requests in flight, and answers to them that came on the standalone stream instead of their own.
         self._inflight_ids: set[str | int] = set()
         self._handed: dict[str | int, Frame] = {}
+        self._lean = lean_route(url, client)
 
     @property
     def http_client(self) -> httpx.AsyncClient:
@@ -245,26 +305,38 @@ class HttpTransport:
             merged[SESSION_HEADER] = self.session_id
         return merged
 
-    def _learn_session(self, message: dict[str, Any], response: httpx.Response) -> None:
+    def _learn_session(self, message: dict[str, Any], response: Answer) -> None:
         """Keep the session id a server hands out on its initialize answer (2025-11-25); only there, so a
         modern server's stray header (or a refused probe's) never turns into a session to send and DELETE."""
         value = response.headers.get(SESSION_HEADER)
         if value and message.get("method") == "initialize" and response.is_success:
             self.session_id = value
 
-    async def _post(self, message: dict[str, Any], headers: dict[str, str], key: str) -> httpx.Response:
+    async def _post(self, message: dict[str, Any], headers: dict[str, str], key: str) -> Answer:
         try:
             body = encode(message)
-            request = self._client.build_request("POST", self.target, content=body.encode("utf-8"),
-                                                 headers=self._headers(headers))
+            content = body.encode("utf-8")
+            merged = self._headers(headers)
+            lean = self._lean
+            # The lean client takes the common case; cookies the client keeps (a server set one) go with httpx.
+            sent = lean.headers(merged, len(content)) if lean is not None and not self._client.cookies else None
+            request = None if sent is not None else self._client.build_request(
+                "POST", self.target, content=content, headers=merged)
         except (ValueError, TypeError, httpx.InvalidURL) as exc:  # UnicodeEncodeError is a ValueError
             note = f"could not build the request to {self.shown_target}: {exc}"
             self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
             raise ConnectFailed(note) from exc
-        self.record(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key,
-                              headers=_header_list(request.headers)))
+        recorded = [(low, value) for _, low, value in sent] if sent is not None else \
+            _header_list(request.headers) if request is not None else []
+        self.record(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key, headers=recorded))
         try:
-            response = await self._client.send(request, stream=True)
+            if lean is not None and sent is not None:
+                answer = await lean.pool.request(lean.origin, lean.head(sent), content, self._client.timeout)
+                self._keep_cookies(lean, answer)
+                response: Answer = answer
+            else:
+                assert request is not None
+                response = await self._client.send(request, stream=True)
         except (httpx.HTTPError, OSError, ValueError) as exc:  # a header httpx cannot encode raises ValueError
             note = f"could not reach {self.shown_target}: {_explain(exc)}"
             self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
@@ -274,6 +346,13 @@ class HttpTransport:
                               note=f"HTTP {response.status_code} {response.reason_phrase}"))
         self._learn_session(message, response)
         return response
+
+    def _keep_cookies(self, lean: _LeanRoute, response: LeanResponse) -> None:
+        """A cookie the server sets is kept by the shared client, as httpx would (later requests then use httpx)."""
+        if "set-cookie" in response.headers:
+            probe = httpx.Response(response.status_code, headers=response.headers,
+                                   request=httpx.Request("POST", lean.url))
+            self._client.cookies.extract_cookies(probe)
 
     async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> HttpExchange:
         discovery = message.get("method") == "server/discover" and not self._discovered
@@ -338,7 +417,7 @@ class HttpTransport:
             self.record(WireEvent(direction="in", raw=body, frame=parse_frame(body), exchange=key,
                                   http_status=response.status_code))
 
-    async def _bounded_body(self, response: httpx.Response) -> bytes:
+    async def _bounded_body(self, response: Answer) -> bytes:
         """A notification's answer should be empty; whatever comes, keep at most one message of it."""
         chunks: list[bytes] = []
         size = 0

@@ -30,6 +30,8 @@ from typing import Any, cast
 import httpcore
 import httpx
 
+from app.mcp.lean_http import LeanPool
+
 SocketOption = tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
 # What may wait in a connection's buffer before the socket stops being read (the kernel's buffers then fill and
 # the server is slowed): a flooding server must not grow the console's memory faster than the reader drains it.
@@ -257,6 +259,9 @@ class AsyncioHTTPTransport(httpx.AsyncHTTPTransport):
     httpx offers no argument for the network backend, so the pool it built is replaced by the same pool with
     this backend. Proxies from the environment are mounted by the client as separate transports and keep
     httpx's default backend.
+
+    `lean` is the lean HTTP/1.1 client (app/mcp/lean_http.py) with the same limits, for the Streamable HTTP
+    POST to a plain http:// target: `HttpTransport` uses it when the client would send through this transport.
     """
 
     def __init__(self, limits: httpx.Limits, verify: ssl.SSLContext | bool = True, trust_env: bool = True) -> None:
@@ -268,3 +273,8 @@ class AsyncioHTTPTransport(httpx.AsyncHTTPTransport):
                 max_keepalive_connections=limits.max_keepalive_connections,
                 keepalive_expiry=limits.keepalive_expiry,
                 network_backend=AsyncioBackend())
+        self.lean = LeanPool(limits.max_connections, limits.max_keepalive_connections, limits.keepalive_expiry)
+
+    async def aclose(self) -> None:
+        self.lean.close()
+        await super().aclose()

@@ -21,7 +21,7 @@ from app.console.session import Target
 from app.console.store import Store
 from app.settings import Settings
 from app.web import actions, export_routes, live_routes, op_routes, routes, share_routes, ws
-from app.web.deps import LinkEnded, Principal, Web, redactor
+from app.web.deps import LinkEnded, Principal, Web, hoist_hot_routes, redactor
 from app.web.limits import BodyLimitMiddleware
 from app.web.public_host import resolve_public_host
 from app.web.render import STATIC, EventRenderer, make_env
@@ -88,6 +88,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.include_router(share_routes.router)
     app.include_router(export_routes.router)
     app.include_router(ws.router)
+    hoist_hot_routes(app.router.routes)  # the action POSTs, matched first
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     # Inside the guard (Host and Origin checked, cookies dropped off the public host) and before every route.
     app.add_middleware(RouteToOwner, web=app.state.web)

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
+from urllib.parse import unquote_plus
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from jinja2 import Environment
+from python_multipart.multipart import parse_options_header
+from starlette.routing import BaseRoute, Route
 
 from app.console.links import Role
 from app.console.manager import SessionManager
@@ -148,9 +151,37 @@ def connected(w: Web, session_id: str) -> ConsoleSession:
     return s
 
 
+# Starlette's limits for a form (`Request.form()` defaults), kept by the fast path below.
+FORM_MAX_FIELDS = 1000
+FORM_MAX_FIELD_BYTES = 1024 * 1024
+
+
 async def form_input(request: Request) -> FormInput:
-    """The submitted form as name → values (checkbox groups repeat names); files are left out."""
-    return FormInput([(k, v) for k, v in (await request.form()).multi_items() if isinstance(v, str)])
+    """The submitted form as name → values (checkbox groups repeat names); files are left out.
+
+    A urlencoded body (what every tab and script sends) is split here, as Starlette's parser splits it
+    (fields on "&", empty ones skipped, name and value decoded as latin-1 then `unquote_plus`, the same limits
+    and 400 answers): its callback parser cost a call 4% of its time for two or three fields. Anything else
+    (multipart with files) still goes through `request.form()`.
+    """
+    ctype = parse_options_header(request.headers.get("content-type"))[0]
+    if ctype != b"application/x-www-form-urlencoded":
+        return FormInput([(k, v) for k, v in (await request.form()).multi_items() if isinstance(v, str)])
+    return FormInput(split_urlencoded(await request.body()))
+
+
+def split_urlencoded(body: bytes) -> list[tuple[str, str]]:
+    items: list[tuple[str, str]] = []
+    for part in body.split(b"&"):
+        if not part:
+            continue
+        name, _, value = part.partition(b"=")
+        if len(name) + len(value) > FORM_MAX_FIELD_BYTES:
+            raise HTTPException(400, f"Field exceeded maximum size of {FORM_MAX_FIELD_BYTES // 1024}KB.")
+        if len(items) == FORM_MAX_FIELDS:
+            raise HTTPException(400, f"Too many fields. Maximum number of fields is {FORM_MAX_FIELDS}.")
+        items.append((unquote_plus(name.decode("latin-1")), unquote_plus(value.decode("latin-1"))))
+    return items
 
 
 def split_json(name: str) -> tuple[str, bool]:
@@ -220,6 +251,22 @@ def operator_post(router: APIRouter, path: str) -> Callable[[ActionEndpoint], Ac
             return await endpoint(request, str(request.path_params["session_id"]), w)
 
         router.add_route(path, run, methods=["POST"], name=endpoint.__name__)
+        HOT_ROUTES.append(Route(path, run, methods=["POST"], name=endpoint.__name__))
         return endpoint
 
     return register
+
+
+# The same routes again, for the app's own route list (see `hoist_hot_routes`).
+HOT_ROUTES: list[BaseRoute] = []
+
+
+def hoist_hot_routes(routes: list[BaseRoute]) -> None:
+    """Put the action POSTs first in the app's routes, as plain Starlette routes.
+
+    FastAPI matches an included router as a whole and then again inside it, router by router: under
+    `bench.latency` that was 6% of a call's time before the action route was even found. First in the list,
+    one regex each decides. The paths are the same and no earlier route matched them, so nothing else changes;
+    the middleware (guard, routing to the owner, error handling) is around the router as before.
+    """
+    routes[:0] = [route for route in HOT_ROUTES if route not in routes]

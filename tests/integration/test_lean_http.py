@@ -1,0 +1,225 @@
+"""The lean HTTP/1.1 client (app/mcp/lean_http.py) against a raw socket server: what it sends, reuses and refuses."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import httpx
+import pytest
+
+from app.mcp.http import lean_route
+from app.mcp.lean_http import LeanPool, LeanResponse
+from app.mcp.netstream import AsyncioHTTPTransport
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+TIMEOUT = httpx.Timeout(5.0)
+
+
+class RawServer:
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.connections = 0
+        self.closed = asyncio.Event()  # a connection's peer (the client) closed it
+        self.server: asyncio.Server | None = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            await self.handler(reader, writer)
+        finally:
+            writer.close()
+
+    async def __aenter__(self) -> RawServer:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+
+    @property
+    def origin(self) -> tuple[str, int]:
+        assert self.server is not None
+        return "127.0.0.1", self.server.sockets[0].getsockname()[1]
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    return head + await reader.readexactly(length)
+
+
+def json_answer(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def body_of(response: LeanResponse) -> bytes:
+    return b"".join([chunk async for chunk in response.aiter_bytes()])
+
+
+@pytest.fixture
+async def pool() -> AsyncIterator[LeanPool]:
+    p = LeanPool(10, 10, 5.0)
+    yield p
+    p.close()
+
+
+async def test_keep_alive_sends_every_request_on_one_connection_per_origin(pool: LeanPool) -> None:
+    async def echo_forever(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not reader.at_eof():
+            try:
+                await read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            writer.write(json_answer(b'{"ok":true}'))
+
+    async with RawServer(echo_forever) as server:
+        for _ in range(5):
+            response = await pool.request(server.origin, b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n",
+                                          b"{}", TIMEOUT)
+            assert response.status_code == 200 and response.reason_phrase == "OK"
+            assert await body_of(response) == b'{"ok":true}'
+    assert pool.connections_opened == 1 and server.connections == 1
+
+
+async def test_chunked_event_stream_arrives_whole_and_decoded(pool: LeanPool) -> None:
+    async def chunked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=latin-1\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n")
+        for piece in (b"data: one\n\n", b"data: two\n\n"):
+            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+
+    async with RawServer(chunked) as server:
+        response = await pool.request(server.origin, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                                      b"", TIMEOUT)
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert response.encoding == "latin-1"
+        assert await body_of(response) == b"data: one\n\ndata: two\n\n"
+
+
+async def test_closing_an_answer_before_its_end_closes_its_connection(pool: LeanPool) -> None:
+    async def half(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        await reader.read()  # returns when the client closes: the 2026-07-28 cancel
+        server.closed.set()
+
+    async with RawServer(half) as server:
+        response = await pool.request(server.origin, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                                      b"", TIMEOUT)
+        await response.aclose()
+        await asyncio.wait_for(server.closed.wait(), 5)
+
+
+async def test_server_closing_before_answering_is_httpx_remote_protocol_error(pool: LeanPool) -> None:
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+
+    async with RawServer(hang_up) as server:
+        with pytest.raises(httpx.RemoteProtocolError):
+            await pool.request(server.origin, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                               b"", TIMEOUT)
+
+
+async def test_endless_headers_are_refused_past_the_head_bound(pool: LeanPool) -> None:
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\n")
+        for i in range(20_000):
+            writer.write(b"X-Pad-%d: %s\r\n" % (i, b"a" * 50))
+            await writer.drain()
+
+    async with RawServer(endless) as server:
+        with pytest.raises(httpx.RemoteProtocolError, match="headers passed"):
+            await pool.request(server.origin, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                               b"", TIMEOUT)
+
+
+async def test_refused_connection_is_httpx_connect_error(pool: LeanPool) -> None:
+    async with RawServer(read_request) as server:  # type: ignore[arg-type]
+        origin = server.origin
+    with pytest.raises(httpx.ConnectError):
+        await pool.request(origin, b"POST / HTTP/1.1\r\n\r\n", b"", TIMEOUT)
+
+
+def shared_client() -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=10, max_keepalive_connections=5)
+    return httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), follow_redirects=False, limits=limits,
+                             transport=AsyncioHTTPTransport(limits))
+
+
+async def test_lean_headers_are_the_ones_httpx_would_send_in_its_order() -> None:
+    async with shared_client() as client:
+        route = lean_route("http://127.0.0.1:8123/mcp?x=1", client)
+        assert route is not None
+        ours = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "user-agent": "mine"}
+        sent = route.headers(ours, 17)
+        assert sent is not None
+        expected = client.build_request("POST", "http://127.0.0.1:8123/mcp?x=1", content=b"x" * 17, headers=ours)
+        assert [(low, value) for _, low, value in sent] == expected.headers.multi_items()
+        assert route.head(sent).startswith(b"POST /mcp?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8123\r\n")
+
+
+async def test_unusual_headers_and_targets_are_left_to_httpx() -> None:
+    async with shared_client() as client:
+        route = lean_route("http://127.0.0.1:8123/mcp", client)
+        assert route is not None
+        assert route.headers({"X-Evil": "a\r\nInjected: 1"}, 0) is None
+        assert route.headers({"X-Name": "café"}, 0) is None
+        assert route.headers({"Host": "elsewhere"}, 0) is None
+        assert lean_route("https://127.0.0.1:8123/mcp", client) is None
+        assert lean_route("http://user:secret@127.0.0.1:8123/mcp", client) is None
+    async with httpx.AsyncClient() as plain:  # a client without the console's transport (tests' MockTransport)
+        assert lean_route("http://127.0.0.1:8123/mcp", plain) is None
+    limits = httpx.Limits(max_connections=10)
+    async with httpx.AsyncClient(proxy="http://127.0.0.1:9", transport=AsyncioHTTPTransport(limits)) as proxied:
+        assert lean_route("http://example.test:8123/mcp", proxied) is None  # the proxy's transport is another
+
+
+async def test_a_body_bigger_than_the_socket_buffers_goes_out_whole_under_flow_control(pool: LeanPool) -> None:
+    got: list[int] = []
+
+    async def slow_reader(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        got.append(len(await read_request(reader)))
+        writer.write(json_answer(b"{}"))
+
+    body = b"x" * (8 * 1024 * 1024)
+    async with RawServer(slow_reader) as server:
+        head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+        response = await pool.request(server.origin, head, body, TIMEOUT)
+        assert await body_of(response) == b"{}"
+    assert got == [len(head) + len(body)]
+
+
+async def test_requests_past_the_pool_bound_wait_for_a_slot_and_time_out_as_httpx_does() -> None:
+    small = LeanPool(1, 1, 5.0)
+    release = asyncio.Event()
+
+    async def holds(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                await read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n")
+            await release.wait()
+            writer.write(b"0\r\n\r\n")
+
+    head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+    async with RawServer(holds) as server:
+        first = await small.request(server.origin, head, b"", TIMEOUT)
+        with pytest.raises(httpx.PoolTimeout):
+            await small.request(server.origin, head, b"", httpx.Timeout(5.0, pool=0.1))
+        waiting = asyncio.ensure_future(small.request(server.origin, head, b"", TIMEOUT))
+        release.set()
+        assert await body_of(first) == b"a"
+        second = await asyncio.wait_for(waiting, 5)  # the slot passed to the waiter, on the same connection
+        assert await body_of(second) == b"a"
+    assert small.connections_opened == 1
+    small.close()
