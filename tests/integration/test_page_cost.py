@@ -27,7 +27,7 @@ async def test_a_timeline_entry_is_a_summary_row_and_its_rounds_and_frames_load_
     page = (await console.http.get(f"/sessions/{sid}", headers={"Accept": "text/html"})).text
     row = re.search(rf'<li id="e-{key}".*?</li>', page, re.DOTALL)
     assert row, "the call's entry is on the page"
-    assert f'hx-get="/sessions/{sid}/entries/{key}/body"' in row.group(0)
+    assert f'data-lazy="/sessions/{sid}/entries/{key}/body"' in row.group(0)
     assert 'class="rounds"' not in row.group(0) and f"logs-entry-{key}" not in row.group(0)
     body = (await console.http.get(f"/sessions/{sid}/entries/{key}/body")).text
     assert 'class="rounds"' in body and f'id="logs-entry-{key}"' in body and "round 1" in body
