@@ -106,3 +106,17 @@ def test_the_hx_on_search_htmx_is_given_finds_what_the_xpath_finds(page: Page) -
               xpath: names(document.evaluate(expr, box))};
     }""", HX_ON_XPATH)
     assert found["given"] == found["xpath"] == ["p", "b", "span", "em"], found
+
+
+PAGE_ENTRIES = 25  # the default page_entries
+GOAL = 3_000  # issue 13: DOM nodes in a tab after 1,000 calls
+MARGIN = 300  # the count moves by up to ~150 nodes between forced GCs; a target with more tools lists more rows
+
+
+def test_a_tab_with_a_full_page_of_rows_stays_under_the_goal_with_margin(context: BrowserContext, page: Page) -> None:
+    page.locator("details[data-tool=echo] > summary").click()
+    for n in range(1, PAGE_ENTRIES + 6):
+        _call_echo(page, n)
+    expect(page.locator("#timeline-list > li")).to_have_count(PAGE_ENTRIES)
+    nodes = _dom_nodes(context, page)
+    assert nodes <= GOAL - MARGIN, nodes
