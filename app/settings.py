@@ -46,7 +46,7 @@ class Settings:
     timeline_window: int = _help("Timeline entries a session keeps in memory (the JSON twin's window); older ones "
                                  "load from the store on demand.", default=200)
     page_entries: int = _help("Timeline entries a session page renders (at most timeline_window); live entries push "
-                              "the oldest out and “Load older entries” brings them back from the server.", default=10)
+                              "the oldest out and “Load older entries” brings them back from the server.", default=25)
     ws_queue_size: int = _help("Messages buffered per websocket before a slow tab is told to reload.",
                                default=2000)
     max_session_store_bytes: int = _help(

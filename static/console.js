@@ -53,18 +53,29 @@
   function carryOver(from, to) {
     var values = Array.prototype.map.call(from.querySelectorAll("input[id], select[id], textarea[id]"),
       function (el) { return { id: el.id, type: el.type, checked: el.checked, value: el.value }; });
-    var lazy = to.querySelector(":scope > .tool-body");
-    if (lazy && from.querySelector(":scope > .tool-body .call-form")) {
+    if (to.dataset.lazy && from.querySelector(":scope > .tool-body .call-form")) {
       // A tool's form is fetched on first open; the one the person used is fetched now, then filled in.
-      to.removeAttribute("hx-trigger");
-      htmx.ajax("GET", to.getAttribute("hx-get"), { target: lazy, swap: "innerHTML" })
-        .then(function () { carryValues(values, to); });
+      loadLazy(to).then(function () { carryValues(values, to); });
     }
     if (from.open) to.open = true;
     carryValues(values, to);
     var oldResult = from.querySelector(".result"), newResult = to.querySelector(".result");
     if (oldResult && newResult) while (oldResult.firstChild) newResult.appendChild(oldResult.firstChild);
   }
+  // Bodies fetched on first open: a <details data-lazy="URL"> loads URL into its .lazy-body the first time it
+  // opens (a tool's form, a timeline entry's frames). One listener for the page instead of htmx attributes on
+  // every row: htmx hashes every attribute of an element it processes, which makes Chromium keep an Attr node
+  // for each of them, and rows are what a page has many of. `toggle` does not bubble, hence the capture.
+  function loadLazy(details) {
+    var url = details.dataset.lazy, body = details.querySelector(":scope > .lazy-body");
+    if (!url || !body || details.dataset.loaded) return Promise.resolve();
+    details.dataset.loaded = "1";
+    return htmx.ajax("GET", url, { target: body, swap: "innerHTML" });
+  }
+  document.addEventListener("toggle", function (evt) {
+    var details = evt.target;
+    if (details instanceof HTMLDetailsElement && details.open && details.dataset.lazy) loadLazy(details);
+  }, true);
   function mergeGroup(old, fresh) {
     var oldItems = old.querySelector(".items"), newItems = fresh.querySelector(".items");
     if (!oldItems || !newItems) { old.replaceWith(fresh); htmx.process(fresh); return; }
@@ -142,8 +153,7 @@
     Object.keys(reopen).forEach(function (id) {
       var li = document.getElementById(id), details = li && li.querySelector(":scope > details");
       if (!details || details.open) return;
-      htmx.process(li);  // its toggle trigger must be bound before it opens
-      details.open = true;
+      details.open = true;  // its toggle fetches the body again (data-lazy)
     });
     reopen = {};
   });

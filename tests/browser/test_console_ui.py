@@ -51,7 +51,7 @@ def same_entry(page: Page, entry: Locator) -> Locator:
 def open_entry(entry: Locator) -> Locator:
     """Opens a timeline entry (and its first round, for an operation) and waits for the wire frames to load."""
     entry.locator(":scope > details > summary").click()
-    expect(entry.locator(".entry-body > .help", has_text="loading…")).to_have_count(0)  # the body loads on open
+    expect(entry.locator(".entry-body:empty")).to_have_count(0)  # the body loads on open
     rounds = entry.locator("ol.op-rounds > li > details > summary")
     if rounds.count():
         rounds.first.click()
