@@ -253,7 +253,7 @@ class ConsoleSession:
                     record["raw"], record["note"] = "", f"{size} bytes past max_stream_bytes, not kept"
             if event.http_status is not None:
                 self._http_status.setdefault(event.exchange, event.http_status)
-        recorded = self.timeline.append(wire_record(event, record))
+        recorded = self.timeline.add_frame(wire_record(event, record))
         self._lint(event, recorded.seq if recorded is not None else 0)
         if event.exchange is None and event.direction == "in" and event.signal != "session_message":
             what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \

@@ -133,6 +133,10 @@ class PostgresStore:
             self._bytes[event.session_id] = self._bytes.get(event.session_id, 0) + len(text)
         self._queue.put(("event", row))
 
+    def append_many(self, events: list[TimelineEvent]) -> None:
+        for event in events:  # the writer batches its queue anyway; one put per event is cheap beside PostgreSQL
+            self.append(event)
+
     def stored_bytes(self, session_id: str) -> int:
         """How many bytes of event data a session has in the store (the quota counts these)."""
         return self._bytes.get(session_id, 0)
