@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from app.console import entry_index, sqlite_index
 from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
-from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, load
+from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, Wire, load
 from app.settings import Settings
 
 log = logging.getLogger("mcp_console.store")
@@ -158,10 +158,13 @@ class SqliteStore:
         self.appends += 1
 
     def _row(self, event: TimelineEvent) -> tuple[tuple[Any, ...], Any, bool]:
-        data = event.data
-        row = (event.session_id, event.seq, event.kind, data.get("exchange") or data.get("key"), event.at,
-               event.data_json, EVENT_VERSION)
-        item = sqlite_index.index_item(event)
+        record = event.record
+        if isinstance(record, Wire):  # a frame is no entry of the index, and its dict need not be built
+            exchange, item = record.exchange, None
+        else:
+            data = event.data
+            exchange, item = data.get("exchange") or data.get("key"), sqlite_index.index_item(event)
+        row = (event.session_id, event.seq, event.kind, exchange, event.at, event.data_json, EVENT_VERSION)
         return row, item, item is not None and event.kind in sqlite_index.BEGINS
 
     def stored_bytes(self, session_id: str) -> int:
