@@ -244,16 +244,16 @@ class ConsoleSession:
         if event.direction == "stderr":
             self.stderr_batch.add(event.raw)  # batched: never one event (or render) per line
             return
-        record = event.to_dict()
+        record = wire_record(event)
         if event.exchange is not None:
             if event.direction == "in":
                 size = len(event.raw.encode())
                 self._bytes_in[event.exchange] = seen = self._bytes_in.get(event.exchange, 0) + size
                 if seen > self.settings.max_stream_bytes:  # the transports stop first; this is the backstop
-                    record["raw"], record["note"] = "", f"{size} bytes past max_stream_bytes, not kept"
+                    record.raw, record.note = "", f"{size} bytes past max_stream_bytes, not kept"
             if event.http_status is not None:
                 self._http_status.setdefault(event.exchange, event.http_status)
-        recorded = self.timeline.append(wire_record(event, record))
+        recorded = self.timeline.add_frame(record)
         self._lint(event, recorded.seq if recorded is not None else 0)
         if event.exchange is None and event.direction == "in" and event.signal != "session_message":
             what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
@@ -643,7 +643,10 @@ def discover_shape(negotiated: Negotiated) -> dict[str, Any]:
     return result
 
 
-def wire_record(event: WireEvent, data: dict[str, Any] | None = None) -> Wire:
-    data = dict(data if data is not None else event.to_dict())
-    data["frame_kind"] = data.pop("kind")
-    return Wire(**data)
+def wire_record(event: WireEvent) -> Wire:
+    """The frame as the timeline records it (the fields of `WireEvent.to_dict`, made directly: once per frame)."""
+    frame = event.frame
+    return Wire(direction=event.direction, raw=event.raw, frame_kind=frame.kind if frame else None,
+                problem=frame.problem if frame else None, exchange=event.exchange, http_status=event.http_status,
+                headers=[list(h) for h in event.headers] if event.headers is not None else None, note=event.note,
+                wall=event.wall)

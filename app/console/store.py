@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from app.console import entry_index, entry_index_writer
 from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
-from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, load
+from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, Wire, load
 from app.settings import Settings
 
 log = logging.getLogger("mcp_console.store")
@@ -67,6 +67,8 @@ class Store(Protocol):
     def delete_session(self, session_id: str) -> None: ...
     def list_sessions(self) -> list[dict[str, Any]]: ...
     def append(self, event: TimelineEvent) -> None: ...
+    # Consecutive events in one write (a burst of frames): one queue item, one lock, for all of them.
+    def append_many(self, events: list[TimelineEvent]) -> None: ...
     def events(self, session_id: str, *, exchange: str | None = None, kinds: tuple[str, ...] = (),
                before_seq: int | None = None, after_seq: int | None = None,
                limit: int | None = None) -> list[TimelineEvent]: ...
@@ -118,6 +120,7 @@ class SqliteStore:
             r[0]: int(r[1]) for r in self._read.execute(
                 "SELECT session_id, SUM(LENGTH(data)) FROM events GROUP BY session_id").fetchall()}
         self._bytes_lock = threading.Lock()
+        self.appends = 0  # queue items of events (one per append, one per append_many): tests count them
         if self._read.execute("PRAGMA user_version").fetchone()[0] < INDEX_VERSION:
             _rebuild_index(self._read)  # a database from before the entry index: built once, here
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
@@ -138,14 +141,32 @@ class SqliteStore:
         # Serialized here, on the caller's thread: the row records the event as it was at this
         # moment, and the writer thread's work is mostly SQLite, which runs without the GIL. The text is
         # the event's own cached `data_json`, which the hub's message reuses.
-        data = event.data
-        text = event.data_json
-        row = (event.session_id, event.seq, event.kind, data.get("exchange") or data.get("key"), event.at, text,
-               EVENT_VERSION)
         with self._bytes_lock:
-            self._bytes[event.session_id] = self._bytes.get(event.session_id, 0) + len(text)
-        item = entry_index_writer.index_item(event)
-        self._queue.put(("event", (row, item, item is not None and event.kind in entry_index_writer.BEGINS)))
+            self._bytes[event.session_id] = self._bytes.get(event.session_id, 0) + len(event.data_json)
+        self.appends += 1
+        self._queue.put(("event", self._row(event)))
+
+    def append_many(self, events: list[TimelineEvent]) -> None:
+        """`append` for a burst: one queue item and one count of the bytes, so a flood of frames costs the
+        event loop one put per batch (the writer's batch and transaction are the same either way)."""
+        if not events:
+            return
+        rows = [self._row(event) for event in events]
+        with self._bytes_lock:
+            session_id = events[0].session_id
+            self._bytes[session_id] = self._bytes.get(session_id, 0) + sum(len(r[0][5]) for r in rows)
+        self._queue.put(("events", rows))
+        self.appends += 1
+
+    def _row(self, event: TimelineEvent) -> tuple[tuple[Any, ...], Any, bool]:
+        record = event.record
+        if isinstance(record, Wire):  # a frame is no entry of the index, and its dict need not be built
+            exchange, item = record.exchange, None
+        else:
+            data = event.data
+            exchange, item = data.get("exchange") or data.get("key"), entry_index_writer.index_item(event)
+        row = (event.session_id, event.seq, event.kind, exchange, event.at, event.data_json, EVENT_VERSION)
+        return row, item, item is not None and event.kind in entry_index_writer.BEGINS
 
     def stored_bytes(self, session_id: str) -> int:
         """How many bytes of event data a session has in the store (the quota counts these)."""
@@ -343,11 +364,11 @@ def _write_batch(conn: sqlite3.Connection, index: entry_index_writer.IndexWriter
     rows: list[tuple[Any, ...]] = []
     conn.execute("BEGIN")
     for op, arg in items:
-        if op == "event":
-            row, item, begins = arg
-            rows.append(row)
-            if item is not None:
-                index.add(conn, row[0], row[1], item, begins)
+        if op in ("event", "events"):
+            for row, item, begins in (arg if op == "events" else [arg]):
+                rows.append(row)
+                if item is not None:
+                    index.add(conn, row[0], row[1], item, begins)
             continue
         _write_events(conn, rows, index)
         if op == "session":

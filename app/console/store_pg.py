@@ -167,6 +167,10 @@ class PostgresStore:
         item = entry_index_writer.index_item(event)
         self._queue.put(("event", (row, item, item is not None and event.kind in entry_index_writer.BEGINS)))
 
+    def append_many(self, events: list[TimelineEvent]) -> None:
+        for event in events:  # the writer batches its queue anyway; one put per event is cheap beside PostgreSQL
+            self.append(event)
+
     def stored_bytes(self, session_id: str) -> int:
         """How many bytes of event data a session has in the store (the quota counts these)."""
         return self._bytes.get(session_id, 0)

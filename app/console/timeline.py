@@ -2,22 +2,29 @@
 
 `append` is the only way state changes: the event is stored, folded (`state.apply`) and then
 published. The state holds a bounded window of entries; older ones are rebuilt from the store.
+
+Frames take a lighter path (`add_frame`): they change no state (the fold skips them: see RESTORE_KINDS) and
+never reach a tab, so each is given its sequence number at once but the store gets them in batches, once per
+turn of the event loop (or every FRAME_BATCH frames), before any other event, so the store still sees every
+event in sequence order. A server flooding 17,000 frames a second then costs one store write per batch.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from app.console.entry_index import EntryHit, EntryQuery
-from app.console.events import ENTRY_KINDS, EXCHANGE_KINDS, Event, Notice, TimelineEvent
+from app.console.events import ENTRY_KINDS, EXCHANGE_KINDS, Event, Notice, TimelineEvent, Wire
 from app.console.state import SessionState, apply
 from app.console.store import Store
 
 Publish = Callable[[TimelineEvent], None]
 QUOTA_NOTICE = ("stored data for this session reached the quota (setting max_session_store_bytes = {limit} "
                 "bytes); frames are no longer kept")
+FRAME_BATCH = 1000  # frames held for one store write at most (a loop turn may take a whole read buffer's worth)
 
 
 class Timeline:
@@ -28,6 +35,8 @@ class Timeline:
         self._publish = publish
         self._quota = quota_bytes
         self.state = SessionState(session_id, window=window, seq=seq)
+        self._frames: list[TimelineEvent] = []  # numbered, not yet handed to the store (see add_frame)
+        self.frame_batches = 0  # store writes of frames (tests count them)
 
     # The window lives in the state; these read it.
     @property
@@ -66,11 +75,38 @@ class Timeline:
         """Record one event: store it, fold it, publish it. None when a frame is past the store quota."""
         if record.kind == "wire" and self._over_quota():
             return None
+        if self._frames:
+            self.flush_frames()  # the frames before this event reach the store before it
         event = TimelineEvent(self.session_id, self.state.seq + 1, record)
         self._store.append(event)
         apply(self.state, event)
         self._publish(event)
         return event
+
+    def add_frame(self, record: Wire) -> TimelineEvent | None:
+        """Record one frame: numbered now, stored with the frames of this loop turn; nothing to fold or publish
+        (a frame is not part of the state, and the hub drops frames). None when past the store quota."""
+        if self._over_quota():
+            return None
+        self.state.seq += 1
+        event = TimelineEvent(self.session_id, self.state.seq, record)
+        frames = self._frames
+        frames.append(event)
+        if len(frames) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self.flush_frames)  # once per batch, not per frame
+            except RuntimeError:  # no loop (a script, a unit test): nothing would flush later, so store it now
+                self.flush_frames()
+        elif len(frames) >= FRAME_BATCH:
+            self.flush_frames()
+        return event
+
+    def flush_frames(self) -> None:
+        """Hand the pending frames to the store in one write (on the loop: after the turn that read them)."""
+        if self._frames:
+            frames, self._frames = self._frames, []
+            self._store.append_many(frames)
+            self.frame_batches += 1
 
     def _over_quota(self) -> bool:
         """Past the quota the raw frames stop being kept (said once); everything else goes on."""

@@ -2,26 +2,41 @@
 
 An awaited read whose data is already buffered returns without suspending, so a reader with a backlog
 (a server flooding thousands of notifications a second) can run for seconds without letting anything
-else in the process run: timers (the progress coalescer's flush), other sessions' readers, the
-websocket senders. Every frame then reaches the browser late, although the console keeps up with the
-reading. A reader calls `FairShare.tick()` once per unit of work (an HTTP chunk, a stdio line); every
-`every` ticks it yields to the loop once, which costs one loop iteration.
+else in the process run: timers (the progress coalescer's flush, the frame batches' store writes), other
+sessions' readers, the websocket senders. Every frame then reaches the browser late, although the console
+keeps up with the reading. A reader calls `FairShare.tick()` once per unit of work (an HTTP chunk, a stdio
+line); it gives way to the loop once `slice_s` has passed since it last did (checked every `every` ticks).
+
+A time slice, not a count: a server that flushes each SSE event as its own HTTP chunk makes a chunk one
+frame, and yielding per chunk cost a loop turn per frame (the loop's own work, and every ready callback run
+again) at 17,000 frames a second. A few milliseconds of reading between turns keep the timers on time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
+
+SLICE_S = 0.005  # the longest a reader runs before the rest of the loop gets a turn
 
 
 class FairShare:
-    def __init__(self, every: int = 1) -> None:
+    def __init__(self, every: int = 1, slice_s: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._every = max(1, every)
+        self._slice = SLICE_S if slice_s is None else slice_s  # read when made: tests may set SLICE_S
+        self._clock = clock
         self._count = 0
+        self._since = clock()
         self.yields = 0  # how often this reader gave way (tests count it)
 
     async def tick(self) -> None:
         self._count += 1
-        if self._count >= self._every:
-            self._count = 0
+        if self._count < self._every:
+            return
+        self._count = 0
+        if self._clock() - self._since >= self._slice:
             self.yields += 1
             await asyncio.sleep(0)
+            self._since = self._clock()

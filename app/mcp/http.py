@@ -14,7 +14,7 @@ import httpx
 from app.mcp.era import LEGACY_VERSIONS
 from app.mcp.errors import ConnectFailed, ProtocolViolation, StreamLost, StreamTooLarge, TransportError
 from app.mcp.fair import FairShare
-from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, with_status
+from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
 from app.mcp.lean_http import LeanPool, LeanResponse, Origin
 from app.mcp.sse import SseParser
 from app.mcp.standalone import StandaloneStream
@@ -174,7 +174,7 @@ class HttpExchange:
         parser = SseParser(self._t.max_message_bytes)
         # Bytes, not text: the bound counts what crossed the wire; the decoder keeps split characters whole.
         decoder = codecs.getincrementaldecoder(self._response.encoding or "utf-8")(errors="replace")
-        fair = FairShare()  # a chunk may hold hundreds of frames; give way once after each
+        fair = FairShare()  # a flood of chunks must not keep the loop from its timers (see app/mcp/fair.py)
         async for raw_chunk in self._response.aiter_bytes():
             await fair.tick()
             self._count(raw_chunk)
@@ -224,7 +224,7 @@ class HttpExchange:
         raise ProtocolViolation(f"HTTP {status} with a body that is not a JSON-RPC response ({frame.problem or looks})")
 
     def _incoming(self, raw: str, note: str | None = None) -> Frame:
-        frame = with_status(parse_frame(raw), self._response.status_code)
+        frame = parse_frame(raw, self._response.status_code)
         if frame.kind in ("response", "error") and frame.id != self._request_id:
             stray = f"response id {frame.id!r} matches no request: this stream is for id {self._request_id!r}"
             note = f"{note}; {stray}" if note else stray

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from app.mcp.jsonrpc import parse_frame, with_status
+from app.mcp.jsonrpc import parse_frame
 from app.mcp.sse import SseParser
 from app.mcp.transport import SESSION_MESSAGE_NOTE
 from app.mcp.wire import WireEvent
@@ -134,7 +134,7 @@ class StandaloneStream:
         return delivered
 
     def _deliver(self, data: str, event_id: str | None, status: int) -> None:
-        frame = with_status(parse_frame(data), status)
+        frame = parse_frame(data, status)
         if frame.kind in ("response", "error") and self._t.hand_over(frame):
             where = f"standalone GET stream, sse id={event_id}" if event_id else "standalone GET stream"
             self._t.record(WireEvent(direction="in", raw=data, frame=frame, http_status=status,

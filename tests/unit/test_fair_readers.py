@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from app.mcp import fair
 from app.mcp.client import ClientConfig, McpClient
 from app.mcp.http import HttpTransport
 from app.mcp.lint import checks
@@ -22,7 +23,9 @@ def _sse(message: dict[str, object]) -> str:
     return f"event: message\ndata: {json.dumps(message)}\n\n"
 
 
-async def test_an_http_stream_whose_chunks_are_all_buffered_lets_other_tasks_run_between_chunks() -> None:
+async def test_an_http_stream_whose_chunks_are_all_buffered_lets_other_tasks_run_between_chunks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fair, "SLICE_S", 0.0)  # every chunk spends the slice: the reader gives way after each
     async def body(request_id: object) -> AsyncIterator[bytes]:
         # Every chunk is ready at once, as when the kernel buffer holds seconds of a server's flood.
         for c in range(CHUNKS):
@@ -81,3 +84,18 @@ def test_progress_params_the_fast_check_cannot_vouch_for_still_get_the_full_chec
     assert [rule for rule, _ in missing] == ["frame.schema"]
     # Accepted by the model's lax parsing, so still clean, but only after the full check.
     assert checks.notification_problems("notifications/progress", {"progressToken": "t", "progress": "5"}) == []
+
+
+async def test_a_reader_gives_way_once_per_time_slice_not_once_per_chunk() -> None:
+    now = [0.0]
+    share = fair.FairShare(slice_s=0.005, clock=lambda: now[0])
+    for _ in range(1000):  # a thousand chunks read within one slice: no loop turn for each
+        await share.tick()
+    assert share.yields == 0
+    now[0] += 0.005
+    await share.tick()
+    assert share.yields == 1
+    for _ in range(10):
+        now[0] += 0.001
+        await share.tick()
+    assert share.yields == 3  # 5 ms then 5 ms more of reading: one turn each
