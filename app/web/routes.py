@@ -31,7 +31,7 @@ from app.web.deps import (
 )
 from app.web.forms import FormInput
 from app.web.render import ROOT
-from app.web.security import COOKIE, token_matches
+from app.web.security import COOKIE, local_path, token_matches
 from app.web.timeline_filter import TimelineFilter, methods_seen
 from app.web.views import session_json
 
@@ -46,7 +46,7 @@ async def home(request: Request, token: str | None = None, next: str = "/") -> R
         if not token_matches(token, w.guard.token):
             return w.page("unauthorized.html", status=401)
         # The launch URL: trade the token for a cookie, then drop it from the address bar.
-        target = next if next.startswith("/") and not next.startswith("//") else "/"
+        target = local_path(next)
         port = w.guard.console_port(request.scope)
         if not w.guard.is_public(request.headers.get("host"), port, request.url.scheme):
             # A cookie set here would reach every service on this host: hop to the console's own name first.
