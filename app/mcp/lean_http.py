@@ -11,7 +11,7 @@ What it does not do, the caller leaves to httpx: TLS, proxies, auth from the URL
 
 - Chunked bodies, Content-Length and read-until-close bodies: llhttp; 1xx interim answers are skipped (as h11).
 - Content-Encoding: gzip and deflate decoded as httpx decodes them, but at most `DECODED_PIECE` bytes at a time
-  (`_Inflate`): a stream's bound counts what is yielded, and a gzip of zeros turns one 128 KiB read into 128 MiB.
+  (`app/mcp/inflate.py`): a stream's bound counts what is yielded, and a gzip of zeros turns 128 KiB into 128 MiB.
   Anything else (two encodings, or one zlib cannot read) is httpx's own decoder.
 - Bounds: the status line and headers at most `MAX_HEAD_BYTES` (httpcore's h11 limit); a body is buffered up
   to `READ_HIGH_WATER` before the socket stops being read; `max_connections` requests at once (pool timeout).
@@ -25,18 +25,18 @@ import asyncio
 import contextlib
 import socket
 import time
-import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import httptools
 import httpx
 from httpx import _decoders
 
+from app.mcp.inflate import Inflate, inflater
+
 READ_HIGH_WATER = 256 * 1024
 MAX_HEAD_BYTES = 100 * 1024  # httpcore's h11 max_incomplete_event_size
-DECODED_PIECE = 64 * 1024  # the most one decoded piece of a compressed body holds
 Origin = tuple[str, int]
 
 
@@ -214,7 +214,7 @@ class LeanResponse:
             while conn.body:
                 if self._decoder is None:
                     yield conn.take()
-                elif isinstance(self._decoder, _Inflate):
+                elif isinstance(self._decoder, Inflate):
                     for piece in self._decoder.pieces(conn.take()):
                         yield piece
                 else:
@@ -376,52 +376,15 @@ def _encoding(headers: httpx.Headers) -> str:
     return probe.encoding or "utf-8"
 
 
-class _Inflate:
-    """gzip or deflate, as httpx's GZipDecoder and DeflateDecoder read them, in pieces of at most `piece` bytes.
-
-    zlib's `max_length` stops the output there and keeps the rest of the input (`unconsumed_tail`); the next
-    piece is asked for only when the reader takes this one, so the stream's bound sees every piece.
-    """
-
-    def __init__(self, encoding: str, piece: int = DECODED_PIECE) -> None:
-        self._deflate = encoding == "deflate"
-        self._piece = piece
-        self._first = True  # deflate: a body that is not zlib-wrapped is tried again as raw deflate, as httpx does
-        self._obj = zlib.decompressobj(zlib.MAX_WBITS if self._deflate else zlib.MAX_WBITS | 16)
-
-    def pieces(self, data: bytes) -> Iterator[bytes]:
-        while True:
-            try:
-                out = self._obj.decompress(data, self._piece)
-            except zlib.error as exc:
-                if self._deflate and self._first:
-                    self._first = False
-                    self._obj = zlib.decompressobj(-zlib.MAX_WBITS)
-                    continue
-                raise httpx.DecodingError(str(exc)) from exc
-            self._first = False
-            data = self._obj.unconsumed_tail
-            if out:
-                yield out
-            if not data and len(out) < self._piece:  # a full piece may leave output inside zlib: ask again
-                return
-
-    def flush(self) -> bytes:
-        try:
-            return self._obj.flush()
-        except zlib.error as exc:
-            raise httpx.DecodingError(str(exc)) from exc
-
-
 def _decoder(headers: httpx.Headers) -> Any:
-    """The decoder for a Content-Encoding (None for identity, the common case): `_Inflate` for gzip or deflate
+    """The decoder for a Content-Encoding (None for identity, the common case): `Inflate` for gzip or deflate
     alone, else httpx's own decoders."""
     values = headers.get_list("content-encoding", split_commas=True)
     if not values:
         return None
-    named = [v.strip().lower() for v in values if v.strip().lower() not in ("", "identity")]
-    if len(named) == 1 and named[0] in ("gzip", "deflate"):
-        return _Inflate(named[0])
+    bounded = inflater(headers)
+    if bounded is not None:
+        return bounded
     found = [_decoders.SUPPORTED_DECODERS[v.strip().lower()]() for v in values
              if v.strip().lower() in _decoders.SUPPORTED_DECODERS]
     if not found or all(isinstance(d, _decoders.IdentityDecoder) for d in found):

@@ -18,7 +18,8 @@ import zlib
 import httpx
 import pytest
 
-from app.mcp.lean_http import DECODED_PIECE, LeanPool
+from app.mcp.inflate import DECODED_PIECE, body_pieces
+from app.mcp.lean_http import LeanPool
 from tests.integration.test_lean_http import TIMEOUT, RawServer, body_of, read_request
 
 REQUEST = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
@@ -124,3 +125,15 @@ async def test_a_flood_of_interim_answers_is_refused_at_the_head_bound() -> None
                 await pool.request(server.origin, REQUEST, b"", TIMEOUT)
     finally:
         pool.close()
+
+
+async def test_an_httpx_answer_in_gzip_is_inflated_in_bounded_pieces_too() -> None:
+    # The path httpx keeps (https, proxies, a server that set a cookie): every reader iterates `body_pieces`.
+    bomb = gzip.compress(b"\0" * BOMB_BYTES, 9)
+    async with _answer(_encoded("gzip", bomb)) as server, httpx.AsyncClient(timeout=TIMEOUT) as client:
+        host, port = server.origin
+        async with client.stream("POST", f"http://{host}:{port}/mcp") as response:
+            biggest = total = 0
+            async for piece in body_pieces(response):
+                biggest, total = max(biggest, len(piece)), total + len(piece)
+    assert biggest <= DECODED_PIECE and total == BOMB_BYTES
