@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.console.events import EXCHANGE_KINDS, TimelineEvent
+from app.console.secrets import MASK
 
 # Status groups a person means when filtering; an exact status (e.g. "tool_error") works too.
 STATUS_GROUPS: dict[str, frozenset[str]] = {
@@ -34,6 +35,9 @@ class EntryQuery:
     statuses: frozenset[str] = frozenset()    # any of these (an entry's status, or a notice's level)
     text: str = ""                            # casefolded substring of the entry's searchable text
     findings: bool = False                    # only entries the live lint found something on
+    # Casefolded values the caller may not see (what the owner typed, for a link holder or a presenter): the
+    # text is searched as if each were already masked, so a count of matches says nothing about them.
+    hidden: tuple[str, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -99,4 +103,11 @@ def matches(query: EntryQuery, facts: dict[str, Any], findings: int) -> bool:
         return False
     if query.statuses and status_of(facts) not in query.statuses:
         return False
-    return not query.text or query.text in search_text(facts)
+    return not query.text or query.text in hide(search_text(facts), query.hidden)
+
+
+def hide(text: str, hidden: tuple[str, ...]) -> str:
+    """The searchable text as a caller who may not see `hidden` sees it (longest first, as the Redactor does)."""
+    for value in hidden:
+        text = text.replace(value, MASK)
+    return text

@@ -90,6 +90,10 @@ class Replicas:
         if loaded is None:
             return None
         session = self._build(session_id, loaded)
+        # The store holds link changes this replica will never fold (they are in what was just read): read the
+        # links again now, or a link revoked by the very event that made this process load the session would
+        # still open it here.
+        self._manager.links.reload()
         session.owned_by = "another console process"  # named once an action learns which
         self._manager.sessions[session_id] = session
         self.ids.add(session_id)

@@ -188,6 +188,11 @@ class Redactor:
         then `self(value)` is the value as it is, and a caller may skip walking it."""
         return any(form in json_text for form in self._in_json)
 
+    def hidden_text(self) -> tuple[str, ...]:
+        """The typed values as the entry index holds text (casefolded), longest first: what a masked caller's
+        filter must not find (see `EntryQuery.hidden`)."""
+        return tuple(sorted({f.casefold() for f in self._forms}, key=len, reverse=True))
+
     def text(self, value: str) -> str:
         for form in self._forms:
             if form in value:

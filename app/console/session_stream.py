@@ -165,7 +165,7 @@ class SessionFileReader:
             head = _EVENT_HEAD.match(buf, pos)
             if head is not None:
                 try:
-                    data, end = _DECODER.raw_decode(buf, head.end())
+                    data, end = _decode(buf, head.end())
                 except json.JSONDecodeError:
                     head = None
                 else:
@@ -198,7 +198,7 @@ class SessionFileReader:
         want = len(self._buf) - self._pos
         while True:
             try:
-                value, end = _DECODER.raw_decode(self._buf, self._pos)
+                value, end = _decode(self._buf, self._pos)
             except json.JSONDecodeError:
                 if self._eof:
                     raise
@@ -231,6 +231,15 @@ def _event(value: Any, session_id: str | None = None) -> TimelineEvent:
 
 
 _DECODER = json.JSONDecoder()
+
+
+def _decode(text: str, pos: int) -> tuple[Any, int]:
+    """One JSON value at `pos`. A file nested deeper than the parser recurses is the file's fault, said as such:
+    a ValueError (the import answers 400), not a RecursionError that fails the request."""
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except RecursionError as exc:
+        raise ValueError("the file nests JSON deeper than it can be read") from exc
 # The keys before "data" as `session_file` writes them; anything else takes the general path.
 _EVENT_HEAD = re.compile(r'\{"v": (2), "session_id": ("(?:[^"\\]|\\.)*"), "seq": (\d+), "kind": "([a-z_]+)", '
                          r'"at": (-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?), "data": ')

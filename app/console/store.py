@@ -332,8 +332,9 @@ class SqliteStore:
             where += f" AND status IN ({','.join('?' * len(query.statuses))})"
             args.extend(sorted(query.statuses))
         if query.text:  # stored casefolded: instr is an exact substring test, as the filter's `in` is
-            where += " AND instr(text, ?) > 0"
-            args.append(clean(query.text.casefold()))
+            column, hidden = entry_index_writer.hidden_column("text", query.hidden, "?", clean)
+            where += f" AND instr({column}, ?) > 0"
+            args.extend([*hidden, clean(query.text.casefold())])
         if query.findings:
             where += " AND findings > 0"
         page_where, page_args = where, list(args)

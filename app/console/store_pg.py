@@ -323,8 +323,9 @@ class PostgresStore:
             where += " AND status = ANY(%s)"
             args.append(sorted(query.statuses))
         if query.text:  # stored casefolded: strpos is an exact substring test (LIKE would treat % and _ as wildcards)
-            where += " AND strpos(text, %s) > 0"
-            args.append(clean(query.text.casefold()))
+            column, hidden = entry_index_writer.hidden_column("text", query.hidden, "%s", clean)
+            where += f" AND strpos({column}, %s) > 0"
+            args.extend([*hidden, clean(query.text.casefold())])
         if query.findings:
             where += " AND findings > 0"
         page_where, page_args = where, list(args)

@@ -14,6 +14,7 @@ import httpx
 from app.mcp.era import LEGACY_VERSIONS
 from app.mcp.errors import ConnectFailed, ProtocolViolation, StreamLost, StreamTooLarge, TransportError
 from app.mcp.fair import FairShare
+from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
 from app.mcp.lean_http import LeanPool, LeanResponse, Origin
 from app.mcp.sse import SseParser
@@ -175,7 +176,7 @@ class HttpExchange:
         # Bytes, not text: the bound counts what crossed the wire; the decoder keeps split characters whole.
         decoder = codecs.getincrementaldecoder(self._response.encoding or "utf-8")(errors="replace")
         fair = FairShare()  # a flood of chunks must not keep the loop from its timers (see app/mcp/fair.py)
-        async for raw_chunk in self._response.aiter_bytes():
+        async for raw_chunk in body_pieces(self._response):
             await fair.tick()
             self._count(raw_chunk)
             try:
@@ -197,7 +198,7 @@ class HttpExchange:
     async def _read_body(self) -> str:
         chunks: list[bytes] = []
         size = 0
-        async for chunk in self._response.aiter_bytes():
+        async for chunk in body_pieces(self._response):
             self._count(chunk)
             size += len(chunk)
             if size > self._t.max_message_bytes:
@@ -421,7 +422,7 @@ class HttpTransport:
         """A notification's answer should be empty; whatever comes, keep at most one message of it."""
         chunks: list[bytes] = []
         size = 0
-        async for chunk in response.aiter_bytes():
+        async for chunk in body_pieces(response):
             size += len(chunk)
             if size > self.max_message_bytes:
                 break

@@ -10,7 +10,9 @@ an asyncio Protocol, with one keep-alive pool per target origin. Its answers qua
 What it does not do, the caller leaves to httpx: TLS, proxies, auth from the URL, cookies, unusual headers.
 
 - Chunked bodies, Content-Length and read-until-close bodies: llhttp; 1xx interim answers are skipped (as h11).
-- Content-Encoding: httpx's own decoders (the request advertises what httpx advertises).
+- Content-Encoding: gzip and deflate decoded as httpx decodes them, but at most `DECODED_PIECE` bytes at a time
+  (`app/mcp/inflate.py`): a stream's bound counts what is yielded, and a gzip of zeros turns 128 KiB into 128 MiB.
+  Anything else (two encodings, or one zlib cannot read) is httpx's own decoder.
 - Bounds: the status line and headers at most `MAX_HEAD_BYTES` (httpcore's h11 limit); a body is buffered up
   to `READ_HIGH_WATER` before the socket stops being read; `max_connections` requests at once (pool timeout).
 - Cancellation: closing an answer before its end closes the connection (the 2026-07-28 HTTP cancel); only a
@@ -30,6 +32,8 @@ from typing import Any, cast
 import httptools
 import httpx
 from httpx import _decoders
+
+from app.mcp.inflate import Inflate, inflater
 
 READ_HIGH_WATER = 256 * 1024
 MAX_HEAD_BYTES = 100 * 1024  # httpcore's h11 max_incomplete_event_size
@@ -208,9 +212,15 @@ class LeanResponse:
             raise httpx.StreamClosed()
         while True:
             while conn.body:
-                data = self._decoder.decode(conn.take()) if self._decoder is not None else conn.take()
-                if data:
-                    yield data
+                if self._decoder is None:
+                    yield conn.take()
+                elif isinstance(self._decoder, Inflate):
+                    for piece in self._decoder.pieces(conn.take()):
+                        yield piece
+                else:
+                    data = self._decoder.decode(conn.take())
+                    if data:
+                        yield data
             if conn.complete:
                 break
             if conn.failed is not None:
@@ -367,10 +377,14 @@ def _encoding(headers: httpx.Headers) -> str:
 
 
 def _decoder(headers: httpx.Headers) -> Any:
-    """httpx's own decoders for a Content-Encoding (None for identity, the common case)."""
+    """The decoder for a Content-Encoding (None for identity, the common case): `Inflate` for gzip or deflate
+    alone, else httpx's own decoders."""
     values = headers.get_list("content-encoding", split_commas=True)
     if not values:
         return None
+    bounded = inflater(headers)
+    if bounded is not None:
+        return bounded
     found = [_decoders.SUPPORTED_DECODERS[v.strip().lower()]() for v in values
              if v.strip().lower() in _decoders.SUPPORTED_DECODERS]
     if not found or all(isinstance(d, _decoders.IdentityDecoder) for d in found):

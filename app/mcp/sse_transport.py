@@ -18,6 +18,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from app.mcp.errors import ConnectFailed, McpError, ProtocolViolation, StreamLost, TransportError
+from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
 from app.mcp.sse import SseParser
 from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, SESSION_MESSAGE_NOTE, ServerMessageSink
@@ -109,7 +110,7 @@ class HttpSseTransport:
         parser = SseParser(self._max)
         decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
         try:
-            async for chunk in response.aiter_bytes():
+            async for chunk in body_pieces(response):
                 for event in parser.feed(decoder.decode(chunk)):
                     if event.event == "endpoint":
                         self._take_endpoint(event.data)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import parse_frame
 from app.mcp.sse import SseParser
 from app.mcp.transport import SESSION_MESSAGE_NOTE
@@ -118,7 +119,7 @@ class StandaloneStream:
         decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
         delivered = False
         try:
-            async for chunk in response.aiter_bytes():
+            async for chunk in body_pieces(response):
                 for event in parser.feed(decoder.decode(chunk)):
                     delivered = True
                     if event.id is not None:

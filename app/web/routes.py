@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from app.console.entry_index import EntryQuery
 from app.console.secrets import mask_wire
 from app.console.session import Target
 from app.console.target import ERAS
@@ -30,7 +31,7 @@ from app.web.deps import (
 )
 from app.web.forms import FormInput
 from app.web.render import ROOT
-from app.web.security import COOKIE, token_matches
+from app.web.security import COOKIE, local_path, token_matches
 from app.web.timeline_filter import TimelineFilter, methods_seen
 from app.web.views import session_json
 
@@ -45,7 +46,7 @@ async def home(request: Request, token: str | None = None, next: str = "/") -> R
         if not token_matches(token, w.guard.token):
             return w.page("unauthorized.html", status=401)
         # The launch URL: trade the token for a cookie, then drop it from the address bar.
-        target = next if next.startswith("/") and not next.startswith("//") else "/"
+        target = local_path(next)
         port = w.guard.console_port(request.scope)
         if not w.guard.is_public(request.headers.get("host"), port, request.url.scheme):
             # A cookie set here would reach every service on this host: hop to the console's own name first.
@@ -142,7 +143,7 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
     entries, matched = window, len(window)
     oldest = min((e["seq0"] for e in window), default=0) if s.timeline.evicted else 0
     if flt.active:  # the whole session, from the store: the first page of matches and how many there are
-        entries, matched, oldest = await asyncio.to_thread(s.timeline.search, flt.entry_query(), None,
+        entries, matched, oldest = await asyncio.to_thread(s.timeline.search, _query(request, flt), None,
                                                            s.settings.timeline_window)
     if as_json:
         data = session_json(s, entries=entries, reveal=principal(request).sees_secrets)
@@ -233,12 +234,19 @@ async def older(request: Request, session_id: str, before: int, w: Viewer, limit
     flt = TimelineFilter.from_query(request.query_params)
     size = min(max(limit, 1), 500)
     if flt.active:  # older matches of the whole session, not a filter over one page of older entries
-        entries, _, oldest = await asyncio.to_thread(s.timeline.search, flt.entry_query(), before, size)
+        entries, _, oldest = await asyncio.to_thread(s.timeline.search, _query(request, flt), before, size)
     else:
         entries = await asyncio.to_thread(s.timeline.older, before, size)
         oldest = min((e["seq0"] for e in entries), default=0) if len(entries) >= size else 0
     return respond(request, False, {"timeline": entries, "older_before": oldest},
                    w.render("_older.html", s=s, entries=entries, oldest=oldest, flt=flt))
+
+
+def _query(request: Request, flt: TimelineFilter) -> EntryQuery:
+    """The filter for this caller: a link holder's or presenter's text search cannot see the typed values the
+    page masks (else counting matches of `?q=sk-li`, `?q=sk-liv`, … spells one out)."""
+    mask = redactor(request)
+    return flt.entry_query(mask.hidden_text() if mask is not None else ())
 
 
 @router.get("/sessions/{session_id}/tools/form", response_class=HTMLResponse)

@@ -45,6 +45,19 @@ def host_port(host_header: str, scheme: str) -> int | None:
     return int(port) if port.isdigit() and len(port) <= 5 else None
 
 
+def local_path(target: str | None, default: str = "/") -> str:
+    """`target` when it is a path on this console, else `default`: where a redirect after a cookie may go.
+
+    "Starts with / but not //" is not enough: browsers read a backslash as a slash and drop tabs and newlines
+    from a URL, so `/\\evil.example` and `/<TAB>/evil.example` both open `//evil.example`, another site.
+    """
+    if not target or not target.startswith("/") or target.startswith("//"):
+        return default
+    if "\\" in target or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in target):
+        return default
+    return target
+
+
 def token_matches(given: str | None, token: str) -> bool:
     return given is not None and hmac.compare_digest(given.encode(), token.encode())
 

@@ -7,7 +7,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from app.console.links import ROLES
 from app.web.deps import Owner, form_input, principal, respond, session_or_404, web
-from app.web.security import LINK_COOKIE, PRESENTER_COOKIE
+from app.web.security import LINK_COOKIE, PRESENTER_COOKIE, local_path
 
 router = APIRouter()
 MAX_TTL_MIN = 60 * 24 * 30
@@ -80,9 +80,7 @@ async def presenter(request: Request) -> Response:
     """Toggle presenter mode for this browser: larger type, secrets hidden, fewer panels."""
     who = principal(request)
     form = await form_input(request)
-    back = form.first("next") or "/"
-    if not back.startswith("/") or back.startswith("//"):
-        back = "/"
+    back = local_path(form.first("next"))
     response = RedirectResponse(back, status_code=303)  # a plain form post: the page reloads in the new mode
     if who.presenter:
         response.delete_cookie(PRESENTER_COOKIE, path="/")

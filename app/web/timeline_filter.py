@@ -40,10 +40,12 @@ class TimelineFilter:
                                    ("findings", "1" if self.findings else "")) if v}
         return urlencode(parts)
 
-    def entry_query(self) -> EntryQuery:
-        """The filter as the store takes it (the same rules decide a match in the window and in the store)."""
+    def entry_query(self, hidden: tuple[str, ...] = ()) -> EntryQuery:
+        """The filter as the store takes it (the same rules decide a match in the window and in the store).
+
+        `hidden`: the values this caller may not see (`Redactor.hidden_text`), searched as if masked."""
         return EntryQuery(method=self.method, statuses=statuses_for(self.status), text=self.q.casefold(),
-                          findings=self.findings)
+                          findings=self.findings, hidden=hidden)
 
     def matches(self, entry: dict[str, Any]) -> bool:
         return matches(self.entry_query(), entry, int(entry.get("finding_count") or 0))

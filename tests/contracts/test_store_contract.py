@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from app.console.entry_index import EntryQuery, statuses_for
+from app.console.entry_index import EntryQuery, matches, statuses_for
 from app.console.events import (
     ExchangeFinished,
     ExchangeStarted,
@@ -325,6 +325,21 @@ def test_find_entries_text_is_a_literal_substring_so_percent_and_underscore_are_
     assert [h.key for h in store.find_entries("s1", EntryQuery(text="100%_d")).hits] == ["x1"]
     assert store.find_entries("s1", EntryQuery(text="1_0")).total == 0
     assert store.find_entries("s1", EntryQuery(text="%")).total == 1
+
+
+def test_find_entries_searches_hidden_values_as_masked_so_a_count_tells_nothing_of_them(store: Store) -> None:
+    # A link holder's filter: the typed values it may not see read as the mask, as on its page; a guess at a
+    # prefix of one finds nothing, while the rest of the same text is still found (in the window too).
+    _call(store, 1, "x1", error="upstream refused OPENAI_KEY=sk-live-zq9x and key-two")
+    hidden = ("sk-live-zq9x", "key-two")
+    assert store.find_entries("s1", EntryQuery(text="sk-live-z")).total == 1  # the owner's search
+    for guess in ("sk-live-z", "=sk", "key-t", "zq9x and"):
+        assert store.find_entries("s1", EntryQuery(text=guess, hidden=hidden)).total == 0, guess
+    found = store.find_entries("s1", EntryQuery(text="upstream refused", hidden=hidden))
+    assert [h.key for h in found.hits] == ["x1"]
+    facts = {"error": "upstream refused OPENAI_KEY=sk-live-zq9x and key-two"}
+    assert not matches(EntryQuery(text="sk-live-z", hidden=hidden), facts, 0)
+    assert matches(EntryQuery(text="key=\u2022\u2022", hidden=hidden), facts, 0)  # it reads as the mask
 
 
 def test_find_entries_sees_events_stored_before_a_reopen_and_forgets_a_deleted_session(

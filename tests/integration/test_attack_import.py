@@ -1,0 +1,64 @@
+"""Attack: a hostile session file, imported by the owner (a colleague's file, a bug report's attachment).
+
+What it may try: nest JSON deeper than the parser's recursion (the import must refuse it with 400, not fail
+with a 500 and a traceback), claim the id of a session that exists (the import always gets a new one, and the
+other session is untouched), and put markup in every string (escaped on the page).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.integration.conftest import JSON
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import Console
+
+DEEP = 100_000
+HEAD = '{"format": "mcp-console-session", "version": 2, '
+
+
+async def _import(console: Console, body: str) -> tuple[int, str]:
+    response = await console.http.post("/sessions/import", content=body.encode(),
+                                       headers={**JSON, "content-type": "application/json"})
+    return response.status_code, response.text
+
+
+@pytest.mark.parametrize("where", ["header", "event list", "event data"])
+async def test_a_session_file_nested_deeper_than_the_parser_goes_is_refused_with_400(
+        console: Console, where: str) -> None:
+    deep = "[" * DEEP + "]" * DEEP
+    body = {
+        "header": HEAD + f'"session": {deep}, "events": []}}',
+        "event list": HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": [' + deep + "]}",
+        "event data": HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": [{"v": 2, '
+                             '"session_id": "x", "seq": 1, "kind": "notice", "at": 1.0, "data": ' + deep + "}]}",
+    }[where]
+    status, text = await _import(console, body)
+    assert status == 400, text
+    assert "Cannot import" in json.loads(text)["error"]
+    assert (await console.http.get("/sessions.json")).status_code == 200  # the console is fine
+
+
+async def test_a_file_claiming_an_existing_sessions_id_imports_beside_it_and_escapes_its_markup(
+        console: Console) -> None:
+    status, text = await _import(console, HEAD + '"session": {"id": "a", "created": 1, "meta": {}}, "events": []}')
+    assert status == 200, text
+    victim = json.loads(text)["id"]  # an imported session: read-only, so nothing else changes it meanwhile
+    before = (await console.session(victim))["timeline"]
+    script = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    body = HEAD + json.dumps({"session": {"id": victim, "created": 1, "meta": {"target": {
+        "kind": "http", "url": "http://127.0.0.1:9/mcp", "headers": {}}}}})[1:-1] + ', "events": [' + json.dumps(
+        {"v": 2, "session_id": victim, "seq": 1, "kind": "notice", "at": 1.0,
+         "data": {"level": "error", "message": script}}) + "]}"
+    status, text = await _import(console, body)
+    assert status == 200, text
+    new = json.loads(text)["id"]
+    assert new != victim
+    assert (await console.session(victim))["timeline"] == before
+    page = await console.http.get(f"/sessions/{new}")
+    assert "<script>alert(1)" not in page.text and "<img src=x" not in page.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text

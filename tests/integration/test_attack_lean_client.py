@@ -1,0 +1,139 @@
+"""Attack: a hostile target against the lean HTTP/1.1 client (app/mcp/lean_http.py), over a real socket.
+
+The stream bound (`max_stream_bytes`) counts what `aiter_bytes` yields, so it only holds if each yielded piece
+is small. A gzip answer of zeros packs about a thousand bytes into one: decoded a network read at a time, one
+read of 128 KiB became one allocation of 128 MiB before any bound could look at it (several calls at once, and
+the console is gone). Decoded pieces are bounded instead, whatever the compression ratio. The framing attacks
+(negative, overflowing or doubled Content-Length, an overflowing chunk size, Content-Length beside chunked,
+a flood of 1xx answers) are refused as protocol errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import tracemalloc
+import zlib
+
+import httpx
+import pytest
+
+from app.mcp.inflate import DECODED_PIECE, body_pieces
+from app.mcp.lean_http import LeanPool
+from tests.integration.test_lean_http import TIMEOUT, RawServer, body_of, read_request
+
+REQUEST = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+BOMB_BYTES = 64 * 1024 * 1024
+
+
+def _answer(raw: bytes) -> RawServer:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(raw)
+        await writer.drain()
+        await reader.read()  # until the client closes: the answer is all the server says
+
+    return RawServer(handler)
+
+
+def _encoded(encoding: str, body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Encoding: %s\r\nContent-Length: %d\r\n\r\n%s" % (
+        encoding.encode(), len(body), body)
+
+
+async def test_a_gzip_bomb_is_decoded_in_bounded_pieces_so_the_stream_bound_holds() -> None:
+    bomb = gzip.compress(b"\0" * BOMB_BYTES, 9)  # about 64 KiB on the wire
+    pool = LeanPool(10, 10, 5.0)
+    tracemalloc.start()
+    try:
+        async with _answer(_encoded("gzip", bomb)) as server:
+            response = await pool.request(server.origin, REQUEST, b"", TIMEOUT)
+            biggest = total = 0
+            async for piece in response.aiter_bytes():
+                biggest, total = max(biggest, len(piece)), total + len(piece)
+                if total > 8 * 1024 * 1024:  # what a stream bound does: stop reading
+                    break
+            await response.aclose()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        pool.close()
+    assert biggest <= DECODED_PIECE
+    assert peak < 8 * 1024 * 1024 + 16 * DECODED_PIECE, f"peak {peak} bytes"
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw deflate"])
+async def test_bounded_decoding_gives_the_same_bytes_as_httpx(encoding: str) -> None:
+    body = b"".join(b"line %d of a compressible answer\n" % i for i in range(200_000))
+    raw = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)  # "deflate" as some servers send it: no zlib header
+    packed = {"gzip": gzip.compress(body), "deflate": zlib.compress(body),
+              "raw deflate": raw.compress(body) + raw.flush()}[encoding]
+    pool = LeanPool(10, 10, 5.0)
+    try:
+        async with _answer(_encoded(encoding.split()[-1], packed)) as server:
+            response = await pool.request(server.origin, REQUEST, b"", TIMEOUT)
+            assert await body_of(response) == body
+            expected = httpx.Response(200, headers={"content-encoding": encoding.split()[-1]}, content=packed)
+            assert expected.read() == body
+    finally:
+        pool.close()
+
+
+async def test_a_corrupt_gzip_body_is_an_httpx_decoding_error() -> None:
+    pool = LeanPool(10, 10, 5.0)
+    try:
+        async with _answer(_encoded("gzip", b"\x1f\x8b\x08\x00not gzip at all")) as server:
+            response = await pool.request(server.origin, REQUEST, b"", TIMEOUT)
+            with pytest.raises(httpx.DecodingError):
+                await body_of(response)
+    finally:
+        pool.close()
+
+
+async def _flood_of_interim_answers(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_request(reader)
+    for i in range(50_000):
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        if i % 1000 == 0:
+            await writer.drain()
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    await writer.drain()
+
+
+@pytest.mark.parametrize("raw", [
+    b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999999\r\n\r\nhello",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nhello",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffffffff\r\nabc",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+], ids=["negative length", "overflowing length", "two lengths", "overflowing chunk size", "length and chunked"])
+async def test_hostile_framing_is_a_protocol_error(raw: bytes) -> None:
+    pool = LeanPool(10, 10, 5.0)
+    try:
+        async with _answer(raw) as server:
+            with pytest.raises(httpx.RemoteProtocolError):
+                await body_of(await pool.request(server.origin, REQUEST, b"", TIMEOUT))
+    finally:
+        pool.close()
+
+
+async def test_a_flood_of_interim_answers_is_refused_at_the_head_bound() -> None:
+    pool = LeanPool(10, 10, 5.0)
+    try:
+        async with RawServer(_flood_of_interim_answers) as server:
+            with pytest.raises(httpx.RemoteProtocolError, match="headers passed"):
+                await pool.request(server.origin, REQUEST, b"", TIMEOUT)
+    finally:
+        pool.close()
+
+
+async def test_an_httpx_answer_in_gzip_is_inflated_in_bounded_pieces_too() -> None:
+    # The path httpx keeps (https, proxies, a server that set a cookie): every reader iterates `body_pieces`.
+    bomb = gzip.compress(b"\0" * BOMB_BYTES, 9)
+    async with _answer(_encoded("gzip", bomb)) as server, httpx.AsyncClient(timeout=TIMEOUT) as client:
+        host, port = server.origin
+        async with client.stream("POST", f"http://{host}:{port}/mcp") as response:
+            biggest = total = 0
+            async for piece in body_pieces(response):
+                biggest, total = max(biggest, len(piece)), total + len(piece)
+    assert biggest <= DECODED_PIECE and total == BOMB_BYTES

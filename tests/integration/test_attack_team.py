@@ -1,0 +1,69 @@
+"""Attack: a share link the owner revoked, used on another console process of the team.
+
+Process B learns of link changes from the events the owner publishes: folding a `link_revoked` into its replica
+re-reads the links. But a replica B loads from the store *because of* that event already holds it, and B used
+to return before re-reading the links: B's registry still held the link as active, and the revoked link kept
+opening the session (page, JSON, websocket) there. The forwarding checks are pinned too: a forged principal
+from a link holder (with no Bearer, or with a made-up one) is refused on the owner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from tests.integration.conftest import JSON, LINK_COOKIE, create_link, eventually, link_token
+from tests.integration.test_team_routing import Team, team  # noqa: F401  (the fixture)
+
+
+def _bus_idle(members: Team) -> bool:
+    """Every published event delivered: the queue is empty and its one reader is waiting on it again."""
+    return members.bus.queue.empty() and len(getattr(members.bus.queue, "_getters", ())) == 1
+
+
+async def test_a_link_revoked_on_the_owner_stops_opening_the_session_on_another_process(
+        team: Team) -> None:  # noqa: F811
+    a = await team.member("a", served=True)
+    # An imported session: nothing happens in it but what the test does, so the revoke is the event that
+    # makes B load its replica.
+    imported = await a.http.post("/sessions/import", headers={**JSON, "content-type": "application/json"},
+                                 content=b'{"format": "mcp-console-session", "version": 2, "session": '
+                                         b'{"id": "x", "created": 1, "meta": {}}, "events": []}')
+    assert imported.status_code == 200, imported.text
+    sid = imported.json()["id"]
+    link = await create_link(a, sid, "viewer")
+    token = link_token(link)
+    await eventually(lambda: asyncio.sleep(0, _bus_idle(team)), what="the bus to deliver the link's event")
+    b = await team.member("b")  # B's registry knows the link; B holds no replica of the session yet
+    assert b.manager.links.find(token) is not None and b.manager.get(sid) is None
+    revoked = await a.http.post(f"/sessions/{sid}/links/{link['id']}/revoke", headers=JSON)
+    assert revoked.status_code < 400, revoked.text
+    await eventually(lambda: asyncio.sleep(0, b.manager.get(sid)), what="B's replica, loaded by the revoke event")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=b.app), base_url=b.base,
+                                 cookies={LINK_COOKIE: token}) as holder:
+        page = await holder.get(f"/sessions/{sid}.json")
+    assert page.status_code == 401, page.text
+
+
+async def test_a_link_holder_cannot_forge_the_principal_header_on_either_process(
+        team: Team, demo_url: str) -> None:  # noqa: F811
+    a = await team.member("a", served=True)
+    b = await team.member("b")
+    sid = (await a.connect(kind="http", url=demo_url))["id"]
+    link = await create_link(a, sid, "viewer")
+    token = link_token(link)
+    await eventually(lambda: asyncio.sleep(0, b.manager.links.find(token)), what="B to learn of the link")
+    forgeries = [{"X-MCP-Console-Principal": "owner"},
+                 {"X-MCP-Console-Principal": "owner", "Authorization": "Bearer not-the-owner-token-at-all"},
+                 {"X-MCP-Console-Principal": f"link:{link['id']};presenter", "Authorization": "Bearer x"}]
+    for app, base in ((b.app, b.base), (a.app, a.base)):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=base,
+                                     cookies={LINK_COOKIE: token}) as holder:
+            for headers in forgeries:
+                call = await holder.post(f"/sessions/{sid}/tools/call", data={"tool": "echo", "arg.text": "x"},
+                                         headers={**JSON, **headers})
+                assert call.status_code in (401, 403), (headers, call.text)
+                share = await holder.get(f"/sessions/{sid}/drawers/share", headers=headers)
+                assert share.status_code in (401, 403), (headers, share.text)
+    assert not any(e.get("method") == "tools/call" for e in a.manager.get(sid).timeline.entries.values())
