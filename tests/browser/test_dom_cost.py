@@ -33,6 +33,17 @@ def _dom_nodes(context: BrowserContext, page: Page) -> int:
     return int(metrics["Nodes"])
 
 
+# The nodes in the document itself (elements, text, comments): exact, unlike the CDP figure, which also counts
+# nodes the collector has not reclaimed yet and moves by up to ~150 between collections.
+DOCUMENT_NODES = """() => { const w = document.createTreeWalker(document, NodeFilter.SHOW_ALL); let n = 0;
+  while (w.nextNode()) n++; return n; }"""
+CDP_SLACK = 150
+
+
+def _document_nodes(page: Page) -> int:
+    return int(page.evaluate(DOCUMENT_NODES))
+
+
 def _call_echo(page: Page, n: int) -> None:
     tool = page.locator("details[data-tool=echo]")
     tool.get_by_label("text").fill(f"call-{n}.")
@@ -59,13 +70,14 @@ def test_dom_node_count_after_sixty_calls_is_that_after_ten(context: BrowserCont
     page.locator("details[data-tool=echo] > summary").click()
     for n in range(1, 11):
         _call_echo(page, n)
-    after_ten = _dom_nodes(context, page)
+    after_ten, in_document_ten = _dom_nodes(context, page), _document_nodes(page)
     for n in range(11, 61):
         _call_echo(page, n)
-    after_sixty = _dom_nodes(context, page)
+    after_sixty, in_document_sixty = _dom_nodes(context, page), _document_nodes(page)
     assert page.locator("details[data-tool=echo] .result .reply").count() == 1
     assert page.locator("#timeline-list > li").count() <= WINDOW
-    assert abs(after_sixty - after_ten) <= NODE_MARGIN, (after_ten, after_sixty)
+    assert abs(in_document_sixty - in_document_ten) <= NODE_MARGIN, (in_document_ten, in_document_sixty)
+    assert after_sixty <= after_ten + CDP_SLACK, (after_ten, after_sixty)
     # The goal of issue 13: a tab stays under 3,000 nodes (it was 7,000 before any call with every form up front).
     assert after_sixty <= 3_000, after_sixty
 
