@@ -64,14 +64,18 @@ def entry_of(event: TimelineEvent) -> tuple[str, str] | None:
 
     A finding touches the row of the exchange it is about; the store resolves a round to its operation.
     """
-    data = event.data
-    if event.kind in EXCHANGE_KINDS:
+    return entry_key(event.kind, event.seq, event.data)
+
+
+def entry_key(kind: str, seq: int, data: dict[str, Any]) -> tuple[str, str] | None:
+    """`entry_of` from an event's parts."""
+    if kind in EXCHANGE_KINDS:
         return str(data.get("key") or ""), ROUND if data.get("op") else "exchange"
-    if event.kind == "operation":
+    if kind == "operation":
         return str(data.get("key") or ""), "operation"
-    if event.kind == "notice":
-        return f"n{event.seq}", "notice"
-    if event.kind == "finding" and data.get("exchange"):
+    if kind == "notice":
+        return f"n{seq}", "notice"
+    if kind == "finding" and data.get("exchange"):
         return str(data["exchange"]), "finding"
     return None
 

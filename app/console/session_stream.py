@@ -21,12 +21,12 @@ from typing import IO, Any
 from app import __version__
 from app.console import export
 from app.console import store as store_module
-from app.console.events import EVENT_VERSION, TimelineEvent, load
+from app.console.events import EVENT_VERSION, TimelineEvent, check, load
 from app.console.secrets import Redactor, mask_wire
-from app.console.store import Store, StoredEvent
+from app.console.store import ImportRow, Store, StoredEvent
 from app.console.target import target_from
 
-READ_BYTES = 1 << 16   # characters read from an uploaded file at a time
+READ_BYTES = 1 << 20   # characters read from an uploaded file at a time (an event cut at the end is parsed again)
 _WS = " \t\r\n"
 
 
@@ -88,9 +88,8 @@ class SessionFileReader:
         self._eof = False
         self._fields = 0
         self._items: Iterator[Any] | None = None
-        self._early: list[TimelineEvent] = []
+        self._early: list[ImportRow] = []
         self.header: dict[str, Any] = {}
-        self.data_text: str | None = None  # the JSON text of the last event's data, when the fast path read it
 
     @classmethod
     def of(cls, file: IO[bytes]) -> SessionFileReader:
@@ -106,24 +105,34 @@ class SessionFileReader:
         self._expect("{")
         self._items = self._next_fields()
         if self._items is not None and not isinstance(self.header.get("session"), dict):
-            self._early = [_event(v) for v in self._items]  # events before the header
+            # Events before the header: kept (as rows) until it is read.
+            self._early = [v if isinstance(v, ImportRow) else _row_of(_event(v)) for v in self._items]
             self._items = self._next_fields()
         meta, created, _ = export.read_session_file(self.header)
         return meta, created
 
     def events(self, session_id: str | None = None) -> Iterator[TimelineEvent]:
-        """The file's events in order, each parsed as it is read (placed in `session_id` when given)."""
-        for early in self._early:
-            yield early if session_id is None else TimelineEvent(session_id, early.seq, early.record, early.at)
+        """The file's events in order as typed events (placed in `session_id` when given); see `rows`."""
+        for row in self.rows():
+            event = TimelineEvent(session_id or self._session_id, row.seq, load(row.kind, row.data), row.at)
+            event._data_json = row.text
+            yield event
+
+    def rows(self) -> Iterator[ImportRow]:
+        """The file's events in order, each checked as it is read, as store rows: no typed record is built
+        for an event written as the console writes it (an import stores most of them as their text)."""
+        yield from self._early
         self._early = []
         if self._items is not None:
-            for value in self._items:
-                event = _event(value, session_id)
-                if self.data_text is not None and event.kind == value["kind"]:  # (a v1 kind is migrated)
-                    event._data_json = self.data_text
-                yield event
+            for item in self._items:
+                yield item if isinstance(item, ImportRow) else _row_of(_event(item))
             if self._next_fields() is not None:
                 raise ValueError("the file has two events lists")
+
+    @property
+    def _session_id(self) -> str:
+        session = self.header.get("session")
+        return str(session.get("id") or "") if isinstance(session, dict) else ""
 
     def _next_fields(self) -> Iterator[Any] | None:
         """Header fields up to the events list (then its items, to iterate) or the object's end (None)."""
@@ -158,7 +167,8 @@ class SessionFileReader:
                 self._pos += 1
             first = False
             # The usual case inline: an event as the console writes it, right after ", ". Its data's JSON
-            # text is kept as parsed, so the store need not serialize it again (400,000 times at 100k).
+            # text is kept as parsed, so the store need not serialize it again (400,000 times at 100k), and
+            # its data is checked as a record would be, without building one.
             buf, pos = self._buf, self._pos
             if buf.startswith(" ", pos):
                 pos += 1
@@ -171,11 +181,10 @@ class SessionFileReader:
                 else:
                     if buf.startswith("}", end) and end + 1 < len(buf):
                         self._pos = end + 1
-                        self.data_text = buf[head.end():end]
-                        yield {"v": int(head[1]), "session_id": json.loads(head[2]), "seq": int(head[3]),
-                               "kind": head[4], "at": float(head[5]), "data": data}
+                        kind = head[2]
+                        check(kind, data)
+                        yield ImportRow(int(head[1]), kind, float(head[3]), data, buf[head.end():end])
                         continue
-            self.data_text = None
             yield self._value()
 
     def _peek(self) -> str:
@@ -231,6 +240,11 @@ def _event(value: Any, session_id: str | None = None) -> TimelineEvent:
 
 
 _DECODER = json.JSONDecoder()
-# The keys before "data" as `session_file` writes them; anything else takes the general path.
-_EVENT_HEAD = re.compile(r'\{"v": (2), "session_id": ("(?:[^"\\]|\\.)*"), "seq": (\d+), "kind": "([a-z_]+)", '
-                         r'"at": (-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?), "data": ')
+# The keys before "data" as `session_file` writes them (at this event version; the session id is the new
+# session's, whatever the file says); anything else takes the general path.
+_EVENT_HEAD = re.compile(r'\{"v": ' + str(EVENT_VERSION) + r', "session_id": "(?:[^"\\]|\\.)*", "seq": (\d+), '
+                         r'"kind": "([a-z_]+)", "at": (-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?), "data": ')
+
+
+def _row_of(event: TimelineEvent) -> ImportRow:
+    return ImportRow(event.seq, event.kind, event.at, event.data, event.data_json)

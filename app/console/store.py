@@ -61,11 +61,23 @@ class StoredEvent(NamedTuple):
     v: int
 
 
+class ImportRow(NamedTuple):
+    """An event for `Store.append_rows`: its data parsed (for the columns and the entry index) and as JSON text
+    (stored as it is). An import makes these straight from a session file, without a typed record per event."""
+
+    seq: int
+    kind: str
+    at: float
+    data: dict[str, Any]
+    text: str  # JSON of `data`, at EVENT_VERSION
+
+
 class Store(Protocol):
     def save_session(self, session_id: str, meta: dict[str, Any], created: float, updated: float) -> None: ...
     def delete_session(self, session_id: str) -> None: ...
     def list_sessions(self) -> list[dict[str, Any]]: ...
     def append(self, event: TimelineEvent) -> None: ...
+    def append_rows(self, session_id: str, rows: list[ImportRow]) -> None: ...
     def events(self, session_id: str, *, exchange: str | None = None, kinds: tuple[str, ...] = (),
                before_seq: int | None = None, after_seq: int | None = None,
                limit: int | None = None) -> list[TimelineEvent]: ...
@@ -145,6 +157,21 @@ class SqliteStore:
             self._bytes[event.session_id] = self._bytes.get(event.session_id, 0) + len(text)
         item = sqlite_index.index_item(event)
         self._queue.put(("event", (row, item, item is not None and event.kind in sqlite_index.BEGINS)))
+
+    def append_rows(self, session_id: str, rows: list[ImportRow]) -> None:
+        """Many events in one queue item, written with one executemany (an import: a chunk of a file at a time).
+        The rows and index items are made here, as `append` makes them, but without a record per event."""
+        out = []
+        size = 0
+        begins = sqlite_index.BEGINS
+        for seq, kind, at, data, text in rows:
+            row = (session_id, seq, kind, data.get("exchange") or data.get("key"), at, text, EVENT_VERSION)
+            item = sqlite_index.index_item_of(kind, seq, data)
+            out.append((row, item, item is not None and kind in begins))
+            size += len(text)
+        with self._bytes_lock:
+            self._bytes[session_id] = self._bytes.get(session_id, 0) + size
+        self._queue.put(("events", out))
 
     def stored_bytes(self, session_id: str) -> int:
         """How many bytes of event data a session has in the store (the quota counts these)."""
@@ -340,11 +367,11 @@ def _write_batch(conn: sqlite3.Connection, index: sqlite_index.IndexWriter, item
     rows: list[tuple[Any, ...]] = []
     conn.execute("BEGIN")
     for op, arg in items:
-        if op == "event":
-            row, item, begins = arg
-            rows.append(row)
-            if item is not None:
-                index.add(row[0], row[1], item, begins)
+        if op == "event" or op == "events":
+            for row, item, begins in ([arg] if op == "event" else arg):
+                rows.append(row)
+                if item is not None:
+                    index.add(row[0], row[1], item, begins)
             continue
         _write_events(conn, rows, index)
         if op == "session":
@@ -370,10 +397,10 @@ def _write_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], index: 
 
 
 def iter_events(store: Store, session_id: str, kinds: tuple[str, ...] = (),
-                chunk: int | None = None) -> Iterator[list[TimelineEvent]]:
-    """Every event of a session in sequence order, a chunk at a time (each chunk a query after the last seq)."""
+                chunk: int | None = None, after: int = 0) -> Iterator[list[TimelineEvent]]:
+    """Every event of a session in sequence order (after `after`), a chunk at a time (each chunk a query
+    after the last seq)."""
     chunk = chunk or CHUNK
-    after = 0
     while True:
         events = store.events(session_id, kinds=kinds, after_seq=after, limit=chunk)
         if events:

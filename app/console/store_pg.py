@@ -35,7 +35,7 @@ from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
 from app.console.events import EVENT_VERSION, TimelineEvent, load
-from app.console.store import mask_url
+from app.console.store import ImportRow, mask_url
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +132,17 @@ class PostgresStore:
         with self._bytes_lock:
             self._bytes[event.session_id] = self._bytes.get(event.session_id, 0) + len(text)
         self._queue.put(("event", row))
+
+    def append_rows(self, session_id: str, rows: list[ImportRow]) -> None:
+        """Many events at once (an import's chunk): the rows `append` makes, without a record per event."""
+        size = 0
+        for seq, kind, at, data, text in rows:
+            op = data.get("op")
+            self._queue.put(("event", (session_id, seq, kind, data.get("exchange") or data.get("key"),
+                                       None if op is None else str(op), at, text, EVENT_VERSION)))
+            size += len(text)
+        with self._bytes_lock:
+            self._bytes[session_id] = self._bytes.get(session_id, 0) + size
 
     def stored_bytes(self, session_id: str) -> int:
         """How many bytes of event data a session has in the store (the quota counts these)."""
