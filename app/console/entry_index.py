@@ -25,6 +25,8 @@ STATUS_GROUPS: dict[str, frozenset[str]] = {
 # The facts of an entry the free-text search looks in (the page's script searches the same ones live).
 TEXT_FIELDS = ("method", "name", "error", "message", "key", "op", "status")
 FACT_FIELDS = (*TEXT_FIELDS, "level")
+# The kinds of event that touch an index row (see `entry_key`; a frame never does).
+INDEXED_KINDS = frozenset({*EXCHANGE_KINDS, "operation", "notice", "finding"})
 ROUND = "round"  # an index row of an operation's round: never a match itself; its findings go to the operation
 
 

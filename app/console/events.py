@@ -415,7 +415,16 @@ def check(kind: str, data: Any) -> None:
         RECORDS[kind].check(data)
 
 
-_CHECKS: dict[str, tuple[frozenset[str], frozenset[str]]] = {}  # kind → (its data's keys, the required ones)
+_CHECKS: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+
+
+def data_keys(kind: str) -> frozenset[str] | None:
+    """The keys a `kind` event's data may have, when that is the whole of its check (no field is required)."""
+    cls = RECORDS.get(kind)
+    if cls is None:
+        return None
+    _, names, required = _fields(cls)
+    return None if required else names  # kind → (its data's keys, the required ones)
 
 
 def migrate_v1(kind: str, data: Json) -> tuple[str, Json]:

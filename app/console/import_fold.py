@@ -31,6 +31,7 @@ from app.console.store import Store, iter_events
 # Entry events read back only from the window's first event on; every other kind is read whole.
 WINDOW_KINDS = (*EXCHANGE_KINDS, "notice")
 OTHER_KINDS = tuple(k for k in RECORDS if k not in WINDOW_KINDS and k != "wire")
+TRACKED_KINDS = frozenset({*WINDOW_KINDS, "operation"})  # the kinds `WindowTracker.see` follows
 ROUNDS_PER_ENTRY = 4  # the fold keeps window * 4 rounds (state._exchange)
 
 

@@ -11,7 +11,7 @@ from app.console.cluster import Cluster
 from app.console.events import RECORDS, LinkCreated, LinkRevoked, TimelineEvent
 from app.console.hub import Hub, Renderer, Serialized
 from app.console.hub_redis import new_process_id
-from app.console.import_fold import WindowTracker, fold_window, window_events
+from app.console.import_fold import TRACKED_KINDS, WindowTracker, fold_window, window_events
 from app.console.links import ShareLink
 from app.console.ownership import Ownership
 from app.console.replica import Replicas
@@ -104,34 +104,32 @@ class SessionManager:
 
     def import_session(self, meta: dict[str, Any], created: float, events: Iterable[TimelineEvent]) -> ConsoleSession:
         """A session from a file: read-only, no target connected, looking as it did."""
-        return self.add(self.imported(meta, created, events))
+        rows = [ImportRow(e.seq, e.kind, e.at, e.data, e.data_json) for e in events]
+        return self.add(self.imported(meta, created, [rows[i:i + IMPORT_CHUNK]
+                                                       for i in range(0, len(rows), IMPORT_CHUNK)]))
 
-    def imported(self, meta: dict[str, Any], created: float,
-                 events: Iterable[TimelineEvent] | Iterable[ImportRow]) -> ConsoleSession:
+    def imported(self, meta: dict[str, Any], created: float, chunks: Iterable[list[ImportRow]]) -> ConsoleSession:
         """Build an imported session (safe on a worker thread: it is nobody's until `add`).
 
         The file's events stream into the store a chunk at a time as rows (no typed record for each: most are
         frames, never folded), while a `WindowTracker` follows which entries the fold would keep; then only
-        what the state needs is read back and folded (app/console/import_fold.py). An import holds at most a
-        chunk of a file's events at once.
+        what the state needs is read back and folded (app/console/import_fold.py). An import holds at most
+        two chunks of a file's events at once (`SessionFileReader.chunks` gives them).
         """
         target = target_from(meta.get("target"))
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http,
                                  created=created, new=False)
         tracker = WindowTracker(self.settings.timeline_window)
+        see, tracked = tracker.see, TRACKED_KINDS
         last = 0
         try:
-            chunk: list[ImportRow] = []
-            for item in events:
-                row = item if isinstance(item, ImportRow) else ImportRow(
-                    item.seq, item.kind, item.at, item.data, item.data_json)
-                tracker.see(row.seq, row.kind, row.data)
-                last = max(last, row.seq)
-                chunk.append(row)
-                if len(chunk) >= IMPORT_CHUNK:
-                    self._store_chunk(session.id, chunk)
-                    chunk = []
-            self._store_chunk(session.id, chunk)
+            for rows in chunks:
+                for row in rows:
+                    if row.kind in tracked:
+                        see(row.seq, row.kind, row.data)
+                    last = max(last, row.seq)
+                self._store_chunk(session.id, rows)
+            self.store.flush()
             folded = fold_window(session.state, window_events(self.store, session.id, tracker), tracker)
             session.restore({**meta, "read_only": True}, folded, "Imported from a session file: read-only.",
                             last_seq=last, imported=True)

@@ -16,12 +16,13 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterator
+from json.scanner import make_scanner
 from typing import IO, Any
 
 from app import __version__
 from app.console import export
 from app.console import store as store_module
-from app.console.events import EVENT_VERSION, TimelineEvent, check, load
+from app.console.events import EVENT_VERSION, TimelineEvent, check, data_keys, load
 from app.console.secrets import Redactor, mask_wire
 from app.console.store import ImportRow, Store, StoredEvent
 from app.console.target import target_from
@@ -106,7 +107,7 @@ class SessionFileReader:
         self._items = self._next_fields()
         if self._items is not None and not isinstance(self.header.get("session"), dict):
             # Events before the header: kept (as rows) until it is read.
-            self._early = [v if isinstance(v, ImportRow) else _row_of(_event(v)) for v in self._items]
+            self._early = [v if isinstance(v, ImportRow) else _row_of(_event(v)) for vs in self._items for v in vs]
             self._items = self._next_fields()
         meta, created, _ = export.read_session_file(self.header)
         return meta, created
@@ -119,13 +120,20 @@ class SessionFileReader:
             yield event
 
     def rows(self) -> Iterator[ImportRow]:
-        """The file's events in order, each checked as it is read, as store rows: no typed record is built
-        for an event written as the console writes it (an import stores most of them as their text)."""
-        yield from self._early
+        """The file's events in order, each checked as it is read, as store rows (see `chunks`)."""
+        for chunk in self.chunks():
+            yield from chunk
+
+    def chunks(self) -> Iterator[list[ImportRow]]:
+        """The file's events in order, a chunk at a time, each checked as it is read, as store rows: no typed
+        record is built for an event written as the console writes it (an import stores most of them as
+        their text), and the loop over them is one function's (400,000 events at 100k entries)."""
+        if self._early:
+            yield self._early
         self._early = []
         if self._items is not None:
-            for item in self._items:
-                yield item if isinstance(item, ImportRow) else _row_of(_event(item))
+            for items in self._items:
+                yield [item if isinstance(item, ImportRow) else _row_of(_event(item)) for item in items]
             if self._next_fields() is not None:
                 raise ValueError("the file has two events lists")
 
@@ -154,12 +162,20 @@ class SessionFileReader:
                 return self._list_items()
             self.header[key] = self._value()
 
-    def _list_items(self) -> Iterator[Any]:
+    def _list_items(self) -> Iterator[list[Any]]:
+        """The events list's items, a chunk at a time: rows (read on the fast path) or parsed values."""
         first = True
+        chunk: list[Any] = []
+        scan, head_at, known = _SCAN, _EVENT_HEAD.match, _KNOWN
         while True:
+            if len(chunk) >= CHUNK:
+                yield chunk
+                chunk = []
             c = self._peek()
             if c == "]":
                 self._pos += 1
+                if chunk:
+                    yield chunk
                 return
             if not first:
                 if c != ",":
@@ -168,24 +184,28 @@ class SessionFileReader:
             first = False
             # The usual case inline: an event as the console writes it, right after ", ". Its data's JSON
             # text is kept as parsed, so the store need not serialize it again (400,000 times at 100k), and
-            # its data is checked as a record would be, without building one.
+            # its data is checked as a record would be (its keys), without building one.
             buf, pos = self._buf, self._pos
             if buf.startswith(" ", pos):
                 pos += 1
-            head = _EVENT_HEAD.match(buf, pos)
+            head = head_at(buf, pos)
             if head is not None:
+                start = head.end()
                 try:
-                    data, end = _DECODER.raw_decode(buf, head.end())
-                except json.JSONDecodeError:
+                    data, end = scan(buf, start)
+                except (StopIteration, json.JSONDecodeError):  # cut off where the read ended, or not JSON
                     head = None
                 else:
                     if buf.startswith("}", end) and end + 1 < len(buf):
                         self._pos = end + 1
                         kind = head[2]
-                        check(kind, data)
-                        yield ImportRow(int(head[1]), kind, float(head[3]), data, buf[head.end():end])
+                        names = known.get(kind)
+                        if names is None or type(data) is not dict or not names.issuperset(data):
+                            check(kind, data)  # raises, or says this kind's check is a test of its keys
+                            known.setdefault(kind, data_keys(kind))
+                        chunk.append(ImportRow(int(head[1]), kind, float(head[3]), data, buf[start:end]))
                         continue
-            yield self._value()
+            chunk.append(self._value())
 
     def _peek(self) -> str:
         while True:
@@ -240,6 +260,10 @@ def _event(value: Any, session_id: str | None = None) -> TimelineEvent:
 
 
 _DECODER = json.JSONDecoder()
+# What raw_decode calls, called directly on the hot path (typeshed types its argument as the scanner itself).
+_SCAN: Callable[[str, int], tuple[Any, int]] = make_scanner(_DECODER)  # type: ignore[arg-type]
+CHUNK = 2000  # events handed on at a time (an import stores a chunk while it reads the next)
+_KNOWN: dict[str, frozenset[str] | None] = {}  # kind → its data's keys, when a check is a test of them
 # The keys before "data" as `session_file` writes them (at this event version; the session id is the new
 # session's, whatever the file says); anything else takes the general path.
 _EVENT_HEAD = re.compile(r'\{"v": ' + str(EVENT_VERSION) + r', "session_id": "(?:[^"\\]|\\.)*", "seq": (\d+), '

@@ -166,7 +166,7 @@ class SqliteStore:
         begins = sqlite_index.BEGINS
         for seq, kind, at, data, text in rows:
             row = (session_id, seq, kind, data.get("exchange") or data.get("key"), at, text, EVENT_VERSION)
-            item = sqlite_index.index_item_of(kind, seq, data)
+            item = sqlite_index.index_item_of(kind, seq, data) if kind in entry_index.INDEXED_KINDS else None
             out.append((row, item, item is not None and kind in begins))
             size += len(text)
         with self._bytes_lock:

@@ -109,7 +109,7 @@ def _file(manager: SessionManager, session_id: str) -> bytes:
 def _import(manager: SessionManager, body: bytes) -> Any:
     reader = session_stream.SessionFileReader.of(io.BytesIO(body))
     meta, created = reader.open()
-    return manager.imported(meta, created, reader.rows())
+    return manager.imported(meta, created, reader.chunks())
 
 
 def _full_fold(manager: SessionManager, session_id: str) -> dict[str, Any]:
