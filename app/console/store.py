@@ -172,6 +172,7 @@ class SqliteStore:
         with self._bytes_lock:
             self._bytes[session_id] = self._bytes.get(session_id, 0) + size
         self._queue.put(("events", out))
+        self._urgent.set()  # a chunk is a batch already: lingering for more would only idle while the next is read
 
     def stored_bytes(self, session_id: str) -> int:
         """How many bytes of event data a session has in the store (the quota counts these)."""
