@@ -35,6 +35,7 @@ from app.console.events import (
     TimelineEvent,
     Wire,
 )
+from app.console.import_fold import WindowTracker
 from app.console.manager import RESTORE_KINDS, SessionManager
 from app.console.state import SessionState, apply, projection
 from app.console.store import iter_events
@@ -194,3 +195,14 @@ async def test_a_frame_with_a_key_no_record_has_is_refused_and_leaves_nothing(
     with sqlite3.connect(target.settings.db_path) as db:
         assert db.execute("SELECT COUNT(*) FROM events").fetchone() == (0,)
         assert db.execute("SELECT COUNT(*) FROM entry_index").fetchone() == (0,)
+
+
+def test_the_window_tracker_holds_a_key_from_the_event_that_last_brought_it_back() -> None:
+    tracker = WindowTracker(window=2)
+    events = [TimelineEvent("s", 1, ExchangeStarted(key="k")), TimelineEvent("s", 2, ExchangeStarted(key="a")),
+              TimelineEvent("s", 3, ExchangeStarted(key="b")),  # k leaves the window
+              TimelineEvent("s", 4, ExchangeFinished(key="k"))]  # and comes back as a new entry, as in the fold
+    for e in events:
+        tracker.see(e.seq, e.kind, e.data)
+    assert dict(tracker.entries) == {"b": 3, "k": 4} and tracker.first_seq == 3
+    assert [tracker.in_window(e) for e in events] == [False, False, True, True]
