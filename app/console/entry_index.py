@@ -26,6 +26,8 @@ STATUS_GROUPS: dict[str, frozenset[str]] = {
 # The facts of an entry the free-text search looks in (the page's script searches the same ones live).
 TEXT_FIELDS = ("method", "name", "error", "message", "key", "op", "status")
 FACT_FIELDS = (*TEXT_FIELDS, "level")
+# The kinds of event that touch an index row (see `entry_key`; a frame never does).
+INDEXED_KINDS = frozenset({*EXCHANGE_KINDS, "operation", "notice", "finding"})
 ROUND = "round"  # an index row of an operation's round: never a match itself; its findings go to the operation
 
 
@@ -68,14 +70,18 @@ def entry_of(event: TimelineEvent) -> tuple[str, str] | None:
 
     A finding touches the row of the exchange it is about; the store resolves a round to its operation.
     """
-    data = event.data
-    if event.kind in EXCHANGE_KINDS:
+    return entry_key(event.kind, event.seq, event.data)
+
+
+def entry_key(kind: str, seq: int, data: dict[str, Any]) -> tuple[str, str] | None:
+    """`entry_of` from an event's parts."""
+    if kind in EXCHANGE_KINDS:
         return str(data.get("key") or ""), ROUND if data.get("op") else "exchange"
-    if event.kind == "operation":
+    if kind == "operation":
         return str(data.get("key") or ""), "operation"
-    if event.kind == "notice":
-        return f"n{event.seq}", "notice"
-    if event.kind == "finding" and data.get("exchange"):
+    if kind == "notice":
+        return f"n{seq}", "notice"
+    if kind == "finding" and data.get("exchange"):
         return str(data["exchange"]), "finding"
     return None
 

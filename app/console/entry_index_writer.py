@@ -89,10 +89,14 @@ POSTGRES = Dialect(
 
 def index_item(event: TimelineEvent) -> IndexItem | None:
     """What an event adds to the index (made on the appending thread, folded on the writer's)."""
-    found = entry_index.entry_of(event)
+    return index_item_of(event.kind, event.seq, event.data)
+
+
+def index_item_of(kind: str, seq: int, data: dict[str, Any]) -> IndexItem | None:
+    """`index_item` from an event's parts (an import stores rows without building a record per event)."""
+    found = entry_index.entry_key(kind, seq, data)
     if found is None:
         return None
-    data = event.data
     return found[0], found[1], {f: data[f] for f in entry_index.FACT_FIELDS if f in data}, data.get("op")
 
 

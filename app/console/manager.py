@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import httpx
@@ -11,12 +11,13 @@ from app.console.cluster import Cluster
 from app.console.events import RECORDS, LinkCreated, LinkRevoked, TimelineEvent
 from app.console.hub import Hub, Renderer, Serialized
 from app.console.hub_redis import new_process_id
+from app.console.import_fold import TRACKED_KINDS, WindowTracker, fold_window, window_events
 from app.console.links import ShareLink
 from app.console.ownership import Ownership
 from app.console.replica import Replicas
 from app.console.session import ConsoleSession, new_session_id
 from app.console.sharing import LinkRegistry
-from app.console.store import Store, iter_events, open_store
+from app.console.store import ImportRow, Store, iter_events, open_store
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.console.team import make_cluster, make_hub
@@ -103,39 +104,48 @@ class SessionManager:
 
     def import_session(self, meta: dict[str, Any], created: float, events: Iterable[TimelineEvent]) -> ConsoleSession:
         """A session from a file: read-only, no target connected, looking as it did."""
-        return self.add(self.imported(meta, created, events))
+        rows = [ImportRow(e.seq, e.kind, e.at, e.data, e.data_json) for e in events]
+        return self.add(self.imported(meta, created, [rows[i:i + IMPORT_CHUNK]
+                                                       for i in range(0, len(rows), IMPORT_CHUNK)]))
 
-    def imported(self, meta: dict[str, Any], created: float,
-                 events: Iterable[TimelineEvent] | Callable[[str], Iterable[TimelineEvent]]) -> ConsoleSession:
+    def imported(self, meta: dict[str, Any], created: float, chunks: Iterable[list[ImportRow]]) -> ConsoleSession:
         """Build an imported session (safe on a worker thread: it is nobody's until `add`).
 
-        The events stream through: each is stored and folded as it comes, and the store's queue is
-        drained every chunk, so an import holds at most a chunk of a file's events at once.
+        The file's events stream into the store a chunk at a time as rows (no typed record for each: most are
+        frames, never folded), while a `WindowTracker` follows which entries the fold would keep; then only
+        what the state needs is read back and folded (app/console/import_fold.py). An import holds at most
+        two chunks of a file's events at once (`SessionFileReader.chunks` gives them).
         """
         target = target_from(meta.get("target"))
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http,
                                  created=created, new=False)
-
-        # A callable gives the events already placed in the new session (a file reader does: one object less each).
-        placed = events(session.id) if callable(events) else (
-            TimelineEvent(session.id, e.seq, e.record, e.at) for e in events)
-
-        def stored() -> Iterator[TimelineEvent]:
-            for n, moved in enumerate(placed, start=1):
-                self.store.append(moved)
-                if n % IMPORT_CHUNK == 0:
-                    self.store.flush()
-                if moved.kind != "wire":
-                    yield moved
+        tracker = WindowTracker(self.settings.timeline_window)
+        see, tracked = tracker.see, TRACKED_KINDS
+        last = 0
         try:
-            session.restore({**meta, "read_only": True}, stored(), "Imported from a session file: read-only.",
-                            imported=True)
+            for rows in chunks:
+                for row in rows:
+                    if row.kind in tracked:
+                        see(row.seq, row.kind, row.data)
+                    last = max(last, row.seq)
+                self._store_chunk(session.id, rows)
+            self.store.flush()
+            folded = fold_window(session.state, window_events(self.store, session.id, tracker), tracker)
+            session.restore({**meta, "read_only": True}, folded, "Imported from a session file: read-only.",
+                            last_seq=last, imported=True)
         except BaseException:  # a file that breaks off half way leaves nothing of itself in the store
             self.store.delete_session(session.id)
             raise
         session.timeline.set_total(self.store.entry_count(session.id))
         self.store.save_session(session.id, session.meta(), created, session.last_activity)
         return session
+
+    def _store_chunk(self, session_id: str, rows: list[ImportRow]) -> None:
+        """One chunk of an import: the writer stores it while the next is parsed, and the one before it must be
+        written first (so at most two chunks are held, and parsing and writing overlap)."""
+        self.store.flush()
+        if rows:
+            self.store.append_rows(session_id, rows)
 
     async def start_services(self) -> None:
         """Connect the hub and register this process in the directory (the app lifespan calls it)."""

@@ -16,17 +16,18 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterator
+from json.scanner import make_scanner
 from typing import IO, Any
 
 from app import __version__
 from app.console import export
 from app.console import store as store_module
-from app.console.events import EVENT_VERSION, TimelineEvent, load
+from app.console.events import EVENT_VERSION, TimelineEvent, check, data_keys, load
 from app.console.secrets import Redactor, mask_wire
-from app.console.store import Store, StoredEvent
+from app.console.store import ImportRow, Store, StoredEvent
 from app.console.target import target_from
 
-READ_BYTES = 1 << 16   # characters read from an uploaded file at a time
+READ_BYTES = 1 << 20   # characters read from an uploaded file at a time (an event cut at the end is parsed again)
 _WS = " \t\r\n"
 
 
@@ -88,9 +89,8 @@ class SessionFileReader:
         self._eof = False
         self._fields = 0
         self._items: Iterator[Any] | None = None
-        self._early: list[TimelineEvent] = []
+        self._early: list[ImportRow] = []
         self.header: dict[str, Any] = {}
-        self.data_text: str | None = None  # the JSON text of the last event's data, when the fast path read it
 
     @classmethod
     def of(cls, file: IO[bytes]) -> SessionFileReader:
@@ -106,24 +106,41 @@ class SessionFileReader:
         self._expect("{")
         self._items = self._next_fields()
         if self._items is not None and not isinstance(self.header.get("session"), dict):
-            self._early = [_event(v) for v in self._items]  # events before the header
+            # Events before the header: kept (as rows) until it is read.
+            self._early = [v if isinstance(v, ImportRow) else _row_of(_event(v)) for vs in self._items for v in vs]
             self._items = self._next_fields()
         meta, created, _ = export.read_session_file(self.header)
         return meta, created
 
     def events(self, session_id: str | None = None) -> Iterator[TimelineEvent]:
-        """The file's events in order, each parsed as it is read (placed in `session_id` when given)."""
-        for early in self._early:
-            yield early if session_id is None else TimelineEvent(session_id, early.seq, early.record, early.at)
+        """The file's events in order as typed events (placed in `session_id` when given); see `rows`."""
+        for row in self.rows():
+            event = TimelineEvent(session_id or self._session_id, row.seq, load(row.kind, row.data), row.at)
+            event._data_json = row.text
+            yield event
+
+    def rows(self) -> Iterator[ImportRow]:
+        """The file's events in order, each checked as it is read, as store rows (see `chunks`)."""
+        for chunk in self.chunks():
+            yield from chunk
+
+    def chunks(self) -> Iterator[list[ImportRow]]:
+        """The file's events in order, a chunk at a time, each checked as it is read, as store rows: no typed
+        record is built for an event written as the console writes it (an import stores most of them as
+        their text), and the loop over them is one function's (400,000 events at 100k entries)."""
+        if self._early:
+            yield self._early
         self._early = []
         if self._items is not None:
-            for value in self._items:
-                event = _event(value, session_id)
-                if self.data_text is not None and event.kind == value["kind"]:  # (a v1 kind is migrated)
-                    event._data_json = self.data_text
-                yield event
+            for items in self._items:
+                yield [item if isinstance(item, ImportRow) else _row_of(_event(item)) for item in items]
             if self._next_fields() is not None:
                 raise ValueError("the file has two events lists")
+
+    @property
+    def _session_id(self) -> str:
+        session = self.header.get("session")
+        return str(session.get("id") or "") if isinstance(session, dict) else ""
 
     def _next_fields(self) -> Iterator[Any] | None:
         """Header fields up to the events list (then its items, to iterate) or the object's end (None)."""
@@ -145,12 +162,20 @@ class SessionFileReader:
                 return self._list_items()
             self.header[key] = self._value()
 
-    def _list_items(self) -> Iterator[Any]:
+    def _list_items(self) -> Iterator[list[Any]]:
+        """The events list's items, a chunk at a time: rows (read on the fast path) or parsed values."""
         first = True
+        chunk: list[Any] = []
+        scan, head_at, known = _SCAN, _EVENT_HEAD.match, _KNOWN
         while True:
+            if len(chunk) >= CHUNK:
+                yield chunk
+                chunk = []
             c = self._peek()
             if c == "]":
                 self._pos += 1
+                if chunk:
+                    yield chunk
                 return
             if not first:
                 if c != ",":
@@ -158,25 +183,30 @@ class SessionFileReader:
                 self._pos += 1
             first = False
             # The usual case inline: an event as the console writes it, right after ", ". Its data's JSON
-            # text is kept as parsed, so the store need not serialize it again (400,000 times at 100k).
+            # text is kept as parsed, so the store need not serialize it again (400,000 times at 100k), and
+            # its data is checked as a record would be (its keys), without building one.
             buf, pos = self._buf, self._pos
             if buf.startswith(" ", pos):
                 pos += 1
-            head = _EVENT_HEAD.match(buf, pos)
+            head = head_at(buf, pos)
             if head is not None:
+                start = head.end()
                 try:
-                    data, end = _decode(buf, head.end())
-                except json.JSONDecodeError:
+                    data, end = scan(buf, start)
+                except (StopIteration, json.JSONDecodeError, RecursionError):  # cut off, not JSON, or too deep:
+                    # the general path below reads it again and says which (a deep file is a 400)
                     head = None
                 else:
                     if buf.startswith("}", end) and end + 1 < len(buf):
                         self._pos = end + 1
-                        self.data_text = buf[head.end():end]
-                        yield {"v": int(head[1]), "session_id": json.loads(head[2]), "seq": int(head[3]),
-                               "kind": head[4], "at": float(head[5]), "data": data}
+                        kind = head[2]
+                        names = known.get(kind)
+                        if names is None or type(data) is not dict or not names.issuperset(data):
+                            check(kind, data)  # raises, or says this kind's check is a test of its keys
+                            known.setdefault(kind, data_keys(kind))
+                        chunk.append(ImportRow(int(head[1]), kind, float(head[3]), data, buf[start:end]))
                         continue
-            self.data_text = None
-            yield self._value()
+            chunk.append(self._value())
 
     def _peek(self) -> str:
         while True:
@@ -240,6 +270,15 @@ def _decode(text: str, pos: int) -> tuple[Any, int]:
         return _DECODER.raw_decode(text, pos)
     except RecursionError as exc:
         raise ValueError("the file nests JSON deeper than it can be read") from exc
-# The keys before "data" as `session_file` writes them; anything else takes the general path.
-_EVENT_HEAD = re.compile(r'\{"v": (2), "session_id": ("(?:[^"\\]|\\.)*"), "seq": (\d+), "kind": "([a-z_]+)", '
-                         r'"at": (-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?), "data": ')
+# What raw_decode calls, called directly on the hot path (typeshed types its argument as the scanner itself).
+_SCAN: Callable[[str, int], tuple[Any, int]] = make_scanner(_DECODER)  # type: ignore[arg-type]
+CHUNK = 2000  # events handed on at a time (an import stores a chunk while it reads the next)
+_KNOWN: dict[str, frozenset[str] | None] = {}  # kind → its data's keys, when a check is a test of them
+# The keys before "data" as `session_file` writes them (at this event version; the session id is the new
+# session's, whatever the file says); anything else takes the general path.
+_EVENT_HEAD = re.compile(r'\{"v": ' + str(EVENT_VERSION) + r', "session_id": "(?:[^"\\]|\\.)*", "seq": (\d+), '
+                         r'"kind": "([a-z_]+)", "at": (-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?), "data": ')
+
+
+def _row_of(event: TimelineEvent) -> ImportRow:
+    return ImportRow(event.seq, event.kind, event.at, event.data, event.data_json)

@@ -356,16 +356,22 @@ def _notice(state: SessionState, ev: Notice, e: TimelineEvent) -> None:
 
 
 def _operation(state: SessionState, ev: OperationChanged, e: TimelineEvent) -> None:
+    operation_record(state, ev)
+    data = ev.to_data()
+    for heavy in ("params", "pending_requests", "errors", "drafts", "final", "validation", "log_level"):
+        data.pop(heavy)  # the entry shows the summary; the operation record keeps the rest
+    _entry(state, ev.key, "operation", data, e)
+
+
+def operation_record(state: SessionState, ev: OperationChanged) -> None:
+    """The operations part of folding an operation's change, without its timeline entry (a fold that knows
+    the entry is not in the final window, see app/console/import_fold.py, folds only this)."""
     state.operations[ev.op] = OperationRecord.of(ev)
     state.operations.move_to_end(ev.op)
     while len(state.operations) > MAX_OPERATIONS:
         oldest = next((k for k, o in state.operations.items() if o.status not in ("awaiting_input", "running")),
                       next(iter(state.operations)))
         del state.operations[oldest]
-    data = ev.to_data()
-    for heavy in ("params", "pending_requests", "errors", "drafts", "final", "validation", "log_level"):
-        data.pop(heavy)  # the entry shows the summary; the operation record keeps the rest
-    _entry(state, ev.key, "operation", data, e)
 
 
 def _server_request(state: SessionState, ev: ServerRequestChanged, _e: TimelineEvent) -> None:

@@ -62,6 +62,17 @@ class StoredEvent(NamedTuple):
     v: int
 
 
+class ImportRow(NamedTuple):
+    """An event for `Store.append_rows`: its data parsed (for the columns and the entry index) and as JSON text
+    (stored as it is). An import makes these straight from a session file, without a typed record per event."""
+
+    seq: int
+    kind: str
+    at: float
+    data: dict[str, Any]
+    text: str  # JSON of `data`, at EVENT_VERSION
+
+
 class Store(Protocol):
     def save_session(self, session_id: str, meta: dict[str, Any], created: float, updated: float) -> None: ...
     def delete_session(self, session_id: str) -> None: ...
@@ -69,6 +80,7 @@ class Store(Protocol):
     def append(self, event: TimelineEvent) -> None: ...
     # Consecutive events in one write (a burst of frames): one queue item, one lock, for all of them.
     def append_many(self, events: list[TimelineEvent]) -> None: ...
+    def append_rows(self, session_id: str, rows: list[ImportRow]) -> None: ...
     def events(self, session_id: str, *, exchange: str | None = None, kinds: tuple[str, ...] = (),
                before_seq: int | None = None, after_seq: int | None = None,
                limit: int | None = None) -> list[TimelineEvent]: ...
@@ -167,6 +179,22 @@ class SqliteStore:
             exchange, item = data.get("exchange") or data.get("key"), entry_index_writer.index_item(event)
         row = (event.session_id, event.seq, event.kind, exchange, event.at, event.data_json, EVENT_VERSION)
         return row, item, item is not None and event.kind in entry_index_writer.BEGINS
+
+    def append_rows(self, session_id: str, rows: list[ImportRow]) -> None:
+        """Many events in one queue item, written with one executemany (an import: a chunk of a file at a time).
+        The rows and index items are made here, as `append` makes them, but without a record per event."""
+        out = []
+        size = 0
+        begins = entry_index_writer.BEGINS
+        for seq, kind, at, data, text in rows:
+            row = (session_id, seq, kind, data.get("exchange") or data.get("key"), at, text, EVENT_VERSION)
+            item = entry_index_writer.index_item_of(kind, seq, data) if kind in entry_index.INDEXED_KINDS else None
+            out.append((row, item, item is not None and kind in begins))
+            size += len(text)
+        with self._bytes_lock:
+            self._bytes[session_id] = self._bytes.get(session_id, 0) + size
+        self._queue.put(("events", out))
+        self._urgent.set()  # a chunk is a batch already: lingering for more would only idle while the next is read
 
     def stored_bytes(self, session_id: str) -> int:
         """How many bytes of event data a session has in the store (the quota counts these)."""
@@ -403,10 +431,10 @@ def _rebuild_index(conn: sqlite3.Connection) -> None:
 
 
 def iter_events(store: Store, session_id: str, kinds: tuple[str, ...] = (),
-                chunk: int | None = None) -> Iterator[list[TimelineEvent]]:
-    """Every event of a session in sequence order, a chunk at a time (each chunk a query after the last seq)."""
+                chunk: int | None = None, after: int = 0) -> Iterator[list[TimelineEvent]]:
+    """Every event of a session in sequence order (after `after`), a chunk at a time (each chunk a query
+    after the last seq)."""
     chunk = chunk or CHUNK
-    after = 0
     while True:
         events = store.events(session_id, kinds=kinds, after_seq=after, limit=chunk)
         if events:

@@ -86,7 +86,7 @@ async def import_session(request: Request, w: Owner) -> Response:
 def _import(w: Web, spool: IO[bytes]) -> ConsoleSession:
     reader = session_stream.SessionFileReader.of(spool)
     meta, created = reader.open()
-    return w.manager.imported(meta, created, reader.events)
+    return w.manager.imported(meta, created, reader.chunks())
 
 
 async def _upload(request: Request, spool: IO[bytes]) -> None:

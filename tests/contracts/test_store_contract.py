@@ -29,7 +29,7 @@ from app.console.events import (
     Wire,
     load,
 )
-from app.console.store import SqliteStore, Store
+from app.console.store import ImportRow, SqliteStore, Store
 
 # Each implementation: a factory that opens (or reopens) the same store each time it is called in one test.
 Opener = Callable[[], Store]
@@ -242,6 +242,28 @@ def test_the_store_counts_the_bytes_each_session_stores_also_after_reopening(ope
         second.close()
 
 
+# --- append_rows: an import's chunks -------------------------------------------------------------------
+
+
+def _mixed(session: str) -> list[TimelineEvent]:
+    return [TimelineEvent(session, 1, ExchangeStarted(key="x1", method="tools/call"), 1001.0),
+            TimelineEvent(session, 2, Wire(exchange="x1", raw="frame"), 1002.0),
+            TimelineEvent(session, 3, ExchangeFinished(key="x1", status="ok"), 1003.0),
+            TimelineEvent(session, 4, Notice(message="a notice"), 1004.0),
+            TimelineEvent(session, 5, ExchangeStarted(key="r1", method="tools/call", op="o1"), 1005.0)]
+
+
+def test_rows_appended_in_bulk_read_back_as_the_same_events_appended_one_by_one(store: Store) -> None:
+    for event in _mixed("one"):
+        store.append(event)
+    store.append_rows("bulk", [ImportRow(e.seq, e.kind, e.at, e.data, e.data_json) for e in _mixed("bulk")])
+    one, bulk = store.events("one"), store.events("bulk")
+    assert [(e.seq, e.kind, e.at, e.data) for e in bulk] == [(e.seq, e.kind, e.at, e.data) for e in one]
+    assert seqs(store.events("bulk", exchange="x1")) == [1, 2, 3]
+    assert store.entry_count("bulk") == store.entry_count("one") == 2
+    assert store.count("bulk") == 5 and store.stored_bytes("bulk") == store.stored_bytes("one")
+
+
 # --- event_rows: events as stored, for exports ---------------------------------------------------------
 
 
@@ -281,6 +303,14 @@ def test_find_entries_pages_the_matches_of_the_whole_session_newest_first_with_t
     more = store.find_entries("s1", query, before_seq=first.hits[-1].seq0, limit=100)
     assert [h.key for h in more.hits][:2] == ["x22", "x20"] and len(more.hits) == 15 and more.total == 20
     assert all(h.kind == "exchange" for h in more.hits)
+
+
+def test_find_entries_finds_rows_appended_in_bulk_with_their_final_status_and_findings(store: Store) -> None:
+    events = [*_mixed("bulk"), TimelineEvent("bulk", 6, FindingRecorded(rule="R", exchange="x1"), 1006.0)]
+    store.append_rows("bulk", [ImportRow(e.seq, e.kind, e.at, e.data, e.data_json) for e in events])
+    found = store.find_entries("bulk", EntryQuery(statuses=statuses_for("ok")))
+    assert [(h.key, h.seq0, h.kind, h.findings) for h in found.hits] == [("x1", 1, "exchange", 1)]
+    assert [h.key for h in store.find_entries("bulk", EntryQuery()).hits] == ["n4", "x1"]  # never the round
 
 
 def test_find_entries_filters_by_the_final_status_and_by_text_in_the_entry_facts_but_not_frames(

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from app.console import manager as manager_module
 from app.console import session_stream
 from app.console import store as store_module
 from tests.integration.conftest import JSON, Console
@@ -98,7 +97,7 @@ async def test_export_reads_the_store_in_chunks_and_import_rebuilds_a_session_la
     assert total > 3 * chunk
     monkeypatch.setattr(store_module, "CHUNK", chunk)
     monkeypatch.setattr(session_stream, "READ_BYTES", 97)  # the import parses across many small reads
-    monkeypatch.setattr(manager_module, "IMPORT_CHUNK", 5)
+    monkeypatch.setattr(session_stream, "CHUNK", 5)  # the reader hands the import 5 events at a time
     reads: list[tuple[int, int]] = []
     real_rows, real_flush = store.event_rows, store.flush
     flushes = [0]

@@ -1,0 +1,109 @@
+"""The fold of an imported session without folding every entry: the same state, a fraction of the work.
+
+A session file of 100,000 entries holds some 400,000 events; folding each (a typed record, a dict merged
+into an entry) cost more than storing it, and all but the last `timeline_window` entries are evicted from
+the state by the end. So an import goes in two passes:
+
+1. Every event is stored from the file's own rows (`Store.append_rows`), and `WindowTracker` follows
+   which keys the fold's windows would hold — the entries' and the rounds' — exactly as `state._entry` and
+   `state._exchange` evict them (by first insertion; a key evicted and seen again comes back as new), with
+   the two facts of an entry event that outlive its entry (the highest request id, the store-quota notice).
+2. `window_events` reads back from the store every event the state needs: all the kinds that are not
+   entries, fully; the entry events (exchanges, notices) only after the first event of the final window, and
+   of those only the ones of a key in the final window, from the event that (last) brought it in. An
+   operation's change outside the window still updates the operations (`state.operation_record`).
+
+Folded (`state.apply`), this gives what the full fold gives for the window, the rounds, the operations and
+everything that is not an entry; the entries before the window are counted (`Timeline.set_total`).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
+
+from app.console.events import EXCHANGE_KINDS, RECORDS, OperationChanged, TimelineEvent
+from app.console.state import SessionState, operation_record
+from app.console.store import Store, iter_events
+
+# Entry events read back only from the window's first event on; every other kind is read whole.
+WINDOW_KINDS = (*EXCHANGE_KINDS, "notice")
+OTHER_KINDS = tuple(k for k in RECORDS if k not in WINDOW_KINDS and k != "wire")
+TRACKED_KINDS = frozenset({*WINDOW_KINDS, "operation"})  # the kinds `WindowTracker.see` follows
+ROUNDS_PER_ENTRY = 4  # the fold keeps window * 4 rounds (state._exchange)
+
+
+class WindowTracker:
+    """Which keys the fold's entry and round windows hold after the events seen so far: key → the sequence
+    number of the event that brought it in. Bounded by the windows, whatever the session's size."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.entries: OrderedDict[str, int] = OrderedDict()
+        self.rounds: OrderedDict[str, int] = OrderedDict()
+        self.last_id = 0
+        self.quota_reached = False
+
+    def see(self, seq: int, kind: str, data: dict[str, Any]) -> None:
+        if kind in EXCHANGE_KINDS:
+            key = data.get("key", "")
+            if kind == "exchange_started":
+                rid = data.get("id")
+                if isinstance(rid, int):
+                    self.last_id = max(self.last_id, rid)
+            if data.get("op") or key in self.rounds:
+                self._enter(self.rounds, key, seq, self.window * ROUNDS_PER_ENTRY)
+            else:
+                self._enter(self.entries, key, seq, self.window)
+        elif kind == "notice":
+            if data.get("signal") == "store_quota":
+                self.quota_reached = True
+            self._enter(self.entries, f"n{seq}", seq, self.window)
+        elif kind == "operation":
+            self._enter(self.entries, data.get("key", ""), seq, self.window)
+
+    @staticmethod
+    def _enter(keys: OrderedDict[str, int], key: str, seq: int, limit: int) -> None:
+        if key not in keys:  # a key already held keeps its place, as a dict assignment does
+            keys[key] = seq
+            while len(keys) > limit:
+                keys.popitem(last=False)
+
+    @property
+    def first_seq(self) -> int:
+        """The first event of the final windows (entry events before it are not read back)."""
+        return min([*self.entries.values(), *self.rounds.values()], default=0)
+
+    def in_window(self, event: TimelineEvent) -> bool:
+        """Whether the full fold would show this entry event in the final state (its key held from it on)."""
+        data = event.data
+        key = f"n{event.seq}" if event.kind == "notice" else data.get("key", "")
+        for keys in (self.rounds, self.entries) if event.kind in EXCHANGE_KINDS else (self.entries,):
+            if key in keys and event.seq >= keys[key]:
+                return True
+        return False
+
+
+def window_events(store: Store, session_id: str, tracker: WindowTracker) -> Iterator[TimelineEvent]:
+    """The stored events the final state needs, in sequence order (see the module's docstring)."""
+    others = (e for chunk in iter_events(store, session_id, OTHER_KINDS) for e in chunk)
+    after = max(tracker.first_seq - 1, 0)
+    entries = (e for chunk in iter_events(store, session_id, WINDOW_KINDS, after=after) for e in chunk)
+    yield from heapq.merge(others, entries, key=lambda e: e.seq)
+
+
+def fold_window(state: SessionState, events: Iterator[TimelineEvent],
+                tracker: WindowTracker) -> Iterator[TimelineEvent]:
+    """`window_events` folded into `state`: an entry event outside the final window folds only what outlives
+    its entry. Yields the events it folded whole (for a caller that folds through its own timeline)."""
+    for event in events:
+        if (event.kind in WINDOW_KINDS or event.kind == "operation") and not tracker.in_window(event):
+            if isinstance(event.record, OperationChanged):
+                operation_record(state, event.record)
+            state.seq = max(state.seq, event.seq)
+            continue
+        yield event
+    state.last_id = max(state.last_id, tracker.last_id)
+    state.store_quota_reached = state.store_quota_reached or tracker.quota_reached
