@@ -136,7 +136,7 @@ class SessionManager:
         except BaseException:  # a file that breaks off half way leaves nothing of itself in the store
             self.store.delete_session(session.id)
             raise
-        session.timeline.set_total(self.store.entry_count(session.id))
+        session.timeline.set_total(tracker.entry_count)  # counted as stored (the store's count rescans them)
         self.store.save_session(session.id, session.meta(), created, session.last_activity)
         return session
 
