@@ -404,9 +404,9 @@ def _write_batch(conn: sqlite3.Connection, index: entry_index_writer.IndexWriter
                     index.add(conn, row[0], row[1], item, begins)
             continue
         if op == "rows":  # an import's chunk (`append_rows`)
-            session_id, table_rows, items = arg
+            session_id, table_rows, index_items = arg
             rows.extend(table_rows)
-            for seq, item, begins in items:
+            for seq, item, begins in index_items:
                 index.add(conn, session_id, seq, item, begins)
             continue
         _write_events(conn, rows, index)
