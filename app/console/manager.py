@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any
 
 import httpx
@@ -124,10 +125,11 @@ class SessionManager:
         last = 0
         try:
             for rows in chunks:
-                for row in rows:
-                    if row.kind in tracked:
-                        see(row.seq, row.kind, row.data)
-                    last = max(last, row.seq)
+                for seq, kind, _, data, _ in rows:  # unpacked: 400,000 rows at 100k entries, no attribute lookups
+                    if kind in tracked:
+                        see(seq, kind, data)
+                if rows:
+                    last = max(last, max(map(itemgetter(0), rows)))
                 self._store_chunk(session.id, rows)
             self.store.flush()
             folded = fold_window(session.state, window_events(self.store, session.id, tracker), tracker)
@@ -136,7 +138,7 @@ class SessionManager:
         except BaseException:  # a file that breaks off half way leaves nothing of itself in the store
             self.store.delete_session(session.id)
             raise
-        session.timeline.set_total(self.store.entry_count(session.id))
+        session.timeline.set_total(tracker.entry_count)  # counted as stored (the store's count rescans them)
         self.store.save_session(session.id, session.meta(), created, session.last_activity)
         return session
 

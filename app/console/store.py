@@ -183,17 +183,21 @@ class SqliteStore:
     def append_rows(self, session_id: str, rows: list[ImportRow]) -> None:
         """Many events in one queue item, written with one executemany (an import: a chunk of a file at a time).
         The rows and index items are made here, as `append` makes them, but without a record per event."""
+        # The table's rows and the index's items apart: the writer extends its executemany with the rows whole
+        # and loops over the items only (half of an import's events are frames, which have none).
         out = []
+        items = []
         size = 0
-        begins = entry_index_writer.BEGINS
+        begins, indexed = entry_index_writer.BEGINS, entry_index.INDEXED_KINDS
+        item_of = entry_index_writer.index_item_of
         for seq, kind, at, data, text in rows:
-            row = (session_id, seq, kind, data.get("exchange") or data.get("key"), at, text, EVENT_VERSION)
-            item = entry_index_writer.index_item_of(kind, seq, data) if kind in entry_index.INDEXED_KINDS else None
-            out.append((row, item, item is not None and kind in begins))
+            out.append((session_id, seq, kind, data.get("exchange") or data.get("key"), at, text, EVENT_VERSION))
+            if kind in indexed and (item := item_of(kind, seq, data)) is not None:
+                items.append((seq, item, kind in begins))
             size += len(text)
         with self._bytes_lock:
             self._bytes[session_id] = self._bytes.get(session_id, 0) + size
-        self._queue.put(("events", out))
+        self._queue.put(("rows", (session_id, out, items)))
         self._urgent.set()  # a chunk is a batch already: lingering for more would only idle while the next is read
 
     def stored_bytes(self, session_id: str) -> int:
@@ -398,6 +402,12 @@ def _write_batch(conn: sqlite3.Connection, index: entry_index_writer.IndexWriter
                 rows.append(row)
                 if item is not None:
                     index.add(conn, row[0], row[1], item, begins)
+            continue
+        if op == "rows":  # an import's chunk (`append_rows`)
+            session_id, table_rows, index_items = arg
+            rows.extend(table_rows)
+            for seq, item, begins in index_items:
+                index.add(conn, session_id, seq, item, begins)
             continue
         _write_events(conn, rows, index)
         if op == "session":

@@ -182,6 +182,21 @@ async def test_an_imported_session_reads_back_every_event_and_frame_of_the_file(
     assert target.store.stored_bytes(imported.id) == sum(len(r.data) for r in rows)
 
 
+async def test_an_import_counts_its_entries_as_it_stores_them_without_asking_the_store(
+        managers: tuple[SessionManager, SessionManager], monkeypatch: pytest.MonkeyPatch) -> None:
+    source, target = managers
+    body = _file(source, _record_mixed(source))
+    real_count = target.store.entry_count
+
+    def refused(session_id: str) -> int:
+        raise AssertionError("the import rescans the stored events to count its entries")
+    monkeypatch.setattr(target.store, "entry_count", refused)
+    imported = _import(target, body)
+    monkeypatch.setattr(target.store, "entry_count", real_count)
+    # notices, operations and late-finishing calls counted once each, operation rounds not at all: the store's rule
+    assert imported.timeline.entry_count == real_count(imported.id) > 8 * WINDOW
+
+
 async def test_a_frame_with_a_key_no_record_has_is_refused_and_leaves_nothing(
         managers: tuple[SessionManager, SessionManager]) -> None:
     source, target = managers
