@@ -66,7 +66,10 @@ def test_server_everything_elicitation_is_answered_in_the_inbox_and_the_tool_rep
     dialog.get_by_role("button", name="Accept", exact=True).click()
     expect(page.locator("#inbox .inbox-sr")).to_have_count(0)
     expect(item.locator(".result")).to_contain_text("Ada Lovelace", timeout=SLOW_MS)
-    nested = page.locator("#timeline-list li.server-request", has_text="elicitation/create")
+    call = page.locator('#timeline-list > li.entry[data-method="tools/call"]').first
+    expect(call).to_have_attribute("data-status", re.compile(r"^(ok|complete)$"))
+    call.locator(":scope > details > summary").click()  # the entry's body (its nested requests) loads on open
+    nested = call.locator("li.server-request", has_text="elicitation/create")
     expect(nested).to_have_attribute("data-status", "answered")
 
 
