@@ -21,11 +21,12 @@ from websockets.asyncio.client import connect
 
 from tests.integration.conftest import JSON, ws_collect
 from tests.integration.conftest import eventually as _eventually
-from tests.integration.test_team_processes import connected_session, twin
+from tests.integration.test_team_processes import connected_session, team, twin
 from tests.services_pg import unavailable
-from tests.team_processes import ROOT, Team, TeamSpec, free_port
+from tests.team_processes import ROOT, Team, free_port
 
 pytestmark = pytest.mark.slow
+__all__ = ["team"]  # the two-process fixture, shared with test_team_processes
 WAIT_S = 20.0
 CONF = ROOT / "deploy" / "nginx-team.conf"
 
@@ -41,13 +42,6 @@ def proxy_conf(site: str, root: Path, port: int, upstreams: dict[str, int]) -> s
                                                                      "scgi"))
     return (f"daemon off;\nworker_processes 1;\npid {root / 'nginx.pid'};\nerror_log {root / 'error.log'} warn;\n"
             f"events {{ worker_connections 256; }}\nhttp {{\naccess_log off;\n{temp}\n{site}\n}}\n")
-
-
-@pytest.fixture
-def team(tmp_path: Path, pg_database: str, redis_url: str, redis_prefix: str) -> Iterator[Team]:
-    made = Team(TeamSpec(pg_database, redis_url, redis_prefix), tmp_path)
-    yield made
-    made.stop()
 
 
 @pytest.fixture
