@@ -22,6 +22,7 @@ from app.console.store import ImportRow, Store, iter_events, open_store
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.console.team import make_cluster, make_hub
+from app.console.timeline import flush_all
 from app.mcp.netstream import AsyncioHTTPTransport
 from app.settings import Settings
 
@@ -185,6 +186,7 @@ class SessionManager:
         session = self.sessions.pop(session_id, None)
         if session is not None:
             await session.close()
+            session.timeline.flush()  # nothing it held may be stored after the delete
         self.hub.close_session(session_id, "session deleted")
         self.hub.forget_session(session_id)
         self.links.forget_session(session_id)
@@ -207,6 +209,7 @@ class SessionManager:
         if self.ownership is not None:  # another process takes these sessions over on their next action
             await self.ownership.release_all()
         await self.http.aclose()
+        flush_all()  # what the sessions' requests held reaches the store and the hub before they stop
         await self.hub.stop()  # after the sessions: what closing them published still goes out
         await self.cluster.stop()
         self.store.close()

@@ -7,9 +7,10 @@ requestState strings (servers rotate them, some rounds carry none, operations in
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from app.console.events import OperationChanged
@@ -73,6 +74,7 @@ class Operation:
     first_params: dict[str, Any] | None = None
     log_level: str | None = None  # this operation's own _meta logLevel (else the session's)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+    recorded: OperationChanged | None = field(default=None, repr=False)  # the last snapshot appended
 
     @property
     def key(self) -> str:
@@ -90,12 +92,23 @@ class Operation:
         """What the timeline records for this operation: a full snapshot, enough to show it after a restart."""
         return OperationChanged(
             key=self.key, op=self.id, method=self.method, name=self.name, status=self.status, message=self.message,
-            started=self.started, rounds=[asdict(r) | {"human_ms": r.human_ms} for r in self.rounds],
+            started=self.started, rounds=[_round_data(r) for r in self.rounds],
             pending=sorted(self.pending), answered=sorted(self.answers),
             required_capabilities=self.required_capabilities, replay_of=self.replay_of, params=self.params,
             pending_requests=dict(self.pending), errors=dict(self.errors), drafts=dict(self.drafts),
             final=reply_json(self.final) if self.final is not None else None, validation=self.validation,
             log_level=self.log_level)
+
+
+def _round_data(r: Round) -> dict[str, Any]:
+    """A round as its snapshot records it: `asdict` plus `human_ms`, spelled out (asdict's generic deep copy was
+    most of a snapshot's cost, two snapshots per call). The lists and dicts are copied, as asdict copies them."""
+    return {"n": r.n, "key": r.key, "request_id": r.request_id, "sent": r.sent, "received": r.received,
+            "server_ms": r.server_ms, "status": r.status, "input_keys": list(r.input_keys),
+            "input_kinds": dict(r.input_kinds), "state": r.state,
+            "state_info": copy.deepcopy(r.state_info) if r.state_info is not None else None,
+            "state_change": r.state_change, "answered": r.answered, "retried_at_once": r.retried_at_once,
+            "human_ms": r.human_ms}
 
 
 def reply_json(reply: Reply) -> dict[str, Any]:
@@ -161,7 +174,10 @@ class OperationDriver:
         return [op for op in self.timeline.state.operations.values() if op.status == "awaiting_input"]
 
     def record_of(self, op: Operation) -> OperationRecord:
-        """The folded record; an operation not yet recorded (its first round not started) shows as it is."""
+        """The record the fold makes of the operation's last snapshot (made here: while its request is held the
+        fold has not seen it yet); an operation not yet recorded (its first round not started) shows as it is."""
+        if op.recorded is not None:
+            return OperationRecord.of(op.recorded)
         return self.timeline.state.operations.get(op.id) or OperationRecord.of(op.snapshot())
 
     def refuse(self, op: Operation, key: str, errors: dict[str, str], drafts: dict[str, list[str]]) -> None:
@@ -172,7 +188,8 @@ class OperationDriver:
         self._record(op)
 
     def _record(self, op: Operation) -> None:
-        self.timeline.append(op.snapshot())
+        op.recorded = op.snapshot()
+        self.timeline.append(op.recorded)
 
     def record(self, op: Operation) -> None:
         """Re-publish an operation as it stands (e.g. its deadline moved): every tab re-renders it."""

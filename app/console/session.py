@@ -631,6 +631,7 @@ class ConsoleSession:
             await self.client.close()
         if self.status != "failed":
             self._set_status("closed")
+        self.timeline.flush()  # what its requests held is stored before the store or the session goes
 
 
 def discover_shape(negotiated: Negotiated) -> dict[str, Any]:

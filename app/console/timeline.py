@@ -7,13 +7,24 @@ Frames take a lighter path (`add_frame`): they change no state (the fold skips t
 never reach a tab, so each is given its sequence number at once but the store gets them in batches, once per
 turn of the event loop (or every FRAME_BATCH frames), before any other event, so the store still sees every
 event in sequence order. A server flooding 17,000 frames a second then costs one store write per batch.
+
+A request sent from an action POST is *held* (`hold`): while the console waits for the target or writes its
+answer, the events of the kinds an exchange makes (HELD_KINDS) are numbered at once but stored, folded and
+published later, in sequence order with the frames: while the request is on the wire (the idle wait for the
+answer), or HOLD_S after the answer at the latest, or first thing when anything else is appended or read.
+Under bench.latency the store row, the fold and the hub's render were a quarter of the event loop's time per call,
+all of it between the target's answer and the console's. Nothing is lost or reordered: every reader outside the
+held request flushes first (`flush`, `flush_all`; the web entry points call it), and an event of any other kind
+(a status change, a notice) flushes the held ones before it is appended.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from app.console.entry_index import EntryHit, EntryQuery
@@ -25,6 +36,19 @@ Publish = Callable[[TimelineEvent], None]
 QUOTA_NOTICE = ("stored data for this session reached the quota (setting max_session_store_bytes = {limit} "
                 "bytes); frames are no longer kept")
 FRAME_BATCH = 1000  # frames held for one store write at most (a loop turn may take a whole read buffer's worth)
+# What a held request records: its exchange, its operation's snapshots, the findings on its frames and the
+# notifications on its stream. None of them is read back by the request that makes them (it answers from its own
+# objects); a status change, a notice or anything else is appended at once (after the held ones).
+HELD_KINDS = frozenset({"exchange_started", "exchange_finished", "operation", "finding", "progress", "log"})
+HOLD_S = 0.004  # the longest a held event waits when no request goes out meanwhile (a tab sees it this late)
+# Timelines with events not yet stored: a reader outside the session's own requests flushes them all first.
+_UNFLUSHED: weakref.WeakSet[Timeline] = weakref.WeakSet()
+
+
+def flush_all() -> None:
+    """Store, fold and publish every held event of every session (before a page, a JSON twin or a socket reads)."""
+    for timeline in list(_UNFLUSHED):
+        timeline.flush()
 
 
 class Timeline:
@@ -35,7 +59,11 @@ class Timeline:
         self._publish = publish
         self._quota = quota_bytes
         self.state = SessionState(session_id, window=window, seq=seq)
-        self._frames: list[TimelineEvent] = []  # numbered, not yet handed to the store (see add_frame)
+        # Numbered, not yet handed to the store, in sequence order: frames (see add_frame) and held events (see hold).
+        self._pending: list[TimelineEvent] = []
+        self._holding = 0  # requests in flight under `hold`
+        self._soon = False  # a flush is scheduled for the next loop turn
+        self._timer: asyncio.TimerHandle | None = None  # ... or for HOLD_S from now
         self.frame_batches = 0  # store writes of frames (tests count them)
 
     # The window lives in the state; these read it.
@@ -72,11 +100,20 @@ class Timeline:
         return self.state.entry_count
 
     def append(self, record: Event) -> TimelineEvent | None:
-        """Record one event: store it, fold it, publish it. None when a frame is past the store quota."""
+        """Record one event: store it, fold it, publish it. None when a frame is past the store quota.
+
+        While a request is held (see `hold`) an event of HELD_KINDS is numbered now and handled at the next flush.
+        """
         if record.kind == "wire" and self._over_quota():
             return None
-        if self._frames:
-            self.flush_frames()  # the frames before this event reach the store before it
+        if self._holding and record.kind in HELD_KINDS:
+            self.state.seq += 1
+            event = TimelineEvent(self.session_id, self.state.seq, record)
+            self._pend(event)
+            self._flush_later()
+            return event
+        if self._pending:
+            self.flush()  # the frames and held events before this event reach the store (and the fold) before it
         event = TimelineEvent(self.session_id, self.state.seq + 1, record)
         self._store.append(event)
         apply(self.state, event)
@@ -90,23 +127,86 @@ class Timeline:
             return None
         self.state.seq += 1
         event = TimelineEvent(self.session_id, self.state.seq, record)
-        frames = self._frames
-        frames.append(event)
-        if len(frames) == 1:
-            try:
-                asyncio.get_running_loop().call_soon(self.flush_frames)  # once per batch, not per frame
-            except RuntimeError:  # no loop (a script, a unit test): nothing would flush later, so store it now
-                self.flush_frames()
-        elif len(frames) >= FRAME_BATCH:
-            self.flush_frames()
+        self._pend(event)
+        if len(self._pending) >= FRAME_BATCH:
+            self.flush()
+        elif self._holding and record.direction != "out":
+            self._flush_later()  # a held request's answer: the answer to the browser or script goes first
+        else:
+            # Once per loop turn. For a held request's outgoing frame that turn is the wait for the target's
+            # answer: what was held so far is written while the console has nothing else to do.
+            self._flush_soon()
         return event
 
-    def flush_frames(self) -> None:
-        """Hand the pending frames to the store in one write (on the loop: after the turn that read them)."""
-        if self._frames:
-            frames, self._frames = self._frames, []
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """Hold the events of the requests made inside (see the module's docstring); flushed HOLD_S after at most."""
+        self._holding += 1
+        try:
+            yield
+        finally:
+            self._holding -= 1
+            if self._pending:
+                self._flush_later()
+
+    def _pend(self, event: TimelineEvent) -> None:
+        if not self._pending:
+            _UNFLUSHED.add(self)
+        self._pending.append(event)
+
+    def _flush_soon(self) -> None:
+        if self._soon:
+            return
+        try:
+            asyncio.get_running_loop().call_soon(self._scheduled_flush)
+        except RuntimeError:  # no loop (a script, a unit test): nothing would flush later, so store it now
+            self.flush()
+            return
+        self._soon = True
+
+    def _flush_later(self) -> None:
+        if self._soon or self._timer is not None:
+            return
+        try:
+            self._timer = asyncio.get_running_loop().call_later(HOLD_S, self._scheduled_flush)
+        except RuntimeError:
+            self.flush()
+
+    def _scheduled_flush(self) -> None:
+        self._soon = False
+        self.flush()
+
+    def flush(self) -> None:
+        """Hand the pending frames and held events to the store in order; fold and publish the held events.
+
+        A run of frames goes in one write (a flood of 17,000 frames a second costs one write per loop turn).
+        """
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        _UNFLUSHED.discard(self)
+        frames: list[TimelineEvent] = []
+        for event in pending:
+            if type(event.record) is Wire:
+                frames.append(event)
+                continue
+            if frames:
+                self._store.append_many(frames)
+                self.frame_batches += 1
+                frames = []
+            self._store.append(event)
+            apply(self.state, event)
+            self._publish(event)
+        if frames:
             self._store.append_many(frames)
             self.frame_batches += 1
+
+    def flush_frames(self) -> None:
+        """The frames (and held events) not yet stored, stored now."""
+        self.flush()
 
     def _over_quota(self) -> bool:
         """Past the quota the raw frames stop being kept (said once); everything else goes on."""

@@ -55,18 +55,23 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
     A script (JSON) waits for the end. A browser gets the card at once if the operation ends
     quickly, else a running card with Cancel and progress that the websocket keeps current.
     """
-    op = s.operations.create(method, params, log_level=log_level)
-    task = w.manager.tasks.spawn(f"op-{op.id}", s.operations.run(op))
-    if wants_json(request):
-        await task
-    else:
-        await asyncio.wait({task}, timeout=QUICK_ANSWER_S)
-    record = s.operations.record_of(op)
-    data = {**(reply_json(op.final) if op.final else {"ok": False, "result": None}),
-            "status": record.status, "operation": operation_json(record), "output_validation": op.validation}
-    if wants_json(request):
-        return respond(request, True, data, None)
-    return respond(request, False, data, w.render("_operation.html", s=s, op=record))
+    as_json = wants_json(request)
+    # Its events are stored, folded and published while it waits for the target, or just after this answer
+    # (see Timeline.hold); the answer is made from the operation itself.
+    with s.timeline.hold():
+        op = s.operations.create(method, params, log_level=log_level)
+        task = w.manager.tasks.spawn(f"op-{op.id}", s.operations.run(op))
+        if as_json:
+            await task
+        else:
+            await asyncio.wait({task}, timeout=QUICK_ANSWER_S)
+        record = s.operations.record_of(op)
+        data = {**(reply_json(op.final) if op.final else {"ok": False, "result": None}),
+                "status": record.status, "operation": operation_json(record), "output_validation": op.validation}
+        if as_json:
+            return respond(request, True, data, None)
+        s.timeline.flush()  # the card shows the entry's progress and logs from the fold
+        return respond(request, False, data, w.render("_operation.html", s=s, op=record))
 
 
 @operator_post(router, "/sessions/{session_id}/tools/call")

@@ -22,6 +22,7 @@ from app.console.store import Store
 from app.settings import Settings
 from app.web import actions, export_routes, live_routes, op_routes, routes, share_routes, ws
 from app.web.deps import LinkEnded, Principal, Web, hoist_hot_routes, redactor
+from app.web.held import FlushHeld
 from app.web.limits import BodyLimitMiddleware
 from app.web.public_host import resolve_public_host
 from app.web.render import STATIC, EventRenderer, make_env
@@ -90,6 +91,8 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.include_router(ws.router)
     hoist_hot_routes(app.router.routes)  # the action POSTs, matched first
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    # Innermost: what the requests in flight held is stored and folded before a route reads it (app/web/held.py).
+    app.add_middleware(FlushHeld)
     # Inside the guard (Host and Origin checked, cookies dropped off the public host) and before every route.
     app.add_middleware(RouteToOwner, web=app.state.web)
     # Small JSON replies go uncompressed: on loopback compressing them costs more than it saves.
