@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import secrets
 import time
 from collections.abc import Callable, Iterable
@@ -254,7 +255,13 @@ class ConsoleSession:
             if event.http_status is not None:
                 self._http_status.setdefault(event.exchange, event.http_status)
         recorded = self.timeline.add_frame(record)
-        self._lint(event, recorded.seq if recorded is not None else 0)
+        seq = recorded.seq if recorded is not None else 0
+        if self.timeline.deferring:
+            # A held request's answer goes out before its lint runs (a pydantic check of the result, on every call);
+            # frames linted later keep the order the linter saw them in.
+            self.timeline.defer(functools.partial(self._lint, event, seq))
+        else:
+            self._lint(event, seq)
         if event.exchange is None and event.direction == "in" and event.signal != "session_message":
             what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
                 else f"a frame that {event.note or 'matches no request in flight'}"

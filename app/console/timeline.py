@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -33,6 +34,7 @@ from app.console.state import SessionState, apply
 from app.console.store import Store
 
 Publish = Callable[[TimelineEvent], None]
+log = logging.getLogger("mcp_console.timeline")
 QUOTA_NOTICE = ("stored data for this session reached the quota (setting max_session_store_bytes = {limit} "
                 "bytes); frames are no longer kept")
 FRAME_BATCH = 1000  # frames held for one store write at most (a loop turn may take a whole read buffer's worth)
@@ -59,8 +61,11 @@ class Timeline:
         self._publish = publish
         self._quota = quota_bytes
         self.state = SessionState(session_id, window=window, seq=seq)
-        # Numbered, not yet handed to the store, in sequence order: frames (see add_frame) and held events (see hold).
-        self._pending: list[TimelineEvent] = []
+        # Numbered, not yet handed to the store, in sequence order: frames (see add_frame) and held events (see hold),
+        # and work a held request put off until then (see defer).
+        self._pending: list[TimelineEvent | Callable[[], object]] = []
+        self._deferred = 0  # callables among them
+        self._flushing = False
         self._holding = 0  # requests in flight under `hold`
         self._soon = False  # a flush is scheduled for the next loop turn
         self._timer: asyncio.TimerHandle | None = None  # ... or for HOLD_S from now
@@ -106,7 +111,8 @@ class Timeline:
         """
         if record.kind == "wire" and self._over_quota():
             return None
-        if self._holding and record.kind in HELD_KINDS:
+        if self._flushing or (self._holding and record.kind in HELD_KINDS):
+            # (While flushing, whatever a deferred call appends takes its turn after what was held before it.)
             self.state.seq += 1
             event = TimelineEvent(self.session_id, self.state.seq, record)
             self._pend(event)
@@ -149,10 +155,22 @@ class Timeline:
             if self._pending:
                 self._flush_later()
 
-    def _pend(self, event: TimelineEvent) -> None:
+    @property
+    def deferring(self) -> bool:
+        """Whether work on a frame should wait for the flush (see defer): a request is held, or work waits already."""
+        return self._holding > 0 or self._deferred > 0
+
+    def defer(self, work: Callable[[], object]) -> None:
+        """Run `work` at the flush, in its place among the held events (a held request's lint: its findings
+        follow the frames they are about, after what was held before them)."""
+        self._deferred += 1
+        self._pend(work)
+        self._flush_later()
+
+    def _pend(self, item: TimelineEvent | Callable[[], object]) -> None:
         if not self._pending:
             _UNFLUSHED.add(self)
-        self._pending.append(event)
+        self._pending.append(item)
 
     def _flush_soon(self) -> None:
         if self._soon:
@@ -184,22 +202,42 @@ class Timeline:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if not self._pending:
+        if not self._pending or self._flushing:
             return
-        pending, self._pending = self._pending, []
-        _UNFLUSHED.discard(self)
+        self._flushing = True
+        try:
+            while self._pending:  # a deferred call may append: that comes next, in order
+                pending, self._pending = self._pending, []
+                self._flush_items(pending)
+        finally:
+            self._flushing = False
+            if not self._pending:
+                _UNFLUSHED.discard(self)
+
+    def _flush_items(self, pending: list[TimelineEvent | Callable[[], object]]) -> None:
         frames: list[TimelineEvent] = []
-        for event in pending:
-            if type(event.record) is Wire:
-                frames.append(event)
+        for item in pending:
+            if not isinstance(item, TimelineEvent):
+                if frames:
+                    self._store.append_many(frames)
+                    self.frame_batches += 1
+                    frames = []
+                self._deferred -= 1
+                try:
+                    item()
+                except Exception:  # a check that breaks on a hostile frame must not cost the events after it
+                    log.exception("deferred work on session %s failed", self.session_id)
+                continue
+            if type(item.record) is Wire:
+                frames.append(item)
                 continue
             if frames:
                 self._store.append_many(frames)
                 self.frame_batches += 1
                 frames = []
-            self._store.append(event)
-            apply(self.state, event)
-            self._publish(event)
+            self._store.append(item)
+            apply(self.state, item)
+            self._publish(item)
         if frames:
             self._store.append_many(frames)
             self.frame_batches += 1
