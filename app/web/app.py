@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import Receive, Scope, Send
 
@@ -21,8 +22,8 @@ from app.console.session import Target
 from app.console.store import Store
 from app.settings import Settings
 from app.web import actions, export_routes, live_routes, op_routes, routes, share_routes, ws
-from app.web.deps import LinkEnded, Principal, Web, hoist_hot_routes, redactor
-from app.web.held import FlushHeld
+from app.web.deps import HOT_ROUTES, LinkEnded, Principal, Web, hoist_hot_routes, redactor
+from app.web.held import HotPath
 from app.web.limits import BodyLimitMiddleware
 from app.web.public_host import resolve_public_host
 from app.web.render import STATIC, EventRenderer, make_env
@@ -91,17 +92,8 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.include_router(ws.router)
     hoist_hot_routes(app.router.routes)  # the action POSTs, matched first
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
-    # Innermost: what the requests in flight held is stored and folded before a route reads it (app/web/held.py).
-    app.add_middleware(FlushHeld)
-    # Inside the guard (Host and Origin checked, cookies dropped off the public host) and before every route.
-    app.add_middleware(RouteToOwner, web=app.state.web)
-    # Small JSON replies go uncompressed: on loopback compressing them costs more than it saves.
-    app.add_middleware(PagesGZipMiddleware, minimum_size=2048)
-    app.add_middleware(GuardMiddleware, guard=guard)
-    app.add_middleware(BodyLimitMiddleware, settings=settings)  # outermost: bodies bounded before anything reads them
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> Response:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         exc.detail = _masked_detail(request, exc.detail)
         if "hx-request" in request.headers:
             fragment = env.get_template("_error.html").render(status=exc.status_code, detail=exc.detail)
@@ -114,6 +106,17 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
             return HTMLResponse(env.get_template(template).render(status=exc.status_code, detail=exc.detail),
                                 status_code=exc.status_code)
         return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+
+    app.add_exception_handler(HTTPException, http_error)  # type: ignore[arg-type]
+    # Innermost: the action POSTs straight to their endpoints, and what the requests in flight held stored and
+    # folded before any other route reads it (app/web/held.py).
+    app.add_middleware(HotPath, routes=HOT_ROUTES, on_http_error=http_error)
+    # Inside the guard (Host and Origin checked, cookies dropped off the public host) and before every route.
+    app.add_middleware(RouteToOwner, web=app.state.web)
+    # Small JSON replies go uncompressed: on loopback compressing them costs more than it saves.
+    app.add_middleware(PagesGZipMiddleware, minimum_size=2048)
+    app.add_middleware(GuardMiddleware, guard=guard)
+    app.add_middleware(BodyLimitMiddleware, settings=settings)  # outermost: bodies bounded before anything reads them
 
     return app
 
