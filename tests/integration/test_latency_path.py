@@ -13,8 +13,10 @@ import fastapi.routing
 import httpx
 import pytest
 
+from app.console import timeline as timeline_module
+from app.console.events import TimelineEvent
 from app.web import wire_writes
-from tests.integration.conftest import Console, Served
+from tests.integration.conftest import JSON, Console, Served
 
 
 @pytest.fixture
@@ -93,3 +95,25 @@ async def test_each_answer_leaves_the_console_in_one_socket_write(
             assert reply.status_code == 200 and reply.json()["ok"]
             answers = [w for w in sent if w]
             assert len(answers) == 1 and answers[0].startswith(b"HTTP/1.1 200") and answers[0].endswith(b"}")
+
+
+async def test_a_calls_answer_goes_out_before_its_last_events_are_stored_and_the_next_read_finds_them_all(
+        console: Console, demo_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Timeline.hold: the call's events wait (here, for good: HOLD_S is an hour) until anything else reads."""
+    monkeypatch.setattr(timeline_module, "HOLD_S", 3600.0)
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    session = console.manager.get(s["id"])
+    assert session is not None
+    stored_before = console.manager.store.count(s["id"])
+    reply = await console.call_tool(s["id"], "echo", text="held")
+    assert reply["ok"] and reply["status"] == "complete" and reply["operation"]["status"] == "complete"
+    held = [e.kind for e in session.timeline._pending if isinstance(e, TimelineEvent)]
+    assert "exchange_finished" in held and "operation" in held, held  # answered, not yet recorded
+    entry = await console.http.get(f"/sessions/{s['id']}/entries/{reply['key']}.json", headers=JSON)
+    assert entry.status_code == 200, entry.text
+    data = entry.json()
+    assert [w["direction"] for w in data["wire"] if w["direction"] in ("out", "in")] == ["out", "in"]
+    assert session.timeline._pending == []
+    op = session.state.operations[reply["operation"]["op"]]
+    assert op.status == "complete" and op.to_json() == reply["operation"]  # the answer was the fold's record
+    assert console.manager.store.count(s["id"]) > stored_before
