@@ -67,6 +67,8 @@ class Timeline:
         self._deferred = 0  # callables among them
         self._flushing = False
         self._holding = 0  # requests in flight under `hold`
+        self._presend = 0  # ... of which not yet on the wire: a flush now would sit on their path to the target
+        self._sends = 0  # outgoing frames while holding (how `hold` tells whether its request went out)
         self._soon = False  # a flush is scheduled for the next loop turn
         self._timer: asyncio.TimerHandle | None = None  # ... or for HOLD_S from now
         self.frame_batches = 0  # store writes of frames (tests count them)
@@ -139,6 +141,9 @@ class Timeline:
         elif self._holding and record.direction != "out":
             self._flush_later()  # a held request's answer: the answer to the browser or script goes first
         else:
+            if self._holding and self._presend:
+                self._presend -= 1
+                self._sends += 1
             # Once per loop turn. For a held request's outgoing frame that turn is the wait for the target's
             # answer: what was held so far is written while the console has nothing else to do.
             self._flush_soon()
@@ -148,10 +153,14 @@ class Timeline:
     def hold(self) -> Iterator[None]:
         """Hold the events of the requests made inside (see the module's docstring); flushed HOLD_S after at most."""
         self._holding += 1
+        self._presend += 1
+        sends = self._sends
         try:
             yield
         finally:
             self._holding -= 1
+            if self._sends == sends and self._presend:
+                self._presend -= 1  # refused before it reached the wire
             if self._pending:
                 self._flush_later()
 
@@ -186,13 +195,21 @@ class Timeline:
         if self._soon or self._timer is not None:
             return
         try:
-            self._timer = asyncio.get_running_loop().call_later(HOLD_S, self._scheduled_flush)
+            self._timer = asyncio.get_running_loop().call_later(HOLD_S, self._timed_flush)
         except RuntimeError:
             self.flush()
 
     def _scheduled_flush(self) -> None:
         self._soon = False
         self.flush()
+
+    def _timed_flush(self) -> None:
+        """HOLD_S passed. A held request about to send would wait for this flush: it flushes when it has sent."""
+        self._timer = None
+        if self._presend:
+            self._flush_later()
+        else:
+            self.flush()
 
     def flush(self) -> None:
         """Hand the pending frames and held events to the store in order; fold and publish the held events.
