@@ -235,10 +235,8 @@ class Timeline:
         frames: list[TimelineEvent] = []
         for item in pending:
             if not isinstance(item, TimelineEvent):
-                if frames:
-                    self._store.append_many(frames)
-                    self.frame_batches += 1
-                    frames = []
+                # Deferred work reads no stored frame and what it appends comes after this batch, so a run of
+                # frames and their lint stays one store write.
                 self._deferred -= 1
                 try:
                     item()
