@@ -177,7 +177,8 @@ class HttpExchange:
         decoder = codecs.getincrementaldecoder(self._response.encoding or "utf-8")(errors="replace")
         fair = FairShare()  # a flood of chunks must not keep the loop from its timers (see app/mcp/fair.py)
         async for raw_chunk in body_pieces(self._response):
-            await fair.tick()
+            if fair.due():
+                await fair.give_way()
             self._count(raw_chunk)
             try:
                 events = parser.feed(decoder.decode(raw_chunk))
