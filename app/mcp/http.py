@@ -191,6 +191,9 @@ class HttpExchange:
                 if event.data == "":
                     continue  # a priming event: nothing to parse
                 yield self._incoming(event.data, note=f"sse id={event.id}" if event.id else None)
+                # A piece may carry hundreds of events (a backlog read at once): the slice counts them too.
+                if fair.due():
+                    await fair.give_way()
         tail = decoder.decode(b"", final=True)
         for event in [*(parser.feed(tail) if tail else []), *parser.finish()]:
             if event.data:
