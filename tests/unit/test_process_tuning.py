@@ -27,9 +27,19 @@ def test_what_exists_after_start_up_is_frozen_out_of_every_collection_and_young_
     assert gc.get_threshold()[1:] == (10, 10)  # the older generations keep Python's defaults
 
 
-def test_the_serving_command_tunes_the_process_once_it_has_started() -> None:
+def test_the_serving_command_compiles_the_templates_and_tunes_the_process_once_it_has_started() -> None:
     import inspect
 
     from app import cli
 
-    assert "tune_for_serving()" in inspect.getsource(cli.serve)
+    source = inspect.getsource(cli.serve)
+    assert source.index("compile_all(") < source.index("tune_for_serving()")  # compiled, then frozen
+
+
+def test_a_serving_console_compiles_every_template_before_its_first_use() -> None:
+    from app.web.render import compile_all, make_env
+
+    env = make_env()
+    count = compile_all(env)
+    assert count == len(env.list_templates()) > 0
+    assert env.cache is not None and len(env.cache) == count  # nothing left to compile on first use
