@@ -20,9 +20,11 @@ from app.console.session import Target
 from app.console.store import mask_url
 from app.headless.commands import add_parsers as add_headless_parsers
 from app.headless.commands import run as run_headless
+from app.process_tuning import tune_for_serving
 from app.settings import Settings
 from app.web.app import create_app
 from app.web.public_host import validated
+from app.web.render import compile_all
 from app.web.security import WILDCARDS, token_problem
 from app.web.wire_writes import CoalescingHttpToolsProtocol
 
@@ -117,6 +119,10 @@ def serve(settings: Settings, initial: list[Target] | None = None) -> None:
         url = app.state.web.guard.public_url(f"/?token={settings.token}{suffix}", port)
         if settings.database_url:
             print(f"Store: PostgreSQL at {mask_url(settings.database_url)}", flush=True)
+        # Started up: every template compiled now, not on its first use mid-flood (app/web/render.py), and
+        # then what exists lives as long as the process (app/process_tuning.py).
+        compile_all(app.state.web.env)
+        tune_for_serving()
         print(f"MCP Console is running. Open: {url}", flush=True)
 
     # proxy_headers off: nothing sits in front of the console, so X-Forwarded-* from a local client must not

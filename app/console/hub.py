@@ -43,6 +43,11 @@ class Subscriber:
     overflow: asyncio.Event = field(default_factory=asyncio.Event)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
     close_reason: str = ""
+    # Set whenever the sender has something to do (a message queued, an overflow, a close): the one thing
+    # its task waits on, so a message is one loop turn from `offer` to the socket. Waiting on the queue,
+    # the overflow and the close at once took three turns per message, and under a flood every turn can
+    # cost the rest of the loop a reader's time slice (app/mcp/fair.py) before the send.
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def offer(self, seq: int, payload: str) -> None:
         if self.overflow.is_set():
@@ -51,10 +56,17 @@ class Subscriber:
             self.queue.put_nowait((seq, payload))
         except asyncio.QueueFull:
             self.overflow.set()
+        self.wake.set()
+
+    def fall_behind(self) -> None:
+        """The tab cannot be caught up: its sender sends a reset (the tab reloads)."""
+        self.overflow.set()
+        self.wake.set()
 
     def close(self, reason: str) -> None:
         self.close_reason = reason
         self.closed.set()
+        self.wake.set()
 
 
 class Hub:

@@ -267,7 +267,7 @@ class RedisHub(Hub):
         cannot catch anyone up across the hole."""
         self.stats["gaps"] += 1
         for sub in self._subs.get(session_id, ()):
-            sub.overflow.set()
+            sub.fall_behind()
         if session_id in self._floors:
             self._floors[session_id] = max(self._floors[session_id], prev)
 

@@ -177,7 +177,8 @@ class HttpExchange:
         decoder = codecs.getincrementaldecoder(self._response.encoding or "utf-8")(errors="replace")
         fair = FairShare()  # a flood of chunks must not keep the loop from its timers (see app/mcp/fair.py)
         async for raw_chunk in body_pieces(self._response):
-            await fair.tick()
+            if fair.due():
+                await fair.give_way()
             self._count(raw_chunk)
             try:
                 events = parser.feed(decoder.decode(raw_chunk))
@@ -190,6 +191,9 @@ class HttpExchange:
                 if event.data == "":
                     continue  # a priming event: nothing to parse
                 yield self._incoming(event.data, note=f"sse id={event.id}" if event.id else None)
+                # A piece may carry hundreds of events (a backlog read at once): the slice counts them too.
+                if fair.due():
+                    await fair.give_way()
         tail = decoder.decode(b"", final=True)
         for event in [*(parser.feed(tail) if tail else []), *parser.finish()]:
             if event.data:

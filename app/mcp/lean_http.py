@@ -143,10 +143,24 @@ class _Connection(asyncio.Protocol):
     def take(self) -> bytes:
         chunk = self.body.popleft()
         self.buffered -= len(chunk)
+        self._resume()
+        return chunk
+
+    def take_all(self) -> bytes:
+        """Every body piece buffered so far, as one: a reader behind a flood (one HTTP chunk per event, a
+        socket read bringing hundreds) pays its per-piece work (decode, count, parse set-up, a loop check)
+        once per read, not once per event. At most what `READ_HIGH_WATER` lets pile up, plus one read."""
+        body = self.body
+        chunk = body.popleft() if len(body) == 1 else b"".join(body)
+        body.clear()
+        self.buffered = 0
+        self._resume()
+        return chunk
+
+    def _resume(self) -> None:
         if self._reading_paused and self.buffered <= READ_HIGH_WATER and self.transport is not None:
             self._reading_paused = False
             self.transport.resume_reading()
-        return chunk
 
     def close(self) -> None:
         if self.transport is not None:
@@ -213,7 +227,7 @@ class LeanResponse:
         while True:
             while conn.body:
                 if self._decoder is None:
-                    yield conn.take()
+                    yield conn.take_all()
                 elif isinstance(self._decoder, Inflate):
                     for piece in self._decoder.pieces(conn.take()):
                         yield piece

@@ -119,28 +119,30 @@ async def _hello(websocket: WebSocket) -> int | None:
 
 
 async def _pump(websocket: WebSocket, sub: Subscriber) -> None:
+    """Send what the hub queues, in order, until the tab goes, falls behind or is closed.
+
+    One wake-up per burst (`Subscriber.wake`): everything queued by then goes out in the same turn."""
     receiver = asyncio.create_task(_drain(websocket), name="ws-drain")
+    receiver.add_done_callback(lambda _: sub.wake.set())
     try:
         while True:
-            getter = asyncio.ensure_future(sub.queue.get())
-            waits = {getter, receiver, asyncio.ensure_future(sub.overflow.wait()),
-                     asyncio.ensure_future(sub.closed.wait())}
-            done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            for task in pending:
-                if task is not receiver:
-                    task.cancel()
-            if getter in done:
-                _seq, payload = getter.result()
+            if receiver.done():
+                return
+            if sub.closed.is_set():  # a revoked or expired link stops at once, whatever is still queued
+                await websocket.close(code=4003, reason=sub.close_reason[:100])
+                return
+            try:
+                _seq, payload = sub.queue.get_nowait()
+            except asyncio.QueueEmpty:
+                pass
+            else:
                 await websocket.send_text(payload)
                 continue
-            if receiver in done:
-                return
             if sub.overflow.is_set():
                 await websocket.send_text(reset_message(0, "fell behind"))
                 return
-            if sub.closed.is_set():
-                await websocket.close(code=4003, reason=sub.close_reason[:100])
-                return
+            sub.wake.clear()  # cleared only with the queue empty: an offer after this sets it again
+            await sub.wake.wait()
     finally:
         receiver.cancel()
 

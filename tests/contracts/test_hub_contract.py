@@ -119,6 +119,21 @@ async def test_an_overflowed_subscriber_stays_overflowed_even_after_its_queue_dr
     assert drain(sub) == []
 
 
+async def test_a_socket_sender_is_woken_by_a_message_an_overflow_or_a_close_and_by_nothing_else(
+        make_hub: MakeHub) -> None:
+    hub = make_hub(CountingRenderer(), queue_size=1)
+    sub, _ = hub.subscribe("s1", None, 0)
+    other, _ = hub.subscribe("s2", None, 0)
+    assert not sub.wake.is_set()
+    hub.publish(ev(1))
+    assert sub.wake.is_set() and not other.wake.is_set()
+    sub.wake.clear()
+    hub.publish(ev(2))  # the queue is full: the sender is woken to send the reset
+    assert sub.overflow.is_set() and sub.wake.is_set()
+    other.close("gone")
+    assert other.wake.is_set()
+
+
 async def test_subscribe_with_last_seq_replays_exactly_the_missed_events_in_order(make_hub: MakeHub) -> None:
     hub = make_hub(CountingRenderer())
     for seq in range(1, 8):

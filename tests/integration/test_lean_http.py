@@ -102,6 +102,24 @@ async def test_chunked_event_stream_arrives_whole_and_decoded(pool: LeanPool) ->
         assert await body_of(response) == b"data: one\n\ndata: two\n\n"
 
 
+async def test_a_backlog_of_chunks_is_handed_over_as_one_piece_with_every_byte_in_order(pool: LeanPool) -> None:
+    pieces = [b"data: {\"i\": %d, \"s\": \"\xc3\xa9\"}\n\n" % i for i in range(300)]
+
+    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        # The head and every chunk in one write: a socket read brings many chunks at once.
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     + b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n")
+        await writer.drain()
+
+    async with RawServer(flood) as server:
+        response = await pool.request(server.origin, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                                      b"", TIMEOUT)
+        got = [piece async for piece in response.aiter_bytes()]
+    assert b"".join(got) == b"".join(pieces)
+    assert len(got) < len(pieces)  # buffered chunks came joined, not one piece per chunk
+
+
 async def test_closing_an_answer_before_its_end_closes_its_connection(pool: LeanPool) -> None:
     async def half(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)

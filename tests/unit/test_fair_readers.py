@@ -99,3 +99,12 @@ async def test_a_reader_gives_way_once_per_time_slice_not_once_per_chunk() -> No
         now[0] += 0.001
         await share.tick()
     assert share.yields == 3  # 5 ms then 5 ms more of reading: one turn each
+
+
+def test_the_plain_check_says_when_a_reader_is_due_to_give_way_without_a_coroutine_per_chunk() -> None:
+    now = [0.0]
+    share = fair.FairShare(slice_s=0.005, clock=lambda: now[0])
+    assert not any(share.due() for _ in range(1000))
+    now[0] += 0.005
+    assert share.due()
+    assert share.yields == 0  # due() only says so: giving way is the reader's await
