@@ -485,6 +485,10 @@ def migrate_v1(kind: str, data: Json) -> tuple[str, Json]:
 _EVENT_KEYS = frozenset({"v", "session_id", "seq", "kind", "at", "data"})
 
 
+# The encoder `json.dumps(data, separators=(",", ":"))` makes on every call, made once (every event is serialized).
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 @dataclass(slots=True)
 class TimelineEvent:
     """The envelope: which session, its sequence number, when, and the typed record."""
@@ -517,7 +521,7 @@ class TimelineEvent:
             if type(record) is Wire and self._data is None:
                 self._data_json = record.data_text()  # a frame: spelled directly (see Wire.data_text)
             if self._data_json is None:
-                self._data_json = json.dumps(self.data, separators=(",", ":"))
+                self._data_json = _COMPACT.encode(self.data)  # json.dumps(self.data, separators=(",", ":"))
         return self._data_json
 
     def to_dict(self) -> Json:

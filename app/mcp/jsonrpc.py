@@ -102,7 +102,12 @@ def encode(message: dict[str, Any]) -> str:
 
     NaN and Infinity raise ValueError: they are not JSON, and a console must never send non-JSON.
     """
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(message)
+
+
+# What `json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)` builds on every call, built
+# once: the same text (json.dumps makes exactly this encoder for those arguments), without a new one per request.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def request(id_: int | str, method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -217,8 +217,17 @@ class LeanResponse:
         self.reason_phrase = conn.status.decode("ascii", errors="replace")
         self.headers = httpx.Headers(conn.headers)
         self.is_success = 200 <= self.status_code < 300
-        self.encoding = _encoding(self.headers)
-        self._decoder = _decoder(self.headers)
+        # The common answer (no charset, no Content-Encoding) is told from the raw head, without httpx's lookups;
+        # anything else is decided by them, as before.
+        charset = encoded = False
+        for name, value in conn.headers:
+            low = name.lower()
+            if low == b"content-type":
+                charset = charset or b"charset" in value.lower()
+            elif low == b"content-encoding":
+                encoded = True
+        self.encoding = _encoding(self.headers) if charset else "utf-8"
+        self._decoder = _decoder(self.headers) if encoded else None
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         conn = self._conn

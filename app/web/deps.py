@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -211,8 +212,19 @@ def respond(request: Request, as_json: bool, data: Any, html: str | None) -> Res
     if mask is not None:
         data, html = mask(data), (mask.text(html) if html is not None else None)
     if as_json or html is None or wants_json(request):
-        return JSONResponse(data)
+        return AnswerJSON(data)
     return HTMLResponse(html)
+
+
+class AnswerJSON(JSONResponse):
+    """Starlette's JSONResponse with its encoder made once (`render` built a new one for every answer)."""
+
+    def render(self, content: Any) -> bytes:
+        return _ANSWER_ENCODER.encode(content).encode("utf-8")
+
+
+# Exactly the arguments JSONResponse.render passes to json.dumps.
+_ANSWER_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
 
 
 # The dependencies are `async def` on purpose: FastAPI runs a plain `def` dependency in a worker thread, which

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from app.console import events as events_module
 from app.console.events import Notice, TimelineEvent
 from app.console.hub import Hub
 from app.console.store import SqliteStore
@@ -32,7 +33,12 @@ def test_recording_an_event_serializes_its_data_once_for_the_store_and_the_hub(
         dumped.append(obj)
         return real_dumps(obj, *args, **kwargs)
 
+    class CountingEncoder:  # the events' own compact encoder (what json.dumps with those separators builds)
+        def encode(self, obj: Any) -> str:
+            return counting(obj, separators=(",", ":"))
+
     monkeypatch.setattr(json, "dumps", counting)
+    monkeypatch.setattr(events_module, "_COMPACT", CountingEncoder())
     try:
         event = timeline.append(Notice(level="info", message="hello " * 50))
         assert event is not None
