@@ -1,0 +1,152 @@
+"""The session file reader's orjson path reads every event exactly as the stdlib path does, or leaves it to it.
+
+The reference is the same reader with the orjson path turned off (`_fast_data` always declining), which is what
+an import read before it. Each file is read in small pieces too, so events are cut at a buffer's end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.console import session_stream
+from app.console.events import EVENT_VERSION
+from app.console.store import ImportRow
+
+HEAD = ('{"format": "mcp-console-session", "version": 2, "session": {"id": "s1", "created": 1.0, "meta": {}}, '
+        '"events": [')
+
+
+def _event(seq: int, data_text: str, kind: str = "wire") -> str:
+    return (f'{{"v": {EVENT_VERSION}, "session_id": "s1", "seq": {seq}, "kind": "{kind}", "at": {seq}.5, '
+            f'"data": {data_text}}}')
+
+
+def _wire(headers_text: str, raw: str = "frame") -> str:
+    return f'{{"direction": "in", "raw": {json.dumps(raw)}, "headers": {headers_text}, "exchange": "b1"}}'
+
+
+def _file(datas: list[str], sep: str = ", ") -> str:
+    return HEAD + sep.join(_event(i + 1, d) for i, d in enumerate(datas)) + "]}"
+
+
+def _rows(text: str, piece: int | None = None) -> list[tuple[Any, ...]]:
+    pos = 0
+
+    def read(n: int) -> str:
+        nonlocal pos
+        out = text[pos:pos + min(n, piece or n)]
+        pos += len(out)
+        return out
+    reader = session_stream.SessionFileReader(read)
+    reader.open()
+    return [(r.seq, r.kind, r.at, repr(r.data), r.text) for r in reader.rows()]
+
+
+def _stdlib_rows(monkeypatch: pytest.MonkeyPatch, text: str, piece: int | None = None) -> list[tuple[Any, ...]]:
+    with monkeypatch.context() as m:
+        m.setattr(session_stream, "_fast_data", lambda text: session_stream._UNREAD)
+        return _rows(text, piece)
+
+
+def _counting_fast_data(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the events the orjson path parsed (it returned data for them)."""
+    parsed = [0]
+    real: Callable[[str], Any] = session_stream._fast_data
+
+    def counted(text: str) -> Any:
+        out = real(text)
+        parsed[0] += out is not session_stream._UNREAD
+        return out
+    monkeypatch.setattr(session_stream, "_fast_data", counted)
+    return parsed
+
+
+HOSTILE = {
+    "a lone surrogate": '["x-a", "\\ud800"]',
+    "an integer past 64 bits": "[[\"n\", 1180591620717411303424]]",
+    "a negative integer past 64 bits": "[[\"n\", -9223372036854775809]]",
+    "NaN and infinities": "[[NaN, Infinity, -Infinity]]",
+    "a float past the double's range": "[[1e400]]",
+    "a duplicated key": '{"a": 1, "b": 2, "a": 3}',
+    "the next event's head inside the data": '[{}, {"v": 2, "session_id": "s1"}]',
+    "escapes and non-ASCII": '[["\\u00e9\\n\\"\\\\", "é€😀", "\\ud83d\\ude00"]]',
+    "nesting the stdlib still reads": "[" * 600 + "]" * 600,
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+@pytest.mark.parametrize("piece", [None, 97])
+def test_a_hostile_event_reads_as_the_stdlib_reads_it(monkeypatch: pytest.MonkeyPatch, case: str,
+                                                       piece: int | None) -> None:
+    text = _file([_wire("null"), _wire(HOSTILE[case]), _wire("null", raw="after")])
+    assert _rows(text, piece) == _stdlib_rows(monkeypatch, text, piece)
+
+
+def test_an_event_nested_past_what_the_stdlib_reads_is_refused_as_before() -> None:
+    text = _file([_wire("[" * 5000 + "]" * 5000)])
+    with pytest.raises(ValueError, match="deeper"):
+        _rows(text)
+
+
+def test_the_events_the_console_writes_are_parsed_by_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _file([_wire("null", raw=f"frame {i}") for i in range(50)])
+    expected = _stdlib_rows(monkeypatch, text)
+    parsed = _counting_fast_data(monkeypatch)
+    assert _rows(text) == expected
+    assert parsed[0] == 49  # all but the last, which no next head follows
+
+
+def test_a_buffer_with_a_long_run_of_digits_is_left_to_the_stdlib(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _file([_wire("null"), _wire("null", raw="1234567890123456789"), _wire("null")])
+    expected = _stdlib_rows(monkeypatch, text)
+    parsed = _counting_fast_data(monkeypatch)
+    assert _rows(text) == expected
+    assert parsed[0] == 0
+
+
+@pytest.mark.parametrize("sep", [",", ",\n  ", " , "])
+def test_a_file_of_another_writer_reads_the_same(monkeypatch: pytest.MonkeyPatch, sep: str) -> None:
+    text = _file([_wire("null", raw=f"frame {i}") for i in range(40)], sep=sep)
+    assert _rows(text) == _stdlib_rows(monkeypatch, text)
+    assert _rows(text, 53) == _stdlib_rows(monkeypatch, text, 53)
+
+
+def test_data_with_whitespace_around_it_is_left_to_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = HEAD + _event(1, " " + _wire("null")) + ", " + _event(2, _wire("null") + " ") + ", " + \
+        _event(3, _wire("null")) + "]}"
+    assert _rows(text) == _stdlib_rows(monkeypatch, text)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text() | st.sampled_from(["\ud800", "a\udfffb", "\x00"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(JSON_VALUES, min_size=1, max_size=6), ascii_only=st.booleans(),
+       piece=st.sampled_from([None, 61]))
+def test_any_data_reads_as_the_stdlib_reads_it(values: list[Any], ascii_only: bool, piece: int | None) -> None:
+    text = _file([_wire(json.dumps(v, ensure_ascii=ascii_only)) for v in values])
+    with pytest.MonkeyPatch.context() as m:
+        assert _rows(text, piece) == _stdlib_rows(m, text, piece)
+
+
+def test_rows_keep_the_data_text_as_the_file_has_it() -> None:
+    data = '{"direction":"in","raw":"x","headers":null,"exchange":"b1"}'  # compact, as the console writes some
+    rows = list(_read_rows(_file([data, data])))
+    assert [r.text for r in rows] == [data, data]
+
+
+def _read_rows(text: str) -> list[ImportRow]:
+    it = iter([text])
+    reader = session_stream.SessionFileReader(lambda n: next(it, ""))
+    reader.open()
+    return list(reader.rows())
