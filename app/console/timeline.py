@@ -38,10 +38,14 @@ log = logging.getLogger("mcp_console.timeline")
 QUOTA_NOTICE = ("stored data for this session reached the quota (setting max_session_store_bytes = {limit} "
                 "bytes); frames are no longer kept")
 FRAME_BATCH = 1000  # frames held for one store write at most (a loop turn may take a whole read buffer's worth)
-# What a held request records: its exchange, its operation's snapshots, the findings on its frames and the
-# notifications on its stream. None of them is read back by the request that makes them (it answers from its own
-# objects); a status change, a notice or anything else is appended at once (after the held ones).
-HELD_KINDS = frozenset({"exchange_started", "exchange_finished", "operation", "finding", "progress", "log"})
+# What a held request records: its exchange, its operation's snapshots and the findings on its frames. None of them
+# is read back by the request that makes them (it answers from its own objects). Anything else is appended at once,
+# after the held ones: a status change, a notice, and the progress and logs its stream carries (those come while
+# the request waits for its answer, so storing what was held then costs the answer nothing, and a tab's live
+# progress is never held back).
+HELD_KINDS = frozenset({"exchange_started", "exchange_finished", "operation", "finding"})
+# Frames that are not the answer: a notification or a server request on the stream (stored on the next loop turn).
+_ON_THE_WAY = frozenset({"notification", "request"})
 HOLD_S = 0.004  # the longest a held event waits when no request goes out meanwhile (a tab sees it this late)
 # Timelines with events not yet stored: a reader outside the session's own requests flushes them all first.
 _UNFLUSHED: weakref.WeakSet[Timeline] = weakref.WeakSet()
@@ -138,7 +142,7 @@ class Timeline:
         self._pend(event)
         if len(self._pending) >= FRAME_BATCH:
             self.flush()
-        elif self._holding and record.direction != "out":
+        elif self._holding and record.direction != "out" and record.frame_kind not in _ON_THE_WAY:
             self._flush_later()  # a held request's answer: the answer to the browser or script goes first
         else:
             if self._holding and self._presend:

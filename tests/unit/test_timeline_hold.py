@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from app.console import timeline as timeline_module
-from app.console.events import ExchangeFinished, ExchangeStarted, FindingRecorded, Notice, TimelineEvent, Wire
+from app.console.events import (
+    ExchangeFinished,
+    ExchangeStarted,
+    FindingRecorded,
+    Notice,
+    Progress,
+    TimelineEvent,
+    Wire,
+)
 from app.console.store import SqliteStore
 from app.console.timeline import Timeline, flush_all
 
@@ -99,3 +107,16 @@ async def test_deferred_work_runs_in_its_place_and_what_it_appends_follows_what_
     assert [(e.seq, e.kind) for e in store.events("sess")] == [
         (1, "exchange_started"), (2, "wire"), (3, "exchange_finished"), (4, "finding")]
     assert [e.kind for e in published] == ["exchange_started", "exchange_finished", "finding"]
+
+
+async def test_progress_on_a_held_requests_stream_is_never_held_back_and_follows_what_was_held(
+        store: SqliteStore) -> None:
+    published: list[TimelineEvent] = []
+    timeline = _timeline(store, published)
+    with timeline.hold():
+        timeline.append(ExchangeStarted(key="c1x1", method="tools/call", id=1))
+        timeline.add_frame(Wire(direction="out", raw="{}", exchange="c1x1", frame_kind="request"))
+        timeline.add_frame(Wire(direction="in", raw="{}", exchange="c1x1", frame_kind="notification"))
+        timeline.append(Progress(target="c1x1", progress=1, total=2))
+        assert [e.kind for e in published] == ["exchange_started", "progress"]
+    assert [e.kind for e in store.events("sess")] == ["exchange_started", "wire", "wire", "progress"]
