@@ -161,6 +161,10 @@ class Timeline:
             self._holding -= 1
             if self._sends == sends and self._presend:
                 self._presend -= 1  # refused before it reached the wire
+            # The sends are counted for the session, not per request: a request refused before the wire after
+            # another went out looks sent, and would leave one "about to send" behind for good (every later
+            # held event then waits for a send that never comes). No more can be about to send than are held.
+            self._presend = min(self._presend, self._holding)
             if self._pending:
                 self._flush_later()
 

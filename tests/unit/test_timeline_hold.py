@@ -99,3 +99,30 @@ async def test_deferred_work_runs_in_its_place_and_what_it_appends_follows_what_
     assert [(e.seq, e.kind) for e in store.events("sess")] == [
         (1, "exchange_started"), (2, "wire"), (3, "exchange_finished"), (4, "finding")]
     assert [e.kind for e in published] == ["exchange_started", "exchange_finished", "finding"]
+
+
+async def test_a_request_refused_before_the_wire_while_another_went_out_does_not_keep_later_held_events_waiting(
+        store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two calls on one session: B is refused before the wire (a lone surrogate in its arguments cannot be
+    # encoded) after A went out. B's hold saw a send (A's) and so counted itself as sent: a request "about to
+    # send" was left behind, and every later held event waited for a send that never comes.
+    monkeypatch.setattr(timeline_module, "HOLD_S", 0.001)
+    published: list[TimelineEvent] = []
+    timeline = _timeline(store, published)
+    flushed = asyncio.Event()
+    timeline._publish = lambda e: (published.append(e), flushed.set())  # type: ignore[method-assign]
+    with timeline.hold():  # A
+        with timeline.hold():  # B
+            timeline.add_frame(Wire(direction="out", raw="{}", exchange="a"))  # A's request goes out
+        timeline.add_frame(Wire(direction="in", raw="{}", exchange="a"))
+    await asyncio.sleep(0)
+    published.clear()
+    flushed.clear()
+    with timeline.hold():  # C: goes out, is answered
+        timeline.add_frame(Wire(direction="out", raw="{}", exchange="c"))
+        await asyncio.sleep(0)  # the wait for the answer
+        timeline.add_frame(Wire(direction="in", raw="{}", exchange="c"))
+        timeline.append(ExchangeFinished(key="c"))
+    await asyncio.wait_for(flushed.wait(), timeout=5)
+    assert [e.kind for e in published] == ["exchange_finished"]
+
