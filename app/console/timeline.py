@@ -255,8 +255,13 @@ class Timeline:
                 self.frame_batches += 1
                 frames = []
             self._store.append(item)
-            apply(self.state, item)
-            self._publish(item)
+            try:
+                apply(self.state, item)
+                self._publish(item)
+            except Exception:
+                # Stored, so kept (a restart folds it); raising here would drop every event after it in this
+                # flush, numbered and never stored. Appended at once, the error went to the caller instead.
+                log.exception("folding or publishing event %s of session %s failed", item.seq, self.session_id)
         if frames:
             self._store.append_many(frames)
             self.frame_batches += 1

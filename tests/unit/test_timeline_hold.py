@@ -126,3 +126,24 @@ async def test_a_request_refused_before_the_wire_while_another_went_out_does_not
     await asyncio.wait_for(flushed.wait(), timeout=5)
     assert [e.kind for e in published] == ["exchange_finished"]
 
+
+async def test_a_publish_that_breaks_on_one_held_event_does_not_cost_the_events_after_it(
+        store: SqliteStore) -> None:
+    published: list[TimelineEvent] = []
+    timeline = _timeline(store, published)
+
+    def publish(event: TimelineEvent) -> None:
+        if event.seq == 1:
+            raise RuntimeError("a template that breaks on a hostile value")
+        published.append(event)
+
+    timeline._publish = publish  # type: ignore[method-assign]
+    with timeline.hold():
+        timeline.append(ExchangeStarted(key="c1x1", method="tools/call", id=1))
+        timeline.add_frame(Wire(direction="in", raw="{}", exchange="c1x1"))
+        timeline.append(ExchangeFinished(key="c1x1", status="ok"))
+    flush_all()
+    assert [e.seq for e in store.events("sess")] == [1, 2, 3]
+    assert [e.seq for e in published] == [3]
+    assert timeline.entries["c1x1"]["status"] == "ok"
+    assert not timeline._pending
