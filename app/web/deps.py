@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -33,7 +34,7 @@ class Web:
         return self.env.get_template(name).render(**ctx)
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        return HTMLResponse(self.render(name, **ctx), status_code=status)
+        return TargetHTMLResponse(self.render(name, **ctx), status_code=status)
 
 
 def web(request: Request) -> Web:
@@ -206,13 +207,35 @@ def redactor(request: Request) -> Redactor | None:
     return Redactor(session.target) if session is not None else None
 
 
+class TargetJSONResponse(JSONResponse):
+    """JSON that may carry a target's strings. A lone surrogate (a JSON escape such as \\ud800 that a target may send:
+    valid JSON text, no UTF-8 form once decoded) goes back as the same escape instead of failing the answer with a 500;
+    anything else keeps the plain UTF-8 rendering."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
+class TargetHTMLResponse(HTMLResponse):
+    """HTML that may carry a target's strings: a lone surrogate is written as a character reference (a browser
+    shows U+FFFD) instead of failing the answer with a 500."""
+
+    def render(self, content: Any) -> bytes:
+        if isinstance(content, str):
+            return content.encode("utf-8", "xmlcharrefreplace")
+        return super().render(content)
+
+
 def respond(request: Request, as_json: bool, data: Any, html: str | None) -> Response:
     mask = redactor(request)
     if mask is not None:
         data, html = mask(data), (mask.text(html) if html is not None else None)
     if as_json or html is None or wants_json(request):
-        return JSONResponse(data)
-    return HTMLResponse(html)
+        return TargetJSONResponse(data)
+    return TargetHTMLResponse(html)
 
 
 # The dependencies are `async def` on purpose: FastAPI runs a plain `def` dependency in a worker thread, which

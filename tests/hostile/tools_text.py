@@ -2,6 +2,7 @@
 
 - `long_title`: a 3,000-character unbroken title and description (would widen the page).
 - `invoice\u202eexe.pdf`: a right-to-left override in a tool name (would read as `invoicefdp.exe`).
+- `lone_surrogate`: a result text holding an unpaired surrogate (the JSON escape \\ud800).
 - `markup`: HTML and a script break-out in its title and description, and in its result, with a
   resource link whose URI carries a bidi override and a zero-width space.
 
@@ -35,8 +36,14 @@ async def markup(ctx: Ctx) -> None:
     ]))
 
 
+async def lone_surrogate(ctx: Ctx) -> None:
+    # Sent as the escape \ud800 (valid JSON text; no UTF-8 form once decoded).
+    await ctx.reply(complete([{"type": "text", "text": "half a pair: \ud800 end"}]))
+
+
 TOOLS = [
     Tool("long_title", long_title, {"title": LONG, "description": "D" * 3000}),
     Tool(BIDI_NAME, bidi_name, {"title": f"Pay {BIDI_NAME}", "description": f"Opens {BIDI_NAME}"}),
     Tool("markup", markup, {"title": IMG, "description": SCRIPT}),
+    Tool("lone_surrogate", lone_surrogate, {"description": "A result whose text holds a lone surrogate"}),
 ]

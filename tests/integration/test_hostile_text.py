@@ -32,3 +32,26 @@ async def test_bidi_and_markup_in_tool_names_titles_results_and_server_info_are_
     assert "invoice<span class=\"invisible-char\" title=\"RIGHT-TO-LEFT OVERRIDE\">⟨U+202E⟩</span>exe.pdf" in page
     assert "&lt;b&gt;x&lt;/b&gt;<span class=\"invisible-char\"" in page  # serverInfo name in the heading
     assert "⟨U+202E⟩" in result and "⟨U+200B⟩" in result  # the resource link's URI
+
+
+async def test_a_result_holding_a_lone_surrogate_is_answered_shown_and_recorded_not_a_server_error(
+        console: Console, hostile_http: Callable[..., str]) -> None:
+    s = await console.connect(kind="http", url=hostile_http("text"))
+    sid = s["id"]
+    as_json = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "lone_surrogate"},
+                                      headers={"Accept": "application/json"})
+    assert as_json.status_code == 200, as_json.text
+    reply = as_json.json()
+    assert reply["ok"] and reply["result"]["content"][0]["text"] == "half a pair: \ud800 end"
+    card = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "lone_surrogate"})
+    assert card.status_code == 200, card.text
+    assert "half a pair:" in card.text
+    entry = await console.http.get(f"/sessions/{sid}/entries/{reply['key']}.json")
+    assert entry.status_code == 200, entry.text
+    raws = [w["raw"] for w in entry.json()["wire"] if w["direction"] == "in"]
+    assert any("\\ud800" in raw for raw in raws), raws  # the frame as it came, byte-exact
+    for path in (f"/sessions/{sid}", f"/sessions/{sid}.json", f"/sessions/{sid}/entries/{reply['key']}",
+                 f"/sessions/{sid}/entries/{reply['key']}/body", f"/sessions/{sid}/export.json",
+                 f"/sessions/{sid}/export.har"):
+        shown = await console.http.get(path)
+        assert shown.status_code == 200, (path, shown.status_code, shown.text[:300])
