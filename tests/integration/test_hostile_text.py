@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from websockets.asyncio.client import connect
 
 from tests.hostile.tools_text import BIDI_NAME, IMG, RLO, SCRIPT
+from tests.integration.conftest import WS_DEADLINE_S, ws_collect
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -55,3 +59,21 @@ async def test_a_result_holding_a_lone_surrogate_is_answered_shown_and_recorded_
                  f"/sessions/{sid}/export.har"):
         shown = await console.http.get(path)
         assert shown.status_code == 200, (path, shown.status_code, shown.text[:300])
+
+
+async def test_a_tab_watching_a_call_whose_result_holds_a_lone_surrogate_keeps_its_feed(
+        console: Console, hostile_http: Callable[..., str], serve: Callable[..., Any]) -> None:
+    served = await serve(console)
+    s = await console.connect(kind="http", url=hostile_http("text"))
+    sid = s["id"]
+    ws = await connect(served.ws_url(sid), additional_headers=served.headers(), open_timeout=WS_DEADLINE_S,
+                       **served.via)
+    try:
+        await ws.send(json.dumps({"last_seq": (await console.session(sid))["seq"]}))
+        first = await console.call_tool(sid, "lone_surrogate")
+        after = await console.call_tool(sid, "markup")
+        assert first["ok"] and after["ok"]
+        await ws_collect(ws, lambda frames: any(after["key"] in f and "complete" in f for f in frames),
+                         "the entry of the call after the lone surrogate")
+    finally:
+        await ws.close()
