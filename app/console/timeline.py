@@ -72,6 +72,7 @@ class Timeline:
         self._soon = False  # a flush is scheduled for the next loop turn
         self._timer: asyncio.TimerHandle | None = None  # ... or for HOLD_S from now
         self.frame_batches = 0  # store writes of frames (tests count them)
+        self._ended = False  # the session was deleted: nothing more is recorded (see end)
 
     # The window lives in the state; these read it.
     @property
@@ -110,7 +111,10 @@ class Timeline:
         """Record one event: store it, fold it, publish it. None when a frame is past the store quota.
 
         While a request is held (see `hold`) an event of HELD_KINDS is numbered now and handled at the next flush.
+        None too once the session was deleted (see `end`).
         """
+        if self._ended:
+            return None
         if record.kind == "wire" and self._over_quota():
             return None
         if self._flushing or (self._holding and record.kind in HELD_KINDS):
@@ -131,7 +135,7 @@ class Timeline:
     def add_frame(self, record: Wire) -> TimelineEvent | None:
         """Record one frame: numbered now, stored with the frames of this loop turn; nothing to fold or publish
         (a frame is not part of the state, and the hub drops frames). None when past the store quota."""
-        if self._over_quota():
+        if self._ended or self._over_quota():
             return None
         self.state.seq += 1
         event = TimelineEvent(self.session_id, self.state.seq, record)
@@ -176,6 +180,8 @@ class Timeline:
     def defer(self, work: Callable[[], object]) -> None:
         """Run `work` at the flush, in its place among the held events (a held request's lint: its findings
         follow the frames they are about, after what was held before them)."""
+        if self._ended:
+            return
         self._deferred += 1
         self._pend(work)
         self._flush_later()
@@ -265,6 +271,19 @@ class Timeline:
         if frames:
             self._store.append_many(frames)
             self.frame_batches += 1
+
+    def end(self) -> None:
+        """The session is being deleted: what is pending is handled now, and nothing is recorded after.
+
+        A call still in flight when its session is deleted goes on reading its answer (an HTTP request is not
+        ended by closing the session): without this its frames, progress and end were stored, after the delete,
+        under a session that no longer exists, and published to a hub that had forgotten it."""
+        self.flush()
+        self._ended = True
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
 
     def flush_frames(self) -> None:
         """The frames (and held events) not yet stored, stored now."""
