@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import httpx
+import pytest
+
+from app.web import actions
 from tests.integration.conftest import JSON, create_link, free_port
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
-
-    import httpx
 
     from tests.integration.conftest import Console
 
@@ -147,3 +149,26 @@ async def test_a_refusal_quoting_the_sessions_status_masks_the_owners_typed_secr
         answer = await tab.post(f"/sessions/{s['id']}/tools/call", data={"tool": "echo"}, headers=headers)
         assert answer.status_code == 409, answer.text
         assert SECRET not in answer.text, (headers, answer.text)
+
+
+async def test_a_crash_inside_an_action_is_a_plain_500_and_the_calls_events_are_still_recorded(
+        console: Console, demo_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    sid = await _session(console, demo_url)
+
+    def broken(_op: object) -> dict[str, object]:
+        raise RuntimeError(f"internal detail {SECRET}")
+
+    monkeypatch.setattr(actions, "operation_json", broken)
+    plain = httpx.AsyncClient(transport=httpx.ASGITransport(app=console.app, raise_app_exceptions=False),
+                              base_url=console.base, headers=console.http.headers, cookies=console.http.cookies)
+    async with plain:
+        for headers in (JSON, {"HX-Request": "true"}):
+            answer = await plain.post(f"/sessions/{sid}/tools/call", data={"tool": "echo", "arg.text": "x"},
+                                      headers=headers)
+            assert answer.status_code == 500, answer.text
+            assert "Traceback" not in answer.text and SECRET not in answer.text and "RuntimeError" not in answer.text
+    assert _calls(console, sid) == 2
+    session = console.manager.get(sid)
+    assert session is not None
+    assert all(e.get("status") == "complete" for e in session.state.entries.values()
+               if e.get("method") == "tools/call")
