@@ -223,7 +223,7 @@ class TargetHTMLResponse(HTMLResponse):
     """HTML that may carry a target's strings: a lone surrogate is written as a character reference (a browser
     shows U+FFFD) instead of failing the answer with a 500."""
 
-    def render(self, content: Any) -> bytes:
+    def render(self, content: Any) -> bytes | memoryview:
         if isinstance(content, str):
             return content.encode("utf-8", "xmlcharrefreplace")
         return super().render(content)
