@@ -13,7 +13,7 @@ from app.web import actions
 from tests.integration.conftest import JSON, create_link, free_port
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import AsyncIterator, Awaitable, Callable
 
     from tests.integration.conftest import Console
 
@@ -125,6 +125,14 @@ async def test_an_oversized_malformed_or_multipart_action_body_is_answered_plain
     huge = await console.http.post(f"/sessions/{sid}/tools/call", content=b"tool=echo&arg.text=" + b"x" * 20_000_000,
                                    headers={**JSON, "Content-Type": "application/x-www-form-urlencoded"})
     assert huge.status_code == 413, huge.status_code
+
+    async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: the limit must count what arrives
+        for _ in range(40):
+            yield b"x" * 500_000
+
+    streamed = await console.http.post(f"/sessions/{sid}/tools/call", content=chunks(),
+                                       headers={**JSON, "Content-Type": "application/x-www-form-urlencoded"})
+    assert streamed.status_code == 413, streamed.status_code
     broken = await console.http.post(f"/sessions/{sid}/tools/call", content=b"--nope\r\n\r\n",
                                      headers={**JSON, "Content-Type": "multipart/form-data; boundary=zz"})
     assert broken.status_code in (200, 400), broken.text
