@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -208,15 +209,32 @@ def redactor(request: Request) -> Redactor | None:
 
 
 class TargetJSONResponse(JSONResponse):
-    """JSON that may carry a target's strings. A lone surrogate (a JSON escape such as \\ud800 that a target may send:
-    valid JSON text, no UTF-8 form once decoded) goes back as the same escape instead of failing the answer with a 500;
-    anything else keeps the plain UTF-8 rendering."""
+    """JSON that may carry a target's values, answered as JSON whatever the target sent (never a 500).
+
+    - A lone surrogate (a JSON escape such as \\ud800: valid JSON text, no UTF-8 form once decoded) goes back as
+      the same escape.
+    - NaN and Infinity (bare words a target may send: not JSON, but the frame decoder takes them) become null, as
+      a browser's JSON.stringify writes them; the frame itself is recorded as it came.
+    Anything else keeps the plain UTF-8 rendering; the slower one runs only when that fails.
+    """
 
     def render(self, content: Any) -> bytes:
         try:
             return super().render(content)
-        except UnicodeEncodeError:
-            return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+        except ValueError:  # UnicodeEncodeError is one; so is "Out of range float values"
+            return json.dumps(_finite(content), ensure_ascii=True, allow_nan=False,
+                              separators=(",", ":")).encode("ascii")
+
+
+def _finite(value: Any) -> Any:
+    """`value` with NaN and ±Infinity replaced by None, at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 class TargetHTMLResponse(HTMLResponse):

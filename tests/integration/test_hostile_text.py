@@ -77,3 +77,20 @@ async def test_a_tab_watching_a_call_whose_result_holds_a_lone_surrogate_keeps_i
                          "the entry of the call after the lone surrogate")
     finally:
         await ws.close()
+
+
+async def test_a_result_holding_nan_and_infinity_is_answered_not_a_server_error(
+        console: Console, hostile_http: Callable[..., str]) -> None:
+    s = await console.connect(kind="http", url=hostile_http("text"))
+    sid = s["id"]
+    as_json = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "not_a_number"},
+                                      headers={"Accept": "application/json"})
+    assert as_json.status_code == 200, as_json.text
+    assert as_json.json()["ok"]
+    assert as_json.json()["result"]["structuredContent"] == {"nan": None, "inf": None}  # as JSON.stringify does
+    card = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "not_a_number"})
+    assert card.status_code == 200, card.text
+    for path in (f"/sessions/{sid}.json", f"/sessions/{sid}/entries/{as_json.json()['key']}.json",
+                 f"/sessions/{sid}/export.json"):
+        shown = await console.http.get(path)
+        assert shown.status_code == 200, (path, shown.status_code, shown.text[:300])
