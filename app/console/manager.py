@@ -188,7 +188,7 @@ class SessionManager:
         session = self.sessions.pop(session_id, None)
         if session is not None:
             await session.close()
-            session.timeline.flush()  # nothing it held may be stored after the delete
+            session.timeline.end()  # nothing it held, nor what its calls in flight record, is stored after the delete
         self.hub.close_session(session_id, "session deleted")
         self.hub.forget_session(session_id)
         self.links.forget_session(session_id)

@@ -295,6 +295,8 @@ class ConsoleSession:
     def touch(self, force: bool = False) -> None:
         """Note activity; the metadata row is rewritten at most once a second unless something changed."""
         self.last_activity = time.time()
+        if self.timeline.ended:
+            return  # deleted: its row is gone, and a call that was in flight must not write it back
         if force or self.last_activity - self._saved_at >= META_SAVE_INTERVAL_S:
             self._saved_at = self.last_activity
             self.store.save_session(self.id, self.meta(), self.created, self.last_activity)

@@ -77,6 +77,7 @@ class Timeline:
         self._timer: asyncio.TimerHandle | None = None  # ... or for HOLD_S from now
         self._batch_over: bool | None = None  # past the store quota, as found at this batch's first frame
         self.frame_batches = 0  # store writes of frames (tests count them)
+        self._ended = False  # the session was deleted: nothing more is recorded (see end)
 
     # The window lives in the state; these read it.
     @property
@@ -115,7 +116,10 @@ class Timeline:
         """Record one event: store it, fold it, publish it. None when a frame is past the store quota.
 
         While a request is held (see `hold`) an event of HELD_KINDS is numbered now and handled at the next flush.
+        None too once the session was deleted (see `end`).
         """
+        if self._ended:
+            return None
         if record.kind == "wire" and self._over_quota():
             return None
         if self._flushing or (self._holding and record.kind in HELD_KINDS):
@@ -140,6 +144,8 @@ class Timeline:
         The quota is checked at a batch's first frame: what the store holds only changes when a batch is handed to
         it, so the answer holds until the next flush (a flood of frames paid the check on each, ~3% of them).
         """
+        if self._ended:
+            return None
         over = self._batch_over
         if over is None:
             over = self._batch_over = self._over_quota()
@@ -173,6 +179,10 @@ class Timeline:
             self._holding -= 1
             if self._sends == sends and self._presend:
                 self._presend -= 1  # refused before it reached the wire
+            # The sends are counted for the session, not per request: a request refused before the wire after
+            # another went out looks sent, and would leave one "about to send" behind for good (every later
+            # held event then waits for a send that never comes). No more can be about to send than are held.
+            self._presend = min(self._presend, self._holding)
             if self._pending:
                 self._flush_later()
 
@@ -184,6 +194,8 @@ class Timeline:
     def defer(self, work: Callable[[], object]) -> None:
         """Run `work` at the flush, in its place among the held events (a held request's lint: its findings
         follow the frames they are about, after what was held before them)."""
+        if self._ended:
+            return
         self._deferred += 1
         self._pend(work)
         self._flush_later()
@@ -264,11 +276,29 @@ class Timeline:
                 self.frame_batches += 1
                 frames = []
             self._store.append(item)
-            apply(self.state, item)
-            self._publish(item)
+            try:
+                apply(self.state, item)
+                self._publish(item)
+            except Exception:
+                # Stored, so kept (a restart folds it); raising here would drop every event after it in this
+                # flush, numbered and never stored. Appended at once, the error went to the caller instead.
+                log.exception("folding or publishing event %s of session %s failed", item.seq, self.session_id)
         if frames:
             self._store.append_many(frames)
             self.frame_batches += 1
+
+    def end(self) -> None:
+        """The session is being deleted: what is pending is handled now, and nothing is recorded after.
+
+        A call still in flight when its session is deleted goes on reading its answer (an HTTP request is not
+        ended by closing the session): without this its frames, progress and end were stored, after the delete,
+        under a session that no longer exists, and published to a hub that had forgotten it."""
+        self.flush()
+        self._ended = True
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
 
     def flush_frames(self) -> None:
         """The frames (and held events) not yet stored, stored now."""

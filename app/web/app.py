@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.gzip import GZipMiddleware
@@ -22,7 +22,16 @@ from app.console.session import Target
 from app.console.store import Store
 from app.settings import Settings
 from app.web import actions, export_routes, live_routes, op_routes, routes, share_routes, ws
-from app.web.deps import HOT_ROUTES, LinkEnded, Principal, Web, hoist_hot_routes, redactor
+from app.web.deps import (
+    HOT_ROUTES,
+    LinkEnded,
+    Principal,
+    TargetHTMLResponse,
+    TargetJSONResponse,
+    Web,
+    hoist_hot_routes,
+    redactor,
+)
 from app.web.held import HotPath
 from app.web.limits import BodyLimitMiddleware
 from app.web.public_host import resolve_public_host
@@ -97,15 +106,15 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
         exc.detail = _masked_detail(request, exc.detail)
         if "hx-request" in request.headers:
             fragment = env.get_template("_error.html").render(status=exc.status_code, detail=exc.detail)
-            return HTMLResponse(fragment, status_code=exc.status_code)
+            return TargetHTMLResponse(fragment, status_code=exc.status_code)
         if "text/html" in request.headers.get("accept", "") and isinstance(exc, LinkEnded):
-            return HTMLResponse(env.get_template("link_ended.html").render(state=exc.state, role=exc.role,
+            return TargetHTMLResponse(env.get_template("link_ended.html").render(state=exc.state, role=exc.role,
                                                                             detail=exc.detail), status_code=401)
         if "text/html" in request.headers.get("accept", ""):
             template = "unauthorized.html" if exc.status_code == 401 else "error.html"
-            return HTMLResponse(env.get_template(template).render(status=exc.status_code, detail=exc.detail),
+            return TargetHTMLResponse(env.get_template(template).render(status=exc.status_code, detail=exc.detail),
                                 status_code=exc.status_code)
-        return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+        return TargetJSONResponse({"error": exc.detail}, status_code=exc.status_code)
 
     app.add_exception_handler(HTTPException, http_error)  # type: ignore[arg-type]
     # Innermost: the action POSTs straight to their endpoints, and what the requests in flight held stored and

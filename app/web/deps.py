@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -34,7 +35,7 @@ class Web:
         return self.env.get_template(name).render(**ctx)
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        return HTMLResponse(self.render(name, **ctx), status_code=status)
+        return TargetHTMLResponse(self.render(name, **ctx), status_code=status)
 
 
 def web(request: Request) -> Web:
@@ -207,24 +208,56 @@ def redactor(request: Request) -> Redactor | None:
     return Redactor(session.target) if session is not None else None
 
 
+class TargetJSONResponse(JSONResponse):
+    """JSON that may carry a target's values, answered as JSON whatever the target sent (never a 500).
+
+    - A lone surrogate (a JSON escape such as \\ud800: valid JSON text, no UTF-8 form once decoded) goes back as
+      the same escape.
+    - NaN and Infinity (bare words a target may send: not JSON, but the frame decoder takes them) become null, as
+      a browser's JSON.stringify writes them; the frame itself is recorded as it came.
+    Anything else keeps the plain UTF-8 rendering; the slower one runs only when that fails.
+    """
+
+    def render(self, content: Any) -> bytes:
+        try:  # what JSONResponse.render makes, with its encoder made once (it built one for every answer)
+            return _ANSWER_ENCODER.encode(content).encode("utf-8")
+        except ValueError:  # UnicodeEncodeError is one; so is "Out of range float values"
+            return json.dumps(_finite(content), ensure_ascii=True, allow_nan=False,
+                              separators=(",", ":")).encode("ascii")
+
+
+# Exactly the arguments JSONResponse.render passes to json.dumps.
+_ANSWER_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
+
+
+def _finite(value: Any) -> Any:
+    """`value` with NaN and ±Infinity replaced by None, at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+class TargetHTMLResponse(HTMLResponse):
+    """HTML that may carry a target's strings: a lone surrogate is written as a character reference (a browser
+    shows U+FFFD) instead of failing the answer with a 500."""
+
+    def render(self, content: Any) -> bytes | memoryview:
+        if isinstance(content, str):
+            return content.encode("utf-8", "xmlcharrefreplace")
+        return super().render(content)
+
+
 def respond(request: Request, as_json: bool, data: Any, html: str | None) -> Response:
     mask = redactor(request)
     if mask is not None:
         data, html = mask(data), (mask.text(html) if html is not None else None)
     if as_json or html is None or wants_json(request):
-        return AnswerJSON(data)
-    return HTMLResponse(html)
-
-
-class AnswerJSON(JSONResponse):
-    """Starlette's JSONResponse with its encoder made once (`render` built a new one for every answer)."""
-
-    def render(self, content: Any) -> bytes:
-        return _ANSWER_ENCODER.encode(content).encode("utf-8")
-
-
-# Exactly the arguments JSONResponse.render passes to json.dumps.
-_ANSWER_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
+        return TargetJSONResponse(data)
+    return TargetHTMLResponse(html)
 
 
 # The dependencies are `async def` on purpose: FastAPI runs a plain `def` dependency in a worker thread, which

@@ -37,6 +37,22 @@ from app.web.forms import fields_for
 from app.web.urls import url_facts
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def utf8_safe(text: str) -> str:
+    """`text`, with any lone surrogate (a target's JSON escape such as \\ud800, which has no UTF-8 form) written as a
+    character reference: a websocket text frame must be UTF-8, and one such fragment closed the tab's feed.
+    An ASCII fragment is told at once (`isascii` reads a flag); others are encoded once to check (about 3 µs for
+    4 KB, where a regex scan for surrogates took 17 µs)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "xmlcharrefreplace").decode("utf-8")
+    return text
+
+
 TEMPLATES = ROOT / "templates"
 STATIC = ROOT / "static"
 # The kinds that change the session's own state (status, lists, client settings): they re-render its head.
@@ -249,13 +265,15 @@ class EventRenderer:
 
     def __call__(self, event: TimelineEvent) -> str | None:
         """The fragment for the owner's tabs."""
-        return self._render(event, reveal=True)
+        payload = self._render(event, reveal=True)
+        return utf8_safe(payload) if payload is not None else None
 
     def masked(self, event: TimelineEvent) -> str | None:
         """The fragment for link holders and presenter tabs: every value the owner typed masked."""
         session = self.manager.get(event.session_id) if self.manager else None
         payload = self._render(event, reveal=False)
-        return Redactor(session.target).text(payload) if session is not None and payload is not None else None
+        return utf8_safe(Redactor(session.target).text(payload)) if session is not None and payload is not None \
+            else None
 
     def _taken_over(self, session: ConsoleSession, ctx: dict[str, Any]) -> str:
         """A dead process's session became this one's: its head (status, who holds it) and every entry of the

@@ -18,6 +18,7 @@ from app.console.target import ERAS
 from app.web.deps import (
     Operator,
     Owner,
+    TargetHTMLResponse,
     Viewer,
     Web,
     connected,
@@ -161,7 +162,7 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
                     methods=sorted(set(methods_seen(window)) | ({flt.method} if flt.method else set())),
                     window_count=len(window), matched=matched)
     mask = redactor(request)
-    return HTMLResponse(mask.text(page) if mask is not None else page)
+    return TargetHTMLResponse(mask.text(page) if mask is not None else page)
 
 
 @router.post("/sessions/{session_id}/delete")
@@ -209,14 +210,14 @@ async def entry_body(request: Request, session_id: str, key: str, w: Viewer) -> 
         wire = [mask_wire(item) for item in wire]
     page = w.render("_entry_body.html", s=s, key=key, me=me, entry=found, wire=wire)
     mask = redactor(request)
-    return HTMLResponse(mask.text(page) if mask is not None else page)
+    return TargetHTMLResponse(mask.text(page) if mask is not None else page)
 
 
 @router.get("/sessions/{session_id}/drawers/share", response_class=HTMLResponse)
 async def share_drawer(session_id: str, w: Owner) -> Response:
     """The owner's share-and-export drawer, fetched when first opened (links and forms are not in every page)."""
     s = session_or_404(w, session_id)
-    return HTMLResponse(w.render("_share_drawer.html", s=s, links=w.manager.links.for_session(s.id)))
+    return TargetHTMLResponse(w.render("_share_drawer.html", s=s, links=w.manager.links.for_session(s.id)))
 
 
 @router.get("/sessions/{session_id}/drawers/client-settings", response_class=HTMLResponse)
@@ -225,7 +226,7 @@ async def client_settings_drawer(request: Request, session_id: str, w: Viewer) -
     s = session_or_404(w, session_id)
     page = w.render("_client_settings.html", s=s, me=principal(request))
     mask = redactor(request)
-    return HTMLResponse(mask.text(page) if mask is not None else page)
+    return TargetHTMLResponse(mask.text(page) if mask is not None else page)
 
 
 @router.get("/sessions/{session_id}/timeline")
@@ -257,4 +258,4 @@ async def tool_form(request: Request, session_id: str, name: str, w: Viewer) -> 
     tool = next((t for t in s.lists.get("tools") or [] if t.get("name") == name), None)
     if tool is None:
         raise HTTPException(404, f"The server lists no tool {name!r}")
-    return HTMLResponse(w.render("_tool_form.html", s=s, tool=tool, me=principal(request)))
+    return TargetHTMLResponse(w.render("_tool_form.html", s=s, tool=tool, me=principal(request)))

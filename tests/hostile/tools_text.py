@@ -2,6 +2,8 @@
 
 - `long_title`: a 3,000-character unbroken title and description (would widen the page).
 - `invoice\u202eexe.pdf`: a right-to-left override in a tool name (would read as `invoicefdp.exe`).
+- `lone_surrogate`: a result text holding an unpaired surrogate (the JSON escape \\ud800).
+- `not_a_number`: a result holding the bare words NaN and Infinity (not JSON; Python's decoder takes them).
 - `markup`: HTML and a script break-out in its title and description, and in its result, with a
   resource link whose URI carries a bidi override and a zero-width space.
 
@@ -35,8 +37,21 @@ async def markup(ctx: Ctx) -> None:
     ]))
 
 
+async def lone_surrogate(ctx: Ctx) -> None:
+    # Sent as the escape \ud800 (valid JSON text; no UTF-8 form once decoded).
+    await ctx.reply(complete([{"type": "text", "text": "half a pair: \ud800 end"}]))
+
+
+async def not_a_number(ctx: Ctx) -> None:
+    # json.dumps writes NaN and Infinity as bare words: not JSON, but Python's own decoder takes them.
+    await ctx.reply({**complete([{"type": "text", "text": "scores"}]),
+                     "structuredContent": {"nan": float("nan"), "inf": float("inf")}})
+
+
 TOOLS = [
     Tool("long_title", long_title, {"title": LONG, "description": "D" * 3000}),
     Tool(BIDI_NAME, bidi_name, {"title": f"Pay {BIDI_NAME}", "description": f"Opens {BIDI_NAME}"}),
     Tool("markup", markup, {"title": IMG, "description": SCRIPT}),
+    Tool("lone_surrogate", lone_surrogate, {"description": "A result whose text holds a lone surrogate"}),
+    Tool("not_a_number", not_a_number, {"description": "A result holding NaN and Infinity"}),
 ]

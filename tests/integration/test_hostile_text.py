@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from websockets.asyncio.client import connect
 
 from tests.hostile.tools_text import BIDI_NAME, IMG, RLO, SCRIPT
+from tests.integration.conftest import WS_DEADLINE_S, ws_collect
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,3 +36,61 @@ async def test_bidi_and_markup_in_tool_names_titles_results_and_server_info_are_
     assert "invoice<span class=\"invisible-char\" title=\"RIGHT-TO-LEFT OVERRIDE\">⟨U+202E⟩</span>exe.pdf" in page
     assert "&lt;b&gt;x&lt;/b&gt;<span class=\"invisible-char\"" in page  # serverInfo name in the heading
     assert "⟨U+202E⟩" in result and "⟨U+200B⟩" in result  # the resource link's URI
+
+
+async def test_a_result_holding_a_lone_surrogate_is_answered_shown_and_recorded_not_a_server_error(
+        console: Console, hostile_http: Callable[..., str]) -> None:
+    s = await console.connect(kind="http", url=hostile_http("text"))
+    sid = s["id"]
+    as_json = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "lone_surrogate"},
+                                      headers={"Accept": "application/json"})
+    assert as_json.status_code == 200, as_json.text
+    reply = as_json.json()
+    assert reply["ok"] and reply["result"]["content"][0]["text"] == "half a pair: \ud800 end"
+    card = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "lone_surrogate"})
+    assert card.status_code == 200, card.text
+    assert "half a pair:" in card.text
+    entry = await console.http.get(f"/sessions/{sid}/entries/{reply['key']}.json")
+    assert entry.status_code == 200, entry.text
+    raws = [w["raw"] for w in entry.json()["wire"] if w["direction"] == "in"]
+    assert any("\\ud800" in raw for raw in raws), raws  # the frame as it came, byte-exact
+    for path in (f"/sessions/{sid}", f"/sessions/{sid}.json", f"/sessions/{sid}/entries/{reply['key']}",
+                 f"/sessions/{sid}/entries/{reply['key']}/body", f"/sessions/{sid}/export.json",
+                 f"/sessions/{sid}/export.har"):
+        shown = await console.http.get(path)
+        assert shown.status_code == 200, (path, shown.status_code, shown.text[:300])
+
+
+async def test_a_tab_watching_a_call_whose_result_holds_a_lone_surrogate_keeps_its_feed(
+        console: Console, hostile_http: Callable[..., str], serve: Callable[..., Any]) -> None:
+    served = await serve(console)
+    s = await console.connect(kind="http", url=hostile_http("text"))
+    sid = s["id"]
+    ws = await connect(served.ws_url(sid), additional_headers=served.headers(), open_timeout=WS_DEADLINE_S,
+                       **served.via)
+    try:
+        await ws.send(json.dumps({"last_seq": (await console.session(sid))["seq"]}))
+        first = await console.call_tool(sid, "lone_surrogate")
+        after = await console.call_tool(sid, "markup")
+        assert first["ok"] and after["ok"]
+        await ws_collect(ws, lambda frames: any(after["key"] in f and "complete" in f for f in frames),
+                         "the entry of the call after the lone surrogate")
+    finally:
+        await ws.close()
+
+
+async def test_a_result_holding_nan_and_infinity_is_answered_not_a_server_error(
+        console: Console, hostile_http: Callable[..., str]) -> None:
+    s = await console.connect(kind="http", url=hostile_http("text"))
+    sid = s["id"]
+    as_json = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "not_a_number"},
+                                      headers={"Accept": "application/json"})
+    assert as_json.status_code == 200, as_json.text
+    assert as_json.json()["ok"]
+    assert as_json.json()["result"]["structuredContent"] == {"nan": None, "inf": None}  # as JSON.stringify does
+    card = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "not_a_number"})
+    assert card.status_code == 200, card.text
+    for path in (f"/sessions/{sid}.json", f"/sessions/{sid}/entries/{as_json.json()['key']}.json",
+                 f"/sessions/{sid}/export.json"):
+        shown = await console.http.get(path)
+        assert shown.status_code == 200, (path, shown.status_code, shown.text[:300])

@@ -5,6 +5,7 @@ These assert mechanisms (counts of per-call work), never wall-clock time: `bench
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -117,3 +118,34 @@ async def test_a_calls_answer_goes_out_before_its_last_events_are_stored_and_the
     op = session.state.operations[reply["operation"]["op"]]
     assert op.status == "complete" and op.to_json() == reply["operation"]  # the answer was the fold's record
     assert console.manager.store.count(s["id"]) > stored_before
+
+
+async def test_a_call_refused_before_the_wire_beside_one_that_went_out_leaves_no_later_call_unpublished(
+        console: Console, demo_url: str) -> None:
+    """Two calls at once on one session, the second refused before the wire (a lone surrogate cannot be encoded):
+    a later call's last events still reach the tabs HOLD_S after its answer, with no reader to flush them."""
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    session = console.manager.get(s["id"])
+    assert session is not None
+    sent = console.http.post(f"/sessions/{s['id']}/tools/call", headers=JSON,
+                             data={"tool": "echo", "arg.text": "goes out"})
+    refused = console.http.post(f"/sessions/{s['id']}/tools/call", headers=JSON,
+                                data={"tool": "echo", "mode": "json", "json": '{"text": "\\ud800"}'})
+    first, second = await asyncio.gather(sent, refused)
+    assert first.json()["ok"] and not second.json()["ok"], second.text
+    published: list[TimelineEvent] = []
+    done = asyncio.Event()
+    publish = session.timeline._publish
+
+    def watch(event: TimelineEvent) -> None:
+        publish(event)
+        published.append(event)
+        done.set()
+
+    session.timeline._publish = watch  # type: ignore[method-assign]
+    reply = await console.call_tool(s["id"], "echo", text="later")
+    assert reply["ok"]
+    await asyncio.wait_for(done.wait(), timeout=5)
+    while not any(e.kind == "exchange_finished" and e.record.key == reply["key"] for e in published):
+        done.clear()
+        await asyncio.wait_for(done.wait(), timeout=5)

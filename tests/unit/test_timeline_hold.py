@@ -120,3 +120,51 @@ async def test_progress_on_a_held_requests_stream_is_never_held_back_and_follows
         timeline.append(Progress(target="c1x1", progress=1, total=2))
         assert [e.kind for e in published] == ["exchange_started", "progress"]
     assert [e.kind for e in store.events("sess")] == ["exchange_started", "wire", "wire", "progress"]
+
+
+async def test_a_request_refused_before_the_wire_while_another_went_out_does_not_keep_later_held_events_waiting(
+        store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two calls on one session: B is refused before the wire (a lone surrogate in its arguments cannot be
+    # encoded) after A went out. B's hold saw a send (A's) and so counted itself as sent: a request "about to
+    # send" was left behind, and every later held event waited for a send that never comes.
+    monkeypatch.setattr(timeline_module, "HOLD_S", 0.001)
+    published: list[TimelineEvent] = []
+    timeline = _timeline(store, published)
+    flushed = asyncio.Event()
+    timeline._publish = lambda e: (published.append(e), flushed.set())  # type: ignore[method-assign]
+    with timeline.hold():  # A
+        with timeline.hold():  # B
+            timeline.add_frame(Wire(direction="out", raw="{}", exchange="a"))  # A's request goes out
+        timeline.add_frame(Wire(direction="in", raw="{}", exchange="a"))
+    await asyncio.sleep(0)
+    published.clear()
+    flushed.clear()
+    with timeline.hold():  # C: goes out, is answered
+        timeline.add_frame(Wire(direction="out", raw="{}", exchange="c"))
+        await asyncio.sleep(0)  # the wait for the answer
+        timeline.add_frame(Wire(direction="in", raw="{}", exchange="c"))
+        timeline.append(ExchangeFinished(key="c"))
+    await asyncio.wait_for(flushed.wait(), timeout=5)
+    assert [e.kind for e in published] == ["exchange_finished"]
+
+
+async def test_a_publish_that_breaks_on_one_held_event_does_not_cost_the_events_after_it(
+        store: SqliteStore) -> None:
+    published: list[TimelineEvent] = []
+    timeline = _timeline(store, published)
+
+    def publish(event: TimelineEvent) -> None:
+        if event.seq == 1:
+            raise RuntimeError("a template that breaks on a hostile value")
+        published.append(event)
+
+    timeline._publish = publish  # type: ignore[method-assign]
+    with timeline.hold():
+        timeline.append(ExchangeStarted(key="c1x1", method="tools/call", id=1))
+        timeline.add_frame(Wire(direction="in", raw="{}", exchange="c1x1"))
+        timeline.append(ExchangeFinished(key="c1x1", status="ok"))
+    flush_all()
+    assert [e.seq for e in store.events("sess")] == [1, 2, 3]
+    assert [e.seq for e in published] == [3]
+    assert timeline.entries["c1x1"]["status"] == "ok"
+    assert not timeline._pending
