@@ -13,8 +13,10 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from websockets.asyncio.client import connect
 
+from app.console import timeline as timeline_module
 from tests.integration.conftest import JSON, WS_DEADLINE_S, fragment_seq, is_reset, ws_closed, ws_collect
 
 if TYPE_CHECKING:
@@ -193,3 +195,26 @@ async def test_a_running_card_is_kept_current_by_the_websocket_alone_and_never_p
     assert "hx-trigger" not in card.text and "hx-get" not in card.text
     op = (await console.session(sid))["operations"][-1]
     await console.http.post(f"/sessions/{sid}/operations/{op['op']}/cancel", headers={"Accept": "application/json"})
+
+
+async def test_a_socket_that_says_hello_while_a_calls_events_are_held_is_caught_up_with_them(
+        console: Console, demo_url: str, serve: Callable[..., Awaitable[Served]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Timeline.hold: a call's events are numbered at once but published later (here: not before an hour passes,
+    unless something flushes). A tab whose hello comes meanwhile must still get them, from where it says it is."""
+    monkeypatch.setattr(timeline_module, "HOLD_S", 3600.0)
+    served = await serve(console)
+    sid = await connected(console, demo_url)
+    start = (await console.session(sid))["seq"]
+    ws = await connect(served.ws_url(sid), additional_headers=served.headers(), open_timeout=WS_DEADLINE_S,
+                       **served.via)
+    try:
+        reply = await console.call_tool(sid, "echo", text="held while saying hello")  # held: nothing published
+        assert reply["status"] == "complete"
+        await ws.send(json.dumps({"last_seq": start}))
+        got = await ws_collect(ws, lambda frames: any("held while saying hello" in f for f in frames),
+                               "the held call's entry")
+    finally:
+        await ws.close()
+    in_order_without_duplicates(got)
+    assert not any(is_reset(f) for f in got)
