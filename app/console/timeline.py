@@ -300,10 +300,6 @@ class Timeline:
     def ended(self) -> bool:
         return self._ended
 
-    def flush_frames(self) -> None:
-        """The frames (and held events) not yet stored, stored now."""
-        self.flush()
-
     def _over_quota(self) -> bool:
         """Past the quota the raw frames stop being kept (said once); everything else goes on."""
         if self._quota is None or self._store.stored_bytes(self.session_id) < self._quota:

@@ -30,8 +30,19 @@ def store(tmp_path: Path) -> SqliteStore:
 
 
 def _timeline(store: SqliteStore, published: list[TimelineEvent]) -> Timeline:
-    timeline = Timeline("sess", store, published.append, window=50)
-    return timeline
+    return Timeline("sess", store, published.append, window=50)
+
+
+def _noticed(store: SqliteStore) -> tuple[Timeline, list[TimelineEvent], asyncio.Event]:
+    """A timeline whose publishing is seen: what it published, and an event set at each publish."""
+    published: list[TimelineEvent] = []
+    flushed = asyncio.Event()
+
+    def publish(event: TimelineEvent) -> None:
+        published.append(event)
+        flushed.set()
+
+    return Timeline("sess", store, publish, window=50), published, flushed
 
 
 async def test_a_held_exchange_is_numbered_at_once_and_stored_folded_and_published_in_order_at_the_flush(
@@ -80,10 +91,7 @@ async def test_the_outgoing_frame_flushes_what_was_held_on_the_next_loop_turn(st
 async def test_held_events_are_flushed_hold_s_after_the_request_at_the_latest(
         store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(timeline_module, "HOLD_S", 0.001)
-    published: list[TimelineEvent] = []
-    timeline = _timeline(store, published)
-    flushed = asyncio.Event()
-    timeline._publish = lambda e: (published.append(e), flushed.set())  # type: ignore[method-assign]
+    timeline, published, flushed = _noticed(store)
     with timeline.hold():
         timeline.append(ExchangeFinished(key="c1x1"))
     await asyncio.wait_for(flushed.wait(), timeout=5)
@@ -128,10 +136,7 @@ async def test_a_request_refused_before_the_wire_while_another_went_out_does_not
     # encoded) after A went out. B's hold saw a send (A's) and so counted itself as sent: a request "about to
     # send" was left behind, and every later held event waited for a send that never comes.
     monkeypatch.setattr(timeline_module, "HOLD_S", 0.001)
-    published: list[TimelineEvent] = []
-    timeline = _timeline(store, published)
-    flushed = asyncio.Event()
-    timeline._publish = lambda e: (published.append(e), flushed.set())  # type: ignore[method-assign]
+    timeline, published, flushed = _noticed(store)
     with timeline.hold():  # A
         with timeline.hold():  # B
             timeline.add_frame(Wire(direction="out", raw="{}", exchange="a"))  # A's request goes out
