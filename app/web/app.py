@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -14,7 +14,7 @@ from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.console.cluster import Cluster
 from app.console.manager import SessionManager
@@ -32,8 +32,9 @@ from app.web.deps import (
     hoist_hot_routes,
     redactor,
 )
+from app.web.front_door import FrontDoor
 from app.web.held import HotPath
-from app.web.limits import BodyLimitMiddleware
+from app.web.limits import BodyLimitMiddleware, BodyLimits
 from app.web.public_host import resolve_public_host
 from app.web.render import STATIC, EventRenderer, make_env
 from app.web.routing import RouteToOwner
@@ -59,6 +60,16 @@ class PagesGZipMiddleware(GZipMiddleware):
             await self.app(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
+
+
+class ConsoleApp(FastAPI):
+    """FastAPI with `front_door` (app/web/front_door.py) outside the whole middleware stack, once it is set."""
+
+    front_door: Callable[[ASGIApp], ASGIApp] | None = None
+
+    def build_middleware_stack(self) -> ASGIApp:
+        stack = super().build_middleware_stack()
+        return self.front_door(stack) if self.front_door is not None else stack
 
 
 def create_app(settings: Settings, store: Store | None = None, initial_targets: list[Target] | None = None,
@@ -88,7 +99,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
         yield
         await manager.shutdown()
 
-    app = FastAPI(title="MCP Console", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None,
+    app = ConsoleApp(title="MCP Console", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None,
                   **_NO_TELEMETRY)
     app.state.web = Web(manager, env, guard)
     app.state.initial_sessions = []
@@ -126,6 +137,9 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.add_middleware(PagesGZipMiddleware, minimum_size=2048)
     app.add_middleware(GuardMiddleware, guard=guard)
     app.add_middleware(BodyLimitMiddleware, settings=settings)  # outermost: bodies bounded before anything reads them
+    # Outside even that, for the action POSTs only: the same checks made in one step (app/web/front_door.py).
+    limits = BodyLimits(settings)
+    app.front_door = lambda stack: FrontDoor(stack, app.state.web, HOT_ROUTES, limits, http_error)
 
     return app
 

@@ -29,9 +29,10 @@ class _Progress:
     started: bool = False
 
 
-class BodyLimitMiddleware:
-    def __init__(self, app: ASGIApp, settings: Settings) -> None:
-        self.app = app
+class BodyLimits:
+    """The largest body each path takes, and the setting that says so."""
+
+    def __init__(self, settings: Settings) -> None:
         self.default = settings.max_request_body_bytes
         # Exact paths only: a prefix match would let a crafted path pick the larger limit.
         self.per_path = {"/sessions/import": (settings.max_import_bytes, "max_import_bytes")}
@@ -39,12 +40,18 @@ class BodyLimitMiddleware:
     def limit_for(self, path: str) -> tuple[int, str]:
         return self.per_path.get(path.rstrip("/") or "/", (self.default, "max_request_body_bytes"))
 
+
+class BodyLimitMiddleware:
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.limits = BodyLimits(settings)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit, setting = self.limit_for(scope["path"])
-        declared = _content_length(scope)
+        limit, setting = self.limits.limit_for(scope["path"])
+        declared = content_length(scope)
         if declared is not None and (declared < 0 or declared > limit):
             await _refuse(send, limit, setting)
             return
@@ -74,7 +81,7 @@ class BodyLimitMiddleware:
             await self.app(scope, counted_receive, guarded_send)
 
 
-def _content_length(scope: Scope) -> int | None:
+def content_length(scope: Scope) -> int | None:
     for name, value in scope.get("headers", []):
         if name == b"content-length":
             try:

@@ -14,6 +14,7 @@ before anything reads it; a Bearer header, which no browser sends on its own, st
 from __future__ import annotations
 
 import hmac
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -68,6 +69,16 @@ def token_problem(token: str | None) -> str | None:
         return (f"The owner token is {len(token)} characters long; use at least {MIN_TOKEN_CHARS} "
                 "(or leave it unset for a random one).")
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Screened:
+    """What `Guard.screen` found: the scope to go on with and its headers (names lower-cased), or why not."""
+
+    scope: Scope
+    headers: dict[str, str]
+    status: int
+    problem: str | None
 
 
 class Guard:
@@ -131,6 +142,28 @@ class Guard:
         return (parts.scheme == expected and host is not None
                 and parts.netloc.lower() == host.strip().lower() and self.host_ok(host))
 
+    def screen(self, scope: Scope) -> Screened:
+        """The Host and Origin checks of one HTTP or websocket request, made before anything reads it.
+
+        Passed, the scope comes back as the app must see it: without its Cookie header unless it was addressed to
+        the public host and the console's own port (see the module's docstring).
+        """
+        raw = scope.get("headers", [])
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+        if sum(1 for k, _ in raw if k.lower() == b"host") > 1:
+            # Two Host headers: the check would see one and a proxy or the app might act on the other.
+            return Screened(scope, headers, 400, "More than one Host header")
+        if not self.request_host_ok(headers):
+            return Screened(scope, headers, 403, "Host header not allowed")
+        if (scope["type"] == "websocket" or scope.get("method") not in SAFE_METHODS) and not \
+                self.origin_ok(headers.get("origin"), headers.get("sec-fetch-site"), headers.get("host"),
+                               str(scope.get("scheme", "http"))):
+            return Screened(scope, headers, 403, "Origin not allowed")
+        if not self.is_public(headers.get("host"), self.console_port(scope), str(scope.get("scheme", "http"))):
+            scope = {**scope, "headers": [(k, v) for k, v in raw if k.lower() != b"cookie"]}
+            headers.pop("cookie", None)
+        return Screened(scope, headers, 200, None)
+
     def caller_token(self, headers: dict[str, str], cookies: dict[str, str]) -> str | None:
         auth = headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
@@ -170,22 +203,10 @@ class GuardMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        raw = scope.get("headers", [])
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
-        status, problem = 403, None
-        if sum(1 for k, _ in raw if k.lower() == b"host") > 1:
-            # Two Host headers: the check would see one and a proxy or the app might act on the other.
-            status, problem = 400, "More than one Host header"
-        elif not self.guard.request_host_ok(headers):
-            problem = "Host header not allowed"
-        elif (scope["type"] == "websocket" or scope.get("method") not in SAFE_METHODS) and not \
-                self.guard.origin_ok(headers.get("origin"), headers.get("sec-fetch-site"), headers.get("host"),
-                                     str(scope.get("scheme", "http"))):
-            problem = "Origin not allowed"
+        screened = self.guard.screen(scope)
+        status, problem = screened.status, screened.problem
         if problem is None:
-            if not self.guard.is_public(headers.get("host"), self.guard.console_port(scope),
-                                        str(scope.get("scheme", "http"))):
-                scope = {**scope, "headers": [(k, v) for k, v in raw if k.lower() != b"cookie"]}
+            scope = screened.scope
             await self.app(scope, receive, _with_headers(send) if scope["type"] == "http" else send)
             return
         if scope["type"] == "websocket":
