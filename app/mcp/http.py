@@ -313,8 +313,10 @@ class HttpTransport:
     def _learn_session(self, message: dict[str, Any], response: Answer) -> None:
         """Keep the session id a server hands out on its initialize answer (2025-11-25); only there, so a
         modern server's stray header (or a refused probe's) never turns into a session to send and DELETE."""
+        if message.get("method") != "initialize":
+            return  # asked first: looking a header up in httpx's Headers cost every call more than all of this
         value = response.headers.get(SESSION_HEADER)
-        if value and message.get("method") == "initialize" and response.is_success:
+        if value and response.is_success:
             self.session_id = value
 
     async def _post(self, message: dict[str, Any], headers: dict[str, str], key: str) -> Answer:
@@ -354,7 +356,7 @@ class HttpTransport:
 
     def _keep_cookies(self, lean: _LeanRoute, response: LeanResponse) -> None:
         """A cookie the server sets is kept by the shared client, as httpx would (later requests then use httpx)."""
-        if "set-cookie" in response.headers:
+        if response.sets_cookie:
             probe = httpx.Response(response.status_code, headers=response.headers,
                                    request=httpx.Request("POST", lean.url))
             self._client.cookies.extract_cookies(probe)

@@ -220,12 +220,15 @@ class LeanResponse:
         # The common answer (no charset, no Content-Encoding) is told from the raw head, without httpx's lookups;
         # anything else is decided by them, as before.
         charset = encoded = False
+        self.sets_cookie = False  # a Set-Cookie header: the transport hands it to the shared client's jar
         for name, value in conn.headers:
             low = name.lower()
             if low == b"content-type":
                 charset = charset or b"charset" in value.lower()
             elif low == b"content-encoding":
                 encoded = True
+            elif low == b"set-cookie":
+                self.sets_cookie = True
         self.encoding = _encoding(self.headers) if charset else "utf-8"
         self._decoder = _decoder(self.headers) if encoded else None
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import httpx
+
 from app.web.security import SECURITY_HEADERS
 from tests.integration.conftest import JSON
 
@@ -39,9 +41,8 @@ async def test_a_call_with_a_declared_length_and_a_streamed_one_get_the_same_ans
     assert sorted(a) == sorted(b)
     assert a["status"] == b["status"] == "complete"
 
-    def kept(response: object) -> list[tuple[str, str]]:
-        headers = getattr(response, "headers")
-        return sorted((k, v) for k, v in headers.items() if k not in ("content-length", "date"))
+    def kept(response: httpx.Response) -> list[tuple[str, str]]:
+        return sorted((k, v) for k, v in response.headers.items() if k not in ("content-length", "date"))
 
     assert kept(one_step) == kept(full)
     for name, value in SECURITY_HEADERS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -33,6 +34,14 @@ def test_timeline_event_round_trips_through_to_dict_and_from_dict() -> None:
     assert TimelineEvent.from_dict(raw) == event
     assert TimelineEvent.from_json(event.to_json()) == event
     assert raw["v"] == EVENT_VERSION  # from_dict does not consume the caller's dict
+
+
+@pytest.mark.parametrize(("session_id", "at"), [
+    ("s1", 12.5), ("ünïcode \"quoted\" \ud800", 1764600000.123456), ("x", 1e-07), ("x", 5.0), ("x", float("nan")),
+])
+def test_an_events_json_is_exactly_what_json_dumps_writes_for_its_dict(session_id: str, at: float) -> None:
+    event = TimelineEvent(session_id, 7, ExchangeStarted(key="x1", method="m", name={"é": [1.5, None]}), at=at)
+    assert event.to_json() == json.dumps(event.to_dict(), separators=(",", ":"))
 
 
 @pytest.mark.parametrize("kind", sorted(RECORDS))
