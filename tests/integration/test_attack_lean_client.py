@@ -137,3 +137,21 @@ async def test_an_httpx_answer_in_gzip_is_inflated_in_bounded_pieces_too() -> No
             async for piece in body_pieces(response):
                 biggest, total = max(biggest, len(piece)), total + len(piece)
     assert biggest <= DECODED_PIECE and total == BOMB_BYTES
+
+
+@pytest.mark.parametrize(("head", "sets"), [
+    (b"HTTP/1.1 200 OK\r\nSet-Cookie: sid=1; Path=/\r\nContent-Length: 2\r\n\r\n{}", True),
+    (b"HTTP/1.1 200 OK\r\nset-cookie: a=b\r\nContent-Length: 2\r\n\r\n{}", True),
+    (b"HTTP/1.1 200 OK\r\nX-Set-Cookie: no\r\nContent-Length: 2\r\n\r\n{}", False),
+])
+async def test_an_answer_that_sets_a_cookie_is_told_from_its_head(head: bytes, sets: bool) -> None:
+    # The transport hands such an answer to the shared client's cookie jar (later requests then go through httpx).
+    pool = LeanPool(10, 10, 5.0)
+    try:
+        async with _answer(head) as server:
+            response = await pool.request(server.origin, REQUEST, b"", TIMEOUT)
+            assert response.sets_cookie is sets
+            assert ("set-cookie" in response.headers) is sets
+            await response.aclose()
+    finally:
+        pool.close()
