@@ -43,10 +43,21 @@ _HTTPX_OWN = frozenset({"host", "content-length", "transfer-encoding", "cookie"}
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _PLAIN_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
 Answer = httpx.Response | LeanResponse
+_SENDABLE_KEPT = 256
 
 
 def _header_list(headers: httpx.Headers) -> list[tuple[str, str]]:
     return [(k, v) for k, v in headers.multi_items()]
+
+
+def _answer_headers(response: Answer) -> list[tuple[str, str]]:
+    return list(response.header_list) if isinstance(response, LeanResponse) else _header_list(response.headers)
+
+
+def _content_type(response: Answer) -> str:
+    """The media type alone, lower-cased (`text/event-stream`, `application/json`, ...)."""
+    value = response.content_type if isinstance(response, LeanResponse) else response.headers.get("content-type", "")
+    return value.split(";")[0].strip().lower()
 
 
 class _LeanRoute:
@@ -61,14 +72,23 @@ class _LeanRoute:
         # The shared client's own headers (Accept, Accept-Encoding, Connection, User-Agent), as httpx merges them.
         self.defaults = [(raw.decode("ascii"), low.decode("ascii"), value.decode("ascii"))
                          for raw, low, value in defaults._list]
+        # Headers already found sendable here, name and value → lower-case name: most repeat on every request
+        # (the version, the method, the target's own), and the two patterns cost each request more than its send.
+        self._sendable: dict[tuple[str, str], str] = {}
 
     def headers(self, ours: dict[str, str], length: int) -> list[tuple[str, str, str]] | None:
         """(name as sent, lower-case name, value) in httpx's order, or None when httpx should send this one."""
         mine = []
+        known = self._sendable
         for name, value in ours.items():
-            low = name.lower()
-            if low in _HTTPX_OWN or not _TOKEN.fullmatch(name) or not _PLAIN_VALUE.fullmatch(value):
-                return None
+            low = known.get((name, value))
+            if low is None:
+                low = name.lower()
+                if low in _HTTPX_OWN or not _TOKEN.fullmatch(name) or not _PLAIN_VALUE.fullmatch(value):
+                    return None
+                if len(known) >= _SENDABLE_KEPT:
+                    known.clear()  # bounded: values that change per call (a tool's name) must not pile up
+                known[(name, value)] = low
             mine.append((name, low, value))
         taken = {low for _, low, _ in mine}
         return [("Host", "host", self.host), *(d for d in self.defaults if d[1] not in taken), *mine,
@@ -114,7 +134,7 @@ class HttpExchange:
 
     async def frames(self) -> AsyncIterator[Frame]:
         response = self._response
-        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        ctype = _content_type(response)
         try:
             if ctype == "text/event-stream" and response.is_success:
                 async for frame in self._resumable_sse():
@@ -349,7 +369,7 @@ class HttpTransport:
             self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
             raise ConnectFailed(note) from exc
         self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
-                              headers=_header_list(response.headers),
+                              headers=_answer_headers(response),
                               note=f"HTTP {response.status_code} {response.reason_phrase}"))
         self._learn_session(message, response)
         return response
@@ -398,9 +418,9 @@ class HttpTransport:
             self.record(WireEvent(direction="transport", raw="", exchange=key,
                                   note=f"resuming the stream with GET failed: {_explain(exc)}"))
             return None
-        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        ctype = _content_type(response)
         self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
-                              headers=_header_list(response.headers),
+                              headers=_answer_headers(response),
                               note=f"GET with Last-Event-ID {last_event_id}: HTTP {response.status_code} "
                                    f"{response.reason_phrase}"))
         if response.is_success and ctype == "text/event-stream":

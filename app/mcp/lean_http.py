@@ -215,22 +215,41 @@ class LeanResponse:
         self._conn: _Connection | None = conn
         self.status_code = conn.parser.get_status_code()
         self.reason_phrase = conn.status.decode("ascii", errors="replace")
-        self.headers = httpx.Headers(conn.headers)
         self.is_success = 200 <= self.status_code < 300
-        # The common answer (no charset, no Content-Encoding) is told from the raw head, without httpx's lookups;
-        # anything else is decided by them, as before.
+        self._raw = conn.headers
+        self._headers: httpx.Headers | None = None
+        # The common answer (ASCII head, no charset, no Content-Encoding) is read from the raw head, without
+        # httpx's lookups: its header list and Content-Type exactly as httpx.Headers gives them (names lower-cased,
+        # repeated values joined by ", "). Anything else is decided by httpx, as before.
         charset = encoded = False
+        plain = True
+        types: list[bytes] = []
         self.sets_cookie = False  # a Set-Cookie header: the transport hands it to the shared client's jar
         for name, value in conn.headers:
             low = name.lower()
+            plain = plain and name.isascii() and value.isascii()
             if low == b"content-type":
                 charset = charset or b"charset" in value.lower()
+                types.append(value)
             elif low == b"content-encoding":
                 encoded = True
             elif low == b"set-cookie":
                 self.sets_cookie = True
+        if plain:
+            self.header_list = [(name.lower().decode("ascii"), value.decode("ascii")) for name, value in conn.headers]
+            self.content_type = b", ".join(types).decode("ascii")
+        else:
+            self.header_list = self.headers.multi_items()
+            self.content_type = self.headers.get("content-type", "")
         self.encoding = _encoding(self.headers) if charset else "utf-8"
         self._decoder = _decoder(self.headers) if encoded else None
+
+    @property
+    def headers(self) -> httpx.Headers:
+        """The head as httpx reads it; made when first asked for (the common answer never asks)."""
+        if self._headers is None:
+            self._headers = httpx.Headers(self._raw)
+        return self._headers
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         conn = self._conn

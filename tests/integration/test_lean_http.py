@@ -241,3 +241,43 @@ async def test_requests_past_the_pool_bound_wait_for_a_slot_and_time_out_as_http
         assert await body_of(second) == b"a"
     assert small.connections_opened == 1
     small.close()
+
+
+async def test_unusual_headers_stay_refused_when_asked_again_and_usual_ones_stay_sendable() -> None:
+    # (Sendable headers are remembered per route: asking twice must give the same answer as asking once.)
+    async with shared_client() as client:
+        route = lean_route("http://127.0.0.1:8123/mcp", client)
+        assert route is not None
+        for _ in range(3):
+            assert route.headers({"X-Evil": "a\r\nInjected: 1"}, 0) is None
+            assert route.headers({"Mcp-Name": "echo", "X-Name": "café"}, 0) is None
+            sent = route.headers({"Mcp-Name": "echo"}, 3)
+            assert sent is not None and ("Mcp-Name", "mcp-name", "echo") in sent
+        for n in range(600):  # values that change on every call do not pile up
+            assert route.headers({"Mcp-Name": f"tool-{n}"}, 0) is not None
+        assert route.headers({"X-Evil": "a\r\nInjected: 1"}, 0) is None
+
+
+@pytest.mark.parametrize("head", [
+    b"Content-Type: application/json\r\nX-A: 1\r\nx-a: 2",
+    b"Content-Type: text/event-stream; charset=utf-8\r\nContent-Type: application/json",
+    b"X-Cafe: \xc3\xa9t\xc3\xa9\r\nContent-Type: application/json",
+    b"X-Latin: \xe9\r\nContent-Type: Application/JSON",
+    b"X-None: ",
+])
+async def test_an_answers_header_list_and_content_type_are_what_httpx_reads(pool: LeanPool, head: bytes) -> None:
+    raw = b"HTTP/1.1 200 OK\r\n" + head + b"\r\nContent-Length: 2\r\n\r\n{}"
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(raw)
+        await writer.drain()
+        await reader.read()
+
+    async with RawServer(handler) as server:
+        response = await pool.request(server.origin, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                                      b"", httpx.Timeout(5.0))
+        expected = httpx.Headers(response._raw)
+        assert list(response.header_list) == expected.multi_items()
+        assert response.content_type == expected.get("content-type", "")
+        assert await body_of(response) == b"{}"
