@@ -355,19 +355,34 @@ class HttpTransport:
             raise ConnectFailed(note) from exc
         recorded = [(low, value) for _, low, value in sent] if sent is not None else \
             _header_list(request.headers) if request is not None else []
-        self.record(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key, headers=recorded))
+        out: list[WireEvent] = []
+
+        def record_out() -> None:
+            # Once, in the frame's place: before any note on the exchange, whether the request went out or not.
+            if not out:
+                out.append(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key,
+                                     headers=recorded))
+                self.record(out[0])
+
         try:
             if lean is not None and sent is not None:
-                answer = await lean.pool.request(lean.origin, lean.head(sent), content, self._client.timeout)
+                # Recorded once it is on the socket: the target reads it while the console records it.
+                answer = await lean.pool.request(lean.origin, lean.head(sent), content, self._client.timeout,
+                                                 on_sent=record_out)
                 self._keep_cookies(lean, answer)
                 response: Answer = answer
             else:
                 assert request is not None
+                record_out()
                 response = await self._client.send(request, stream=True)
         except (httpx.HTTPError, OSError, ValueError) as exc:  # a header httpx cannot encode raises ValueError
+            record_out()
             note = f"could not reach {self.shown_target}: {_explain(exc)}"
             self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
             raise ConnectFailed(note) from exc
+        except BaseException:  # cancelled while connecting: the request is on the record, as it always was
+            record_out()
+            raise
         self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
                               headers=_answer_headers(response),
                               note=f"HTTP {response.status_code} {response.reason_phrase}"))

@@ -26,7 +26,7 @@ import contextlib
 import socket
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
 import httptools
@@ -303,11 +303,14 @@ class LeanPool:
         self._slot_waiters: deque[asyncio.Future[None]] = deque()
         self.connections_opened = 0  # for tests: keep-alive means this stays at one per origin
 
-    async def request(self, origin: Origin, head: bytes, body: bytes, timeout: httpx.Timeout) -> LeanResponse:
+    async def request(self, origin: Origin, head: bytes, body: bytes, timeout: httpx.Timeout,
+                      on_sent: Callable[[], None] | None = None) -> LeanResponse:
         """Send one request (its head already serialized) and return once the answer's head has arrived.
 
         The timeouts are the shared client's: connect, write and pool; reading has none (the request's own
-        deadline in `McpClient` decides how long to wait for an answer).
+        deadline in `McpClient` decides how long to wait for an answer). `on_sent` runs right after the request
+        is handed to the socket, before anything is awaited: work that need not precede the send (recording it)
+        then overlaps the target's.
         """
         await self._acquire(timeout.pool)
         conn: _Connection | None = None
@@ -316,6 +319,8 @@ class LeanPool:
             conn.start()
             assert conn.transport is not None
             conn.transport.write(head + body)  # one send: headers and body together
+            if on_sent is not None:
+                on_sent()
             if conn.writing_paused:
                 await self._drained(conn, timeout.write)
             while not conn.head_done:

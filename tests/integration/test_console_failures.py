@@ -64,6 +64,10 @@ async def test_a_refused_url_fails_the_session_and_the_console_keeps_serving(
     [discover] = [e for e in s["timeline"] if e["kind"] == "exchange"]
     assert discover["method"] == "server/discover" and discover["status"] == "error"
     assert discover["http_status"] is None
+    # The request is on the record although it never reached a socket, before the note that says why.
+    wire = (await console.entry(s["id"], discover["key"]))["wire"]
+    assert [w["direction"] for w in wire][:2] == ["out", "transport"], wire
+    assert "could not reach" in (wire[1].get("note") or "")
     await _still_serves(console, demo_url)
 
 

@@ -281,3 +281,35 @@ async def test_an_answers_header_list_and_content_type_are_what_httpx_reads(pool
         assert list(response.header_list) == expected.multi_items()
         assert response.content_type == expected.get("content-type", "")
         assert await body_of(response) == b"{}"
+
+
+async def test_on_sent_runs_once_after_the_request_is_on_the_socket_and_before_its_answer(pool: LeanPool) -> None:
+    seen: list[str] = []
+    got = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        seen.append("server read it")
+        got.set()
+        writer.write(json_answer(b"{}"))
+        await writer.drain()
+        await reader.read()
+
+    async with RawServer(handler) as server:
+        response = await pool.request(server.origin, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n",
+                                      b"{}", httpx.Timeout(5.0), on_sent=lambda: seen.append("sent"))
+        await asyncio.wait_for(got.wait(), 5)
+        assert seen == ["sent", "server read it"]
+        assert await body_of(response) == b"{}"
+
+
+async def test_on_sent_does_not_run_when_the_connection_is_refused(pool: LeanPool) -> None:
+    listener = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    listener.close()
+    await listener.wait_closed()
+    seen: list[str] = []
+    with pytest.raises(httpx.ConnectError):
+        await pool.request(("127.0.0.1", port), b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", b"",
+                           httpx.Timeout(5.0), on_sent=lambda: seen.append("sent"))
+    assert seen == []
