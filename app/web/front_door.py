@@ -33,6 +33,12 @@ from app.web.security import SECURITY_HEADERS
 log = logging.getLogger(__name__)
 
 
+def _framed_otherwise(scope: Scope) -> bool:
+    """A Transfer-Encoding beside the Content-Length: the declared length may not be what arrives, so the body
+    limit must count it (the HTTP parser should have refused it already; this layer does not rely on that)."""
+    return any(name.lower() == b"transfer-encoding" for name, _ in scope["headers"])
+
+
 class FrontDoor:
     def __init__(self, app: ASGIApp, web: Web, routes: Sequence[BaseRoute], limits: BodyLimits,
                  on_http_error: ErrorHandler) -> None:
@@ -77,7 +83,7 @@ class FrontDoor:
             return None
         limit, _ = self.limits.limit_for(scope["path"])
         declared = content_length(scope)
-        if declared is None or declared < 0 or declared > limit:
+        if declared is None or declared < 0 or declared > limit or _framed_otherwise(scope):
             return None  # streamed, unreadable or too large: the body limit counts or refuses it
         screened = self.web.guard.screen(scope)
         if screened.problem is not None:

@@ -67,3 +67,30 @@ async def test_an_html_call_from_a_tab_is_answered_in_one_step_with_its_card(con
     assert answer.headers["content-type"].startswith("text/html")
     assert "front" in answer.text
     assert answer.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_a_declared_length_beside_a_transfer_encoding_is_counted_by_the_body_limit(
+        console: Console, demo_url: str) -> None:
+    # Straight to the app (no HTTP parser in between to refuse the pair): the front door must not trust the length.
+    sid = await _session(console, demo_url)
+    limit = console.settings.max_request_body_bytes
+    chunks = [b"tool=echo&arg.text=", b"x" * (limit // 2), b"x" * (limit // 2 + 10)]
+    sent: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        body = chunks.pop(0) if chunks else b""
+        return {"type": "http.request", "body": body, "more_body": bool(chunks)}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    path = f"/sessions/{sid}/tools/call"
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+             "client": ("127.0.0.1", 50000), "server": (console.public_host, 80),
+             "headers": [(b"host", console.public_host.encode()),
+                         (b"authorization", console.http.headers["authorization"].encode()),
+                         (b"accept", b"application/json"), (b"content-type", b"application/x-www-form-urlencoded"),
+                         (b"content-length", b"24"), (b"transfer-encoding", b"chunked")]}
+    await console.app(scope, receive, send)
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 413, sent[:1]
