@@ -11,6 +11,7 @@ NAME_PARAM: dict[str, str] = {"tools/call": "name", "prompts/get": "name", "reso
 
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 token
 _SENTINEL = re.compile(r"^=\?base64\?.*\?=$")
+_NOT_PLAIN = re.compile(r"[^\t\x20-\x7e]")
 
 
 def encode_value(value: Any) -> str:
@@ -23,7 +24,8 @@ def encode_value(value: Any) -> str:
         text = repr(value) if not value.is_integer() else str(int(value))
     else:
         text = str(value)
-    plain = all(ch == "\t" or 0x20 <= ord(ch) <= 0x7E for ch in text)
+    # Plain: every character a tab or printable ASCII (one C scan, not a Python loop per character).
+    plain = text.isascii() and _NOT_PLAIN.search(text) is None
     if plain and text == text.strip() and not _SENTINEL.match(text):
         return text
     return "=?base64?" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "?="

@@ -149,3 +149,10 @@ def test_request_headers_encode_false_and_zero_rather_than_dropping_them() -> No
 def test_request_headers_add_no_mcp_param_for_other_methods() -> None:
     headers = request_headers("prompts/get", {"name": "p", "arguments": {"region": "x"}}, "v", {"region": "Region"})
     assert not any(h.startswith("Mcp-Param-") for h in headers)
+
+
+def test_a_value_is_plain_exactly_when_every_character_is_a_tab_or_printable_ascii() -> None:
+    for ch in map(chr, range(0x250)):
+        plain = ch == "\t" or 0x20 <= ord(ch) <= 0x7E
+        encoded = encode_value(f"a{ch}b")
+        assert (encoded == f"a{ch}b") is plain, repr(ch)
