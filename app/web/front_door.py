@@ -16,7 +16,6 @@ full stack would have answered with a 200-class call, never refuse differently o
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 from starlette.exceptions import HTTPException
@@ -29,8 +28,6 @@ from app.web.deps import Web, identify
 from app.web.held import ErrorHandler, holds_its_events
 from app.web.limits import BodyLimits, content_length
 from app.web.security import SECURITY_HEADERS
-
-log = logging.getLogger(__name__)
 
 
 def _framed_otherwise(scope: Scope) -> bool:
