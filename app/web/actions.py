@@ -60,10 +60,13 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
     # (see Timeline.hold); the answer is made from the operation itself.
     with s.timeline.hold():
         op = s.operations.create(method, params, log_level=log_level)
-        task = w.manager.tasks.spawn(f"op-{op.id}", s.operations.run(op))
         if as_json:
-            await task
+            # In this request's own task: a script waits for the end anyway, and a task of its own cost two more
+            # turns of the loop (its start, then waking this one). A client that goes away does not cancel it
+            # (the server only tells the app on its next read); a shutdown closes the session, which ends it.
+            await s.operations.run(op)
         else:
+            task = w.manager.tasks.spawn(f"op-{op.id}", s.operations.run(op))
             await asyncio.wait({task}, timeout=QUICK_ANSWER_S)
         record = s.operations.record_of(op)
         data = {**(reply_json(op.final) if op.final else {"ok": False, "result": None}),
