@@ -128,8 +128,10 @@ def serve(settings: Settings, initial: list[Target] | None = None) -> None:
     # proxy_headers off: nothing sits in front of the console, so X-Forwarded-* from a local client must not
     # change the scheme or client address the security checks see.
     # http: uvicorn's httptools protocol with each answer's header and body writes joined (app/web/wire_writes.py).
+    # access_log off: at log level warning its lines are never shown, but uvicorn still formatted the client address
+    # and path for each of them on every answer.
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio",
-                            lifespan="on", proxy_headers=False, http=CoalescingHttpToolsProtocol)
+                            lifespan="on", proxy_headers=False, http=CoalescingHttpToolsProtocol, access_log=False)
     LaunchingServer(config, launch).run()
 
 
