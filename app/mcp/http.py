@@ -220,6 +220,14 @@ class HttpExchange:
                 yield self._incoming(event.data)
 
     async def _read_body(self) -> str:
+        response = self._response
+        whole = response.read_whole() if isinstance(response, LeanResponse) else None
+        if whole is not None:  # all here already: counted and bounded as one piece, without the async readers
+            self._count(whole)
+            if len(whole) > self._t.max_message_bytes:
+                self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
+                raise ProtocolViolation(f"response body larger than {self._t.max_message_bytes} bytes")
+            return whole.decode(response.encoding or "utf-8", errors="replace")
         chunks: list[bytes] = []
         size = 0
         async for chunk in body_pieces(self._response):

@@ -251,6 +251,17 @@ class LeanResponse:
             self._headers = httpx.Headers(self._raw)
         return self._headers
 
+    def read_whole(self) -> bytes | None:
+        """The whole body at once, when all of it has arrived and none of it needs decoding (a small JSON answer
+        comes in the same read as its head); None otherwise, to be read with `aiter_bytes`. Like the end of
+        `aiter_bytes`, it gives the connection back."""
+        conn = self._conn
+        if conn is None or not conn.complete or self._decoder is not None:
+            return None
+        data = conn.take_all() if conn.body else b""
+        self._finish()
+        return data
+
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         conn = self._conn
         if conn is None:

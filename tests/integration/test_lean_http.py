@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
@@ -313,3 +314,36 @@ async def test_on_sent_does_not_run_when_the_connection_is_refused(pool: LeanPoo
         await pool.request(("127.0.0.1", port), b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", b"",
                            httpx.Timeout(5.0), on_sent=lambda: seen.append("sent"))
     assert seen == []
+
+
+async def test_a_complete_plain_answer_is_read_whole_and_anything_else_is_left_to_the_stream(pool: LeanPool) -> None:
+    gzipped = gzip.compress(b'{"jsonrpc":"2.0"}')
+    answers = [json_answer(b'{"a":1}'),
+               b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s" % (len(gzipped), gzipped)]
+    release = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for raw in answers:
+            await read_request(reader)
+            writer.write(raw)
+            await writer.drain()
+        await read_request(reader)  # the third: its head now, its body only when the test says
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\"")
+        await writer.drain()
+        await release.wait()
+        writer.write(b":1}")
+        await writer.drain()
+        await reader.read()
+
+    request = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+    async with RawServer(handler) as server:
+        plain = await pool.request(server.origin, request, b"", httpx.Timeout(5.0))
+        assert plain.read_whole() == b'{"a":1}'
+        packed = await pool.request(server.origin, request, b"", httpx.Timeout(5.0))  # the same connection again
+        assert packed.read_whole() is None
+        assert await body_of(packed) == b'{"jsonrpc":"2.0"}'
+        partial = await pool.request(server.origin, request, b"", httpx.Timeout(5.0))
+        assert partial.read_whole() is None
+        release.set()
+        assert await body_of(partial) == b'{"a":1}'
+        assert server.connections == 1
