@@ -92,8 +92,10 @@ class StandaloneStream:
             headers["Last-Event-ID"] = self.last_event_id
         self.opened += 1
         try:
-            request = self._t.http_client.build_request("GET", self._t.target, headers=headers, timeout=STREAM_TIMEOUT)
+            request = self._t.http_client.build_request("GET", self._t.target, headers=headers, timeout=STREAM_TIMEOUT,
+                                                        cookies=self._t.cookies or None)
             response = await self._t.http_client.send(request, stream=True)
+            self._t.cookies.extract_cookies(response)
         except (httpx.HTTPError, OSError, ValueError) as exc:
             self._note(f"standalone GET stream could not be opened: {type(exc).__name__}: {exc}")
             return "empty"

@@ -4,9 +4,10 @@ requests httpx would not send: odd Host values, hostile targets' answers."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import TYPE_CHECKING
 
-from tests.integration.conftest import OWNER_COOKIE, TOKEN
+from tests.integration.conftest import JSON, OWNER_COOKIE, TOKEN
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -66,3 +67,82 @@ async def test_a_host_whose_port_is_a_digit_but_not_a_number_is_answered_not_a_c
         page = await _raw(served, b"GET / HTTP/1.1\r\nHost: " + host + b"\r\nAuthorization: Bearer " +
                           TOKEN.encode() + b"\r\nConnection: close\r\n\r\n")
         assert _status(page) < 500, page[:300]
+
+
+class _CookieTarget:
+    """A 2026-07-28 target on a raw socket: its tools/call answer sets a cookie when asked to; it notes every
+    Cookie header it receives."""
+
+    def __init__(self) -> None:
+        self.cookies_seen: list[str | None] = []
+        self.server: asyncio.Server | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/mcp"
+
+    async def __aenter__(self) -> _CookieTarget:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+                fields = dict(line.split(": ", 1) for line in head.split("\r\n")[1:] if ": " in line)
+                fields = {k.lower(): v for k, v in fields.items()}
+                message = json.loads(await reader.readexactly(int(fields.get("content-length", "0"))) or b"{}")
+                method, extra = message.get("method"), ""
+                result: dict[str, object] = {"resultType": "complete"}
+                if method == "server/discover":
+                    result |= {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "ttlMs": 0,
+                               "cacheScope": "public",
+                               "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "cookies", "version": "0"}}}
+                elif method == "tools/list":
+                    result["tools"] = [{"name": "echo", "inputSchema": {"type": "object"}}]
+                elif method == "tools/call":
+                    self.cookies_seen.append(fields.get("cookie"))
+                    if message["params"]["arguments"].get("set"):
+                        extra = "Set-Cookie: sid=A-secret; Path=/\r\n"
+                    result["content"] = [{"type": "text", "text": "ok"}]
+                body = json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": result}).encode()
+                writer.write(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{extra}"
+                             f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+async def _call(console: Console, sid: str, arguments: dict[str, object]) -> list[list[str]]:
+    """tools/call with these arguments; the headers its request was recorded with."""
+    answer = await console.http.post(f"/sessions/{sid}/tools/call", headers=JSON,
+                                     data={"tool": "echo", "mode": "json", "json": json.dumps(arguments)})
+    assert answer.status_code == 200 and answer.json()["ok"], answer.text
+    entry = await console.entry(sid, answer.json()["key"])
+    out = [w["headers"] for w in entry["wire"] if w["direction"] == "out"]
+    assert len(out) == 1, entry["wire"]
+    headers: list[list[str]] = out[0]
+    return headers
+
+
+async def test_a_cookie_one_target_sets_goes_back_to_it_and_never_to_another_sessions_target(
+        console: Console) -> None:
+    # Cookies ignore ports: kept by the client every session shares, A's cookie went to B's server (another
+    # session's target on the same host, maybe a hostile one) and into B's recording, for B's link holders to read.
+    async with _CookieTarget() as a, _CookieTarget() as b:
+        sa = (await console.connect(kind="http", url=a.url, headers=""))["id"]
+        sb = (await console.connect(kind="http", url=b.url, headers=""))["id"]
+        await _call(console, sa, {"set": True})
+        again = await _call(console, sa, {})
+        assert ["cookie", "sid=A-secret"] in again  # the target's own cookie still goes back to it, on the record
+        elsewhere = await _call(console, sb, {})
+        assert not any(name == "cookie" for name, _ in elsewhere), elsewhere
+        assert a.cookies_seen == [None, "sid=A-secret"]
+        assert b.cookies_seen == [None]
