@@ -214,7 +214,8 @@ class LeanResponse:
         self._origin = origin
         self._conn: _Connection | None = conn
         self.status_code = conn.parser.get_status_code()
-        self.reason_phrase = conn.status.decode("ascii", errors="replace")
+        # As httpx reads it (non-ASCII bytes dropped): the transport note made from it is the same on both paths.
+        self.reason_phrase = conn.status.decode("ascii", errors="ignore")
         self.is_success = 200 <= self.status_code < 300
         self._raw = conn.headers
         self._headers: httpx.Headers | None = None

@@ -283,6 +283,31 @@ async def test_an_answers_header_list_and_content_type_are_what_httpx_reads(pool
         assert await body_of(response) == b"{}"
 
 
+@pytest.mark.parametrize("status_line", [b"HTTP/1.1 200 OK", b"HTTP/1.1 200 \xd6kay", b"HTTP/1.1 200 \xc3\x96kay",
+                                         b"HTTP/1.1 200 ", b"HTTP/1.1 200   All  good "])
+async def test_an_answers_reason_phrase_is_what_httpx_reads(pool: LeanPool, status_line: bytes) -> None:
+    # The transport note ("HTTP 200 ...") is made from it: the same answer must be recorded alike on both paths.
+    raw = status_line + b"\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                await read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            writer.write(raw)
+            await writer.drain()
+
+    async with RawServer(handler) as server:
+        host, port = server.origin
+        async with httpx.AsyncClient() as client:
+            expected = (await client.post(f"http://{host}:{port}/", content=b"")).reason_phrase
+        response = await pool.request(server.origin, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                                      b"", httpx.Timeout(5.0))
+        assert response.reason_phrase == expected
+        assert await body_of(response) == b"{}"
+
+
 async def test_on_sent_runs_once_after_the_request_is_on_the_socket_and_before_its_answer(pool: LeanPool) -> None:
     seen: list[str] = []
     got = asyncio.Event()
