@@ -111,10 +111,12 @@ class _Connection(asyncio.Protocol):
     def _lost(self, exc: Exception | None) -> None:
         if self.failed is not None:
             return
-        if self.active and self.head_done and self.until_close and not self.complete:
-            self.complete = True  # the server's close is the end of this body
+        if self.active and self.head_done and self.until_close and not self.complete and exc is None:
+            self.complete = True  # the server's close is the end of this body (a reset is not: the body broke)
         if self.active and not self.complete:
-            if not self.head_done:
+            if exc is not None:  # a reset, not a close: said as httpx says it (a ReadError with the OS's words)
+                self.failed = httpx.ReadError(str(exc))
+            elif not self.head_done:
                 self.failed = httpx.RemoteProtocolError("Server disconnected without sending a response.")
             else:
                 self.failed = httpx.RemoteProtocolError(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
@@ -163,6 +165,40 @@ async def test_refused_connection_is_httpx_connect_error(pool: LeanPool) -> None
         origin = server.origin
     with pytest.raises(httpx.ConnectError):
         await pool.request(origin, b"POST / HTTP/1.1\r\n\r\n", b"", TIMEOUT)
+
+
+@pytest.mark.parametrize("before_reset", [b"", b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{\"a\"",
+                                          b"HTTP/1.1 200 OK\r\n\r\n{\"a\""])  # the last one's body ends at a close
+async def test_a_target_that_resets_the_connection_fails_as_it_does_through_httpx(
+        pool: LeanPool, before_reset: bytes) -> None:
+    # The failure becomes the exchange's transport note: a reset must read as one on both paths, not as a close.
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(before_reset)
+        await writer.drain()
+        writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+
+    async def failure(run: Callable[[], Awaitable[object]]) -> tuple[str, str]:
+        with pytest.raises(httpx.HTTPError) as caught:
+            await run()
+        return type(caught.value).__name__, str(caught.value)
+
+    async with RawServer(handler) as server:
+        host, port = server.origin
+        async with shared_client() as client:
+            async def through_httpx() -> object:
+                async with client.stream("POST", f"http://{host}:{port}/", content=b"") as response:
+                    return await response.aread()
+
+            expected = await failure(through_httpx)
+
+        async def lean() -> object:
+            response = await pool.request(server.origin, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                                          b"", httpx.Timeout(5.0))
+            return await body_of(response)
+
+        assert await failure(lean) == expected
 
 
 def shared_client() -> httpx.AsyncClient:
