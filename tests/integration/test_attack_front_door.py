@@ -146,3 +146,82 @@ async def test_a_cookie_one_target_sets_goes_back_to_it_and_never_to_another_ses
         assert not any(name == "cookie" for name, _ in elsewhere), elsewhere
         assert a.cookies_seen == [None, "sid=A-secret"]
         assert b.cookies_seen == [None]
+
+
+# Raw requests for the differential below: {sid}, {ip} (127.0.0.1:port), {pub} (public name:port), {name} (the
+# public name alone), {op} and {view} (link cookies) are filled in per console. Each says Connection: close.
+AUTH = f"Authorization: Bearer {TOKEN}"
+ODD_REQUESTS: list[tuple[str, str, list[str]]] = [
+    ("/sessions/{sid}/tools/call", "{ip}", [AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", []),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Authorization: Bearer not-the-token-at-all", AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", [AUTH, "Authorization: Bearer not-the-token-at-all"]),
+    ("/sessions/{sid}/tools/call", "{ip}", [f"Cookie: {OWNER_COOKIE}={TOKEN}"]),
+    ("/sessions/{sid}/tools/call", "{pub}", [f"Cookie: {OWNER_COOKIE}={TOKEN}"]),
+    ("/sessions/{sid}/tools/call", "{name}", [f"Cookie: {OWNER_COOKIE}={TOKEN}"]),
+    ("/sessions/{sid}/tools/call", "{name}:1", [f"Cookie: {OWNER_COOKIE}={TOKEN}"]),
+    ("/sessions/{sid}/tools/call", "{pub}", ["Cookie: a=b", f"Cookie: {OWNER_COOKIE}={TOKEN}"]),
+    ("/sessions/{sid}/tools/call", "{pub}", [f"Cookie: {OWNER_COOKIE}={TOKEN}; mcp_console_presenter=1"]),
+    ("/sessions/{sid}/tools/call", "{pub}", ["Cookie: mcp_console_link={op}"]),
+    ("/sessions/{sid}/tools/call", "{pub}", ["Cookie: mcp_console_link={view}"]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Cookie: mcp_console_link={op}"]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Host: evil.example", AUTH]),
+    ("/sessions/{sid}/tools/call", "evil.example", [AUTH]),
+    ("/sessions/{sid}/tools/call", "evil@127.0.0.1", [AUTH]),
+    ("/sessions/{sid}/tools/call", "", [AUTH]),
+    ("http://evil.example/sessions/{sid}/tools/call", "{ip}", [AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Origin: http://evil.example", AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Origin: null", AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Origin: http://127.0.0.1:1", AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Sec-Fetch-Site: cross-site", AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["X-MCP-Console-Principal: owner"]),
+    ("//sessions/{sid}/tools/call", "{ip}", [AUTH]),
+    ("/sessions/{sid}/tools/call/", "{ip}", [AUTH]),
+    ("/sessions/{sid}/tools/call;x", "{ip}", [AUTH]),
+    ("/sessions/{sid};x/tools/call", "{ip}", [AUTH]),
+    ("/sessions/{sid}/x/../tools/call", "{ip}", [AUTH]),
+    ("/sessions/{sid}%2Ftools%2Fcall", "{ip}", [AUTH]),
+    ("/sessions/nope/tools/call", "{ip}", [AUTH]),
+    ("/sessions/import/tools/call", "{ip}", [AUTH]),
+    ("/sessions/{sid}/resources/read", "{ip}", [AUTH]),
+]
+
+
+def _answer_meaning(answer: bytes, ctx: dict[str, str]) -> tuple[int, str]:
+    """The status, and what the body says: a call's text (ids and timings differ between consoles) or the text."""
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status = _status(head)
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return status, body.decode("latin-1")
+    if isinstance(data, dict) and "operation" in data:
+        return status, json.dumps([data.get("ok"), data.get("result"), data.get("errors")])
+    text = body.decode("latin-1")
+    for name, value in ctx.items():
+        text = text.replace(value, "{" + name + "}")
+    return status, text
+
+
+async def test_odd_raw_requests_get_from_the_front_door_what_the_full_stack_answers(
+        make_console: Callable[..., Console], serve: Serve, demo_url: str) -> None:
+    front, full = make_console(), make_console()
+    full.app.front_door = None  # type: ignore[attr-defined]  # before its first request builds the stack
+    answers: list[list[tuple[int, str]]] = []
+    for console in (front, full):
+        served = await serve(console)
+        sid = await _session(console, demo_url)
+        links = [await console.http.post(f"/sessions/{sid}/links", data={"role": role}, headers=JSON)
+                 for role in ("operator", "viewer")]
+        op, view = (str(link.json()["url"]).rsplit("/s/", 1)[1] for link in links)
+        ctx = {"sid": sid, "ip": served.host, "pub": served.public, "name": console.public_host, "op": op,
+               "view": view}
+        seen = []
+        for target, host, extra in ODD_REQUESTS:
+            filled = [line.format(**ctx) for line in (target, host, *extra)]
+            request = _post(filled[0], filled[1].encode("latin-1"), *(x.encode("latin-1") for x in filled[2:]))
+            seen.append(_answer_meaning(await _raw(served, request), ctx))
+        answers.append(seen)
+    for request, one_step, stack in zip(ODD_REQUESTS, *answers, strict=True):
+        assert one_step == stack, request
+    assert {status for status, _ in answers[0]} >= {200, 400, 401, 403, 404, 307}
