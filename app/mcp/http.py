@@ -229,7 +229,12 @@ class HttpExchange:
                 if fair.due():
                     await fair.give_way()
         tail = decoder.decode(b"", final=True)
-        for event in [*(parser.feed(tail) if tail else []), *parser.finish()]:
+        try:  # the last event, without its blank line, is only whole (and may only pass the bound) here
+            last = [*(parser.feed(tail) if tail else []), *parser.finish()]
+        except ValueError as exc:
+            self._record_problem(str(exc))
+            raise ProtocolViolation(str(exc)) from exc
+        for event in last:
             if event.data:
                 yield self._incoming(event.data)
 

@@ -7,7 +7,7 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
-from tests.integration.conftest import JSON, OWNER_COOKIE, TOKEN
+from tests.integration.conftest import JSON, OWNER_COOKIE, TOKEN, Seen, TinyHttp
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -225,3 +225,35 @@ async def test_odd_raw_requests_get_from_the_front_door_what_the_full_stack_answ
     for request, one_step, stack in zip(ODD_REQUESTS, *answers, strict=True):
         assert one_step == stack, request
     assert {status for status, _ in answers[0]} >= {200, 400, 401, 403, 404, 307}
+
+
+async def test_a_last_sse_event_past_the_message_bound_at_the_streams_end_is_a_violation_not_a_500(
+        make_console: Callable[..., Console], tiny_http: TinyHttp) -> None:
+    # Each line is within the bound and the last event has no blank line: it is only complete, and too large, when
+    # the stream ends. That check raised outside the reader's handling: the call was a 500 with nothing recorded.
+    console = make_console(max_message_bytes=10_000)
+
+    def handler(seen: Seen) -> tuple[int, str, bytes]:
+        message = seen.json()
+        method = message.get("method")
+        if method == "server/discover":
+            found = tiny_http.discover(capabilities={"tools": {}})
+            return 200, "application/json", tiny_http.result(message["id"], found)
+        if method == "tools/list":
+            return 200, "application/json", tiny_http.result(message["id"], {
+                "resultType": "complete", "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+        if method == "tools/call":
+            return 200, "text/event-stream", b"data: " + b"x" * 6000 + b"\ndata: " + b"y" * 6000
+        return 202, "application/json", b""
+
+    server = tiny_http.start(handler)
+    s = await console.connect(kind="http", url=server.url, headers="")
+    assert s["status"] == "connected", s
+    answer = await console.http.post(f"/sessions/{s['id']}/tools/call", headers=JSON,
+                                     data={"tool": "echo", "mode": "json", "json": "{}"})
+    assert answer.status_code == 200, answer.text
+    reply = answer.json()
+    assert reply["ok"] is False and reply["error"]["type"] == "ProtocolViolation", reply
+    assert "10000" in reply["error"]["message"]
+    entry = await console.entry(s["id"], reply["key"])
+    assert any("10000" in (w.get("problem") or w.get("note") or "") for w in entry["wire"]), entry["wire"]
