@@ -25,6 +25,7 @@ from app.mcp.transport import (
     DEFAULT_MAX_STREAM_BYTES,
     ServerMessageSink,
     stream_bound_note,
+    text_codec,
 )
 from app.mcp.wire import Recorder, WireEvent
 
@@ -208,7 +209,7 @@ class HttpExchange:
     async def _sse(self) -> AsyncIterator[Frame]:
         parser = SseParser(self._t.max_message_bytes)
         # Bytes, not text: the bound counts what crossed the wire; the decoder keeps split characters whole.
-        decoder = codecs.getincrementaldecoder(self._response.encoding or "utf-8")(errors="replace")
+        decoder = codecs.getincrementaldecoder(text_codec(self._response.encoding))(errors="replace")
         fair = FairShare()  # a flood of chunks must not keep the loop from its timers (see app/mcp/fair.py)
         async for raw_chunk in body_pieces(self._response):
             if fair.due():
@@ -248,7 +249,7 @@ class HttpExchange:
                 self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
                 raise ProtocolViolation(f"response body larger than {self._t.max_message_bytes} bytes")
             chunks.append(chunk)
-        return b"".join(chunks).decode(self._response.encoding or "utf-8", errors="replace")
+        return b"".join(chunks).decode(text_codec(self._response.encoding), errors="replace")
 
     def _body_frame(self, body: str, ctype: str) -> Frame:
         status = self._response.status_code

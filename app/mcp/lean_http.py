@@ -34,6 +34,7 @@ import httpx
 from httpx import _decoders
 
 from app.mcp.inflate import Inflate, inflater
+from app.mcp.transport import text_codec
 
 READ_HIGH_WATER = 256 * 1024
 MAX_HEAD_BYTES = 100 * 1024  # httpcore's h11 max_incomplete_event_size
@@ -426,7 +427,7 @@ def _encoding(headers: httpx.Headers) -> str:
     if ctype is None or "charset" not in ctype.lower():
         return "utf-8"
     probe = httpx.Response(200, headers={"content-type": ctype})
-    return probe.encoding or "utf-8"
+    return text_codec(probe.encoding)  # a codec that reads text: not base64, rot13, idna... (see text_codec)
 
 
 def _decoder(headers: httpx.Headers) -> Any:

@@ -21,7 +21,7 @@ from app.mcp.errors import ConnectFailed, McpError, ProtocolViolation, StreamLos
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
 from app.mcp.sse import SseParser
-from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, SESSION_MESSAGE_NOTE, ServerMessageSink
+from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, SESSION_MESSAGE_NOTE, ServerMessageSink, text_codec
 from app.mcp.wire import Recorder, WireEvent
 
 ENDPOINT_TIMEOUT_S = 10.0  # the endpoint event must come promptly after the GET is answered
@@ -111,7 +111,7 @@ class HttpSseTransport:
 
     async def _read(self, response: httpx.Response) -> None:
         parser = SseParser(self._max)
-        decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+        decoder = codecs.getincrementaldecoder(text_codec(response.encoding))(errors="replace")
         try:
             async for chunk in body_pieces(response):
                 for event in parser.feed(decoder.decode(chunk)):
@@ -177,7 +177,8 @@ class HttpSseTransport:
             raise ConnectFailed(f"could not POST to {self.endpoint}: {type(exc).__name__}: {exc}") from exc
         self._note(f"HTTP {response.status_code} {response.reason_phrase}", key, response.status_code)
         if not response.is_success:
-            raise TransportError(f"POST {self.endpoint}: HTTP {response.status_code} {response.text[:200]!r}")
+            text = response.content[:200].decode(text_codec(response.encoding), "replace")
+            raise TransportError(f"POST {self.endpoint}: HTTP {response.status_code} {text!r}")
 
     async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> SseExchange:
         exchange = SseExchange(self, message.get("id"), key)

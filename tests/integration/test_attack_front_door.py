@@ -7,6 +7,8 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
+import pytest
+
 from tests.integration.conftest import JSON, OWNER_COOKIE, TOKEN, Seen, TinyHttp
 
 if TYPE_CHECKING:
@@ -257,3 +259,36 @@ async def test_a_last_sse_event_past_the_message_bound_at_the_streams_end_is_a_v
     assert "10000" in reply["error"]["message"]
     entry = await console.entry(s["id"], reply["key"])
     assert any("10000" in (w.get("problem") or w.get("note") or "") for w in entry["wire"]), entry["wire"]
+
+
+@pytest.mark.parametrize("charset", ["base64", "rot13", "idna", "undefined", "uu_codec"])
+async def test_a_charset_that_is_no_text_encoding_is_read_as_utf8_not_a_500(
+        console: Console, tiny_http: TinyHttp, charset: str) -> None:
+    # httpx takes any codec Python knows as an answer's encoding; these are not text encodings (or refuse the
+    # "replace" error handler), so every decode raised (LookupError, TypeError, AssertionError, UnicodeError).
+    def handler(seen: Seen) -> tuple[int, str, bytes]:
+        message = seen.json()
+        method = message.get("method")
+        if method == "server/discover":
+            found = tiny_http.discover(capabilities={"tools": {}})
+            return 200, "application/json", tiny_http.result(message["id"], found)
+        if method == "tools/list":
+            return 200, "application/json", tiny_http.result(message["id"], {
+                "resultType": "complete", "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+        if method == "tools/call":
+            body = tiny_http.result(message["id"], {"resultType": "complete",
+                                                    "content": [{"type": "text", "text": "read"}]})
+            if message["params"]["arguments"].get("sse"):
+                return 200, f"text/event-stream; charset={charset}", b"data: " + body + b"\n\n"
+            return 200, f"application/json; charset={charset}", body
+        return 202, "application/json", b""
+
+    server = tiny_http.start(handler)
+    s = await console.connect(kind="http", url=server.url, headers="")
+    assert s["status"] == "connected", s
+    for sse in (False, True):
+        answer = await console.http.post(f"/sessions/{s['id']}/tools/call", headers=JSON,
+                                         data={"tool": "echo", "mode": "json", "json": json.dumps({"sse": sse})})
+        assert answer.status_code == 200, answer.text
+        reply = answer.json()
+        assert reply["ok"] and reply["result"]["content"] == [{"type": "text", "text": "read"}], reply
