@@ -24,6 +24,7 @@ from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.console.team import make_cluster, make_hub
 from app.console.timeline import flush_all
+from app.mcp.http import NoCookies
 from app.mcp.netstream import AsyncioHTTPTransport
 from app.settings import Settings
 
@@ -57,8 +58,9 @@ class SessionManager:
         # Its transport is httpx's own over an asyncio network layer (app/mcp/netstream.py): the anyio one cost
         # each call more than the console's recording did.
         limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+        # Its jar keeps nothing: each target's cookies stay with its own transport (app/mcp/http.py NoCookies).
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), follow_redirects=False,
-                                      limits=limits, transport=AsyncioHTTPTransport(limits))
+                                      limits=limits, transport=AsyncioHTTPTransport(limits), cookies=NoCookies())
 
     def create(self, target: Target) -> ConsoleSession:
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http)

@@ -6,6 +6,7 @@ import asyncio
 import codecs
 import re
 from collections.abc import AsyncIterator
+from http.cookiejar import Cookie, CookieJar
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,6 +25,7 @@ from app.mcp.transport import (
     DEFAULT_MAX_STREAM_BYTES,
     ServerMessageSink,
     stream_bound_note,
+    text_codec,
 )
 from app.mcp.wire import Recorder, WireEvent
 
@@ -44,6 +46,19 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _PLAIN_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
 Answer = httpx.Response | LeanResponse
 _SENDABLE_KEPT = 256
+
+
+class NoCookies(CookieJar):
+    """The jar of a client shared by every session: it keeps nothing.
+
+    Cookies are not isolated by port, so a cookie one target set, kept by the shared client, went to every other
+    target on that host (another session's server, maybe a hostile one) and into that session's recording. Each
+    transport keeps its own target's cookies instead (`HttpTransport.cookies`); httpx still stores what every
+    answer sets in its client's jar, and this one drops it.
+    """
+
+    def set_cookie(self, cookie: Cookie) -> None:
+        return
 
 
 def _header_list(headers: httpx.Headers) -> list[tuple[str, str]]:
@@ -194,7 +209,7 @@ class HttpExchange:
     async def _sse(self) -> AsyncIterator[Frame]:
         parser = SseParser(self._t.max_message_bytes)
         # Bytes, not text: the bound counts what crossed the wire; the decoder keeps split characters whole.
-        decoder = codecs.getincrementaldecoder(self._response.encoding or "utf-8")(errors="replace")
+        decoder = codecs.getincrementaldecoder(text_codec(self._response.encoding))(errors="replace")
         fair = FairShare()  # a flood of chunks must not keep the loop from its timers (see app/mcp/fair.py)
         async for raw_chunk in body_pieces(self._response):
             if fair.due():
@@ -215,7 +230,12 @@ class HttpExchange:
                 if fair.due():
                     await fair.give_way()
         tail = decoder.decode(b"", final=True)
-        for event in [*(parser.feed(tail) if tail else []), *parser.finish()]:
+        try:  # the last event, without its blank line, is only whole (and may only pass the bound) here
+            last = [*(parser.feed(tail) if tail else []), *parser.finish()]
+        except ValueError as exc:
+            self._record_problem(str(exc))
+            raise ProtocolViolation(str(exc)) from exc
+        for event in last:
             if event.data:
                 yield self._incoming(event.data)
 
@@ -237,7 +257,7 @@ class HttpExchange:
                 self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
                 raise ProtocolViolation(f"response body larger than {self._t.max_message_bytes} bytes")
             chunks.append(chunk)
-        return b"".join(chunks).decode(self._response.encoding or "utf-8", errors="replace")
+        return b"".join(chunks).decode(text_codec(self._response.encoding), errors="replace")
 
     def _body_frame(self, body: str, ctype: str) -> Frame:
         status = self._response.status_code
@@ -322,6 +342,8 @@ class HttpTransport:
         self._inflight_ids: set[str | int] = set()
         self._handed: dict[str | int, Frame] = {}
         self._lean = lean_route(url, client)
+        # What this target set, sent back to it only (the shared client's jar is `NoCookies`).
+        self.cookies = httpx.Cookies()
 
     @property
     def http_client(self) -> httpx.AsyncClient:
@@ -353,10 +375,10 @@ class HttpTransport:
             content = body.encode("utf-8")
             merged = self._headers(headers)
             lean = self._lean
-            # The lean client takes the common case; cookies the client keeps (a server set one) go with httpx.
-            sent = lean.headers(merged, len(content)) if lean is not None and not self._client.cookies else None
+            # The lean client takes the common case; once the target has set a cookie, httpx sends it back.
+            sent = lean.headers(merged, len(content)) if lean is not None and not self.cookies else None
             request = None if sent is not None else self._client.build_request(
-                "POST", self.target, content=content, headers=merged)
+                "POST", self.target, content=content, headers=merged, cookies=self.cookies or None)
         except (ValueError, TypeError, httpx.InvalidURL) as exc:  # UnicodeEncodeError is a ValueError
             note = f"could not build the request to {self.shown_target}: {exc}"
             self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
@@ -383,6 +405,7 @@ class HttpTransport:
                 assert request is not None
                 record_out()
                 response = await self._client.send(request, stream=True)
+                self.cookies.extract_cookies(response)
         except (httpx.HTTPError, OSError, ValueError) as exc:  # a header httpx cannot encode raises ValueError
             record_out()
             note = f"could not reach {self.shown_target}: {_explain(exc)}"
@@ -398,11 +421,11 @@ class HttpTransport:
         return response
 
     def _keep_cookies(self, lean: _LeanRoute, response: LeanResponse) -> None:
-        """A cookie the server sets is kept by the shared client, as httpx would (later requests then use httpx)."""
+        """A cookie the server sets is kept for this target, as httpx would (later requests then use httpx)."""
         if response.sets_cookie:
             probe = httpx.Response(response.status_code, headers=response.headers,
                                    request=httpx.Request("POST", lean.url))
-            self._client.cookies.extract_cookies(probe)
+            self.cookies.extract_cookies(probe)
 
     async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> HttpExchange:
         discovery = message.get("method") == "server/discover" and not self._discovered
@@ -435,8 +458,9 @@ class HttpTransport:
         if self.session_id is not None:
             headers[SESSION_HEADER] = self.session_id
         try:
-            request = self._client.build_request("GET", self.target, headers=headers)
+            request = self._client.build_request("GET", self.target, headers=headers, cookies=self.cookies or None)
             response = await self._client.send(request, stream=True)
+            self.cookies.extract_cookies(response)
         except (httpx.HTTPError, OSError, ValueError) as exc:
             self.record(WireEvent(direction="transport", raw="", exchange=key,
                                   note=f"resuming the stream with GET failed: {_explain(exc)}"))
@@ -489,7 +513,9 @@ class HttpTransport:
         headers = {**self.extra_headers, SESSION_HEADER: session}
         note = f"DELETE {self.shown_target} to end session {session}"
         try:
-            response = await self._client.request("DELETE", self.target, headers=headers, timeout=DELETE_TIMEOUT_S)
+            request = self._client.build_request("DELETE", self.target, headers=headers, timeout=DELETE_TIMEOUT_S,
+                                                 cookies=self.cookies or None)
+            response = await self._client.send(request)
             note += f": HTTP {response.status_code} {response.reason_phrase}"
         except (httpx.HTTPError, OSError, ValueError) as exc:
             note += f": {_explain(exc)}"

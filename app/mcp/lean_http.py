@@ -34,6 +34,7 @@ import httpx
 from httpx import _decoders
 
 from app.mcp.inflate import Inflate, inflater
+from app.mcp.transport import text_codec
 
 READ_HIGH_WATER = 256 * 1024
 MAX_HEAD_BYTES = 100 * 1024  # httpcore's h11 max_incomplete_event_size
@@ -111,10 +112,12 @@ class _Connection(asyncio.Protocol):
     def _lost(self, exc: Exception | None) -> None:
         if self.failed is not None:
             return
-        if self.active and self.head_done and self.until_close and not self.complete:
-            self.complete = True  # the server's close is the end of this body
+        if self.active and self.head_done and self.until_close and not self.complete and exc is None:
+            self.complete = True  # the server's close is the end of this body (a reset is not: the body broke)
         if self.active and not self.complete:
-            if not self.head_done:
+            if exc is not None:  # a reset, not a close: said as httpx says it (a ReadError with the OS's words)
+                self.failed = httpx.ReadError(str(exc))
+            elif not self.head_done:
                 self.failed = httpx.RemoteProtocolError("Server disconnected without sending a response.")
             else:
                 self.failed = httpx.RemoteProtocolError(
@@ -214,7 +217,8 @@ class LeanResponse:
         self._origin = origin
         self._conn: _Connection | None = conn
         self.status_code = conn.parser.get_status_code()
-        self.reason_phrase = conn.status.decode("ascii", errors="replace")
+        # As httpx reads it (non-ASCII bytes dropped): the transport note made from it is the same on both paths.
+        self.reason_phrase = conn.status.decode("ascii", errors="ignore")
         self.is_success = 200 <= self.status_code < 300
         self._raw = conn.headers
         self._headers: httpx.Headers | None = None
@@ -434,7 +438,7 @@ def _encoding(headers: httpx.Headers) -> str:
     if ctype is None or "charset" not in ctype.lower():
         return "utf-8"
     probe = httpx.Response(200, headers={"content-type": ctype})
-    return probe.encoding or "utf-8"
+    return text_codec(probe.encoding)  # a codec that reads text: not base64, rot13, idna... (see text_codec)
 
 
 def _decoder(headers: httpx.Headers) -> Any:

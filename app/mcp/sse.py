@@ -82,7 +82,8 @@ class SseParser:
         elif name == "id":
             self._id = value
             self.last_id = value
-        elif name == "retry" and value.isdigit():
+        elif name == "retry" and value.isascii() and value.isdigit():  # ASCII digits only, as the spec says:
+            # str.isdigit() also takes "²" (int() raises) and "١٢" (int() reads 12)
             self.retry_ms = int(value)
         return None  # unknown fields are ignored, as the SSE spec says
 

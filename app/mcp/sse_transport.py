@@ -21,7 +21,7 @@ from app.mcp.errors import ConnectFailed, McpError, ProtocolViolation, StreamLos
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
 from app.mcp.sse import SseParser
-from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, SESSION_MESSAGE_NOTE, ServerMessageSink
+from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, SESSION_MESSAGE_NOTE, ServerMessageSink, text_codec
 from app.mcp.wire import Recorder, WireEvent
 
 ENDPOINT_TIMEOUT_S = 10.0  # the endpoint event must come promptly after the GET is answered
@@ -71,6 +71,7 @@ class HttpSseTransport:
         self.record = record
         self.extra_headers = dict(extra_headers or {})
         self._max = max_message_bytes
+        self.cookies = httpx.Cookies()  # this target's own (the shared client keeps none: app/mcp/http.py NoCookies)
         self.endpoint: str | None = None
         self.lost_reason = ""
         self.on_server_message: ServerMessageSink | None = None
@@ -86,8 +87,10 @@ class HttpSseTransport:
     async def start(self) -> None:
         headers = {**self.extra_headers, "Accept": "text/event-stream"}
         try:
-            request = self._client.build_request("GET", self.target, headers=headers, timeout=STREAM_TIMEOUT)
+            request = self._client.build_request("GET", self.target, headers=headers, timeout=STREAM_TIMEOUT,
+                                                 cookies=self.cookies or None)
             self._response = await self._client.send(request, stream=True)
+            self.cookies.extract_cookies(self._response)
         except (httpx.HTTPError, OSError, ValueError) as exc:
             raise ConnectFailed(f"could not open the SSE stream at {self.target}: {type(exc).__name__}: {exc}") \
                 from exc
@@ -108,7 +111,7 @@ class HttpSseTransport:
 
     async def _read(self, response: httpx.Response) -> None:
         parser = SseParser(self._max)
-        decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+        decoder = codecs.getincrementaldecoder(text_codec(response.encoding))(errors="replace")
         try:
             async for chunk in body_pieces(response):
                 for event in parser.feed(decoder.decode(chunk)):
@@ -166,13 +169,16 @@ class HttpSseTransport:
             raise ProtocolViolation(f"the message cannot be sent as JSON: {exc}") from exc
         self.record(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key))
         try:
-            response = await self._client.post(self.endpoint, content=body.encode("utf-8"), headers={
-                **self.extra_headers, **headers, "Content-Type": "application/json"})
+            request = self._client.build_request("POST", self.endpoint, content=body.encode("utf-8"), headers={
+                **self.extra_headers, **headers, "Content-Type": "application/json"}, cookies=self.cookies or None)
+            response = await self._client.send(request)
+            self.cookies.extract_cookies(response)
         except (httpx.HTTPError, OSError, ValueError) as exc:
             raise ConnectFailed(f"could not POST to {self.endpoint}: {type(exc).__name__}: {exc}") from exc
         self._note(f"HTTP {response.status_code} {response.reason_phrase}", key, response.status_code)
         if not response.is_success:
-            raise TransportError(f"POST {self.endpoint}: HTTP {response.status_code} {response.text[:200]!r}")
+            text = response.content[:200].decode(text_codec(response.encoding), "replace")
+            raise TransportError(f"POST {self.endpoint}: HTTP {response.status_code} {text!r}")
 
     async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> SseExchange:
         exchange = SseExchange(self, message.get("id"), key)

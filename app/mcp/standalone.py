@@ -19,7 +19,7 @@ import httpx
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import parse_frame
 from app.mcp.sse import SseParser
-from app.mcp.transport import SESSION_MESSAGE_NOTE
+from app.mcp.transport import SESSION_MESSAGE_NOTE, text_codec
 from app.mcp.wire import WireEvent
 
 if TYPE_CHECKING:
@@ -92,8 +92,10 @@ class StandaloneStream:
             headers["Last-Event-ID"] = self.last_event_id
         self.opened += 1
         try:
-            request = self._t.http_client.build_request("GET", self._t.target, headers=headers, timeout=STREAM_TIMEOUT)
+            request = self._t.http_client.build_request("GET", self._t.target, headers=headers, timeout=STREAM_TIMEOUT,
+                                                        cookies=self._t.cookies or None)
             response = await self._t.http_client.send(request, stream=True)
+            self._t.cookies.extract_cookies(response)
         except (httpx.HTTPError, OSError, ValueError) as exc:
             self._note(f"standalone GET stream could not be opened: {type(exc).__name__}: {exc}")
             return "empty"
@@ -116,7 +118,7 @@ class StandaloneStream:
     async def _read(self, response: httpx.Response) -> bool:
         """Route every event until the stream ends or breaks; True when at least one event came."""
         parser = SseParser(self._t.max_message_bytes)
-        decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+        decoder = codecs.getincrementaldecoder(text_codec(response.encoding))(errors="replace")
         delivered = False
         try:
             async for chunk in body_pieces(response):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import AsyncIterator, Callable
+from functools import lru_cache
 from typing import Any, Protocol
 
 from app.mcp.jsonrpc import Frame
@@ -13,6 +15,27 @@ DEFAULT_MAX_STREAM_BYTES = 64 * 1024 * 1024
 # outside any request's stream (stdio), or anything on the 2025-11-25 standalone GET stream (HTTP).
 ServerMessageSink = Callable[[Frame], None]
 SESSION_MESSAGE_NOTE = "a server message for the session (not part of any request)"
+
+
+@lru_cache(maxsize=64)
+def text_codec(charset: str | None) -> str:
+    """The codec a target's answer is read with: its charset when that is a text encoding that decodes with
+    errors="replace", else UTF-8.
+
+    httpx takes as an answer's encoding any codec Python knows: a target's `charset=base64`, `rot13`, `uu_codec`
+    (bytes codecs), `idna` (refuses "replace") or `undefined` then made every decode of the answer raise
+    (LookupError, TypeError, AssertionError, UnicodeError), and the call died with a 500. The name is the
+    target's, so the probe catches anything; a handful of names per console, so the answers are kept.
+    """
+    if not charset:
+        return "utf-8"
+    try:
+        if not getattr(codecs.lookup(charset), "_is_text_encoding", True):
+            return "utf-8"
+        probe = codecs.getincrementaldecoder(charset)(errors="replace").decode(b"", final=True)
+    except Exception:  # whatever a codec raises for a name a server chose
+        return "utf-8"
+    return charset if isinstance(probe, str) else "utf-8"
 
 
 def size_text(n: int) -> str:

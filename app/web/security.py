@@ -43,7 +43,8 @@ def host_port(host_header: str, scheme: str) -> int | None:
     if tail.count(":") != 1:
         return 443 if scheme in ("https", "wss") else 80
     port = tail.rsplit(":", 1)[1]
-    return int(port) if port.isdigit() and len(port) <= 5 else None
+    # ASCII digits only: str.isdigit() also says yes to "²" (a latin-1 byte any client may send), which int() refuses.
+    return int(port) if port.isascii() and port.isdigit() and len(port) <= 5 else None
 
 
 def local_path(target: str | None, default: str = "/") -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import socket
+import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
@@ -166,6 +168,40 @@ async def test_refused_connection_is_httpx_connect_error(pool: LeanPool) -> None
         await pool.request(origin, b"POST / HTTP/1.1\r\n\r\n", b"", TIMEOUT)
 
 
+@pytest.mark.parametrize("before_reset", [b"", b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{\"a\"",
+                                          b"HTTP/1.1 200 OK\r\n\r\n{\"a\""])  # the last one's body ends at a close
+async def test_a_target_that_resets_the_connection_fails_as_it_does_through_httpx(
+        pool: LeanPool, before_reset: bytes) -> None:
+    # The failure becomes the exchange's transport note: a reset must read as one on both paths, not as a close.
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(before_reset)
+        await writer.drain()
+        writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+
+    async def failure(run: Callable[[], Awaitable[object]]) -> tuple[str, str]:
+        with pytest.raises(httpx.HTTPError) as caught:
+            await run()
+        return type(caught.value).__name__, str(caught.value)
+
+    async with RawServer(handler) as server:
+        host, port = server.origin
+        async with shared_client() as client:
+            async def through_httpx() -> object:
+                async with client.stream("POST", f"http://{host}:{port}/", content=b"") as response:
+                    return await response.aread()
+
+            expected = await failure(through_httpx)
+
+        async def lean() -> object:
+            response = await pool.request(server.origin, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                                          b"", httpx.Timeout(5.0))
+            return await body_of(response)
+
+        assert await failure(lean) == expected
+
+
 def shared_client() -> httpx.AsyncClient:
     limits = httpx.Limits(max_connections=10, max_keepalive_connections=5)
     return httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), follow_redirects=False, limits=limits,
@@ -281,6 +317,31 @@ async def test_an_answers_header_list_and_content_type_are_what_httpx_reads(pool
         expected = httpx.Headers(response._raw)
         assert list(response.header_list) == expected.multi_items()
         assert response.content_type == expected.get("content-type", "")
+        assert await body_of(response) == b"{}"
+
+
+@pytest.mark.parametrize("status_line", [b"HTTP/1.1 200 OK", b"HTTP/1.1 200 \xd6kay", b"HTTP/1.1 200 \xc3\x96kay",
+                                         b"HTTP/1.1 200 ", b"HTTP/1.1 200   All  good "])
+async def test_an_answers_reason_phrase_is_what_httpx_reads(pool: LeanPool, status_line: bytes) -> None:
+    # The transport note ("HTTP 200 ...") is made from it: the same answer must be recorded alike on both paths.
+    raw = status_line + b"\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                await read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            writer.write(raw)
+            await writer.drain()
+
+    async with RawServer(handler) as server:
+        host, port = server.origin
+        async with httpx.AsyncClient() as client:
+            expected = (await client.post(f"http://{host}:{port}/", content=b"")).reason_phrase
+        response = await pool.request(server.origin, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                                      b"", httpx.Timeout(5.0))
+        assert response.reason_phrase == expected
         assert await body_of(response) == b"{}"
 
 

@@ -84,6 +84,17 @@ def test_sse_parser_ignores_unknown_fields_and_retry() -> None:
     assert SseParser().feed("retry: 5\nfoo: bar\ndata: x\n\n") == [SseEvent(data="x")]
 
 
+@pytest.mark.parametrize("value", ["\u00b2", "1\u00b3", "\u0661\u0662", "-5", "5 "])
+def test_a_retry_that_is_not_ascii_digits_is_ignored_as_the_sse_spec_says_not_a_broken_stream(value: str) -> None:
+    # "²" is a digit to str.isdigit() and not a number to int(): the parser raised, and the stream was refused
+    # as a protocol violation quoting int()'s message (or, on a last line, the error escaped the reader).
+    parser = SseParser()
+    assert parser.feed(f"retry: 7\nretry: {value}\ndata: x\n\n") == [SseEvent(data="x")]
+    assert parser.retry_ms == 7
+    parser.feed(f"retry: {value}")
+    assert parser.finish() == []
+
+
 def test_sse_parser_does_not_dispatch_a_blank_line_with_nothing_pending() -> None:
     assert SseParser().feed("\n\n\r\n\r\r") == []
 

@@ -1,0 +1,294 @@
+"""Attack: the action POSTs' one-step path (app/web/front_door.py) against a console served by uvicorn, with raw
+requests httpx would not send: odd Host values, hostile targets' answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.integration.conftest import JSON, OWNER_COOKIE, TOKEN, Seen, TinyHttp
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from tests.integration.conftest import Console, Served
+
+    Serve = Callable[..., Awaitable[Served]]
+
+FORM = b"tool=echo&arg.text=front"
+DEADLINE_S = 15.0
+
+
+async def _raw(served: Served, request: bytes) -> bytes:
+    """One request on its own connection (it says Connection: close); everything the console answers."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
+    try:
+        writer.write(request)
+        await writer.drain()
+        async with asyncio.timeout(DEADLINE_S):
+            return await reader.read(-1)
+    finally:
+        writer.close()
+
+
+def _post(path: str, host: bytes, *extra: bytes) -> bytes:
+    head = [b"POST " + path.encode() + b" HTTP/1.1", b"Host: " + host, *extra,
+            b"Accept: application/json", b"Content-Type: application/x-www-form-urlencoded",
+            b"Content-Length: " + str(len(FORM)).encode(), b"Connection: close"]
+    return b"\r\n".join(head) + b"\r\n\r\n" + FORM
+
+
+def _status(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1])
+
+
+async def _session(console: Console, demo_url: str) -> str:
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    assert s["status"] == "connected", s["status_message"]
+    return str(s["id"])
+
+
+async def test_a_host_whose_port_is_a_digit_but_not_a_number_is_answered_not_a_crash(
+        make_console: Callable[..., Console], serve: Serve, demo_url: str) -> None:
+    # "²" (latin-1 \xb2) is a digit to str.isdigit() and not a number to int(): the guard's port reading raised,
+    # a 500 for the action POSTs, a page or a websocket alike, from a header any client may send.
+    console = make_console()
+    served = await serve(console)
+    sid = await _session(console, demo_url)
+    path = f"/sessions/{sid}/tools/call"
+    for port in (b"\xb2", b"\xb9\xb2", b"1\xb3"):
+        host = console.public_host.encode() + b":" + port
+        bearer = await _raw(served, _post(path, host, f"Authorization: Bearer {TOKEN}".encode()))
+        assert _status(bearer) == 200, bearer[:300]
+        # Its port is not the console's: not the public host, so the owner's cookie is not honoured there.
+        cookie = await _raw(served, _post(path, host, f"Cookie: {OWNER_COOKIE}={TOKEN}".encode()))
+        assert _status(cookie) == 401, cookie[:300]
+        page = await _raw(served, b"GET / HTTP/1.1\r\nHost: " + host + b"\r\nAuthorization: Bearer " +
+                          TOKEN.encode() + b"\r\nConnection: close\r\n\r\n")
+        assert _status(page) < 500, page[:300]
+
+
+class _CookieTarget:
+    """A 2026-07-28 target on a raw socket: its tools/call answer sets a cookie when asked to; it notes every
+    Cookie header it receives."""
+
+    def __init__(self) -> None:
+        self.cookies_seen: list[str | None] = []
+        self.server: asyncio.Server | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/mcp"
+
+    async def __aenter__(self) -> _CookieTarget:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+                fields = dict(line.split(": ", 1) for line in head.split("\r\n")[1:] if ": " in line)
+                fields = {k.lower(): v for k, v in fields.items()}
+                message = json.loads(await reader.readexactly(int(fields.get("content-length", "0"))) or b"{}")
+                method, extra = message.get("method"), ""
+                result: dict[str, object] = {"resultType": "complete"}
+                if method == "server/discover":
+                    result |= {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "ttlMs": 0,
+                               "cacheScope": "public",
+                               "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "cookies", "version": "0"}}}
+                elif method == "tools/list":
+                    result["tools"] = [{"name": "echo", "inputSchema": {"type": "object"}}]
+                elif method == "tools/call":
+                    self.cookies_seen.append(fields.get("cookie"))
+                    if message["params"]["arguments"].get("set"):
+                        extra = "Set-Cookie: sid=A-secret; Path=/\r\n"
+                    result["content"] = [{"type": "text", "text": "ok"}]
+                body = json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": result}).encode()
+                writer.write(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{extra}"
+                             f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+async def _call(console: Console, sid: str, arguments: dict[str, object]) -> list[list[str]]:
+    """tools/call with these arguments; the headers its request was recorded with."""
+    answer = await console.http.post(f"/sessions/{sid}/tools/call", headers=JSON,
+                                     data={"tool": "echo", "mode": "json", "json": json.dumps(arguments)})
+    assert answer.status_code == 200 and answer.json()["ok"], answer.text
+    entry = await console.entry(sid, answer.json()["key"])
+    out = [w["headers"] for w in entry["wire"] if w["direction"] == "out"]
+    assert len(out) == 1, entry["wire"]
+    headers: list[list[str]] = out[0]
+    return headers
+
+
+async def test_a_cookie_one_target_sets_goes_back_to_it_and_never_to_another_sessions_target(
+        console: Console) -> None:
+    # Cookies ignore ports: kept by the client every session shares, A's cookie went to B's server (another
+    # session's target on the same host, maybe a hostile one) and into B's recording, for B's link holders to read.
+    async with _CookieTarget() as a, _CookieTarget() as b:
+        sa = (await console.connect(kind="http", url=a.url, headers=""))["id"]
+        sb = (await console.connect(kind="http", url=b.url, headers=""))["id"]
+        await _call(console, sa, {"set": True})
+        again = await _call(console, sa, {})
+        assert ["cookie", "sid=A-secret"] in again  # the target's own cookie still goes back to it, on the record
+        elsewhere = await _call(console, sb, {})
+        assert not any(name == "cookie" for name, _ in elsewhere), elsewhere
+        assert a.cookies_seen == [None, "sid=A-secret"]
+        assert b.cookies_seen == [None]
+
+
+# Raw requests for the differential below: {sid}, {ip} (127.0.0.1:port), {pub} (public name:port), {name} (the
+# public name alone), {op} and {view} (link cookies) are filled in per console. Each says Connection: close.
+AUTH = f"Authorization: Bearer {TOKEN}"
+ODD_REQUESTS: list[tuple[str, str, list[str]]] = [
+    ("/sessions/{sid}/tools/call", "{ip}", [AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", []),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Authorization: Bearer not-the-token-at-all", AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", [AUTH, "Authorization: Bearer not-the-token-at-all"]),
+    ("/sessions/{sid}/tools/call", "{ip}", [f"Cookie: {OWNER_COOKIE}={TOKEN}"]),
+    ("/sessions/{sid}/tools/call", "{pub}", [f"Cookie: {OWNER_COOKIE}={TOKEN}"]),
+    ("/sessions/{sid}/tools/call", "{name}", [f"Cookie: {OWNER_COOKIE}={TOKEN}"]),
+    ("/sessions/{sid}/tools/call", "{name}:1", [f"Cookie: {OWNER_COOKIE}={TOKEN}"]),
+    ("/sessions/{sid}/tools/call", "{pub}", ["Cookie: a=b", f"Cookie: {OWNER_COOKIE}={TOKEN}"]),
+    ("/sessions/{sid}/tools/call", "{pub}", [f"Cookie: {OWNER_COOKIE}={TOKEN}; mcp_console_presenter=1"]),
+    ("/sessions/{sid}/tools/call", "{pub}", ["Cookie: mcp_console_link={op}"]),
+    ("/sessions/{sid}/tools/call", "{pub}", ["Cookie: mcp_console_link={view}"]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Cookie: mcp_console_link={op}"]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Host: evil.example", AUTH]),
+    ("/sessions/{sid}/tools/call", "evil.example", [AUTH]),
+    ("/sessions/{sid}/tools/call", "evil@127.0.0.1", [AUTH]),
+    ("/sessions/{sid}/tools/call", "", [AUTH]),
+    ("http://evil.example/sessions/{sid}/tools/call", "{ip}", [AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Origin: http://evil.example", AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Origin: null", AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Origin: http://127.0.0.1:1", AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["Sec-Fetch-Site: cross-site", AUTH]),
+    ("/sessions/{sid}/tools/call", "{ip}", ["X-MCP-Console-Principal: owner"]),
+    ("//sessions/{sid}/tools/call", "{ip}", [AUTH]),
+    ("/sessions/{sid}/tools/call/", "{ip}", [AUTH]),
+    ("/sessions/{sid}/tools/call;x", "{ip}", [AUTH]),
+    ("/sessions/{sid};x/tools/call", "{ip}", [AUTH]),
+    ("/sessions/{sid}/x/../tools/call", "{ip}", [AUTH]),
+    ("/sessions/{sid}%2Ftools%2Fcall", "{ip}", [AUTH]),
+    ("/sessions/nope/tools/call", "{ip}", [AUTH]),
+    ("/sessions/import/tools/call", "{ip}", [AUTH]),
+    ("/sessions/{sid}/resources/read", "{ip}", [AUTH]),
+]
+
+
+def _answer_meaning(answer: bytes, ctx: dict[str, str]) -> tuple[int, str]:
+    """The status, and what the body says: a call's text (ids and timings differ between consoles) or the text."""
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status = _status(head)
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return status, body.decode("latin-1")
+    if isinstance(data, dict) and "operation" in data:
+        return status, json.dumps([data.get("ok"), data.get("result"), data.get("errors")])
+    text = body.decode("latin-1")
+    for name, value in ctx.items():
+        text = text.replace(value, "{" + name + "}")
+    return status, text
+
+
+async def test_odd_raw_requests_get_from_the_front_door_what_the_full_stack_answers(
+        make_console: Callable[..., Console], serve: Serve, demo_url: str) -> None:
+    front, full = make_console(), make_console()
+    full.app.front_door = None  # type: ignore[attr-defined]  # before its first request builds the stack
+    answers: list[list[tuple[int, str]]] = []
+    for console in (front, full):
+        served = await serve(console)
+        sid = await _session(console, demo_url)
+        links = [await console.http.post(f"/sessions/{sid}/links", data={"role": role}, headers=JSON)
+                 for role in ("operator", "viewer")]
+        op, view = (str(link.json()["url"]).rsplit("/s/", 1)[1] for link in links)
+        ctx = {"sid": sid, "ip": served.host, "pub": served.public, "name": console.public_host, "op": op,
+               "view": view}
+        seen = []
+        for target, host, extra in ODD_REQUESTS:
+            filled = [line.format(**ctx) for line in (target, host, *extra)]
+            request = _post(filled[0], filled[1].encode("latin-1"), *(x.encode("latin-1") for x in filled[2:]))
+            seen.append(_answer_meaning(await _raw(served, request), ctx))
+        answers.append(seen)
+    for request, one_step, stack in zip(ODD_REQUESTS, *answers, strict=True):
+        assert one_step == stack, request
+    assert {status for status, _ in answers[0]} >= {200, 400, 401, 403, 404, 307}
+
+
+async def test_a_last_sse_event_past_the_message_bound_at_the_streams_end_is_a_violation_not_a_500(
+        make_console: Callable[..., Console], tiny_http: TinyHttp) -> None:
+    # Each line is within the bound and the last event has no blank line: it is only complete, and too large, when
+    # the stream ends. That check raised outside the reader's handling: the call was a 500 with nothing recorded.
+    console = make_console(max_message_bytes=10_000)
+
+    def handler(seen: Seen) -> tuple[int, str, bytes]:
+        message = seen.json()
+        method = message.get("method")
+        if method == "server/discover":
+            found = tiny_http.discover(capabilities={"tools": {}})
+            return 200, "application/json", tiny_http.result(message["id"], found)
+        if method == "tools/list":
+            return 200, "application/json", tiny_http.result(message["id"], {
+                "resultType": "complete", "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+        if method == "tools/call":
+            return 200, "text/event-stream", b"data: " + b"x" * 6000 + b"\ndata: " + b"y" * 6000
+        return 202, "application/json", b""
+
+    server = tiny_http.start(handler)
+    s = await console.connect(kind="http", url=server.url, headers="")
+    assert s["status"] == "connected", s
+    answer = await console.http.post(f"/sessions/{s['id']}/tools/call", headers=JSON,
+                                     data={"tool": "echo", "mode": "json", "json": "{}"})
+    assert answer.status_code == 200, answer.text
+    reply = answer.json()
+    assert reply["ok"] is False and reply["error"]["type"] == "ProtocolViolation", reply
+    assert "10000" in reply["error"]["message"]
+    entry = await console.entry(s["id"], reply["key"])
+    assert any("10000" in (w.get("problem") or w.get("note") or "") for w in entry["wire"]), entry["wire"]
+
+
+@pytest.mark.parametrize("charset", ["base64", "rot13", "idna", "undefined", "uu_codec"])
+async def test_a_charset_that_is_no_text_encoding_is_read_as_utf8_not_a_500(
+        console: Console, tiny_http: TinyHttp, charset: str) -> None:
+    # httpx takes any codec Python knows as an answer's encoding; these are not text encodings (or refuse the
+    # "replace" error handler), so every decode raised (LookupError, TypeError, AssertionError, UnicodeError).
+    def handler(seen: Seen) -> tuple[int, str, bytes]:
+        message = seen.json()
+        method = message.get("method")
+        if method == "server/discover":
+            found = tiny_http.discover(capabilities={"tools": {}})
+            return 200, "application/json", tiny_http.result(message["id"], found)
+        if method == "tools/list":
+            return 200, "application/json", tiny_http.result(message["id"], {
+                "resultType": "complete", "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+        if method == "tools/call":
+            body = tiny_http.result(message["id"], {"resultType": "complete",
+                                                    "content": [{"type": "text", "text": "read"}]})
+            if message["params"]["arguments"].get("sse"):
+                return 200, f"text/event-stream; charset={charset}", b"data: " + body + b"\n\n"
+            return 200, f"application/json; charset={charset}", body
+        return 202, "application/json", b""
+
+    server = tiny_http.start(handler)
+    s = await console.connect(kind="http", url=server.url, headers="")
+    assert s["status"] == "connected", s
+    for sse in (False, True):
+        answer = await console.http.post(f"/sessions/{s['id']}/tools/call", headers=JSON,
+                                         data={"tool": "echo", "mode": "json", "json": json.dumps({"sse": sse})})
+        assert answer.status_code == 200, answer.text
+        reply = answer.json()
+        assert reply["ok"] and reply["result"]["content"] == [{"type": "text", "text": "read"}], reply
