@@ -247,7 +247,7 @@ class HttpExchange:
             if len(whole) > self._t.max_message_bytes:
                 self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
                 raise ProtocolViolation(f"response body larger than {self._t.max_message_bytes} bytes")
-            return whole.decode(response.encoding or "utf-8", errors="replace")
+            return whole.decode(text_codec(response.encoding), errors="replace")
         chunks: list[bytes] = []
         size = 0
         async for chunk in body_pieces(self._response):
