@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from app.console import entry_index
+from app.console import entry_index, sql_rows
 from app.console.events import TimelineEvent, load
 from app.console.secrets import MASK
 
@@ -57,6 +58,9 @@ class Dialect:
     mark: str                      # the driver's placeholder
     insert: str                    # an insert that replaces the row of the same (session_id, key)
     clean: Callable[[str], str]    # what a raw (unescaped) text column is stored as; a query's text too
+    # How a batch's new rows go in: `executemany` of `insert`, or on SQLite as few multi-row statements
+    # (app/console/sql_rows.py says why: one step per row there cost the writer the GIL once per row).
+    insert_many: Callable[[Database, list[tuple[Any, ...]]], None]
 
     def sql(self, template: str) -> str:
         """`template` written with `?` placeholders, in this dialect's."""
@@ -78,13 +82,15 @@ def hidden_column(column: str, hidden: tuple[str, ...], mark: str,
 
 
 _VALUES = f"({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"
-SQLITE = Dialect("sqlite", "?", f"INSERT OR REPLACE INTO entry_index {_VALUES}", _encodable)
-POSTGRES = Dialect(
-    "postgres", "%s",
+_SQLITE_HEAD = f"INSERT OR REPLACE INTO entry_index ({_COLUMNS})"
+SQLITE = Dialect("sqlite", "?", f"INSERT OR REPLACE INTO entry_index {_VALUES}", _encodable,
+                 lambda db, rows: sql_rows.insert_rows(cast(sqlite3.Connection, db), _SQLITE_HEAD, rows))
+_PG_INSERT = (
     f"INSERT INTO entry_index {_VALUES.replace('?', '%s')} ON CONFLICT (session_id, key) DO UPDATE SET "
     "seq0=EXCLUDED.seq0, kind=EXCLUDED.kind, host=EXCLUDED.host, facts=EXCLUDED.facts, method=EXCLUDED.method, "
-    "status=EXCLUDED.status, text=EXCLUDED.text, findings=EXCLUDED.findings",
-    _encodable_no_nul)
+    "status=EXCLUDED.status, text=EXCLUDED.text, findings=EXCLUDED.findings")
+# psycopg's executemany pipelines its rows already (and one upsert statement may not touch a row twice).
+POSTGRES = Dialect("postgres", "%s", _PG_INSERT, _encodable_no_nul, lambda db, rows: db.executemany(_PG_INSERT, rows))
 
 
 def index_item(event: TimelineEvent) -> IndexItem | None:
@@ -176,7 +182,7 @@ class IndexWriter:
                 inserts.append((*where, row.seq0, row.kind, None if row.host is None else clean(row.host), *shown))
                 row.stored = True
         if inserts:
-            db.executemany(self._dialect.insert, inserts)
+            self._dialect.insert_many(db, inserts)
         if updates:
             db.executemany(self._update, updates)
         self._dirty.clear()
