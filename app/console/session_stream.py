@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Iterator
+from json.encoder import encode_basestring_ascii
 from json.scanner import make_scanner
 from typing import IO, Any
 
@@ -73,7 +75,19 @@ def _event_text(row: StoredEvent, redact: Redactor | None) -> str:
         elif (kind == "wire" and '"headers": null' not in data) or redact.might_mask(data):
             value = json.loads(data)
             data = json.dumps(redact(mask_wire(value) if kind == "wire" else value))
-    return f'{row.seq}, "kind": {json.dumps(kind)}, "at": {json.dumps(row.at)}, "data": {data}}}'
+    return f'{row.seq}, "kind": {_json_str(kind)}, "at": {_json_at(row.at)}, "data": {data}}}'
+
+
+# `json.dumps` of a lone string or float builds an encoder per call: some 1 and 3-8 µs, twice per event of an
+# export (800,000 calls at 100k entries, most of its time). These spell the same text directly.
+def _json_str(kind: str) -> str:
+    return encode_basestring_ascii(kind) if type(kind) is str else json.dumps(kind)
+
+
+def _json_at(at: float) -> str:
+    """`json.dumps(at)`: a finite float is its repr there too; anything else (NaN, a value of another type from an
+    old row) goes the general way."""
+    return float.__repr__(at) if type(at) is float and math.isfinite(at) else json.dumps(at)
 
 
 class SessionFileReader:

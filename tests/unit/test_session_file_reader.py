@@ -150,3 +150,14 @@ def _read_rows(text: str) -> list[ImportRow]:
     reader = session_stream.SessionFileReader(lambda n: next(it, ""))
     reader.open()
     return list(reader.rows())
+
+
+@pytest.mark.parametrize("at", [0.0, -0.0, 1.5, 1764611111.1234567, 1e300, 5e-324, float("nan"), float("inf"),
+                                -float("inf"), 7, True, None, 2**70])
+def test_an_exported_event_spells_its_time_as_json_dumps_does(at: Any) -> None:
+    assert session_stream._json_at(at) == json.dumps(at)
+
+
+@pytest.mark.parametrize("kind", ["wire", "exchange_started", "é", "\ud800", 'a"b\\', "\x00\u2028", 3])
+def test_an_exported_event_spells_its_kind_as_json_dumps_does(kind: Any) -> None:
+    assert session_stream._json_str(kind) == json.dumps(kind)
