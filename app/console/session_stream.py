@@ -185,27 +185,33 @@ class SessionFileReader:
         chunk: list[Any] = []
         scan, head_at, known = _SCAN, _EVENT_HEAD.match, _KNOWN
         misses, fast = 0, True
+        after = -1  # where the last event ended when the next one's head as `session_file` writes it follows
         while True:
             if len(chunk) >= CHUNK:
                 yield chunk
                 chunk = []
-            c = self._peek()
-            if c == "]":
-                self._pos += 1
-                if chunk:
-                    yield chunk
-                return
-            if not first:
-                if c != ",":
-                    raise ValueError("the events list is not valid JSON")
-                self._pos += 1
-            first = False
+            if after >= 0:  # past its "}, " at once: nothing there for `_peek` to skip or check
+                buf, pos = self._buf, after + 3
+                self._pos = after + 2  # where the general path below reads from (as after the "," below)
+                after = -1
+            else:
+                c = self._peek()
+                if c == "]":
+                    self._pos += 1
+                    if chunk:
+                        yield chunk
+                    return
+                if not first:
+                    if c != ",":
+                        raise ValueError("the events list is not valid JSON")
+                    self._pos += 1
+                first = False
+                buf, pos = self._buf, self._pos
+                if buf.startswith(" ", pos):
+                    pos += 1
             # The usual case inline: an event as the console writes it, right after ", ". Its data's JSON
             # text is kept as parsed, so the store need not serialize it again (400,000 times at 100k), and
             # its data is checked as a record would be (its keys), without building one.
-            buf, pos = self._buf, self._pos
-            if buf.startswith(" ", pos):
-                pos += 1
             head = head_at(buf, pos)
             if head is not None:
                 start = head.end()
@@ -229,12 +235,14 @@ class SessionFileReader:
                             fast = misses < _MISSES
                 if head is not None and buf.startswith("}", end) and end + 1 < len(buf):
                     self._pos = end + 1
-                    kind = head[2]
+                    seq, kind, at = head.groups()
                     names = known.get(kind)
                     if names is None or type(data) is not dict or not names.issuperset(data):
                         check(kind, data)  # raises, or says this kind's check is a test of its keys
                         known.setdefault(kind, data_keys(kind))
-                    chunk.append(ImportRow(int(head[1]), kind, float(head[3]), data, text))
+                    chunk.append(ImportRow(int(seq), kind, float(at), data, text))
+                    if buf.startswith(_NEXT_EVENT, end):
+                        after = end
                     continue
             chunk.append(self._value())
 
