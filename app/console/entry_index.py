@@ -94,7 +94,7 @@ def merge(facts: dict[str, Any], event: TimelineEvent) -> dict[str, Any]:
 
 def search_text(facts: dict[str, Any]) -> str:
     """What a text query is looked for in: the searchable facts, joined and casefolded once, when stored."""
-    return " ".join(str(facts.get(f) or "") for f in TEXT_FIELDS).casefold()
+    return " ".join([str(facts.get(f) or "") for f in TEXT_FIELDS]).casefold()  # a list: join makes one anyway
 
 
 def status_of(facts: dict[str, Any]) -> str:

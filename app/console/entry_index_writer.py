@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from json.encoder import JSONEncoder, encode_basestring_ascii
+from typing import Any, Protocol, cast
 
-from app.console import entry_index
+from app.console import entry_index, sql_rows
 from app.console.events import TimelineEvent, load
 from app.console.secrets import MASK
 
@@ -57,6 +59,9 @@ class Dialect:
     mark: str                      # the driver's placeholder
     insert: str                    # an insert that replaces the row of the same (session_id, key)
     clean: Callable[[str], str]    # what a raw (unescaped) text column is stored as; a query's text too
+    # How a batch's new rows go in: `executemany` of `insert`, or on SQLite as few multi-row statements
+    # (app/console/sql_rows.py says why: one step per row there cost the writer the GIL once per row).
+    insert_many: Callable[[Database, list[tuple[Any, ...]]], None]
 
     def sql(self, template: str) -> str:
         """`template` written with `?` placeholders, in this dialect's."""
@@ -78,13 +83,15 @@ def hidden_column(column: str, hidden: tuple[str, ...], mark: str,
 
 
 _VALUES = f"({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"
-SQLITE = Dialect("sqlite", "?", f"INSERT OR REPLACE INTO entry_index {_VALUES}", _encodable)
-POSTGRES = Dialect(
-    "postgres", "%s",
+_SQLITE_HEAD = f"INSERT OR REPLACE INTO entry_index ({_COLUMNS})"
+SQLITE = Dialect("sqlite", "?", f"INSERT OR REPLACE INTO entry_index {_VALUES}", _encodable,
+                 lambda db, rows: sql_rows.insert_rows(cast(sqlite3.Connection, db), _SQLITE_HEAD, rows))
+_PG_INSERT = (
     f"INSERT INTO entry_index {_VALUES.replace('?', '%s')} ON CONFLICT (session_id, key) DO UPDATE SET "
     "seq0=EXCLUDED.seq0, kind=EXCLUDED.kind, host=EXCLUDED.host, facts=EXCLUDED.facts, method=EXCLUDED.method, "
-    "status=EXCLUDED.status, text=EXCLUDED.text, findings=EXCLUDED.findings",
-    _encodable_no_nul)
+    "status=EXCLUDED.status, text=EXCLUDED.text, findings=EXCLUDED.findings")
+# psycopg's executemany pipelines its rows already (and one upsert statement may not touch a row twice).
+POSTGRES = Dialect("postgres", "%s", _PG_INSERT, _encodable_no_nul, lambda db, rows: db.executemany(_PG_INSERT, rows))
 
 
 def index_item(event: TimelineEvent) -> IndexItem | None:
@@ -98,6 +105,22 @@ def index_item_of(kind: str, seq: int, data: dict[str, Any]) -> IndexItem | None
     if found is None:
         return None
     return found[0], found[1], {f: data[f] for f in entry_index.FACT_FIELDS if f in data}, data.get("op")
+
+
+def _make_facts_json() -> Callable[[dict[str, Any]], str]:
+    """`json.dumps` of an entry's facts, with one C encoder made once: `json.dumps` makes one per call, which
+    was most of its cost here (a call per entry written: 100,000 in an import of that many entries). The same
+    encoder `dumps` makes, with the same settings; only its check for circular references is off (facts are
+    parsed or recorded JSON: they have none)."""
+    make: Callable[..., Callable[[Any, int], list[str]]] | None = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # an interpreter without the C accelerator (typeshed does not declare it): the plain call
+        return json.dumps
+    encode = make(None, JSONEncoder().default, encode_basestring_ascii, None, ": ", ", ", False, False,
+                            True)
+    return lambda facts: "".join(encode(facts, 0))
+
+
+facts_json = _make_facts_json()
 
 
 @dataclass(slots=True)
@@ -167,7 +190,7 @@ class IndexWriter:
             row = self._cache[k]
             assert row is not None
             # facts is JSON (NUL escaped); the columns a query compares are raw text, so cleaned.
-            shown = (json.dumps(row.facts), clean(str(row.facts.get("method") or "")),
+            shown = (facts_json(row.facts), clean(str(row.facts.get("method") or "")),
                      clean(entry_index.status_of(row.facts)), clean(entry_index.search_text(row.facts)), row.findings)
             where = (k[0], clean(k[1]))
             if row.stored:
@@ -176,7 +199,7 @@ class IndexWriter:
                 inserts.append((*where, row.seq0, row.kind, None if row.host is None else clean(row.host), *shown))
                 row.stored = True
         if inserts:
-            db.executemany(self._dialect.insert, inserts)
+            self._dialect.insert_many(db, inserts)
         if updates:
             db.executemany(self._update, updates)
         self._dirty.clear()

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from app.console import entry_index, entry_index_writer
+from app.console import entry_index, entry_index_writer, sql_rows
 from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
 from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, Wire, load
 from app.settings import Settings
@@ -426,9 +426,8 @@ def _write_batch(conn: sqlite3.Connection, index: entry_index_writer.IndexWriter
 
 def _write_events(conn: sqlite3.Connection, rows: list[tuple[Any, ...]],
                   index: entry_index_writer.IndexWriter) -> None:
-    if rows:
-        conn.executemany("INSERT OR REPLACE INTO events (session_id, seq, kind, exchange, at, data, v) "
-                         "VALUES (?,?,?,?,?,?,?)", rows)
+    if rows:  # in multi-row statements: one GIL hand-off per statement, not per row (see sql_rows)
+        sql_rows.insert_rows(conn, "INSERT OR REPLACE INTO events (session_id, seq, kind, exchange, at, data, v)", rows)
         rows.clear()
     index.write(conn)
 

@@ -150,3 +150,49 @@ def _read_rows(text: str) -> list[ImportRow]:
     reader = session_stream.SessionFileReader(lambda n: next(it, ""))
     reader.open()
     return list(reader.rows())
+
+
+@pytest.mark.parametrize("at", [0.0, -0.0, 1.5, 1764611111.1234567, 1e300, 5e-324, float("nan"), float("inf"),
+                                -float("inf"), 7, True, None, 2**70])
+def test_an_exported_event_spells_its_time_as_json_dumps_does(at: Any) -> None:
+    assert session_stream._json_at(at) == json.dumps(at)
+
+
+@pytest.mark.parametrize("kind", ["wire", "exchange_started", "é", "\ud800", 'a"b\\', "\x00\u2028", 3])
+def test_an_exported_event_spells_its_kind_as_json_dumps_does(kind: Any) -> None:
+    assert session_stream._json_str(kind) == json.dumps(kind)
+
+
+def _masked_as_before(data: str, redact: Any) -> str:
+    # The masking branch of `_event_text` for a frame as it was: always parsed, masked and written again.
+    from app.console.secrets import mask_wire
+
+    return json.dumps(redact(mask_wire(json.loads(data))))
+
+
+_SECRET = "sk-live-abc123"
+_FRAMES = [
+    '{"raw":"plain","headers":null,"note":null}',
+    '{"raw":"' + _SECRET + ' in the frame","headers":null}',
+    '{"raw":"\\u0073k-live-abc123 spelled otherwise","headers":null}',   # the secret, escaped another way
+    '{"raw":"sk-live-abc123\\/x","headers":null}',
+    '{"raw":"caf\u00e9 sk-live-abc123","headers":null}',                  # not ASCII
+    '{"raw":"x","headers":[["Authorization","Bearer t0k"],["X-Key","' + _SECRET + '"]]}',
+    '{"raw":"x","headers":[]}',
+    '{"raw":"big 1","n":123456789012345678901234,"headers":null}',
+    '{"raw":"lone \\ud800","headers":null,"w":1E+2,"z":-0.0}',
+    '{"raw":"dup","headers":[["Authorization","b"]],"headers":null}',
+    '{"raw":"q \\" \\\\ \\n \\t","headers":null}',
+]
+
+
+@pytest.mark.parametrize("data", _FRAMES)
+def test_a_masked_export_writes_each_frame_as_the_full_parse_and_mask_wrote_it(data: str) -> None:
+    from app.console.secrets import Redactor
+    from app.console.store import StoredEvent
+    from app.console.target import Target
+
+    redact = Redactor(Target(kind="http", url="http://h/mcp", headers={"X-Key": _SECRET}))
+    text = session_stream._event_text(StoredEvent(1, "wire", 1.5, data, EVENT_VERSION), redact)
+    assert text.endswith(f'"data": {_masked_as_before(data, redact)}}}')
+    assert _SECRET not in text and "\\u0073k-live" not in text
