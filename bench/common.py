@@ -55,10 +55,11 @@ def _die_with_parent() -> None:
 class Proc:
     """A child process whose output lines are read by threads (so its pipes never fill) into a short tail."""
 
-    def __init__(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+    def __init__(self, name: str, argv: list[str], env: dict[str, str] | None = None,
+                 cwd: Path | None = None) -> None:
         self.name = name
         self.popen = subprocess.Popen(
-            argv, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+            argv, cwd=str(cwd or ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
             start_new_session=True, env={**os.environ, **(env or {})},
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         self.tail: deque[str] = deque(maxlen=40)
