@@ -6,11 +6,12 @@ every event and a priming event with an empty `data:`. Comments (`:` lines) are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class SseEvent:
+class SseEvent(NamedTuple):
+    """One event (immutable; a tuple: made in half the time of a frozen dataclass, once per event of a flood)."""
+
     data: str
     event: str = "message"
     id: str | None = None
@@ -49,11 +50,29 @@ class SseParser:
         lines = complete.split("\n")
         lines.pop()  # what follows the last line end: nothing (the rest stayed in the buffer)
         events: list[SseEvent] = []
-        line_of = self._line
+        # The lines of nearly every event (`data:`, `event:`, the blank line that ends it) are read here, in the
+        # loop, as `_line` reads them: a method call per line was a third of the parser's time in a flood.
+        data, size, limit = self._data, self._size, self._max
         for line in lines:
-            event = line_of(line)
-            if event is not None:
-                events.append(event)
+            if line.startswith("data:"):
+                value = line[6:] if line.startswith(" ", 5) else line[5:]
+                data.append(value)
+                size += len(value)
+                if size > limit:
+                    self._size = size
+                    raise ValueError(f"SSE event larger than {limit} bytes")
+            elif not line:
+                if data or self._event:
+                    events.append(SseEvent("\n".join(data), self._event or "message", self._id))
+                    data = self._data = []
+                    self._event, size = "", 0
+            elif line.startswith("event:"):
+                self._event = line[7:] if line.startswith(" ", 6) else line[6:]
+            else:
+                self._size = size
+                self._line(line)  # never an event: only a blank line ends one
+                size = self._size
+        self._size = size
         return events
 
     def finish(self) -> list[SseEvent]:
