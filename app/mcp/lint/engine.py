@@ -23,6 +23,9 @@ from app.mcp.lint import checks
 from app.mcp.lint.rules import RULES, Finding
 from app.mcp.wire import Recorder, WireEvent
 
+# What the lint looks at for a progress notification on its own open request's stream (see _plain_progress).
+_PLAIN_PROGRESS_RULES = ("frame.malformed", "server.request", "frame.schema", "progress.after-final",
+                         "progress.after-cancel")
 KEEP_REQUESTS = 4096  # requests remembered for late frames (a long session must not grow the lint)
 HTTP_CANCEL_NOTE = "closed the response stream to cancel"  # what HttpExchange.cancel records
 FindingSink = Callable[[Finding], None]
@@ -193,6 +196,8 @@ class Linter:
         req = self._by_key.get(event.exchange) if event.exchange is not None else None
         if req is not None:
             req.frames_in += 1
+            if frame.kind == "notification" and self._plain_progress(frame, req):
+                return
         self._check("frame.malformed", "server.request")
         if frame.kind == "invalid":
             on_sse = req is not None and req.content_type == "text/event-stream"
@@ -206,6 +211,23 @@ class Linter:
             self._response(event, frame, req, found)
         elif frame.kind == "notification":
             self._notification(event, frame, req, found)
+
+    def _plain_progress(self, frame: Frame, req: _Request) -> bool:
+        """A progress notification on the stream of the request it is for, still open: what `_notification` would
+        find (nothing) and mark checked, in a few steps. A flood is thousands of these a second; anything else
+        (another owner by its token, a final or cancelled one, a listen stream, params not plainly valid) takes
+        the full path."""
+        message = frame.message
+        if message is None or message.get("method") != "notifications/progress" or req.listen:
+            return False
+        params = message.get("params")
+        if not checks.plainly_valid_progress(params):
+            return False
+        owner = self._by_token.get(params["progressToken"]) or req  # plainly valid: a str or int token
+        if owner.listen or owner.final or owner.cancelled:
+            return False
+        self.checked.update(_PLAIN_PROGRESS_RULES)
+        return True
 
     def _response(self, event: WireEvent, frame: Frame, req: _Request | None, found: list[Finding]) -> None:
         self._check("response.unmatched-id", "response.after-cancel")
