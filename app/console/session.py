@@ -248,7 +248,8 @@ class ConsoleSession:
         record = wire_record(event)
         if event.exchange is not None:
             if event.direction == "in":
-                size = len(event.raw.encode())
+                raw = event.raw
+                size = len(raw) if raw.isascii() else len(raw.encode())  # the UTF-8 size; ASCII: no copy made
                 self._bytes_in[event.exchange] = seen = self._bytes_in.get(event.exchange, 0) + size
                 if seen > self.settings.max_stream_bytes:  # the transports stop first; this is the backstop
                     record.raw, record.note = "", f"{size} bytes past max_stream_bytes, not kept"
