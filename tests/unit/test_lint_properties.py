@@ -89,7 +89,7 @@ def test_an_unknown_event_type_and_an_unterminated_event_are_framing_faults() ->
 class _FullPathLinter(Linter):
     """The lint without its shortcut for plain progress: every frame takes the general path."""
 
-    def _plain_progress(self, frame: Any, req: Any) -> bool:
+    def _plain_progress(self, event: Any) -> bool:
         return False
 
 

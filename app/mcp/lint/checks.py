@@ -132,10 +132,6 @@ def error_problems(error: Any, http_status: int | None) -> list[Problem]:
     return problems
 
 
-def _number(value: Any) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
-
-
 def plainly_valid_progress(params: Any) -> bool:
     """True for progress params that ProgressNotificationParams certainly accepts: a string or integer token, a
     number, an optional number total and string message, no _meta. A flood of progress is thousands of these a
@@ -145,7 +141,8 @@ def plainly_valid_progress(params: Any) -> bool:
         return False
     token, progress = params.get("progressToken"), params.get("progress")
     total, message = params.get("total"), params.get("message")
-    return (type(token) in (str, int) and _number(progress) and (total is None or _number(total))
+    return (type(token) in (str, int) and type(progress) in (int, float) and math.isfinite(progress)
+            and (total is None or (type(total) in (int, float) and math.isfinite(total)))
             and (message is None or type(message) is str))
 
 

@@ -87,7 +87,8 @@ class Linter:
         self._seq = seq if seq is not None else self._seq + 1
         found: list[Finding] = []
         try:
-            self._observe(event, found)
+            if not self._plain_progress(event):
+                self._observe(event, found)
         except Exception as exc:  # the last resort the design allows: a finding, never a dead reader
             found.append(self._finding("lint.internal", f"{type(exc).__name__}: {exc}", event.exchange, None))
         self.findings.extend(found)
@@ -196,8 +197,6 @@ class Linter:
         req = self._by_key.get(event.exchange) if event.exchange is not None else None
         if req is not None:
             req.frames_in += 1
-            if frame.kind == "notification" and self._plain_progress(frame, req):
-                return
         self._check("frame.malformed", "server.request")
         if frame.kind == "invalid":
             on_sse = req is not None and req.content_type == "text/event-stream"
@@ -212,13 +211,17 @@ class Linter:
         elif frame.kind == "notification":
             self._notification(event, frame, req, found)
 
-    def _plain_progress(self, frame: Frame, req: _Request) -> bool:
-        """A progress notification on the stream of the request it is for, still open: what `_notification` would
-        find (nothing) and mark checked, in a few steps. A flood is thousands of these a second; anything else
-        (another owner by its token, a final or cancelled one, a listen stream, params not plainly valid) takes
-        the full path."""
+    def _plain_progress(self, event: WireEvent) -> bool:
+        """A progress notification coming in on the stream of the request it is for, still open: what `_observe`
+        would do (count the frame, mark the rules checked, find nothing), in a few steps. A flood is thousands of
+        these a second; anything else (another owner by its token, a final or cancelled one, a listen stream,
+        params not plainly valid) takes the full path."""
+        frame = event.frame
+        if event.direction != "in" or frame is None or frame.kind != "notification" or event.exchange is None:
+            return False
         message = frame.message
-        if message is None or message.get("method") != "notifications/progress" or req.listen:
+        req = self._by_key.get(event.exchange)
+        if req is None or message is None or message.get("method") != "notifications/progress" or req.listen:
             return False
         params = message.get("params")
         if not checks.plainly_valid_progress(params):
@@ -226,6 +229,7 @@ class Linter:
         owner = self._by_token.get(params["progressToken"]) or req  # plainly valid: a str or int token
         if owner.listen or owner.final or owner.cancelled:
             return False
+        req.frames_in += 1
         self.checked.update(_PLAIN_PROGRESS_RULES)
         return True
 
