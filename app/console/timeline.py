@@ -197,6 +197,11 @@ class Timeline:
         """Whether work on a frame should wait for the flush (see defer): a request is held, or work waits already."""
         return self._holding > 0 or self._deferred > 0
 
+    @property
+    def work_deferred(self) -> bool:
+        """Whether work put off with `defer` waits for the flush (what comes after it must wait too, in order)."""
+        return self._deferred > 0
+
     def defer(self, work: Callable[[], object]) -> None:
         """Run `work` at the flush, in its place among the held events (a held request's lint: its findings
         follow the frames they are about, after what was held before them)."""
