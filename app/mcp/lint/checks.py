@@ -139,8 +139,10 @@ def plainly_valid_progress(params: Any) -> bool:
     numeric string, _meta) still goes through the full check, so no verdict changes."""
     if not isinstance(params, dict) or "_meta" in params:
         return False
-    token, progress = params.get("progressToken"), params.get("progress")
-    total, message = params.get("total"), params.get("message")
+    token: Any = params.get("progressToken")
+    progress: Any = params.get("progress")
+    total: Any = params.get("total")
+    message = params.get("message")
     return (type(token) in (str, int) and type(progress) in (int, float) and math.isfinite(progress)
             and (total is None or (type(total) in (int, float) and math.isfinite(total)))
             and (message is None or type(message) is str))

@@ -223,7 +223,7 @@ class Linter:
         req = self._by_key.get(event.exchange)
         if req is None or message is None or message.get("method") != "notifications/progress" or req.listen:
             return False
-        params = message.get("params")
+        params: Any = message.get("params")
         if not checks.plainly_valid_progress(params):
             return False
         owner = self._by_token.get(params["progressToken"]) or req  # plainly valid: a str or int token
