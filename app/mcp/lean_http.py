@@ -44,7 +44,7 @@ MAX_HEAD_BYTES = 100 * 1024  # httpcore's h11 max_incomplete_event_size
 # answer (a few pieces) and a paced stream (1,000 a second) are woken at once, as before.
 FLOOD_PIECES = 64
 FLOOD_GAP_S = 0.0005
-COALESCE_S = 0.001
+COALESCE_S = 0.002
 Origin = tuple[str, int]
 
 
