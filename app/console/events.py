@@ -196,11 +196,23 @@ class Wire(Record):
                 f'"exchange":{"null" if exchange is None else spell(exchange)},'
                 f'"http_status":{"null" if status is None else int.__repr__(status)},'
                 f'"headers":{headers},"note":{"null" if note is None else spell(note)},'
-                f'"wall":{float.__repr__(wall)}}}')
+                f'"wall":{_wall_text(wall)}}}')
 
 
-def _text(value: str | None) -> str:
-    return "null" if value is None else _ascii_string(value)
+_WALLS: dict[float, str] = {}  # the last wall times spelled: the frames of one read share theirs
+
+
+def _wall_text(wall: float) -> str:
+    """`float.__repr__(wall)`, remembered for the few latest: a float's repr is half of a frame's row, and the frames
+    of one read carry one time. Only for positive times (0.0 and -0.0 are equal keys, spelled apart)."""
+    text = _WALLS.get(wall) if wall > 0.0 else None
+    if text is None:
+        text = float.__repr__(wall)
+        if wall > 0.0:
+            if len(_WALLS) >= 64:
+                _WALLS.clear()
+            _WALLS[wall] = text
+    return text
 
 
 # The C function json.dumps uses for a str (with ensure_ascii): the same escapes, lone surrogates included.

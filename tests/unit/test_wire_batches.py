@@ -28,6 +28,13 @@ def test_a_frame_spells_its_json_exactly_as_the_generic_serializer_does() -> Non
             assert json.loads(event.data_json) == record.to_data()
 
 
+def test_frames_sharing_a_wall_time_and_zero_times_of_either_sign_are_spelled_as_the_generic_serializer_does() -> None:
+    walls = [1.7e9 + 0.123456, 1.7e9 + 0.123456, 0.0, -0.0, 0.0, 5e-324, 1.7e9 + 0.1234567, *range(100)]
+    for wall in [*walls, *walls]:
+        record = Wire(raw="x", exchange="c1", wall=float(wall))
+        assert record.data_text() == json.dumps(record.to_data(), separators=(",", ":")), wall
+
+
 def test_a_frame_with_a_value_it_cannot_spell_takes_the_generic_path() -> None:
     record = Wire(raw="x", wall=float("nan"))
     assert record.data_text() is None
