@@ -30,17 +30,14 @@ class ProgressCoalescer:
     def __init__(self, emit: Emit, window_s: float = 0.05) -> None:
         self._emit = emit
         self._window = window_s
-        self._latest: dict[str, dict[str, Any]] = {}
+        # The latest frame per target and its count: its event data is made when it is emitted (one in hundreds).
+        self._latest: dict[str, tuple[Frame, int]] = {}
         self._counts: dict[str, int] = {}
         self._timer: asyncio.TimerHandle | None = None
 
     def offer(self, target: str, frame: Frame) -> None:
-        params = frame.params
-        self._counts[target] = self._counts.get(target, 0) + 1
-        self._latest[target] = {"target": target, "progress": params.get("progress"), "total": params.get("total"),
-                                "message": _cut(params.get("message"), PROGRESS_MESSAGE_KEEP_CHARS),
-                                "count": self._counts[target],
-                                "token": params.get("progressToken")}
+        count = self._counts[target] = self._counts.get(target, 0) + 1
+        self._latest[target] = (frame, count)
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._window, self.flush)
 
@@ -54,8 +51,11 @@ class ProgressCoalescer:
         else:
             one = self._latest.pop(target, None)
             pending = {target: one} if one else {}
-        for data in pending.values():
-            self._emit("progress", data)
+        for name, (frame, count) in pending.items():
+            params = frame.params
+            self._emit("progress", {"target": name, "progress": params.get("progress"), "total": params.get("total"),
+                                    "message": _cut(params.get("message"), PROGRESS_MESSAGE_KEEP_CHARS),
+                                    "count": count, "token": params.get("progressToken")})
 
     def done(self, target: str) -> None:
         self.flush(target)

@@ -248,7 +248,8 @@ class ConsoleSession:
         record = wire_record(event)
         if event.exchange is not None:
             if event.direction == "in":
-                size = len(event.raw.encode())
+                raw = event.raw
+                size = len(raw) if raw.isascii() else len(raw.encode())  # the UTF-8 size; ASCII: no copy made
                 self._bytes_in[event.exchange] = seen = self._bytes_in.get(event.exchange, 0) + size
                 if seen > self.settings.max_stream_bytes:  # the transports stop first; this is the backstop
                     record.raw, record.note = "", f"{size} bytes past max_stream_bytes, not kept"
@@ -256,10 +257,13 @@ class ConsoleSession:
                 self._http_status.setdefault(event.exchange, event.http_status)
         recorded = self.timeline.add_frame(record)
         seq = recorded.seq if recorded is not None else 0
-        if self.timeline.deferring:
+        timeline = self.timeline
+        if timeline.deferring and (timeline.work_deferred or event.direction != "in" or event.frame is None
+                                   or event.frame.kind != "notification"):
             # A held request's answer goes out before its lint runs (a pydantic check of the result, on every call);
-            # frames linted later keep the order the linter saw them in.
-            self.timeline.defer(functools.partial(self._lint, event, seq))
+            # frames linted later keep the order the linter saw them in. A notification is no answer: with no lint
+            # waiting before it, it is linted now (a flood on a held request's stream paid a deferral per frame).
+            timeline.defer(functools.partial(self._lint, event, seq))
         else:
             self._lint(event, seq)
         if event.exchange is None and event.direction == "in" and event.signal != "session_message":

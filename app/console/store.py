@@ -163,11 +163,20 @@ class SqliteStore:
         event loop one put per batch (the writer's batch and transaction are the same either way)."""
         if not events:
             return
-        rows = [self._row(event) for event in events]
+        session_id = events[0].session_id
+        table = _frame_rows(events)
+        if table is not None:
+            # Frames (what the timeline batches): no entry of the index, so the table's rows alone, as an import's
+            # chunk travels; the writer extends its executemany with them whole, without a loop over them.
+            size = sum(len(row[5]) for row in table)
+            item: tuple[str, Any] = ("rows", (session_id, table, []))
+        else:
+            rows = [self._row(event) for event in events]
+            size = sum(len(r[0][5]) for r in rows)
+            item = ("events", rows)
         with self._bytes_lock:
-            session_id = events[0].session_id
-            self._bytes[session_id] = self._bytes.get(session_id, 0) + sum(len(r[0][5]) for r in rows)
-        self._queue.put(("events", rows))
+            self._bytes[session_id] = self._bytes.get(session_id, 0) + size
+        self._queue.put(item)
         self.appends += 1
 
     def _row(self, event: TimelineEvent) -> tuple[tuple[Any, ...], Any, bool]:
@@ -389,6 +398,17 @@ class SqliteStore:
             row = self._read.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?",
                                      (session_id,)).fetchone()
         return int(row[0])
+
+
+def _frame_rows(events: list[TimelineEvent]) -> list[tuple[Any, ...]] | None:
+    """The table's rows of a run of frames, as `SqliteStore._row` makes them; None when one is not a frame."""
+    rows = []
+    for event in events:
+        record = event.record
+        if type(record) is not Wire:
+            return None
+        rows.append((event.session_id, event.seq, "wire", record.exchange, event.at, event.data_json, EVENT_VERSION))
+    return rows
 
 
 def _write_batch(conn: sqlite3.Connection, index: entry_index_writer.IndexWriter,

@@ -4,9 +4,10 @@
 published. The state holds a bounded window of entries; older ones are rebuilt from the store.
 
 Frames take a lighter path (`add_frame`): they change no state (the fold skips them: see RESTORE_KINDS) and
-never reach a tab, so each is given its sequence number at once but the store gets them in batches, once per
-turn of the event loop (or every FRAME_BATCH frames), before any other event, so the store still sees every
-event in sequence order. A server flooding 17,000 frames a second then costs one store write per batch.
+never reach a tab, so each is given its sequence number at once but the store gets them in batches: what comes in
+HOLD_S after its first frame at the latest, an outgoing frame on the next turn of the event loop (or every
+FRAME_BATCH frames), always before any other event, so the store still sees every event in sequence order. A
+server flooding 17,000 frames a second then costs one store write per batch, however few frames a read brings.
 
 A request sent from an action POST is *held* (`hold`): while the console waits for the target or writes its
 answer, the events of the kinds an exchange makes (HELD_KINDS) are numbered at once but stored, folded and
@@ -138,7 +139,7 @@ class Timeline:
         return event
 
     def add_frame(self, record: Wire) -> TimelineEvent | None:
-        """Record one frame: numbered now, stored with the frames of this loop turn; nothing to fold or publish
+        """Record one frame: numbered now, stored with the frames of its batch; nothing to fold or publish
         (a frame is not part of the state, and the hub drops frames). None when past the store quota.
 
         The quota is checked at a batch's first frame: what the store holds only changes when a batch is handed to
@@ -162,9 +163,14 @@ class Timeline:
             if self._holding and self._presend:
                 self._presend -= 1
                 self._sends += 1
-            # Once per loop turn. For a held request's outgoing frame that turn is the wait for the target's
-            # answer: what was held so far is written while the console has nothing else to do.
-            self._flush_soon()
+            if record.direction == "out":
+                # On the next loop turn. For a held request's outgoing frame that turn is the wait for the target's
+                # answer: what was held so far is written while the console has nothing else to do.
+                self._flush_soon()
+            else:
+                # What comes in is written HOLD_S later at the latest, with whatever else came meanwhile: a flood
+                # read a few frames per loop turn paid a flush (and the store's queue) per turn, not per batch.
+                self._flush_later()
         return event
 
     @contextlib.contextmanager
@@ -190,6 +196,11 @@ class Timeline:
     def deferring(self) -> bool:
         """Whether work on a frame should wait for the flush (see defer): a request is held, or work waits already."""
         return self._holding > 0 or self._deferred > 0
+
+    @property
+    def work_deferred(self) -> bool:
+        """Whether work put off with `defer` waits for the flush (what comes after it must wait too, in order)."""
+        return self._deferred > 0
 
     def defer(self, work: Callable[[], object]) -> None:
         """Run `work` at the flush, in its place among the held events (a held request's lint: its findings

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import re
+import time
 from collections.abc import AsyncIterator
 from http.cookiejar import Cookie, CookieJar
 from typing import Any
@@ -222,10 +223,13 @@ class HttpExchange:
                 raise ProtocolViolation(str(exc)) from exc
             self._last_event_id = parser.last_id or self._last_event_id
             self._retry_ms = parser.retry_ms if parser.retry_ms is not None else self._retry_ms
+            # The events of one piece arrived together: they carry its time (one clock read each, and the store's
+            # rows spell one wall time for the lot: see Wire.data_text).
+            mono, wall = time.monotonic(), time.time()
             for event in events:
                 if event.data == "":
                     continue  # a priming event: nothing to parse
-                yield self._incoming(event.data, note=f"sse id={event.id}" if event.id else None)
+                yield self._incoming(event.data, note=f"sse id={event.id}" if event.id else None, at=(mono, wall))
                 # A piece may carry hundreds of events (a backlog read at once): the slice counts them too.
                 if fair.due():
                     await fair.give_way()
@@ -276,14 +280,15 @@ class HttpExchange:
                                     f"{_excerpt(body)}")
         raise ProtocolViolation(f"HTTP {status} with a body that is not a JSON-RPC response ({frame.problem or looks})")
 
-    def _incoming(self, raw: str, note: str | None = None) -> Frame:
+    def _incoming(self, raw: str, note: str | None = None, at: tuple[float, float] | None = None) -> Frame:
         frame = parse_frame(raw, self._response.status_code)
         if frame.kind in ("response", "error") and frame.id != self._request_id:
             stray = f"response id {frame.id!r} matches no request: this stream is for id {self._request_id!r}"
             note = f"{note}; {stray}" if note else stray
+        mono, wall = at if at is not None else (time.monotonic(), time.time())
         self._t.record(
             WireEvent(direction="in", raw=raw, frame=frame, exchange=self._key,
-                      http_status=self._response.status_code, note=note)
+                      http_status=self._response.status_code, note=note, mono=mono, wall=wall)
         )
         return frame
 

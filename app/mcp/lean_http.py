@@ -38,6 +38,14 @@ from app.mcp.transport import text_codec
 
 READ_HIGH_WATER = 256 * 1024
 MAX_HEAD_BYTES = 100 * 1024  # httpcore's h11 max_incomplete_event_size
+# A flood read as it comes (a server sending one HTTP chunk per event, thousands a second, to a console that
+# keeps up) woke the reader for every chunk: a loop turn, the reader's resumption and its per-read work, about as
+# much again as the event's own. Past FLOOD_PIECES body pieces of one answer, arriving less than FLOOD_GAP_S
+# apart, the reader is woken COALESCE_S after the data at the latest, with whatever came meanwhile. A plain
+# answer (a few pieces) and a paced stream (1,000 a second) are woken at once, as before.
+FLOOD_PIECES = 64
+FLOOD_GAP_S = 0.0005
+COALESCE_S = 0.002
 Origin = tuple[str, int]
 
 
@@ -51,6 +59,8 @@ class _Connection(asyncio.Protocol):
         self.unasked = False  # bytes arrived while no request was waiting: not reusable
         self.idle_since = 0.0
         self._waiter: asyncio.Future[None] | None = None
+        self._wake_timer: asyncio.TimerHandle | None = None  # a flood's reader is woken by this (see COALESCE_S)
+        self._last_data = 0.0  # the loop's time of the last bytes (how close together pieces come)
         self._reading_paused = False
         self.writing_paused = False  # the transport's buffer is full: a big body waits for it to drain
         self._begin()
@@ -66,6 +76,7 @@ class _Connection(asyncio.Protocol):
         self.keep_alive = False  # read at the head: llhttp forgets it once the message is complete
         self.body: deque[bytes] = deque()
         self.buffered = 0
+        self.pieces = 0  # body pieces of this answer so far
 
     def start(self) -> None:
         self._begin()
@@ -93,6 +104,12 @@ class _Connection(asyncio.Protocol):
         if self.buffered > READ_HIGH_WATER and self.transport is not None and not self._reading_paused:
             self._reading_paused = True
             self.transport.pause_reading()
+        elif self.pieces > FLOOD_PIECES and not self.complete:
+            now = asyncio.get_running_loop().time()
+            close, self._last_data = now - self._last_data < FLOOD_GAP_S, now
+            if close:
+                self._wake_soon()
+                return
         self._wake()
 
     def pause_writing(self) -> None:
@@ -133,8 +150,16 @@ class _Connection(asyncio.Protocol):
         self._wake()
 
     def _wake(self) -> None:
+        if self._wake_timer is not None:
+            self._wake_timer.cancel()
+            self._wake_timer = None
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
+
+    def _wake_soon(self) -> None:
+        """Wake the reader COALESCE_S from now (a flood: see FLOOD_PIECES), unless it is busy or already due."""
+        if self._wake_timer is None and self._waiter is not None and not self._waiter.done():
+            self._wake_timer = asyncio.get_running_loop().call_later(COALESCE_S, self._wake)
 
     async def wait(self) -> None:
         self._waiter = asyncio.get_running_loop().create_future()
@@ -200,6 +225,7 @@ class _Connection(asyncio.Protocol):
     def on_body(self, body: bytes) -> None:
         self.body.append(body)
         self.buffered += len(body)
+        self.pieces += 1
 
     def on_message_complete(self) -> None:
         if not self.head_done:  # the end of an interim answer

@@ -6,14 +6,19 @@ every event and a priming event with an empty `data:`. Comments (`:` lines) are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class SseEvent:
+class SseEvent(NamedTuple):
+    """One event (immutable; a tuple: made in half the time of a frozen dataclass, once per event of a flood)."""
+
     data: str
     event: str = "message"
     id: str | None = None
+
+
+_MESSAGE = "event: message\ndata: "  # how the Python SDK begins an event (its CRLFs read as LFs)
+_MESSAGE_LEN = len(_MESSAGE)
 
 
 class SseParser:
@@ -46,15 +51,60 @@ class SseParser:
             raise ValueError(f"SSE line longer than {self._max} bytes")
         if "\r" in complete:  # CRLF or a lone CR: both end a line, as LF does
             complete = complete.replace("\r\n", "\n").replace("\r", "\n")
-        lines = complete.split("\n")
-        lines.pop()  # what follows the last line end: nothing (the rest stayed in the buffer)
         events: list[SseEvent] = []
-        line_of = self._line
-        for line in lines:
-            event = line_of(line)
-            if event is not None:
-                events.append(event)
+        if self._data or self._event or "\n\n" not in complete:  # an event begun before, or none ends here
+            lines = complete.split("\n")
+            lines.pop()  # what follows the last line end: nothing (the rest stayed in the buffer)
+            self._read(lines, events)
+            return events
+        # Whole events, each the text before a blank line (an event ends there: what `_read` would be left with
+        # after it is nothing, so the next one starts afresh). Nearly every event of a flood is one data line,
+        # maybe after `event: message` (the Python SDK's shape): taken whole, without reading its lines.
+        blocks = complete.split("\n\n")
+        tail = blocks.pop()  # the lines after the last blank line: an event not ended yet ("" when none)
+        limit = self._max
+        for block in blocks:
+            value = block[_MESSAGE_LEN:] if block.startswith(_MESSAGE) else \
+                block[6:] if block.startswith("data: ") else None
+            if value is not None and "\n" not in value:
+                if len(value) > limit:
+                    raise ValueError(f"SSE event larger than {limit} bytes")
+                events.append(SseEvent(value, "message", self._id))
+            else:
+                lines = block.split("\n")
+                lines.append("")  # the blank line that ends it
+                self._read(lines, events)
+        if tail:
+            lines = tail.split("\n")
+            lines.pop()
+            self._read(lines, events)
         return events
+
+    def _read(self, lines: list[str], events: list[SseEvent]) -> None:
+        """Read whole lines into the event being built; each event they end goes into `events`."""
+        # The lines of nearly every event (`data:`, `event:`, the blank line that ends it) are read here, in the
+        # loop, as `_line` reads them: a method call per line was a third of the parser's time in a flood.
+        data, size, limit = self._data, self._size, self._max
+        for line in lines:
+            if line.startswith("data:"):
+                value = line[6:] if line.startswith(" ", 5) else line[5:]
+                data.append(value)
+                size += len(value)
+                if size > limit:
+                    self._size = size
+                    raise ValueError(f"SSE event larger than {limit} bytes")
+            elif not line:
+                if data or self._event:
+                    events.append(SseEvent("\n".join(data), self._event or "message", self._id))
+                    data = self._data = []
+                    self._event, size = "", 0
+            elif line.startswith("event:"):
+                self._event = line[7:] if line.startswith(" ", 6) else line[6:]
+            else:
+                self._size = size
+                self._line(line)  # never an event: only a blank line ends one
+                size = self._size
+        self._size = size
 
     def finish(self) -> list[SseEvent]:
         """Flush at end of stream: a last event without its blank line still counts."""

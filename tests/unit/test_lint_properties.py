@@ -84,3 +84,51 @@ def test_an_unknown_event_type_and_an_unterminated_event_are_framing_faults() ->
     messages = [f.message for f in lint_sse_text(text)]
     assert any("event type 'weird'" in m for m in messages)
     assert any("ends inside an event" in m for m in messages)
+
+
+class _FullPathLinter(Linter):
+    """The lint without its shortcut for plain progress: every frame takes the general path."""
+
+    def _plain_progress(self, event: Any) -> bool:
+        return False
+
+
+_TOKENS = st.sampled_from(["t1", "t2", 1, 2, True, None, 1.5, "x1"])
+_progress_params = st.fixed_dictionaries(
+    {"progressToken": _TOKENS, "progress": st.sampled_from([1, 2.5, True, "3", float("inf"), None])},
+    optional={"total": st.sampled_from([10, None, "10", 1e400]), "message": st.sampled_from(["m", 3, None]),
+              "_meta": st.just({}), "extra": st.just(1)})
+_flow = st.one_of(
+    # a request going out, with or without a progress token (a listen stream takes none: it may get one anyway)
+    st.tuples(st.just("out"), st.sampled_from(["x1", "x2", "x3"]), st.sampled_from(["tools/call",
+              "subscriptions/listen"]), st.sampled_from([1, 2, 3]), st.one_of(st.none(), _TOKENS)),
+    st.tuples(st.just("progress"), st.sampled_from(["x1", "x2", "x3", None]), _progress_params),
+    st.tuples(st.just("answer"), st.sampled_from(["x1", "x2", "x3"]), st.sampled_from([1, 2, 3])),
+    st.tuples(st.just("cancel"), st.sampled_from(["x1", "x2", "x3"])))
+
+
+def _flow_event(item: tuple[Any, ...]) -> WireEvent:
+    if item[0] == "out":
+        _, key, method, id_, token = item
+        params: dict[str, Any] = {"name": "p"} if token is None else {"name": "p", "_meta": {"progressToken": token}}
+        raw = json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+        return WireEvent(direction="out", raw=raw, frame=parse_frame(raw), exchange=key)
+    if item[0] == "progress":
+        raw = json.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": item[2]})
+        return WireEvent(direction="in", raw=raw, frame=parse_frame(raw), exchange=item[1], http_status=200)
+    if item[0] == "answer":
+        raw = json.dumps({"jsonrpc": "2.0", "id": item[2], "result": {"resultType": "complete", "content": []}})
+        return WireEvent(direction="in", raw=raw, frame=parse_frame(raw), exchange=item[1], http_status=200)
+    return WireEvent(direction="transport", raw="", exchange=item[1], note="closed the response stream to cancel (x)")
+
+
+@BOUNDED
+@given(st.lists(_flow, max_size=30))
+def test_the_plain_progress_shortcut_finds_and_checks_what_the_full_path_does(flow: list[tuple[Any, ...]]) -> None:
+    fast, full = Linter(), _FullPathLinter()
+    for item in flow:
+        event = _flow_event(item)
+        assert fast.observe(event) == full.observe(event)
+    assert fast.checked == full.checked
+    counted = [(r.key, r.frames_in) for r in fast._by_key.values()]
+    assert counted == [(r.key, r.frames_in) for r in full._by_key.values()]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import random
+import struct
 
 import pytest
 
-from app.mcp.jsonrpc import classify, encode, notification, parse_frame, pretty, request
+from app.mcp.jsonrpc import classify, decode, encode, notification, parse_frame, pretty, request
 
 
 def test_parse_frame_classifies_a_request_with_its_id_method_and_params() -> None:
@@ -158,3 +160,51 @@ def test_encode_refuses_nan_rather_than_send_something_that_is_not_json() -> Non
 
     with pytest.raises(ValueError):
         encode({"jsonrpc": "2.0", "id": 1, "method": "x", "params": {"v": math.nan}})
+
+
+# --- decode: orjson where it reads a text exactly as the stdlib does ------------------------------------------
+
+def _stdlib(raw: str) -> tuple[str, object]:
+    try:
+        return "ok", json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        return "refused", type(exc)
+
+
+def _ours(raw: str) -> tuple[str, object]:
+    try:
+        return "ok", decode(raw)
+    except (ValueError, RecursionError) as exc:
+        return "refused", type(exc)
+
+
+def _same(a: tuple[str, object], b: tuple[str, object]) -> bool:
+    # repr tells 1 from 1.0 and -0.0 from 0.0, and a NaN equals itself there
+    return a[0] == b[0] and (a[0] == "refused" or repr(a[1]) == repr(b[1]))
+
+
+@pytest.mark.parametrize("raw", [
+    "18446744073709551616", "-9223372036854775809", '{"id":123456789012345678901234567890}',  # past 64 bits
+    "18446744073709551615", "-9223372036854775808",  # 64 bits: orjson's own integers
+    "1e400", "-1e400", "NaN", "Infinity", "-Infinity", '{"a":NaN}',  # the stdlib reads them, orjson refuses
+    '"\\ud800"', '{"m":"\\udc00\\ud800"}', '"\udc80"',  # lone surrogates, escaped and in the str itself
+    '{"a":1,"a":2,"b":3}', "-0", "-0.0", "4.9e-324", "1e-400", "0.30000000000000004", "\ufeff{}", " {} ",
+    "[1,]", "01", ".5", "5.", "+1", '"a\nb"', '{"a":1}x', "", "[" * 1000 + "]" * 1000, "[" * 3000 + "]" * 3000,
+])
+def test_decode_reads_every_text_as_the_stdlib_does(raw: str) -> None:
+    assert _same(_ours(raw), _stdlib(raw)), raw[:60]
+
+
+def test_decode_agrees_with_the_stdlib_on_fuzzed_texts_and_numbers() -> None:
+    rnd = random.Random(13)
+    alphabet = [*'{}[],:"\\ \t\n\r0123456789.-+eE', "\\u", "d800", "\x00", "\x1f", "é", "\u2028", "true", "null",
+                "false", '"a"', "1e5", "\ufeff", "NaN", "Infinity"]
+    texts = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 12))) for _ in range(20_000)]
+    for _ in range(5_000):
+        digits = "".join(rnd.choice("0123456789") for _ in range(rnd.randint(1, 25))).lstrip("0") or "0"
+        frac = "".join(rnd.choice("0123456789") for _ in range(rnd.randint(0, 20)))
+        texts.append(("-" if rnd.random() < 0.3 else "") + digits + (f".{frac}" if frac else "")
+                     + (f"e{rnd.randint(-330, 330)}" if rnd.random() < 0.5 else ""))
+        texts.append(repr(struct.unpack("d", struct.pack("Q", rnd.getrandbits(64)))[0]))
+    for raw in texts:
+        assert _same(_ours(raw), _stdlib(raw)), raw

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.mcp.sse import SseEvent, SseParser
 
@@ -180,3 +182,31 @@ def test_sse_parser_size_limit_applies_per_event_not_per_stream() -> None:
     for _ in range(5):
         events.extend(parser.feed("data: 12345678\n\n"))
     assert [e.data for e in events] == ["12345678"] * 5
+
+
+def _line_by_line(text: str) -> tuple[list[SseEvent], int, str | None, int | None]:
+    """The stream read one line at a time by the parser's general line reader, as the spec reads it."""
+    parser = SseParser()
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines[-1] == "":
+        lines.pop()  # what follows the last line end (at the end of the stream an unended line is still one)
+    events = [e for line in lines if (e := parser._line(line)) is not None]
+    if parser._data:
+        events.append(parser._dispatch())
+    return events, parser.comments, parser.last_id, parser.retry_ms
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["data:", "data: ", "data:  x", "data", "event:", "event: message", "event:up",
+                                 "event", "id: 3", "id:", "retry: 20", "retry: x", ": note", ":", "", "foo: bar",
+                                 'data: {"a":1}', "data:é", "dat", " data: x"]), max_size=30),
+       st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=1, max_size=3),
+       st.lists(st.integers(min_value=0, max_value=200), max_size=6))
+def test_sse_parser_reads_any_stream_in_any_chunking_as_the_line_reader_does(
+        lines: list[str], endings: list[str], cuts: list[int]) -> None:
+    text = "".join(line + endings[i % len(endings)] for i, line in enumerate(lines))
+    edges = sorted({min(c, len(text)) for c in cuts})
+    chunks = [text[a:b] for a, b in zip([0, *edges], [*edges, len(text)], strict=True)]
+    parser = SseParser()
+    events = [e for chunk in chunks for e in parser.feed(chunk)] + parser.finish()
+    assert (events, parser.comments, parser.last_id, parser.retry_ms) == _line_by_line(text)

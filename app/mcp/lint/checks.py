@@ -132,25 +132,25 @@ def error_problems(error: Any, http_status: int | None) -> list[Problem]:
     return problems
 
 
-def _plainly_valid_progress(params: Any) -> bool:
+def plainly_valid_progress(params: Any) -> bool:
     """True for progress params that ProgressNotificationParams certainly accepts: a string or integer token, a
     number, an optional number total and string message, no _meta. A flood of progress is thousands of these a
     second, and the two pydantic validations were the lint's largest cost per frame; anything else (a bool, a
     numeric string, _meta) still goes through the full check, so no verdict changes."""
     if not isinstance(params, dict) or "_meta" in params:
         return False
-    token, progress = params.get("progressToken"), params.get("progress")
-    total, message = params.get("total"), params.get("message")
-    def number(value: Any) -> bool:
-        return type(value) in (int, float) and math.isfinite(value)
-
-    return (type(token) in (str, int) and number(progress) and (total is None or number(total))
+    token: Any = params.get("progressToken")
+    progress: Any = params.get("progress")
+    total: Any = params.get("total")
+    message = params.get("message")
+    return (type(token) in (str, int) and type(progress) in (int, float) and math.isfinite(progress)
+            and (total is None or (type(total) in (int, float) and math.isfinite(total)))
             and (message is None or type(message) is str))
 
 
 def notification_problems(method: str, params: Any) -> list[Problem]:
     """A server notification against the revision's notification types."""
-    if method == "notifications/progress" and _plainly_valid_progress(params):
+    if method == "notifications/progress" and plainly_valid_progress(params):
         return []
     if (method, VERSION) not in wire_types.SERVER_NOTIFICATIONS:
         return [("frame.schema", f"{method} is not a server notification of 2026-07-28")]

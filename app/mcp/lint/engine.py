@@ -23,6 +23,9 @@ from app.mcp.lint import checks
 from app.mcp.lint.rules import RULES, Finding
 from app.mcp.wire import Recorder, WireEvent
 
+# What the lint looks at for a progress notification on its own open request's stream (see _plain_progress).
+_PLAIN_PROGRESS_RULES = ("frame.malformed", "server.request", "frame.schema", "progress.after-final",
+                         "progress.after-cancel")
 KEEP_REQUESTS = 4096  # requests remembered for late frames (a long session must not grow the lint)
 HTTP_CANCEL_NOTE = "closed the response stream to cancel"  # what HttpExchange.cancel records
 FindingSink = Callable[[Finding], None]
@@ -84,7 +87,8 @@ class Linter:
         self._seq = seq if seq is not None else self._seq + 1
         found: list[Finding] = []
         try:
-            self._observe(event, found)
+            if not self._plain_progress(event):
+                self._observe(event, found)
         except Exception as exc:  # the last resort the design allows: a finding, never a dead reader
             found.append(self._finding("lint.internal", f"{type(exc).__name__}: {exc}", event.exchange, None))
         self.findings.extend(found)
@@ -206,6 +210,28 @@ class Linter:
             self._response(event, frame, req, found)
         elif frame.kind == "notification":
             self._notification(event, frame, req, found)
+
+    def _plain_progress(self, event: WireEvent) -> bool:
+        """A progress notification coming in on the stream of the request it is for, still open: what `_observe`
+        would do (count the frame, mark the rules checked, find nothing), in a few steps. A flood is thousands of
+        these a second; anything else (another owner by its token, a final or cancelled one, a listen stream,
+        params not plainly valid) takes the full path."""
+        frame = event.frame
+        if event.direction != "in" or frame is None or frame.kind != "notification" or event.exchange is None:
+            return False
+        message = frame.message
+        req = self._by_key.get(event.exchange)
+        if req is None or message is None or message.get("method") != "notifications/progress" or req.listen:
+            return False
+        params: Any = message.get("params")
+        if not checks.plainly_valid_progress(params):
+            return False
+        owner = self._by_token.get(params["progressToken"]) or req  # plainly valid: a str or int token
+        if owner.listen or owner.final or owner.cancelled:
+            return False
+        req.frames_in += 1
+        self.checked.update(_PLAIN_PROGRESS_RULES)
+        return True
 
     def _response(self, event: WireEvent, frame: Frame, req: _Request | None, found: list[Finding]) -> None:
         self._check("response.unmatched-id", "response.after-cancel")
