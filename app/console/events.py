@@ -550,11 +550,12 @@ class TimelineEvent:
     def to_json(self) -> str:
         """`to_dict` as compact JSON, around the cached `data_json` (the envelope's own fields are a few bytes)."""
         at = self.at
-        if type(at) is float and math.isfinite(at) and type(self.seq) is int:
+        if type(at) is float and math.isfinite(at) and type(self.seq) is int and type(self.session_id) is str \
+                and type(self.kind) is str:
             # What json.dumps writes for this head (a float's repr, strings escaped by its own function),
             # without the encoder json.dumps builds for its arguments on every call: once per event published.
-            return (f'{{"v":{EVENT_VERSION},"session_id":{_text(self.session_id)},"seq":{self.seq},'
-                    f'"kind":{_text(self.kind)},"at":{at!r},"data":{self.data_json}}}')
+            return (f'{{"v":{EVENT_VERSION},"session_id":{_ascii_string(self.session_id)},"seq":{self.seq},'
+                    f'"kind":{_ascii_string(self.kind)},"at":{at!r},"data":{self.data_json}}}')
         head = json.dumps({"v": EVENT_VERSION, "session_id": self.session_id, "seq": self.seq, "kind": self.kind,
                            "at": self.at}, separators=(",", ":"))
         return f'{head[:-1]},"data":{self.data_json}}}'
