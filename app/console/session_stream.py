@@ -80,7 +80,9 @@ def _event_text(row: StoredEvent, redact: Redactor | None) -> str:
             # else: neither mask would change it (no headers; might_mask is exact on such a text), so the walks
             # are skipped (200,000 frames at 100k entries): the text written is the one they would give
             data = json.dumps(value)
-        elif redact.might_mask(data):
+        elif not _spelled_as_dumps(data) or redact.might_mask(data):
+            # might_mask reads a text as json.dumps spells it; an imported file's text is stored as its writer
+            # spelled it (a "\u0073" for "s", a `"headers": null` with a space): such a text is walked
             value = json.loads(data)
             data = json.dumps(redact(mask_wire(value) if kind == "wire" else value))
     return f'{row.seq}, "kind": {_json_str(kind)}, "at": {_json_at(row.at)}, "data": {data}}}'

@@ -196,3 +196,25 @@ def test_a_masked_export_writes_each_frame_as_the_full_parse_and_mask_wrote_it(d
     text = session_stream._event_text(StoredEvent(1, "wire", 1.5, data, EVENT_VERSION), redact)
     assert text.endswith(f'"data": {_masked_as_before(data, redact)}}}')
     assert _SECRET not in text and "\\u0073k-live" not in text
+
+
+# An imported file's data text is stored as the file spelled it (`ImportRow.text`): another writer may say "s"
+# as \u0073, or write `"headers": null` with a space, and `might_mask` only reads texts spelled as json.dumps.
+_OTHER_WRITERS = [
+    ("wire", '{"raw": "\\u0073k-live-abc123 spelled otherwise", "headers": null}'),
+    ("wire", '{"raw": "caf\u00e9 sk-live-abc123", "headers": null}'),
+    ("notice", '{"level": "info", "text": "\\u0073k-live-abc123 in a notice"}'),
+    ("stderr", '{"text": "sk-live-abc123\\/x"}'),
+]
+
+
+@pytest.mark.parametrize(("kind", "data"), _OTHER_WRITERS)
+def test_a_masked_export_masks_a_secret_in_a_text_another_writer_spelled(kind: str, data: str) -> None:
+    from app.console.secrets import Redactor
+    from app.console.store import StoredEvent
+    from app.console.target import Target
+
+    redact = Redactor(Target(kind="http", url="http://h/mcp", headers={"X-Key": _SECRET}))
+    text = session_stream._event_text(StoredEvent(1, kind, 1.5, data, EVENT_VERSION), redact)
+    written = json.loads("{\"seq\": " + text)["data"]
+    assert _SECRET not in json.dumps(written, ensure_ascii=False)
