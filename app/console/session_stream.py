@@ -264,7 +264,7 @@ class SessionFileReader:
                     if names is None or type(data) is not dict or not names.issuperset(data):
                         check(kind, data)  # raises, or says this kind's check is a test of its keys
                         known.setdefault(kind, data_keys(kind))
-                    chunk.append(ImportRow(int(seq), kind, float(at), data, text))
+                    chunk.append(ImportRow(_stored_seq(int(seq)), kind, _stored_at(float(at)), data, text))
                     if buf.startswith(_NEXT_EVENT, end):
                         after = end
                     continue
@@ -379,4 +379,22 @@ def _has_long_digits(text: str) -> bool:
 
 
 def _row_of(event: TimelineEvent) -> ImportRow:
-    return ImportRow(event.seq, event.kind, event.at, event.data, event.data_json)
+    return ImportRow(_stored_seq(event.seq), event.kind, _stored_at(event.at), event.data, event.data_json)
+
+
+_INT64 = 1 << 63
+
+
+# What the events table can hold (seq INTEGER NOT NULL, at REAL NOT NULL), checked as a file's event is read:
+# a NaN binds as NULL and an integer past 64 bits does not bind at all, and the writer thread's failed statement
+# took its whole chunk (2,000 events) with it while the import answered 200. Such a file is refused instead.
+def _stored_seq(seq: Any) -> int:
+    if type(seq) is not int or not -_INT64 <= seq < _INT64:
+        raise ValueError(f"an event's seq is not a 64-bit integer: {str(seq)[:40]!r}")
+    return seq
+
+
+def _stored_at(at: Any) -> float:
+    if not ((type(at) is float and math.isfinite(at)) or (type(at) is int and -_INT64 <= at < _INT64)):
+        raise ValueError(f"an event's time is not a finite number: {str(at)[:40]!r}")
+    return at

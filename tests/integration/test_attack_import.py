@@ -62,3 +62,22 @@ async def test_a_file_claiming_an_existing_sessions_id_imports_beside_it_and_esc
     page = await console.http.get(f"/sessions/{new}")
     assert "<script>alert(1)" not in page.text and "<img src=x" not in page.text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+
+
+def _events(*heads: tuple[str, str]) -> str:
+    # Notices whose seq and at are spelled as given (a number as the console writes one takes the reader's fast
+    # path, anything else its general path).
+    return ", ".join(f'{{"v": 2, "session_id": "x", "seq": {seq}, "kind": "notice", "at": {at}, "data": '
+                     f'{{"level": "info", "message": "m{i}"}}}}' for i, (seq, at) in enumerate(heads))
+
+
+@pytest.mark.parametrize(("seq", "at"), [("2", "NaN"), ("2", "null"), ("2", '"1.5"'), ("2", "1" + "0" * 400),
+                                         ("18446744073709551616", "1.0"), ("null", "1.0"), ("1.5", "1.0")])
+async def test_an_event_whose_seq_or_time_the_store_cannot_hold_is_refused_not_dropped_with_its_chunk(
+        console: Console, seq: str, at: str) -> None:
+    body = HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": [' + _events(("1", "1.0"), (seq, at)) \
+        + "]}"
+    status, text = await _import(console, body)
+    assert status == 400, text  # the file is refused whole: an import is never stored in part
+    assert "Cannot import" in json.loads(text)["error"]
+    assert (await console.http.get("/sessions.json")).status_code == 200
