@@ -200,7 +200,10 @@ class SqliteStore:
         begins, indexed = entry_index_writer.BEGINS, entry_index.INDEXED_KINDS
         item_of = entry_index_writer.index_item_of
         for seq, kind, at, data, text in rows:
-            out.append((session_id, seq, kind, data.get("exchange") or data.get("key"), at, text, EVENT_VERSION))
+            exchange = data.get("exchange") or data.get("key")
+            if type(exchange) is not str and exchange is not None:
+                exchange = _bindable(exchange)
+            out.append((session_id, seq, kind, exchange, at, text, EVENT_VERSION))
             if kind in indexed and (item := item_of(kind, seq, data)) is not None:
                 items.append((seq, item, kind in begins))
             size += len(text)
@@ -398,6 +401,15 @@ class SqliteStore:
             row = self._read.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?",
                                      (session_id,)).fetchone()
         return int(row[0])
+
+
+def _bindable(value: Any) -> Any:
+    """An imported event's exchange column when the file gave no string: a value SQLite binds, as it was, or a
+    refusal. A dict, a list or an integer past 64 bits failed the writer's statement, and with it the whole chunk
+    of 2,000 events, while the import answered 200; the import now fails whole (and leaves nothing behind)."""
+    if type(value) in (bool, float) or (type(value) is int and -(1 << 63) <= value < 1 << 63):
+        return value
+    raise ValueError(f"an event's exchange is not a string: {str(value)[:40]!r}")
 
 
 def _frame_rows(events: list[TimelineEvent]) -> list[tuple[Any, ...]] | None:

@@ -81,3 +81,14 @@ async def test_an_event_whose_seq_or_time_the_store_cannot_hold_is_refused_not_d
     assert status == 400, text  # the file is refused whole: an import is never stored in part
     assert "Cannot import" in json.loads(text)["error"]
     assert (await console.http.get("/sessions.json")).status_code == 200
+
+
+@pytest.mark.parametrize("exchange", ['{"a": 1}', "[1]", "123456789012345678901234"])
+async def test_a_frame_whose_exchange_the_store_cannot_hold_is_refused_not_dropped_with_its_chunk(
+        console: Console, exchange: str) -> None:
+    body = HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": [' + _events(("1", "1.0")) + \
+        ', {"v": 2, "session_id": "x", "seq": 2, "kind": "wire", "at": 1.0, "data": {"direction": "in", "raw": "{}", ' \
+        f'"exchange": {exchange}, "headers": null}}}}]}}'
+    status, text = await _import(console, body)
+    assert status == 400, text
+    assert "Cannot import" in json.loads(text)["error"]
