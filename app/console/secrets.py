@@ -65,9 +65,21 @@ def mask_url(url: str) -> str:
 
 def mask_wire(event: dict[str, Any]) -> dict[str, Any]:
     """A wire event with credential-named headers masked (the layer for what the server sends back)."""
-    if not event.get("headers"):
+    headers = event.get("headers")
+    if not headers:
         return event
-    return {**event, "headers": mask_headers(event["headers"])}
+    if type(headers) is not list:  # a stored event of an imported file may hold anything here: nothing of it shown
+        return {**event, "headers": MASK}
+    return {**event, "headers": [_masked_pair(pair) for pair in headers]}
+
+
+def _masked_pair(pair: Any) -> Any:
+    """One [name, value] header as `mask_headers` masks it; anything else (an imported file's) masked whole: it
+    raised in the middle of a masked export or a viewer's entry, before any secret was looked at."""
+    if type(pair) in (list, tuple) and len(pair) == 2 and type(pair[0]) is str and type(pair[1]) is str:
+        name, value = pair
+        return [name, mask_value(name, value) if is_secret(name) else value]
+    return MASK
 
 
 def _is_assignment(arg: str) -> bool:

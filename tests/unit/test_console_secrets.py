@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from app.console.secrets import MASK, Redactor, mask_argv, mask_headers, mask_url
+import json
+from typing import Any
+
+import pytest
+
+from app.console.secrets import MASK, Redactor, mask_argv, mask_headers, mask_url, mask_wire
 from app.console.session import Target
 
 
@@ -48,3 +53,20 @@ def test_a_redactor_masks_the_environment_values_and_working_directory_of_a_comm
 def test_the_authorization_scheme_stays_visible_while_its_credential_is_masked() -> None:
     assert mask_headers([["Authorization", "Bearer s3cret"], ["Accept", "x"]]) == [
         ["Authorization", f"Bearer {MASK}"], ["Accept", "x"]]
+
+
+@pytest.mark.parametrize("headers", [{"Authorization": "b"}, [[1, 2]], [["a"]], "ab", 5, [["X-A", "b", "c"]], [None],
+                                     [["Set-Cookie", 5]], [["set-cookie", ["v"]]]])
+def test_a_stored_frame_whose_headers_are_not_name_value_pairs_is_masked_whole_not_raised_on(headers: Any) -> None:
+    # An imported file's wire event can say anything there: a masked export or a viewer's entry raised on it
+    # (the download cut off half way, a 500), before any secret was looked at.
+    masked = mask_wire({"raw": "{}", "headers": headers})
+    assert masked["raw"] == "{}"
+    assert "b" not in json.dumps(masked["headers"]) and "5" not in json.dumps(masked["headers"]) \
+        and '"v"' not in json.dumps(masked["headers"])
+
+
+def test_well_formed_headers_are_masked_by_name_as_before() -> None:
+    headers = [["Content-Type", "application/json"], ["Set-Cookie", "sid=1"], ["Authorization", "Bearer t0k"]]
+    assert mask_wire({"headers": headers})["headers"] == [["Content-Type", "application/json"],
+                                                          ["Set-Cookie", MASK], ["Authorization", "Bearer " + MASK]]
