@@ -202,7 +202,7 @@ class SqliteStore:
         for seq, kind, at, data, text in rows:
             exchange = data.get("exchange") or data.get("key")
             if type(exchange) is not str and exchange is not None:
-                exchange = _bindable(exchange)
+                exchange = bindable_exchange(exchange)
             out.append((session_id, seq, kind, exchange, at, text, EVENT_VERSION))
             if kind in indexed and (item := item_of(kind, seq, data)) is not None:
                 items.append((seq, item, kind in begins))
@@ -403,10 +403,11 @@ class SqliteStore:
         return int(row[0])
 
 
-def _bindable(value: Any) -> Any:
+def bindable_exchange(value: Any) -> Any:
     """An imported event's exchange column when the file gave no string: a value SQLite binds, as it was, or a
     refusal. A dict, a list or an integer past 64 bits failed the writer's statement, and with it the whole chunk
-    of 2,000 events, while the import answered 200; the import now fails whole (and leaves nothing behind)."""
+    of 2,000 events, while the import answered 200; the import now fails whole (and leaves nothing behind).
+    Both stores ask this (PostgreSQL's column is text: a scalar goes in by its cast, as it did)."""
     if type(value) in (bool, float) or (type(value) is int and -(1 << 63) <= value < 1 << 63):
         return value
     raise ValueError(f"an event's exchange is not a string: {str(value)[:40]!r}")

@@ -46,7 +46,7 @@ from app.console import entry_index, entry_index_writer
 from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
 from app.console.entry_index_writer import POSTGRES, IndexWriter
 from app.console.events import EVENT_VERSION, TimelineEvent, load
-from app.console.store import ImportRow, StoredEvent, mask_url
+from app.console.store import ImportRow, StoredEvent, bindable_exchange, mask_url
 
 log = logging.getLogger(__name__)
 
@@ -174,13 +174,18 @@ class PostgresStore:
     def append_rows(self, session_id: str, rows: list[ImportRow]) -> None:
         """Many events at once (an import's chunk): the rows `append` makes, without a record per event."""
         size = 0
+        items: list[tuple[str, Any]] = []
         for seq, kind, at, data, text in rows:
             op = data.get("op")
-            row = (session_id, seq, kind, data.get("exchange") or data.get("key"), None if op is None else str(op),
-                   at, text, EVENT_VERSION)
+            exchange = data.get("exchange") or data.get("key")
+            if type(exchange) is not str and exchange is not None:
+                exchange = bindable_exchange(exchange)  # refused before any row of the chunk is queued
+            row = (session_id, seq, kind, exchange, None if op is None else str(op), at, text, EVENT_VERSION)
             item = entry_index_writer.index_item_of(kind, seq, data) if kind in entry_index.INDEXED_KINDS else None
-            self._queue.put(("event", (row, item, item is not None and kind in entry_index_writer.BEGINS)))
+            items.append(("event", (row, item, item is not None and kind in entry_index_writer.BEGINS)))
             size += len(text)
+        for queued in items:
+            self._queue.put(queued)
         with self._bytes_lock:
             self._bytes[session_id] = self._bytes.get(session_id, 0) + size
 

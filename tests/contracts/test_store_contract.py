@@ -488,3 +488,21 @@ def test_a_write_sqlite_refuses_is_dropped_alone_and_the_writer_keeps_storing(tm
         assert seqs(store.events("s1")) == [1, 3, 4]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("exchange", [{"a": 1}, [1, 2], 2**70])
+def test_a_chunk_with_an_exchange_the_store_cannot_hold_is_refused_whole_before_any_row_is_stored(
+        store: Store, exchange: object) -> None:
+    rows = [ImportRow(e.seq, e.kind, e.at, e.data, e.data_json) for e in _mixed("bulk")]
+    bad = {"exchange": exchange, "direction": "in", "raw": "x"}
+    rows.insert(2, ImportRow(9, "wire", 1009.0, bad, json.dumps(bad)))
+    with pytest.raises(ValueError, match="exchange"):
+        store.append_rows("bulk", rows)
+    assert store.events("bulk") == [] and store.count("bulk") == 0 and store.stored_bytes("bulk") == 0
+
+
+@pytest.mark.parametrize("exchange", [True, 1.5, 7])
+def test_a_scalar_exchange_from_a_file_is_stored_as_before(store: Store, exchange: object) -> None:
+    data = {"exchange": exchange, "direction": "in", "raw": "x"}
+    store.append_rows("bulk", [ImportRow(1, "wire", 1001.0, data, json.dumps(data))])
+    assert store.count("bulk") == 1
