@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -229,11 +229,9 @@ async def test_odd_raw_requests_get_from_the_front_door_what_the_full_stack_answ
     assert {status for status, _ in answers[0]} >= {200, 400, 401, 403, 404, 307}
 
 
-async def test_a_last_sse_event_past_the_message_bound_at_the_streams_end_is_a_violation_not_a_500(
-        make_console: Callable[..., Console], tiny_http: TinyHttp) -> None:
-    # Each line is within the bound and the last event has no blank line: it is only complete, and too large, when
-    # the stream ends. That check raised outside the reader's handling: the call was a 500 with nothing recorded.
-    console = make_console(max_message_bytes=10_000)
+def _echo_target(tiny_http: TinyHttp, call: Callable[[dict[str, Any]], tuple[int, str, bytes]]
+                 ) -> Callable[[Seen], tuple[int, str, bytes]]:
+    """A tiny target with one tool, `echo`, whose tools/call answers as `call` says."""
 
     def handler(seen: Seen) -> tuple[int, str, bytes]:
         message = seen.json()
@@ -245,10 +243,22 @@ async def test_a_last_sse_event_past_the_message_bound_at_the_streams_end_is_a_v
             return 200, "application/json", tiny_http.result(message["id"], {
                 "resultType": "complete", "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
         if method == "tools/call":
-            return 200, "text/event-stream", b"data: " + b"x" * 6000 + b"\ndata: " + b"y" * 6000
+            return call(message)
         return 202, "application/json", b""
 
-    server = tiny_http.start(handler)
+    return handler
+
+
+async def test_a_last_sse_event_past_the_message_bound_at_the_streams_end_is_a_violation_not_a_500(
+        make_console: Callable[..., Console], tiny_http: TinyHttp) -> None:
+    # Each line is within the bound and the last event has no blank line: it is only complete, and too large, when
+    # the stream ends. That check raised outside the reader's handling: the call was a 500 with nothing recorded.
+    console = make_console(max_message_bytes=10_000)
+
+    def call(_message: dict[str, Any]) -> tuple[int, str, bytes]:
+        return 200, "text/event-stream", b"data: " + b"x" * 6000 + b"\ndata: " + b"y" * 6000
+
+    server = tiny_http.start(_echo_target(tiny_http, call))
     s = await console.connect(kind="http", url=server.url, headers="")
     assert s["status"] == "connected", s
     answer = await console.http.post(f"/sessions/{s['id']}/tools/call", headers=JSON,
@@ -266,22 +276,14 @@ async def test_a_charset_that_is_no_text_encoding_is_read_as_utf8_not_a_500(
         console: Console, tiny_http: TinyHttp, charset: str) -> None:
     # httpx takes any codec Python knows as an answer's encoding; these are not text encodings (or refuse the
     # "replace" error handler), so every decode raised (LookupError, TypeError, AssertionError, UnicodeError).
-    def handler(seen: Seen) -> tuple[int, str, bytes]:
-        message = seen.json()
-        method = message.get("method")
-        if method == "server/discover":
-            found = tiny_http.discover(capabilities={"tools": {}})
-            return 200, "application/json", tiny_http.result(message["id"], found)
-        if method == "tools/list":
-            return 200, "application/json", tiny_http.result(message["id"], {
-                "resultType": "complete", "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
-        if method == "tools/call":
-            body = tiny_http.result(message["id"], {"resultType": "complete",
-                                                    "content": [{"type": "text", "text": "read"}]})
-            if message["params"]["arguments"].get("sse"):
-                return 200, f"text/event-stream; charset={charset}", b"data: " + body + b"\n\n"
-            return 200, f"application/json; charset={charset}", body
-        return 202, "application/json", b""
+    def call(message: dict[str, Any]) -> tuple[int, str, bytes]:
+        body = tiny_http.result(message["id"], {"resultType": "complete",
+                                                "content": [{"type": "text", "text": "read"}]})
+        if message["params"]["arguments"].get("sse"):
+            return 200, f"text/event-stream; charset={charset}", b"data: " + body + b"\n\n"
+        return 200, f"application/json; charset={charset}", body
+
+    handler = _echo_target(tiny_http, call)
 
     server = tiny_http.start(handler)
     s = await console.connect(kind="http", url=server.url, headers="")
