@@ -281,6 +281,12 @@ class Console:
     async def connect(self, timeout: float = SETTLE_TIMEOUT_S, **form: str) -> dict[str, Any]:
         return await self.settled(await self.create(**form), timeout)
 
+    async def connected_http(self, url: str, headers: str = "") -> str:
+        """The id of a new HTTP session on `url` (with `headers`, one per line), asserted connected."""
+        s = await self.connect(kind="http", url=url, headers=headers)
+        assert s["status"] == "connected", s["status_message"]
+        return str(s["id"])
+
     async def call_tool(self, session_id: str, tool: str, **args: str) -> dict[str, Any]:
         data = {"tool": tool, **{f"arg.{k}": v for k, v in args.items()}}
         response = await self.http.post(f"/sessions/{session_id}/tools/call", data=data, headers=JSON)

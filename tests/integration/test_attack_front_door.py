@@ -45,19 +45,13 @@ def _status(answer: bytes) -> int:
     return int(answer.split(b" ", 2)[1])
 
 
-async def _session(console: Console, demo_url: str) -> str:
-    s = await console.connect(kind="http", url=demo_url, headers="")
-    assert s["status"] == "connected", s["status_message"]
-    return str(s["id"])
-
-
 async def test_a_host_whose_port_is_a_digit_but_not_a_number_is_answered_not_a_crash(
         make_console: Callable[..., Console], serve: Serve, demo_url: str) -> None:
     # "²" (latin-1 \xb2) is a digit to str.isdigit() and not a number to int(): the guard's port reading raised,
     # a 500 for the action POSTs, a page or a websocket alike, from a header any client may send.
     console = make_console()
     served = await serve(console)
-    sid = await _session(console, demo_url)
+    sid = await console.connected_http(demo_url)
     path = f"/sessions/{sid}/tools/call"
     for port in (b"\xb2", b"\xb9\xb2", b"1\xb3"):
         host = console.public_host.encode() + b":" + port
@@ -212,7 +206,7 @@ async def test_odd_raw_requests_get_from_the_front_door_what_the_full_stack_answ
     answers: list[list[tuple[int, str]]] = []
     for console in (front, full):
         served = await serve(console)
-        sid = await _session(console, demo_url)
+        sid = await console.connected_http(demo_url)
         links = [await console.http.post(f"/sessions/{sid}/links", data={"role": role}, headers=JSON)
                  for role in ("operator", "viewer")]
         op, view = (str(link.json()["url"]).rsplit("/s/", 1)[1] for link in links)

@@ -22,12 +22,6 @@ if TYPE_CHECKING:
 SECRET = "sk-live-Hq8r5t2p"
 
 
-async def _session(console: Console, demo_url: str) -> str:
-    s = await console.connect(kind="http", url=demo_url, headers=f"X-Api-Key: {SECRET}")
-    assert s["status"] == "connected", s["status_message"]
-    return str(s["id"])
-
-
 def _calls(console: Console, sid: str) -> int:
     session = console.manager.get(sid)
     assert session is not None
@@ -37,7 +31,7 @@ def _calls(console: Console, sid: str) -> int:
 
 async def test_an_action_post_without_a_token_or_with_a_viewer_link_sends_nothing(
         console: Console, demo_url: str, share_tab: ShareTab) -> None:
-    sid = await _session(console, demo_url)
+    sid = await console.connected_http(demo_url, f"X-Api-Key: {SECRET}")
     stranger = await share_tab(console, await create_link(console, sid, "viewer"))
     stranger.cookies.clear()
     refused = await stranger.post(f"/sessions/{sid}/tools/call", data={"tool": "echo", "arg.text": "x"},
@@ -53,7 +47,7 @@ async def test_an_action_post_without_a_token_or_with_a_viewer_link_sends_nothin
 
 async def test_a_revoked_operator_link_sends_nothing_and_says_the_link_was_revoked(
         console: Console, demo_url: str, share_tab: ShareTab) -> None:
-    sid = await _session(console, demo_url)
+    sid = await console.connected_http(demo_url, f"X-Api-Key: {SECRET}")
     link = await create_link(console, sid, "operator")
     tab = await share_tab(console, link)
     ok = await tab.post(f"/sessions/{sid}/tools/call", data={"tool": "echo", "arg.text": "x"}, headers=JSON)
@@ -67,7 +61,8 @@ async def test_a_revoked_operator_link_sends_nothing_and_says_the_link_was_revok
 
 async def test_an_operator_link_on_another_session_cannot_call_this_one(
         console: Console, demo_url: str, share_tab: ShareTab) -> None:
-    mine, other = await _session(console, demo_url), await _session(console, demo_url)
+    mine = await console.connected_http(demo_url, f"X-Api-Key: {SECRET}")
+    other = await console.connected_http(demo_url, f"X-Api-Key: {SECRET}")
     tab = await share_tab(console, await create_link(console, other, "operator"))
     answer = await tab.post(f"/sessions/{mine}/tools/call", data={"tool": "echo", "arg.text": "x"}, headers=JSON)
     assert answer.status_code == 403, answer.text
@@ -76,7 +71,7 @@ async def test_an_operator_link_on_another_session_cannot_call_this_one(
 
 async def test_an_operator_links_answer_masks_the_owners_typed_secret_json_and_html(
         console: Console, demo_url: str, share_tab: ShareTab) -> None:
-    sid = await _session(console, demo_url)
+    sid = await console.connected_http(demo_url, f"X-Api-Key: {SECRET}")
     tab = await share_tab(console, await create_link(console, sid, "operator"))
     as_json = await tab.post(f"/sessions/{sid}/tools/call", data={"tool": "echo", "arg.text": SECRET}, headers=JSON)
     assert as_json.status_code == 200 and SECRET not in as_json.text, as_json.text
@@ -93,7 +88,7 @@ async def test_an_operator_links_answer_masks_the_owners_typed_secret_json_and_h
 
 async def test_a_cross_site_or_foreign_host_action_post_is_refused_before_it_sends(
         console: Console, demo_url: str) -> None:
-    sid = await _session(console, demo_url)
+    sid = await console.connected_http(demo_url, f"X-Api-Key: {SECRET}")
     form = {"tool": "echo", "arg.text": "x"}
     cross = await console.http.post(f"/sessions/{sid}/tools/call", data=form,
                                     headers={**JSON, "Origin": "https://evil.example"})
@@ -106,7 +101,7 @@ async def test_a_cross_site_or_foreign_host_action_post_is_refused_before_it_sen
 
 async def test_paths_that_only_look_like_an_action_send_nothing(console: Console, demo_url: str) -> None:
     # (`%2F` is not among them: ASGI's path is decoded, so it is the action itself, for the router as for HotPath.)
-    sid = await _session(console, demo_url)
+    sid = await console.connected_http(demo_url, f"X-Api-Key: {SECRET}")
     form = {"tool": "echo", "arg.text": "x"}
     for path in (f"/sessions/{sid}/tools/call/", f"//sessions/{sid}/tools/call",
                  f"/sessions/{sid}/x/tools/call", "/static/tools/call", "/sessions/import/tools/call",
@@ -121,7 +116,7 @@ async def test_paths_that_only_look_like_an_action_send_nothing(console: Console
 
 async def test_an_oversized_malformed_or_multipart_action_body_is_answered_plainly(
         console: Console, demo_url: str) -> None:
-    sid = await _session(console, demo_url)
+    sid = await console.connected_http(demo_url, f"X-Api-Key: {SECRET}")
     huge = await console.http.post(f"/sessions/{sid}/tools/call", content=b"tool=echo&arg.text=" + b"x" * 20_000_000,
                                    headers={**JSON, "Content-Type": "application/x-www-form-urlencoded"})
     assert huge.status_code == 413, huge.status_code
@@ -161,7 +156,7 @@ async def test_a_refusal_quoting_the_sessions_status_masks_the_owners_typed_secr
 
 async def test_a_crash_inside_an_action_is_a_plain_500_and_the_calls_events_are_still_recorded(
         console: Console, demo_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    sid = await _session(console, demo_url)
+    sid = await console.connected_http(demo_url, f"X-Api-Key: {SECRET}")
 
     def broken(_op: object) -> dict[str, object]:
         raise RuntimeError(f"internal detail {SECRET}")

@@ -18,16 +18,10 @@ FORM = b"tool=echo&arg.text=front"
 FORM_TYPE = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
-async def _session(console: Console, demo_url: str) -> str:
-    s = await console.connect(kind="http", url=demo_url, headers="")
-    assert s["status"] == "connected", s["status_message"]
-    return str(s["id"])
-
-
 async def test_a_call_with_a_declared_length_and_a_streamed_one_get_the_same_answer_and_headers(
         console: Console, demo_url: str) -> None:
     # A declared length is taken by the front door; a streamed body (no Content-Length) goes down the full stack.
-    sid = await _session(console, demo_url)
+    sid = await console.connected_http(demo_url)
 
     async def streamed() -> AsyncIterator[bytes]:
         yield FORM
@@ -50,7 +44,7 @@ async def test_a_call_with_a_declared_length_and_a_streamed_one_get_the_same_ans
 
 
 async def test_a_call_through_the_front_door_is_recorded_like_any_other(console: Console, demo_url: str) -> None:
-    sid = await _session(console, demo_url)
+    sid = await console.connected_http(demo_url)
     answer = await console.http.post(f"/sessions/{sid}/tools/call", content=FORM, headers={**JSON, **FORM_TYPE})
     assert answer.status_code == 200, answer.text
     entry = await console.http.get(f"/sessions/{sid}/entries/{answer.json()['key']}.json")
@@ -60,7 +54,7 @@ async def test_a_call_through_the_front_door_is_recorded_like_any_other(console:
 
 
 async def test_an_html_call_from_a_tab_is_answered_in_one_step_with_its_card(console: Console, demo_url: str) -> None:
-    sid = await _session(console, demo_url)
+    sid = await console.connected_http(demo_url)
     answer = await console.http.post(f"/sessions/{sid}/tools/call", content=FORM,
                                      headers={"HX-Request": "true", **FORM_TYPE})
     assert answer.status_code == 200, answer.text
@@ -72,7 +66,7 @@ async def test_an_html_call_from_a_tab_is_answered_in_one_step_with_its_card(con
 async def test_a_declared_length_beside_a_transfer_encoding_is_counted_by_the_body_limit(
         console: Console, demo_url: str) -> None:
     # Straight to the app (no HTTP parser in between to refuse the pair): the front door must not trust the length.
-    sid = await _session(console, demo_url)
+    sid = await console.connected_http(demo_url)
     limit = console.settings.max_request_body_bytes
     chunks = [b"tool=echo&arg.text=", b"x" * (limit // 2), b"x" * (limit // 2 + 10)]
     sent: list[dict[str, object]] = []

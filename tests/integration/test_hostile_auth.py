@@ -109,15 +109,9 @@ async def test_a_request_with_two_host_headers_is_refused_with_400(console: Cons
 # --- share links ------------------------------------------------------------------------------------------
 
 
-async def _demo_session(console: Console, demo_url: str) -> str:
-    s = await console.connect(kind="http", url=demo_url, headers="")
-    assert s["status"] == "connected", s["status_message"]
-    return str(s["id"])
-
-
 async def test_a_share_link_url_uses_the_public_host_whatever_host_the_request_came_with(
         console: Console, demo_url: str) -> None:
-    sid = await _demo_session(console, demo_url)
+    sid = await console.connected_http(demo_url)
     async with client(console, "http://testserver", headers={**AUTH, **JSON}) as script:
         response = await script.post(f"/sessions/{sid}/links", data={"role": "viewer"},
                                      headers={"Origin": "http://testserver"})
@@ -127,7 +121,7 @@ async def test_a_share_link_url_uses_the_public_host_whatever_host_the_request_c
 
 async def test_a_share_link_opened_under_127_0_0_1_hops_to_the_public_host_and_its_cookie_counts_only_there(
         console: Console, demo_url: str) -> None:
-    sid = await _demo_session(console, demo_url)
+    sid = await console.connected_http(demo_url)
     token = link_token(await create_link(console, sid, "operator"))
     async with client(console, "http://127.0.0.1") as tab:
         hop = await tab.get(f"/s/{token}")
@@ -144,7 +138,7 @@ async def test_a_share_link_opened_under_127_0_0_1_hops_to_the_public_host_and_i
 
 async def test_the_websocket_refuses_the_owner_cookie_under_127_0_0_1_and_takes_it_under_the_public_host(
         console: Console, demo_url: str, serve: Callable[..., Awaitable[Served]]) -> None:
-    sid = await _demo_session(console, demo_url)
+    sid = await console.connected_http(demo_url)
     served = await serve(console)
     with pytest.raises(InvalidStatus):
         async with connect(f"ws://{served.host}/sessions/{sid}/ws", open_timeout=WS_DEADLINE_S,
@@ -168,7 +162,7 @@ def test_the_app_refuses_a_set_owner_token_shorter_than_16_characters(tmp_path: 
 
 async def test_an_operator_cannot_change_roots_or_client_capabilities(
         console: Console, demo_url: str, share_tab: Callable[..., Awaitable[httpx.AsyncClient]]) -> None:
-    sid = await _demo_session(console, demo_url)
+    sid = await console.connected_http(demo_url)
     before = await console.session(sid)
     tab = await share_tab(console, await create_link(console, sid, "operator"))
     origin = {"Origin": console.base, **JSON}
