@@ -33,7 +33,7 @@ from app.web.deps import (
     redactor,
 )
 from app.web.front_door import FrontDoor
-from app.web.held import HotPath
+from app.web.held import FlushBeforeReads
 from app.web.limits import BodyLimitMiddleware, BodyLimits
 from app.web.public_host import resolve_public_host
 from app.web.render import STATIC, EventRenderer, make_env
@@ -128,9 +128,8 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
         return TargetJSONResponse({"error": exc.detail}, status_code=exc.status_code)
 
     app.add_exception_handler(HTTPException, http_error)  # type: ignore[arg-type]
-    # Innermost: the action POSTs straight to their endpoints, and what the requests in flight held stored and
-    # folded before any other route reads it (app/web/held.py).
-    app.add_middleware(HotPath, routes=HOT_ROUTES, on_http_error=http_error)
+    # Innermost: what the requests in flight held stored and folded before any other route reads it (app/web/held.py).
+    app.add_middleware(FlushBeforeReads)
     # Inside the guard (Host and Origin checked, cookies dropped off the public host) and before every route.
     app.add_middleware(RouteToOwner, web=app.state.web)
     # Small JSON replies go uncompressed: on loopback compressing them costs more than it saves.

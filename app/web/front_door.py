@@ -1,13 +1,14 @@
 """The outermost layer: a script's or a tab's call (tools/call, resources/read, prompts/get) in one step.
 
 Every request used to pass ten ASGI layers before its endpoint ran: Starlette's error middleware, FastAPI's
-telemetry and body-limit wrappers, the console's body limit, Host/Origin guard, gzip, routing to the owner and
-`HotPath`, each with its own `send` wrapper the answer went back through. For the three action POSTs that was
-about a tenth of the console's CPU per call under bench.latency, for checks that are a few comparisons each.
+telemetry and body-limit wrappers, the console's body limit, Host/Origin guard, gzip, routing to the owner, the
+held events' flush and the router, each with its own `send` wrapper the answer went back through. For the three
+action POSTs that was about a tenth of the console's CPU per call under bench.latency, for checks that are a few
+comparisons each.
 
 Here the same checks run in one place, made by the same code: `BodyLimits.limit_for` and the declared
 length, `Guard.screen` (Host, Origin, cookies dropped off the public host), `identify` (the owner token or a
-share link), then the endpoint `HotPath` would call, with the app's HTTPException handler and the security
+share link), then the endpoint the router would call, with the app's HTTPException handler and the security
 headers on the answer. A request is taken here only when every check passes on the first look; anything else
 (a refusal, a body without a declared length, no principal, a team deployment, any other path) goes down the
 full stack untouched, which answers it exactly as it always has. So this layer can only ever answer what the

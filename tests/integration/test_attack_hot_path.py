@@ -1,4 +1,4 @@
-"""Attack: the action POSTs that go straight to their endpoint (app/web/held.py HotPath) keep every check the
+"""Attack: the action POSTs that go straight to their endpoint (app/web/front_door.py) keep every check the
 router gave them: who may operate, masking for link holders, the Host/Origin guard, body limits, and paths that
 only look like an action's."""
 
@@ -100,7 +100,8 @@ async def test_a_cross_site_or_foreign_host_action_post_is_refused_before_it_sen
 
 
 async def test_paths_that_only_look_like_an_action_send_nothing(console: Console, demo_url: str) -> None:
-    # (`%2F` is not among them: ASGI's path is decoded, so it is the action itself, for the router as for HotPath.)
+    # (`%2F` is not among them: ASGI's path is decoded, so it is the action itself, for the router and the front
+    # door alike.)
     sid = await console.connected_http(demo_url, f"X-Api-Key: {SECRET}")
     form = {"tool": "echo", "arg.text": "x"}
     for path in (f"/sessions/{sid}/tools/call/", f"//sessions/{sid}/tools/call",
