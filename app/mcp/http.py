@@ -63,11 +63,11 @@ class NoCookies(CookieJar):
 
 
 def _header_list(headers: httpx.Headers) -> list[tuple[str, str]]:
-    return [(k, v) for k, v in headers.multi_items()]
+    return headers.multi_items()  # a new list each time: the record keeps it as it is
 
 
 def _answer_headers(response: Answer) -> list[tuple[str, str]]:
-    return list(response.header_list) if isinstance(response, LeanResponse) else _header_list(response.headers)
+    return response.header_list if isinstance(response, LeanResponse) else _header_list(response.headers)
 
 
 def _content_type(response: Answer) -> str:
