@@ -122,11 +122,13 @@ def start_demo() -> tuple[Proc, str]:
         raise
 
 
-def start_console(token: str, data_dir: str) -> tuple[Proc, str]:
+def start_console(token: str, data_dir: str, launcher: Sequence[str] = ("-m", "app"),
+                  env: dict[str, str] | None = None) -> tuple[Proc, str]:
+    """The console as `python -m app serve` (or `launcher` instead of `-m app`, e.g. under bench.step_probe)."""
     port = free_port()
     # `--token=…` in one argument: a random token may start with "-", which argparse would take for an option.
-    proc = Proc("console", [sys.executable, "-m", "app", "serve", "--port", str(port), f"--token={token}",
-                            "--data-dir", data_dir])
+    proc = Proc("console", [sys.executable, *launcher, "serve", "--port", str(port), f"--token={token}",
+                            "--data-dir", data_dir], env=env)
     try:
         proc.wait_for(CONSOLE_READY)
     except BaseException:
@@ -159,7 +161,8 @@ class Rig:
     stops both and removes the data directory.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, launcher: Sequence[str] = ("-m", "app"), env: dict[str, str] | None = None) -> None:
+        self.launcher, self.env = launcher, env
         self.token = secrets.token_urlsafe(16)
         self.data_dir = tempfile.mkdtemp(prefix="mcp-console-bench-")
         self.demo: Proc | None = None
@@ -175,7 +178,7 @@ class Rig:
               + (" (busy: expect noisy figures)" if m["load_avg_1m"] > (m["cpus"] or 1) * 0.5 else ""), flush=True)
         try:
             self.demo, self.demo_url = start_demo()
-            self.console, self.base = start_console(self.token, self.data_dir)
+            self.console, self.base = start_console(self.token, self.data_dir, self.launcher, self.env)
             # Browsers use the console's own name (its cookies count only there); httpx keeps 127.0.0.1 + Bearer.
             name = (Path(self.data_dir) / "public_host").read_text().strip()
             self.public_base = f"http://{name}:{self.base.rsplit(':', 1)[1]}"
