@@ -49,6 +49,10 @@ COALESCE_S = 0.002
 Origin = tuple[str, int]
 
 
+class _Unasked(Exception):
+    """A second answer begins on a connection whose answer is complete: parsing stops before any of it is read."""
+
+
 class _Connection(asyncio.Protocol):
     """One keep-alive connection; httptools calls back into it as bytes arrive."""
 
@@ -95,7 +99,10 @@ class _Connection(asyncio.Protocol):
             self.head_bytes += len(data)
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserError as exc:
+        except httptools.HttpParserError as exc:  # httptools wraps what a callback raises (see _Unasked)
+            if self.unasked:  # the answer asked for is whole; the connection is done for
+                self._fail(httpx.RemoteProtocolError("the server sent an answer nobody asked for"))
+                return
             self._fail(httpx.RemoteProtocolError(f"the server's answer is not valid HTTP/1.1: {exc}"))
             return
         if not self.head_done and self.head_bytes > MAX_HEAD_BYTES:
@@ -205,11 +212,14 @@ class _Connection(asyncio.Protocol):
     def on_message_begin(self) -> None:
         if self.complete:  # bytes after the answer: the server sent something unasked; never reuse this one
             self.unasked = True
+            raise _Unasked  # parsing stops here: its status, headers and body would land on the answer asked for
 
     def on_status(self, status: bytes) -> None:
         self.status += status
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self.head_done:
+            return  # a trailer field of a chunked body: httpx drops them, and it is no header of the answer
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:

@@ -155,3 +155,48 @@ async def test_an_answer_that_sets_a_cookie_is_told_from_its_head(head: bytes, s
             await response.aclose()
     finally:
         pool.close()
+
+
+async def test_a_second_answer_sent_unasked_in_the_same_write_is_not_spliced_into_the_first() -> None:
+    # One write: the answer asked for, then a 500 nobody asked for. The first answer is read as the target framed
+    # it (its status, reason, headers and body alone); the second never becomes part of it.
+    first = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    unasked = b'{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"not yours"}}'
+    raw = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+           b"HTTP/1.1 500 Boom\r\nX-Unasked: 1\r\nContent-Length: %d\r\n\r\n%s"
+           % (len(first), first, len(unasked), unasked))
+    pool = LeanPool(10, 10, 5.0)
+    try:
+        async with _answer(raw) as server:
+            response = await pool.request(server.origin, REQUEST, b"", TIMEOUT)
+            assert (response.status_code, response.reason_phrase) == (200, "OK")
+            assert response.header_list == [("content-type", "application/json"),
+                                            ("content-length", str(len(first)))]
+            assert "x-unasked" not in response.headers
+            assert await body_of(response) == first
+            again = await pool.request(server.origin, REQUEST, b"", TIMEOUT)  # never on the polluted connection
+            assert await body_of(again) == first
+            assert pool.connections_opened == 2
+    finally:
+        pool.close()
+
+
+async def test_the_trailers_of_a_chunked_answer_are_not_taken_for_its_headers() -> None:
+    # httpx drops trailer fields; read as headers, a trailer could name the session (Mcp-Session-Id) or retype
+    # the body (Content-Type) after the fact.
+    raw = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+           b"Trailer: Mcp-Session-Id\r\n\r\n2\r\n{}\r\n0\r\nMcp-Session-Id: planted\r\nContent-Type: text/html\r\n\r\n")
+    pool = LeanPool(10, 10, 5.0)
+    try:
+        async with _answer(raw) as server:
+            response = await pool.request(server.origin, REQUEST, b"", TIMEOUT)
+            body = await body_of(response)
+            async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+                host, port = server.origin
+                expected = await client.post(f"http://{host}:{port}/mcp")
+        assert body == b"{}"
+        assert response.header_list == expected.headers.multi_items()
+        assert response.content_type == "application/json"
+        assert "mcp-session-id" not in response.headers
+    finally:
+        pool.close()
