@@ -1,0 +1,79 @@
+"""Never corrupt what is sent: the bytes that reach the hostile target (it says them back, `tools_wire`) are the
+bytes the console's wire record shows as sent, over HTTP and stdio, for arguments that are easy to mangle; and
+what cannot be sent as JSON text in UTF-8 is not sent, and not recorded as sent."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.hostile.fixtures import HostileUrl, hostile_argv
+from tests.integration.conftest import JSON, Console
+
+ODD_ARGUMENTS = {
+    "non-ASCII": '{"text": "caf\\u00e9 \\u2713 \\ud83d\\ude00 \\u202e\\u200b"}',
+    "huge integers": '{"big": 123456789012345678901234567890, "neg": -98765432109876543210}',
+    "floats": '{"a": 1e16, "b": -0.0, "c": 1.5e-7, "d": 0.1}',
+    "control characters in keys": '{"a\\u0000b": 1, "line\\nbreak": 2, "tab\\there": 3, "\\u007f": 4}',
+    "nested": '{"deep": [[[{"x": [null, true, false, ""]}]]]}',
+}
+
+
+async def _session(console: Console, transport: str, hostile_http: Callable[..., HostileUrl]) -> str:
+    if transport == "http":
+        return await console.connected_http(hostile_http("wire"))
+    s = await console.connect(kind="stdio", command=shlex.join(hostile_argv("wire")))
+    assert s["status"] == "connected", s["status_message"]
+    return str(s["id"])
+
+
+async def _call_json(console: Console, sid: str, tool: str, arguments: str) -> dict[str, Any]:
+    response = await console.http.post(f"/sessions/{sid}/tools/call",
+                                       data={"tool": tool, "mode": "json", "json": arguments}, headers=JSON)
+    assert response.status_code == 200, response.text
+    reply: dict[str, Any] = response.json()
+    return reply
+
+
+def _sent(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    return [w for w in entry["wire"] if w["direction"] == "out"]
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+@pytest.mark.parametrize("arguments", list(ODD_ARGUMENTS.values()), ids=list(ODD_ARGUMENTS))
+async def test_odd_arguments_reach_the_target_as_the_wire_record_shows_them_sent(
+        console: Console, hostile_http: Callable[..., HostileUrl], transport: str, arguments: str) -> None:
+    sid = await _session(console, transport, hostile_http)
+    reply = await _call_json(console, sid, "wire_echo", arguments)
+    assert reply["ok"], reply
+    said = json.loads(reply["result"]["content"][0]["text"])
+    arrived = base64.b64decode(said["body"])
+    entry = await console.entry(sid, reply["key"])
+    (sent,) = _sent(entry)
+    assert arrived == sent["raw"].encode("utf-8")
+    assert json.loads(arrived)["params"]["arguments"] == json.loads(arguments)  # what was meant, exactly
+    if transport == "http":  # every header recorded is a header that went (names and values as sent)
+        head = base64.b64decode(said["head"]).decode("latin-1").split("\r\n")[1:]
+        went = {tuple(line.split(": ", 1)) for line in head if line}
+        recorded = {(name, value) for name, value in sent["headers"]}
+        assert {(name.lower(), value) for name, value in went} == recorded
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_a_lone_surrogate_in_the_arguments_is_not_sent_and_not_recorded_as_sent(
+        console: Console, hostile_http: Callable[..., HostileUrl], transport: str) -> None:
+    # Valid JSON text (the escape \ud800) with no UTF-8 form once decoded: it cannot go out unchanged.
+    sid = await _session(console, transport, hostile_http)
+    reply = await _call_json(console, sid, "wire_echo", '{"text": "\\ud800"}')
+    assert not reply["ok"], reply
+    entry = await console.entry(sid, reply["key"])
+    assert _sent(entry) == [], entry["wire"]
+    notes = " ".join(str(w.get("note") or "") for w in entry["wire"])
+    assert "surrogate" in notes, entry["wire"]
+    after = await _call_json(console, sid, "wire_echo", '{"text": "fine"}')  # the session goes on
+    assert after["ok"], after
