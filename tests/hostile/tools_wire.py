@@ -1,5 +1,6 @@
 """Says back the very bytes that reached the target: a request's body (HTTP) or line (stdio) and its HTTP head,
-base64-encoded, so a test can hold them beside what the console recorded as sent."""
+base64-encoded, so a test can hold them beside what the console recorded as sent. The same tool goes by a long
+non-ASCII name (Mcp-Name) and with an argument that becomes a header (x-mcp-header, Mcp-Param-Region)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 
 from tests.hostile.target import Ctx, Tool, text
 
+LONG_NAME = "wire_echo_" + "\u00e9" * 3000
+
 
 async def wire_echo(ctx: Ctx) -> None:
     out: Any = ctx._out
@@ -16,4 +19,9 @@ async def wire_echo(ctx: Ctx) -> None:
     await ctx.reply(text(json.dumps(said)))
 
 
-TOOLS = [Tool("wire_echo", wire_echo, {"description": "Says back the bytes of the request as they arrived."})]
+TOOLS = [
+    Tool("wire_echo", wire_echo, {"description": "Says back the bytes of the request as they arrived."}),
+    Tool(LONG_NAME, wire_echo, {"description": "The same, by a name of 3,010 characters."}),
+    Tool("wire_echo_header", wire_echo, {"inputSchema": {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}}}),
+]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from app.mcp.headers import decode_value
 from tests.hostile.fixtures import HostileUrl, hostile_argv
 from tests.integration.conftest import JSON, Console
 
@@ -76,4 +77,42 @@ async def test_a_lone_surrogate_in_the_arguments_is_not_sent_and_not_recorded_as
     notes = " ".join(str(w.get("note") or "") for w in entry["wire"])
     assert "surrogate" in notes, entry["wire"]
     after = await _call_json(console, sid, "wire_echo", '{"text": "fine"}')  # the session goes on
+    assert after["ok"], after
+
+
+def _head(said: dict[str, Any]) -> dict[str, str]:
+    lines = base64.b64decode(said["head"]).decode("latin-1").split("\r\n")[1:]
+    return {name.lower(): value for name, value in (line.split(": ", 1) for line in lines if line)}
+
+
+@pytest.mark.parametrize(("tool", "arguments"), [
+    ("long name", "{}"),
+    ("wire_echo_header", '{"region": "caf\\u00e9 \\u2713"}'),
+    ("wire_echo_header", '{"region": "  padded  "}'),
+    ("wire_echo_header", '{"region": "=?base64?looks encoded?="}'),
+])
+async def test_names_and_annotated_arguments_become_headers_the_target_reads_back_as_recorded(
+        console: Console, hostile_http: Callable[..., HostileUrl], tool: str, arguments: str) -> None:
+    from tests.hostile.tools_wire import LONG_NAME
+    name = LONG_NAME if tool == "long name" else tool
+    sid = await console.connected_http(hostile_http("wire"))
+    reply = await _call_json(console, sid, name, arguments)
+    assert reply["ok"], reply
+    said = json.loads(reply["result"]["content"][0]["text"])
+    (sent,) = _sent(await console.entry(sid, reply["key"]))
+    went = _head(said)
+    assert went == dict(sent["headers"])
+    assert decode_value(went["mcp-name"]) == name
+    if tool == "wire_echo_header":
+        assert decode_value(went["mcp-param-region"]) == json.loads(arguments)["region"]
+
+
+async def test_a_lone_surrogate_in_an_argument_that_becomes_a_header_is_not_sent_and_says_why(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("wire"))
+    reply = await _call_json(console, sid, "wire_echo_header", '{"region": "\\ud800"}')
+    assert not reply["ok"], reply
+    entry = await console.entry(sid, reply["key"])
+    assert _sent(entry) == [], entry["wire"]
+    after = await _call_json(console, sid, "wire_echo_header", '{"region": "fine"}')
     assert after["ok"], after
