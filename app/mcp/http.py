@@ -254,14 +254,27 @@ class HttpExchange:
             return whole.decode(text_codec(response.encoding), errors="replace")
         chunks: list[bytes] = []
         size = 0
-        async for chunk in body_pieces(self._response):
-            self._count(chunk)
-            size += len(chunk)
-            if size > self._t.max_message_bytes:
-                self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
-                raise ProtocolViolation(f"response body larger than {self._t.max_message_bytes} bytes")
-            chunks.append(chunk)
+        try:
+            async for chunk in body_pieces(self._response):
+                self._count(chunk)
+                size += len(chunk)
+                if size > self._t.max_message_bytes:
+                    self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
+                    raise ProtocolViolation(f"response body larger than {self._t.max_message_bytes} bytes")
+                chunks.append(chunk)
+        except (httpx.HTTPError, asyncio.CancelledError):
+            # The body broke off (the server closed) or was given up (the deadline, a cancel): what arrived of it
+            # is on the record, not only that nothing whole did. Within max_message_bytes, as any body.
+            if chunks:
+                self._record_part(b"".join(chunks))
+            raise
         return b"".join(chunks).decode(text_codec(self._response.encoding), errors="replace")
+
+    def _record_part(self, part: bytes) -> None:
+        declared = self._response.headers.get("content-length")
+        said = f" (Content-Length {declared})" if declared is not None else ""
+        self._incoming(part.decode(text_codec(self._response.encoding), errors="replace"),
+                       note=f"the body broke off after {len(part)} bytes{said}: what arrived of it")
 
     def _body_frame(self, body: str, ctype: str) -> Frame:
         status = self._response.status_code
