@@ -49,8 +49,8 @@ COALESCE_S = 0.002
 Origin = tuple[str, int]
 
 
-class _Unasked(Exception):
-    """A second answer begins on a connection whose answer is complete: parsing stops before any of it is read."""
+class _Refused(Exception):
+    """Raised in a parser callback to stop parsing (httptools wraps it); `_Connection.refusal` says why."""
 
 
 class _Connection(asyncio.Protocol):
@@ -59,6 +59,10 @@ class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
+        # A lone LF ends a line, as h11 (httpx's parser) takes it: a hand-written target that worked through httpx
+        # must not fail here. Nothing else is loosened.
+        self.parser.set_dangerous_leniencies(lenient_optional_cr_before_lf=True)
+        self.refusal: str | None = None  # why a callback stopped the parser (see _Refused)
         self.failed: Exception | None = None  # the connection is done for: lost, or a protocol error
         self.unasked = False  # bytes arrived while no request was waiting: not reusable
         self.idle_since = 0.0
@@ -99,11 +103,11 @@ class _Connection(asyncio.Protocol):
             self.head_bytes += len(data)
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserError as exc:  # httptools wraps what a callback raises (see _Unasked)
-            if self.unasked:  # the answer asked for is whole; the connection is done for
-                self._fail(httpx.RemoteProtocolError("the server sent an answer nobody asked for"))
-                return
-            self._fail(httpx.RemoteProtocolError(f"the server's answer is not valid HTTP/1.1: {exc}"))
+        except httptools.HttpParserUpgrade:  # not an HttpParserError: it would escape into asyncio's transport
+            self._fail(httpx.RemoteProtocolError("the server switched protocols unasked"))
+            return
+        except httptools.HttpParserError as exc:  # httptools wraps what a callback raises (see _Refused)
+            self._fail(httpx.RemoteProtocolError(self.refusal or f"the server's answer is not valid HTTP/1.1: {exc}"))
             return
         if not self.head_done and self.head_bytes > MAX_HEAD_BYTES:
             self._fail(httpx.RemoteProtocolError(f"the answer's headers passed {MAX_HEAD_BYTES} bytes"))
@@ -211,8 +215,11 @@ class _Connection(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         if self.complete:  # bytes after the answer: the server sent something unasked; never reuse this one
+            # Parsing stops here: its status, headers and body would land on the answer asked for. That answer is
+            # whole; the connection is done for.
             self.unasked = True
-            raise _Unasked  # parsing stops here: its status, headers and body would land on the answer asked for
+            self.refusal = "the server sent an answer nobody asked for"
+            raise _Refused
 
     def on_status(self, status: bytes) -> None:
         self.status += status
@@ -226,7 +233,16 @@ class _Connection(asyncio.Protocol):
         code = self.parser.get_status_code()
         if 100 <= code < 200 and code != 101:
             return  # an interim answer (100 Continue, 103 Early Hints): the real one follows
+        if code == 101:  # a switch nobody asked for (llhttp would stop after its head): refused, as h11 does
+            self.refusal = "the server switched protocols (HTTP 101) unasked"
+            raise _Refused
         names = {name.lower() for name, _ in self.headers}
+        if b"transfer-encoding" in names and any(
+                value.strip().lower() != b"chunked" for name, value in self.headers
+                if name.lower() == b"transfer-encoding"):
+            # llhttp reads "gzip, chunked" as chunked and hands the body over still gzipped; h11 refuses it.
+            self.refusal = "Only Transfer-Encoding: chunked is supported"
+            raise _Refused
         self.until_close = b"content-length" not in names and b"transfer-encoding" not in names \
             and code not in (204, 304)
         self.keep_alive = self.parser.should_keep_alive()

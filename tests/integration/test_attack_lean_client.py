@@ -200,3 +200,45 @@ async def test_the_trailers_of_a_chunked_answer_are_not_taken_for_its_headers() 
         assert "mcp-session-id" not in response.headers
     finally:
         pool.close()
+
+
+async def _through_httpx(origin: tuple[str, int]) -> tuple[int, list[tuple[str, str]], bytes]:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        response = await client.post(f"http://{origin[0]}:{origin[1]}/mcp")
+        return response.status_code, response.headers.multi_items(), response.content
+
+
+@pytest.mark.parametrize("raw", [
+    b"HTTP/1.1 200 OK\nContent-Type: application/json\nContent-Length: 2\n\n{}",
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\nContent-Length: 2\r\n\n{}",
+], ids=["bare LF throughout", "bare LF here and there"])
+async def test_an_answer_with_bare_lf_line_ends_is_read_as_httpx_reads_it(raw: bytes) -> None:
+    # h11 (httpx's parser) takes a lone LF for a line end; llhttp refuses it unless told: a hand-written target
+    # that worked through httpx must not fail through the lean client.
+    pool = LeanPool(10, 10, 5.0)
+    try:
+        async with _answer(raw) as server:
+            response = await pool.request(server.origin, REQUEST, b"", TIMEOUT)
+            lean = (response.status_code, response.header_list, await body_of(response))
+            assert lean == await _through_httpx(server.origin)
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("raw", [
+    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n{}",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nContent-Length: 2\r\n\r\n{}",
+], ids=["an unasked protocol switch", "a transfer coding besides chunked", "identity beside a length"])
+async def test_answers_httpx_refuses_are_refused_as_protocol_errors(
+        raw: bytes, caplog: pytest.LogCaptureFixture) -> None:
+    pool = LeanPool(10, 10, 5.0)
+    try:
+        async with _answer(raw) as server:
+            with pytest.raises(httpx.RemoteProtocolError):
+                await _through_httpx(server.origin)
+            with pytest.raises(httpx.RemoteProtocolError):
+                await body_of(await pool.request(server.origin, REQUEST, b"", TIMEOUT))
+    finally:
+        pool.close()
+    assert not [r for r in caplog.records if "Fatal error" in r.getMessage()]  # no parser error escapes the protocol
