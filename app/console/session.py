@@ -540,7 +540,10 @@ class ConsoleSession:
 
         def on_frame(frame: Frame) -> None:
             if frame.method == "notifications/progress":
-                self.progress.offer(target, frame)
+                # Only this request's token is its progress: one under another token (or none asked for) on its
+                # stream is not shown as this call's bar. It stays on the wire record as it came.
+                if token is not None and frame.params.get("progressToken") == token:
+                    self.progress.offer(target, frame)
             elif frame.method == "notifications/message" and self.log_budget.take(target, len(frame.raw)):
                 self.timeline.append(Log(**log_data(target, frame)))
             if on_notification is not None:

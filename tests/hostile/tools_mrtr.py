@@ -1,9 +1,9 @@
 """Hostile Multi Round-Trip Requests: an input_required round asking for thousands of inputs at once, one that
-asks again forever (rotating its requestState), and input requests of the wrong shapes."""
+asks again forever (rotating its requestState); and progress on a request's stream under another request's token."""
 
 from __future__ import annotations
 
-from tests.hostile.target import Ctx, Tool
+from tests.hostile.target import Ctx, Tool, text
 
 
 def _ask(i: int) -> dict[str, object]:
@@ -23,4 +23,11 @@ async def forever(ctx: Ctx) -> None:
     await ctx.reply({"resultType": "input_required", "requestState": str(rounds)})
 
 
-TOOLS = [Tool("many_inputs", many_inputs), Tool("forever", forever)]
+async def foreign_progress(ctx: Ctx) -> None:
+    await ctx.progress(1, 100, "mine")
+    await ctx.event({"jsonrpc": "2.0", "method": "notifications/progress",
+                     "params": {"progressToken": "someone-else", "progress": 99, "total": 100, "message": "not mine"}})
+    await ctx.reply(text("done"))
+
+
+TOOLS = [Tool("foreign_progress", foreign_progress), Tool("many_inputs", many_inputs), Tool("forever", forever)]

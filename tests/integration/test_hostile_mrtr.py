@@ -46,3 +46,15 @@ async def test_a_server_that_asks_again_forever_is_stopped_at_the_round_cap(
     reply = await _call(console, sid, "forever", {})
     assert reply["status"] == "capped", reply["status"]
     assert len(reply["operation"]["rounds"]) == 7
+
+
+async def test_progress_under_another_requests_token_is_not_shown_as_this_calls_progress(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    reply = await _call(console, sid, "foreign_progress", {})
+    assert reply["status"] == "complete", reply["status"]
+    entries = (await console.session(sid))["timeline"]
+    shown = [e["progress"] for e in entries if e.get("progress")]
+    assert shown and all(p["message"] == "mine" for p in shown), shown
+    entry = await console.entry(sid, reply["operation"]["rounds"][0]["key"])
+    assert any("not mine" in w["raw"] for w in entry["wire"])  # still on the record, as it came
