@@ -25,3 +25,22 @@ TOOLS = [
     Tool("wire_echo_header", wire_echo, {"inputSchema": {"type": "object", "properties": {
         "region": {"type": "string", "x-mcp-header": "Region"}}}}),
 ]
+
+ODD_URIS = ["file:///notes.txt ", " file:///lead", "file:///caf\u00e9 \u2713", "file:///two\r\nlines",
+            "=?base64?aGk=?=", "x" * 4000]
+
+
+async def list_resources(ctx: Ctx) -> None:
+    await ctx.reply({"resultType": "complete", "resources": [{"uri": uri, "name": f"odd {i}"}
+                                                              for i, uri in enumerate(ODD_URIS)]})
+
+
+async def read_resource(ctx: Ctx) -> None:
+    out: Any = ctx._out
+    said = {"body": base64.b64encode(out.received).decode(), "head": base64.b64encode(out.received_head).decode()}
+    await ctx.reply({"resultType": "complete", "contents": [
+        {"uri": str(ctx.params.get("uri")), "mimeType": "application/json", "text": json.dumps(said)}]})
+
+
+METHODS = {"resources/list": list_resources, "resources/read": read_resource}
+CAPABILITIES = {"resources": {}}

@@ -116,3 +116,27 @@ async def test_a_lone_surrogate_in_an_argument_that_becomes_a_header_is_not_sent
     assert _sent(entry) == [], entry["wire"]
     after = await _call_json(console, sid, "wire_echo_header", '{"region": "fine"}')
     assert after["ok"], after
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+@pytest.mark.parametrize("index", range(6), ids=["trailing space", "leading space", "non-ASCII", "CRLF",
+                                                 "sentinel look-alike", "4,000 characters"])
+async def test_a_listed_resource_with_an_odd_uri_is_read_by_exactly_that_uri(
+        console: Console, hostile_http: Callable[..., HostileUrl], transport: str, index: int) -> None:
+    from tests.hostile.tools_wire import ODD_URIS
+    uri = ODD_URIS[index]
+    sid = await _session(console, transport, hostile_http)
+    listed = [r["uri"] for r in (await console.session(sid))["lists"]["resources"]]
+    assert uri in listed
+    response = await console.http.post(f"/sessions/{sid}/resources/read", data={"uri": uri}, headers=JSON)
+    assert response.status_code == 200, response.text
+    reply = response.json()
+    assert reply["ok"], reply
+    said = json.loads(reply["result"]["contents"][0]["text"])
+    arrived = base64.b64decode(said["body"])
+    assert json.loads(arrived)["params"]["uri"] == uri
+    (sent,) = _sent(await console.entry(sid, reply["key"]))
+    assert arrived == sent["raw"].encode("utf-8")
+    if transport == "http":
+        went = _head(said)
+        assert went == dict(sent["headers"]) and decode_value(went["mcp-name"]) == uri
