@@ -75,3 +75,17 @@ async def sse_then_silence(ctx: Ctx) -> None:
 
 TOOLS = [Tool("head_only", head_only), Tool("short_body", short_body), Tool("drip", drip),
          Tool("short_then_close", short_then_close), Tool("sse_then_silence", sse_then_silence)]
+
+
+async def sse_cut_inside_an_event(ctx: Ctx) -> None:
+    w = _writer(ctx)
+    w.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+    w.write(b"data: " + _answer(ctx, "z" * 200)[:50])  # half an event: no line end, no blank line
+    await w.drain()
+    if ctx.args.get("close"):
+        w.close()
+        return
+    await _until_given_up(ctx)
+
+
+TOOLS.append(Tool("sse_cut_inside_an_event", sse_cut_inside_an_event))

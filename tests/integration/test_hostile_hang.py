@@ -66,3 +66,16 @@ async def test_the_part_of_a_body_that_arrived_before_it_broke_off_stays_on_the_
     if tool != "drip":
         assert len(part["raw"]) == 40
     assert "broke off" in part["note"] and f"Content-Length {len(expected)}" in part["note"], part["note"]
+
+
+@pytest.mark.parametrize("close", [False, True], ids=["then silence", "then a close"])
+async def test_the_part_of_an_event_that_arrived_before_the_stream_broke_off_stays_on_the_record(
+        make_console: Callable[..., Console], hostile_http: Callable[..., HostileUrl], close: bool) -> None:
+    console = make_console(request_idle_timeout_s=IDLE_S, request_max_s=MAX_S)
+    sid = await console.connected_http(hostile_http("hang"))
+    reply = await _call(console, sid, "sse_cut_inside_an_event", {"close": close})
+    assert not reply["ok"], reply
+    entry = await console.entry(sid, reply["key"])
+    ins = [w for w in entry["wire"] if w["direction"] == "in"]
+    assert len(ins) == 1 and len(ins[0]["raw"]) == 50 and ins[0]["raw"].startswith('{"jsonrpc": "2.0"'), ins
+    assert "inside this event" in (ins[0]["note"] or ""), ins[0]
