@@ -242,3 +242,30 @@ async def test_answers_httpx_refuses_are_refused_as_protocol_errors(
     finally:
         pool.close()
     assert not [r for r in caplog.records if "Fatal error" in r.getMessage()]  # no parser error escapes the protocol
+
+
+async def test_a_target_holding_every_slot_of_the_pool_does_not_keep_another_target_waiting() -> None:
+    # The pool bound (max_connections, 200 in the console) was one count for every target: a target that answers
+    # with a head and then holds its streams (hung calls, listen streams that never end) used it up, and every
+    # other session's request, to any other target, waited for the pool timeout and failed.
+    pool = LeanPool(2, 2, 5.0)
+    release = asyncio.Event()
+
+    async def holds(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n")
+        await writer.drain()
+        await release.wait()
+
+    try:
+        async with RawServer(holds) as hostile, _answer(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}") as fine:
+            held = [await pool.request(hostile.origin, REQUEST, b"", TIMEOUT) for _ in range(2)]
+            with pytest.raises(httpx.PoolTimeout):  # the hostile target's own next request waits, as before
+                await pool.request(hostile.origin, REQUEST, b"", httpx.Timeout(5.0, pool=0.1))
+            other = await pool.request(fine.origin, REQUEST, b"", httpx.Timeout(5.0, pool=0.5))
+            assert await body_of(other) == b"{}"
+            release.set()
+            for response in held:
+                await response.aclose()
+    finally:
+        pool.close()
