@@ -44,3 +44,13 @@ async def read_resource(ctx: Ctx) -> None:
 
 METHODS = {"resources/list": list_resources, "resources/read": read_resource}
 CAPABILITIES = {"resources": {}}
+
+
+async def deep(ctx: Ctx) -> None:
+    depth, copies = int(ctx.args.get("depth", 900)), int(ctx.args.get("copies", 1))
+    nested = "[" * depth + "]" * depth
+    await ctx.reply({"resultType": "complete", "content": [], "structuredContent": {"deep": json.loads(
+        "[" + ",".join([nested] * copies) + "]")}})
+
+
+TOOLS.append(Tool("deep", deep, {"description": "Answers with `copies` values nested `depth` levels deep."}))

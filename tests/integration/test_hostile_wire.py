@@ -140,3 +140,29 @@ async def test_a_listed_resource_with_an_odd_uri_is_read_by_exactly_that_uri(
     if transport == "http":
         went = _head(said)
         assert went == dict(sent["headers"]) and decode_value(went["mcp-name"]) == uri
+
+
+async def test_an_answer_nested_hundreds_deep_is_shown_without_indenting_it_into_megabytes(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    # Indented, a value nested 900 deep is 900 times its size (each level a line, each line its depth's indent):
+    # 36 KB of brackets became a 65 MB answer that took the console 5 s to render (every session waited), and a
+    # 16 MB message would take gigabytes. Past a bound the value is shown compact instead: every byte still there.
+    sid = await console.connected_http(hostile_http("wire"))
+    arguments = {"depth": 900, "copies": 20}
+    response = await console.http.post(f"/sessions/{sid}/tools/call",
+                                       data={"tool": "deep", "mode": "json", "json": json.dumps(arguments)})
+    assert response.status_code == 200
+    assert len(response.content) < 2_000_000, len(response.content)
+    reply = await _call_json(console, sid, "deep", json.dumps(arguments))
+    page = await console.http.get(f"/sessions/{sid}/entries/{reply['key']}")
+    assert page.status_code == 200 and len(page.content) < 2_000_000, len(page.content)
+    nested = "[" * 900 + "]" * 900
+    assert nested in page.text  # shown whole, compact
+
+
+def test_an_ordinary_value_is_still_shown_indented() -> None:
+    from app.mcp.jsonrpc import pretty
+    from app.web.render import to_json
+    value = {"a": [1, {"b": "c"}], "d": {"e": {"f": [True, None]}}}
+    assert to_json(value) == json.dumps(value, indent=2, ensure_ascii=False)
+    assert pretty(json.dumps(value)) == json.dumps(value, indent=2, ensure_ascii=False)
