@@ -187,8 +187,10 @@ class Listeners:
                                     f"({self.runner.status_message or 'no target'})")
                 self._record(sub)
                 return
-            if sub.ack_ms is not None:
-                backoff = self.first_backoff_s  # it worked for a while: start the backoff over
+            if sub.ack_ms is not None and time.monotonic() - sub.opened_at >= self.max_backoff_s:
+                # It worked for a while: start the backoff over. An acknowledgement alone is not that: a server
+                # that acknowledges and drops every stream at once was listened to again every first_backoff_s.
+                backoff = self.first_backoff_s
             await asyncio.sleep(backoff)  # backoff between reconnects, not a wait for an event
             backoff = min(backoff * 2, self.max_backoff_s)
             sub.reconnects += 1

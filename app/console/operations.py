@@ -28,6 +28,9 @@ OpStatus = Literal["running", "awaiting_input", "complete", "tool_error", "error
                    "abandoned"]
 _op_ids = itertools.count(1)
 MAX_KEPT = 500
+# Inputs one input_required round may ask for. Each is a dialog on every tab, and each answer re-records the
+# operation with all of them: 5,000 made a 10 MB session page and a 1 MB event per answer. Real servers ask for a few.
+MAX_INPUT_REQUESTS = 100
 
 
 @dataclass(slots=True)
@@ -295,6 +298,11 @@ class OperationDriver:
         rnd.state_info = analyze(rnd.state) if rnd.state is not None else None
         rnd.state_change = compare(previous, rnd.state)
         requests = mrtr.input_requests(result)
+        if len(requests) > MAX_INPUT_REQUESTS:  # the frame itself stays on the wire record, as it came
+            op.status, op.final = "error", reply
+            op.message = (f"input_required asks for {len(requests)} inputs in one round; the console takes at most "
+                          f"{MAX_INPUT_REQUESTS}.")
+            return False
         rnd.input_keys = list(requests)
         rnd.input_kinds = {k: mrtr.kind_of(v) for k, v in requests.items()}
         if problem and not requests and rnd.state is None:

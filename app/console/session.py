@@ -7,7 +7,7 @@ import contextlib
 import functools
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Literal
 
 import httpx
@@ -115,6 +115,10 @@ class ConsoleSession:
         self.background = TaskGroup()
         self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
         self._refreshing = asyncio.Lock()
+        # What a change notification has asked to fetch again and is not yet being fetched: a list (or a URI to
+        # re-read) waits once. A burst of a thousand list_changed made a thousand tools/list requests in a row.
+        self._queued: set[str] = set()
+        self._rereading = asyncio.Lock()
         self._saved_at = 0.0
         self._closing = False
         self._bytes_in: dict[str, int] = {}
@@ -540,7 +544,10 @@ class ConsoleSession:
 
         def on_frame(frame: Frame) -> None:
             if frame.method == "notifications/progress":
-                self.progress.offer(target, frame)
+                # Only this request's token is its progress: one under another token (or none asked for) on its
+                # stream is not shown as this call's bar. It stays on the wire record as it came.
+                if token is not None and frame.params.get("progressToken") == token:
+                    self.progress.offer(target, frame)
             elif frame.method == "notifications/message" and self.log_budget.take(target, len(frame.raw)):
                 self.timeline.append(Log(**log_data(target, frame)))
             if on_notification is not None:
@@ -623,13 +630,32 @@ class ConsoleSession:
         """A listener's news: a list change refreshes that list; an update to a resource on screen re-reads it."""
         if frame.method in LIST_METHODS and self.auto_refresh:
             only = LIST_METHODS[frame.method]
-            self.background.spawn(f"refresh-{only}-{self.id}", self.refresh_lists(only))
+            self._queue(f"list:{only}", f"refresh-{only}-{self.id}", self._refresh_queued, only)
             if only == "resources":
-                self.background.spawn(f"refresh-templates-{self.id}", self.refresh_lists("resourceTemplates"))
+                self._queue("list:resourceTemplates", f"refresh-templates-{self.id}", self._refresh_queued,
+                            "resourceTemplates")
         elif frame.method == "notifications/resources/updated":
             uri = frame.params.get("uri")
             if isinstance(uri, str) and uri in self.read_uris:
-                self.background.spawn(f"reread-{self.id}", self.reread(uri))
+                self._queue(f"uri:{uri}", f"reread-{self.id}", self._reread_queued, uri)
+
+    def _queue(self, what: str, name: str, run: Callable[[str, str], Coroutine[Any, Any, None]], arg: str) -> None:
+        """Fetch again once for any number of changes that come before the fetch begins (one that begins later
+        may miss them: that one waits for its own)."""
+        if what not in self._queued:
+            self._queued.add(what)
+            self.background.spawn(name, run(what, arg))
+
+    async def _refresh_queued(self, what: str, only: str) -> None:
+        assert self.client is not None
+        async with self._refreshing:
+            self._queued.discard(what)
+            await self._refresh_lists(only)
+
+    async def _reread_queued(self, what: str, uri: str) -> None:
+        async with self._rereading:
+            self._queued.discard(what)
+            await self.reread(uri)
 
     async def reread(self, uri: str) -> None:
         op = await self.operations.start("resources/read", {"uri": uri})

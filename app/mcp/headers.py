@@ -28,7 +28,9 @@ def encode_value(value: Any) -> str:
     plain = text.isascii() and _NOT_PLAIN.search(text) is None
     if plain and text == text.strip() and not _SENTINEL.match(text):
         return text
-    return "=?base64?" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "?="
+    # A lone surrogate (a JSON escape such as \ud800) has no UTF-8 form. The value mirrors a param of the body,
+    # which the transport then refuses to send with a note: the header must not fail first, out of the request path.
+    return "=?base64?" + base64.b64encode(text.encode("utf-8", "surrogatepass")).decode("ascii") + "?="
 
 
 def decode_value(value: str) -> str:

@@ -212,36 +212,47 @@ class HttpExchange:
         # Bytes, not text: the bound counts what crossed the wire; the decoder keeps split characters whole.
         decoder = codecs.getincrementaldecoder(text_codec(self._response.encoding))(errors="replace")
         fair = FairShare()  # a flood of chunks must not keep the loop from its timers (see app/mcp/fair.py)
-        async for raw_chunk in body_pieces(self._response):
-            if fair.due():
-                await fair.give_way()
-            self._count(raw_chunk)
-            try:
-                events = parser.feed(decoder.decode(raw_chunk))
-            except ValueError as exc:
-                self._record_problem(str(exc))
-                raise ProtocolViolation(str(exc)) from exc
-            self._last_event_id = parser.last_id or self._last_event_id
-            self._retry_ms = parser.retry_ms if parser.retry_ms is not None else self._retry_ms
-            # The events of one piece arrived together: they carry its time (one clock read each, and the store's
-            # rows spell one wall time for the lot: see Wire.data_text).
-            mono, wall = time.monotonic(), time.time()
-            for event in events:
-                if event.data == "":
-                    continue  # a priming event: nothing to parse
-                yield self._incoming(event.data, note=f"sse id={event.id}" if event.id else None, at=(mono, wall))
-                # A piece may carry hundreds of events (a backlog read at once): the slice counts them too.
+        try:
+            async for raw_chunk in body_pieces(self._response):
                 if fair.due():
                     await fair.give_way()
+                self._count(raw_chunk)
+                try:
+                    events = parser.feed(decoder.decode(raw_chunk))
+                except ValueError as exc:
+                    self._record_problem(str(exc))
+                    raise ProtocolViolation(str(exc)) from exc
+                self._last_event_id = parser.last_id or self._last_event_id
+                self._retry_ms = parser.retry_ms if parser.retry_ms is not None else self._retry_ms
+                # The events of one piece arrived together: they carry its time (one clock read each, and the store's
+                # rows spell one wall time for the lot: see Wire.data_text).
+                mono, wall = time.monotonic(), time.time()
+                for event in events:
+                    if event.data == "":
+                        continue  # a priming event: nothing to parse
+                    yield self._incoming(event.data, note=f"sse id={event.id}" if event.id else None, at=(mono, wall))
+                    # A piece may carry hundreds of events (a backlog read at once): the slice counts them too.
+                    if fair.due():
+                        await fair.give_way()
+        except (httpx.HTTPError, asyncio.CancelledError):
+            # The stream broke off (or was given up) inside an event: what arrived of it is on the record.
+            part = parser.unfinished()
+            if part:
+                self._incoming(part, note="the stream broke off inside this event: what arrived of it")
+            raise
         tail = decoder.decode(b"", final=True)
         try:  # the last event, without its blank line, is only whole (and may only pass the bound) here
-            last = [*(parser.feed(tail) if tail else []), *parser.finish()]
+            ended = parser.feed(tail) if tail else []
+            unended = parser.finish()
         except ValueError as exc:
             self._record_problem(str(exc))
             raise ProtocolViolation(str(exc)) from exc
-        for event in last:
+        for event in ended:
             if event.data:
                 yield self._incoming(event.data)
+        for event in unended:
+            if event.data:
+                yield self._incoming(event.data, note="the stream ended inside this event (no blank line after it)")
 
     async def _read_body(self) -> str:
         response = self._response
@@ -254,14 +265,27 @@ class HttpExchange:
             return whole.decode(text_codec(response.encoding), errors="replace")
         chunks: list[bytes] = []
         size = 0
-        async for chunk in body_pieces(self._response):
-            self._count(chunk)
-            size += len(chunk)
-            if size > self._t.max_message_bytes:
-                self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
-                raise ProtocolViolation(f"response body larger than {self._t.max_message_bytes} bytes")
-            chunks.append(chunk)
+        try:
+            async for chunk in body_pieces(self._response):
+                self._count(chunk)
+                size += len(chunk)
+                if size > self._t.max_message_bytes:
+                    self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
+                    raise ProtocolViolation(f"response body larger than {self._t.max_message_bytes} bytes")
+                chunks.append(chunk)
+        except (httpx.HTTPError, asyncio.CancelledError):
+            # The body broke off (the server closed) or was given up (the deadline, a cancel): what arrived of it
+            # is on the record, not only that nothing whole did. Within max_message_bytes, as any body.
+            if chunks:
+                self._record_part(b"".join(chunks))
+            raise
         return b"".join(chunks).decode(text_codec(self._response.encoding), errors="replace")
+
+    def _record_part(self, part: bytes) -> None:
+        declared = self._response.headers.get("content-length")
+        said = f" (Content-Length {declared})" if declared is not None else ""
+        self._incoming(part.decode(text_codec(self._response.encoding), errors="replace"),
+                       note=f"the body broke off after {len(part)} bytes{said}: what arrived of it")
 
     def _body_frame(self, body: str, ctype: str) -> Frame:
         status = self._response.status_code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -144,8 +145,35 @@ def notification(method: str, params: dict[str, Any] | None = None) -> dict[str,
 
 
 def pretty(raw: str) -> str:
-    """Indented JSON when it parses, the raw text otherwise (for display only)."""
+    """Indented JSON when it parses, the raw text otherwise (for display only; see `indented`)."""
     try:
-        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+        return indented(json.loads(raw), lambda: raw)
     except (ValueError, RecursionError):
         return raw
+
+
+# Indenting multiplies a value's size by about its depth (each level a line, each line its depth's indent): a
+# target's 36 KB of brackets nested 900 deep became 65 MB of HTML, rendered on the event loop. Past
+# PRETTY_FACTOR times the compact text (and PRETTY_FLOOR) the compact text is shown instead.
+PRETTY_FLOOR = 64 * 1024
+PRETTY_FACTOR = 8
+_INDENTED = json.JSONEncoder(indent=2, ensure_ascii=False, default=str)
+
+
+def indented(value: Any, compact: Callable[[], str]) -> str:
+    """`value` as `json.dumps(value, indent=2, ensure_ascii=False, default=str)` makes it, unless that passes the
+    bound: then `compact()` (the same value, unindented). The indented text is made a piece at a time and given
+    up at the bound, so a value that would indent into gigabytes costs no more than the bound."""
+    pieces: list[str] = []
+    size, limit, text = 0, PRETTY_FLOOR, None
+    for piece in _INDENTED.iterencode(value):
+        size += len(piece)
+        if size > limit:
+            if text is not None:
+                return text
+            text = compact()
+            limit = max(PRETTY_FLOOR, PRETTY_FACTOR * len(text))
+            if size > limit:
+                return text
+        pieces.append(piece)
+    return "".join(pieces)

@@ -14,7 +14,8 @@ What it does not do, the caller leaves to httpx: TLS, proxies, auth from the URL
   (`app/mcp/inflate.py`): a stream's bound counts what is yielded, and a gzip of zeros turns 128 KiB into 128 MiB.
   Anything else (two encodings, or one zlib cannot read) is httpx's own decoder.
 - Bounds: the status line and headers at most `MAX_HEAD_BYTES` (httpcore's h11 limit); a body is buffered up
-  to `READ_HIGH_WATER` before the socket stops being read; `max_connections` requests at once (pool timeout).
+  to `READ_HIGH_WATER` before the socket stops being read; `max_connections` requests at once per origin
+  (pool timeout).
 - Cancellation: closing an answer before its end closes the connection (the 2026-07-28 HTTP cancel); only a
   connection whose answer was read to the end, with nothing after it, goes back to the pool.
 """
@@ -49,12 +50,20 @@ COALESCE_S = 0.002
 Origin = tuple[str, int]
 
 
+class _Refused(Exception):
+    """Raised in a parser callback to stop parsing (httptools wraps it); `_Connection.refusal` says why."""
+
+
 class _Connection(asyncio.Protocol):
     """One keep-alive connection; httptools calls back into it as bytes arrive."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
+        # A lone LF ends a line, as h11 (httpx's parser) takes it: a hand-written target that worked through httpx
+        # must not fail here. Nothing else is loosened.
+        self.parser.set_dangerous_leniencies(lenient_optional_cr_before_lf=True)
+        self.refusal: str | None = None  # why a callback stopped the parser (see _Refused)
         self.failed: Exception | None = None  # the connection is done for: lost, or a protocol error
         self.unasked = False  # bytes arrived while no request was waiting: not reusable
         self.idle_since = 0.0
@@ -95,8 +104,11 @@ class _Connection(asyncio.Protocol):
             self.head_bytes += len(data)
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            self._fail(httpx.RemoteProtocolError(f"the server's answer is not valid HTTP/1.1: {exc}"))
+        except httptools.HttpParserUpgrade:  # not an HttpParserError: it would escape into asyncio's transport
+            self._fail(httpx.RemoteProtocolError("the server switched protocols unasked"))
+            return
+        except httptools.HttpParserError as exc:  # httptools wraps what a callback raises (see _Refused)
+            self._fail(httpx.RemoteProtocolError(self.refusal or f"the server's answer is not valid HTTP/1.1: {exc}"))
             return
         if not self.head_done and self.head_bytes > MAX_HEAD_BYTES:
             self._fail(httpx.RemoteProtocolError(f"the answer's headers passed {MAX_HEAD_BYTES} bytes"))
@@ -204,19 +216,34 @@ class _Connection(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         if self.complete:  # bytes after the answer: the server sent something unasked; never reuse this one
+            # Parsing stops here: its status, headers and body would land on the answer asked for. That answer is
+            # whole; the connection is done for.
             self.unasked = True
+            self.refusal = "the server sent an answer nobody asked for"
+            raise _Refused
 
     def on_status(self, status: bytes) -> None:
         self.status += status
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self.head_done:
+            return  # a trailer field of a chunked body: httpx drops them, and it is no header of the answer
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         code = self.parser.get_status_code()
         if 100 <= code < 200 and code != 101:
             return  # an interim answer (100 Continue, 103 Early Hints): the real one follows
+        if code == 101:  # a switch nobody asked for (llhttp would stop after its head): refused, as h11 does
+            self.refusal = "the server switched protocols (HTTP 101) unasked"
+            raise _Refused
         names = {name.lower() for name, _ in self.headers}
+        if b"transfer-encoding" in names and any(
+                value.strip().lower() != b"chunked" for name, value in self.headers
+                if name.lower() == b"transfer-encoding"):
+            # llhttp reads "gzip, chunked" as chunked and hands the body over still gzipped; h11 refuses it.
+            self.refusal = "Only Transfer-Encoding: chunked is supported"
+            raise _Refused
         self.until_close = b"content-length" not in names and b"transfer-encoding" not in names \
             and code not in (204, 304)
         self.keep_alive = self.parser.should_keep_alive()
@@ -332,7 +359,12 @@ class LeanResponse:
 
 
 class LeanPool:
-    """Keep-alive connections per origin (host, port), and a bound on the requests under way."""
+    """Keep-alive connections per origin (host, port), and a bound on the requests under way to each origin.
+
+    The bound is per origin, not one count for all: a target holding its streams open (hung calls, listen
+    streams that never end) would otherwise use every slot, and any other target's request would wait out the
+    pool timeout.
+    """
 
     def __init__(self, max_connections: int | None, max_keepalive: int | None, keepalive_expiry: float | None) -> None:
         self.max_connections = max_connections if max_connections is not None else 1 << 30
@@ -340,8 +372,8 @@ class LeanPool:
         self.keepalive_expiry = keepalive_expiry
         self._idle: dict[Origin, list[_Connection]] = {}
         self._idle_count = 0
-        self._active = 0
-        self._slot_waiters: deque[asyncio.Future[None]] = deque()
+        self._active: dict[Origin, int] = {}
+        self._slot_waiters: dict[Origin, deque[asyncio.Future[None]]] = {}
         self.connections_opened = 0  # for tests: keep-alive means this stays at one per origin
 
     async def request(self, origin: Origin, head: bytes, body: bytes, timeout: httpx.Timeout,
@@ -353,7 +385,7 @@ class LeanPool:
         is handed to the socket, before anything is awaited: work that need not precede the send (recording it)
         then overlaps the target's.
         """
-        await self._acquire(timeout.pool)
+        await self._acquire(origin, timeout.pool)
         conn: _Connection | None = None
         try:
             conn = self._reuse(origin) or await self._connect(origin, timeout.connect)
@@ -372,7 +404,7 @@ class LeanPool:
         except BaseException:
             if conn is not None:
                 conn.close()
-            self._release_slot()
+            self._release_slot(origin)
             raise
 
     async def _drained(self, conn: _Connection, write_timeout: float | None) -> None:
@@ -385,33 +417,44 @@ class LeanPool:
         except TimeoutError as exc:
             raise httpx.WriteTimeout("write timed out") from exc
 
-    async def _acquire(self, pool_timeout: float | None) -> None:
-        if self._active < self.max_connections and not self._slot_waiters:
-            self._active += 1
+    async def _acquire(self, origin: Origin, pool_timeout: float | None) -> None:
+        active = self._active.get(origin, 0)
+        if active < self.max_connections and not self._slot_waiters.get(origin):
+            self._active[origin] = active + 1
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._slot_waiters.append(waiter)
+        waiters = self._slot_waiters.setdefault(origin, deque())
+        waiters.append(waiter)
         try:
             async with asyncio.timeout(pool_timeout):
                 await waiter  # the releaser hands its slot over: the count stays as it is
         except BaseException as exc:
             if waiter.done() and not waiter.cancelled():
-                self._release_slot()  # handed a slot in the same turn we gave up: pass it on
+                self._release_slot(origin)  # handed a slot in the same turn we gave up: pass it on
             else:
                 waiter.cancel()
                 with contextlib.suppress(ValueError):
-                    self._slot_waiters.remove(waiter)
+                    waiters.remove(waiter)
+                if not waiters and self._slot_waiters.get(origin) is waiters:
+                    del self._slot_waiters[origin]
             if isinstance(exc, TimeoutError):
                 raise httpx.PoolTimeout("no connection became free in time") from exc
             raise
 
-    def _release_slot(self) -> None:
-        while self._slot_waiters:
-            waiter = self._slot_waiters.popleft()
+    def _release_slot(self, origin: Origin) -> None:
+        waiters = self._slot_waiters.get(origin)
+        while waiters:
+            waiter = waiters.popleft()
             if not waiter.done():
                 waiter.set_result(None)  # the slot passes straight to the next waiter
                 return
-        self._active -= 1
+        if waiters is not None:
+            del self._slot_waiters[origin]
+        active = self._active[origin] - 1
+        if active:
+            self._active[origin] = active
+        else:
+            del self._active[origin]  # a console that met many targets keeps no count for each
 
     def _reuse(self, origin: Origin) -> _Connection | None:
         idle = self._idle.get(origin)
@@ -441,7 +484,7 @@ class LeanPool:
 
     def release(self, origin: Origin, conn: _Connection) -> None:
         """An answer is over: its connection goes back to the pool if it can carry another request."""
-        self._release_slot()
+        self._release_slot(origin)
         conn.active = False
         if not conn.reusable() or self._idle_count >= self.max_keepalive:
             conn.close()

@@ -113,6 +113,15 @@ class SseParser:
             events.append(self._dispatch())
         return [e for e in events if e is not None]
 
+    def unfinished(self) -> str | None:
+        """The data of the event being built, when the stream stops inside it: its data lines so far and the line
+        not yet ended, if that is a data line. None when no event was begun."""
+        data = list(self._data)
+        line = self._buffer
+        if line.startswith("data:"):
+            data.append(line[6:] if line.startswith(" ", 5) else line[5:])
+        return "\n".join(data) if data else None
+
     def _line(self, line: str) -> SseEvent | None:
         if line == "":
             return self._dispatch() if (self._data or self._event) else None

@@ -286,12 +286,15 @@ class StdioTransport:
             raise ProcessExited(self.exit_reason())
         try:
             text = encode(message)
-        except ValueError as exc:
-            raise ProtocolViolation(f"the request cannot be sent as JSON: {exc}") from exc
+            line = text.encode("utf-8") + b"\n"  # a lone surrogate has no UTF-8 form: refused before it is recorded
+        except ValueError as exc:  # UnicodeEncodeError is one
+            note = f"the request cannot be sent as JSON: {exc}"
+            self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))  # as HTTP says it
+            raise ProtocolViolation(note) from exc
         self.record(WireEvent(direction="out", raw=text, frame=parse_frame(text), exchange=key))
         async with self._write_lock:
             try:
-                self._proc.stdin.write(text.encode("utf-8") + b"\n")
+                self._proc.stdin.write(line)
                 await self._proc.stdin.drain()
             except (BrokenPipeError, ConnectionResetError) as exc:
                 raise ProcessExited(self.exit_reason()) from exc

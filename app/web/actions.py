@@ -101,8 +101,9 @@ async def call_tool(request: Request, session_id: str, w: Web) -> Response:
 @operator_post(router, "/sessions/{session_id}/resources/read")
 async def read_resource(request: Request, session_id: str, w: Web) -> Response:
     s = connected(w, session_id)
-    uri = ((await form_input(request)).first("uri") or "").strip()
-    if not uri:
+    # Sent exactly as given: a server may list a URI with an edge space, and reading it stripped asks for another.
+    uri = (await form_input(request)).first("uri") or ""
+    if not uri.strip():
         return _not_sent(w, request, {"uri": "Give a resource URI"}, {"uri": "URI"})
     s.read_uris.add(uri)
     return await _operation(w, request, s, "resources/read", {"uri": uri})

@@ -29,7 +29,7 @@ from app.console.session import ConsoleSession
 from app.console.state import TAKEOVER_ERROR, host_key
 from app.mcp.errors import ERROR_NAMES
 from app.mcp.headers import decode_value
-from app.mcp.jsonrpc import pretty
+from app.mcp.jsonrpc import indented, pretty
 from app.mcp.lint import RULES as LINT_RULES
 from app.mcp.mrtr import kind_of
 from app.web.answers import form_fields
@@ -170,7 +170,10 @@ def without_meta(params: Any) -> Any:
 
 
 def to_json(value: Any, indent: int | None = 2) -> str:
-    return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+    if indent != 2:
+        return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+    # Bounded: a target's value nested hundreds deep is shown compact, not indented into megabytes.
+    return indented(value, lambda: json.dumps(value, ensure_ascii=False, default=str))
 
 
 # Characters that reorder or hide text: bidi embeddings, overrides, isolates and marks, and zero-width ones.

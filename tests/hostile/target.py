@@ -177,6 +177,8 @@ def load_tools(names: list[str] | None) -> list[Tool]:
 class HttpOut(Out):
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self.w = writer
+        self.received = b""  # the request's body exactly as it arrived (tools_wire says it back)
+        self.received_head = b""
         self.streaming = False
         self.done = False
 
@@ -213,8 +215,8 @@ class HttpOut(Out):
         self.done = True
 
 
-async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes] | None:
-    head = await reader.readuntil(b"\r\n\r\n")
+async def _read_request(reader: asyncio.StreamReader, out: HttpOut) -> tuple[str, str, dict[str, str], bytes] | None:
+    head = out.received_head = await reader.readuntil(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     method, path, _ = lines[0].split(" ", 2)
     headers = {}
@@ -222,7 +224,7 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[st
         if ":" in line:
             k, v = line.split(":", 1)
             headers[k.strip().lower()] = v.strip()
-    body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+    body = out.received = await reader.readexactly(int(headers.get("content-length", "0") or 0))
     return method, path, headers, body
 
 
@@ -230,7 +232,7 @@ async def serve_http(server: Server, port: int) -> None:
     async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         out = HttpOut(writer)
         try:
-            got = await _read_request(reader)
+            got = await _read_request(reader, out)
             if got is None:
                 return
             method, _path, _headers, body = got
@@ -270,6 +272,10 @@ async def serve_http(server: Server, port: int) -> None:
 class StdioOut(Out):
     lock = asyncio.Lock()
 
+    def __init__(self, received: bytes = b"") -> None:
+        self.received = received  # the request's line exactly as it arrived (tools_wire says it back)
+        self.received_head = b""
+
     async def _line(self, raw: str) -> None:
         async with self.lock:
             sys.stdout.write(raw.replace("\n", " ") + "\n")
@@ -295,7 +301,7 @@ async def serve_stdio(server: Server) -> None:
             message = json.loads(line)
         except ValueError:
             continue
-        task = asyncio.ensure_future(server.handle(message, StdioOut()))
+        task = asyncio.ensure_future(server.handle(message, StdioOut(line.rstrip(b"\n"))))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 

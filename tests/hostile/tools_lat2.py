@@ -1,7 +1,8 @@
 """Wire shapes the console's lean HTTP/1.1 client (app/mcp/lean_http.py) must read as httpx did: chunked SSE split
 inside a character and inside an event, a gzip-encoded answer, an interim 103 before the answer, a keep-alive
-answer followed by bytes nobody asked for, and headers that never end. Each writes the HTTP answer byte by byte
-itself, on the connection the target's HTTP server gives the request."""
+answer followed by bytes nobody asked for (or by a whole second answer, in the same write), and headers that
+never end. Each writes the HTTP answer byte by byte itself, on the connection the target's HTTP server gives the
+request."""
 
 from __future__ import annotations
 
@@ -67,6 +68,16 @@ async def keepalive_then_junk(ctx: Ctx) -> None:
     await asyncio.sleep(0.2)  # the connection stays open a moment: a client must not take it for a clean one
 
 
+async def pipelined_error(ctx: Ctx) -> None:
+    body = _answer(ctx, "asked for")
+    unasked = json.dumps({"jsonrpc": "2.0", "id": ctx.id, "error": {"code": -32603, "message": "unasked"}}).encode()
+    w = _writer(ctx)
+    w.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+            b"HTTP/1.1 500 Unasked\r\nContent-Type: application/json\r\nX-Unasked: 1\r\nContent-Length: %d\r\n\r\n%s"
+            % (len(body), body, len(unasked), unasked))
+    await w.drain()
+
+
 async def endless_headers(ctx: Ctx) -> None:
     w = _writer(ctx)
     w.write(b"HTTP/1.1 200 OK\r\n")
@@ -78,4 +89,5 @@ async def endless_headers(ctx: Ctx) -> None:
 
 
 TOOLS = [Tool("chunked_sse", chunked_sse), Tool("gzip_json", gzip_json), Tool("early_hints", early_hints),
-         Tool("keepalive_then_junk", keepalive_then_junk), Tool("endless_headers", endless_headers)]
+         Tool("keepalive_then_junk", keepalive_then_junk), Tool("endless_headers", endless_headers),
+         Tool("pipelined_error", pipelined_error)]

@@ -155,3 +155,117 @@ async def test_an_answer_that_sets_a_cookie_is_told_from_its_head(head: bytes, s
             await response.aclose()
     finally:
         pool.close()
+
+
+async def test_a_second_answer_sent_unasked_in_the_same_write_is_not_spliced_into_the_first() -> None:
+    # One write: the answer asked for, then a 500 nobody asked for. The first answer is read as the target framed
+    # it (its status, reason, headers and body alone); the second never becomes part of it.
+    first = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    unasked = b'{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"not yours"}}'
+    raw = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+           b"HTTP/1.1 500 Boom\r\nX-Unasked: 1\r\nContent-Length: %d\r\n\r\n%s"
+           % (len(first), first, len(unasked), unasked))
+    pool = LeanPool(10, 10, 5.0)
+    try:
+        async with _answer(raw) as server:
+            response = await pool.request(server.origin, REQUEST, b"", TIMEOUT)
+            assert (response.status_code, response.reason_phrase) == (200, "OK")
+            assert response.header_list == [("content-type", "application/json"),
+                                            ("content-length", str(len(first)))]
+            assert "x-unasked" not in response.headers
+            assert await body_of(response) == first
+            again = await pool.request(server.origin, REQUEST, b"", TIMEOUT)  # never on the polluted connection
+            assert await body_of(again) == first
+            assert pool.connections_opened == 2
+    finally:
+        pool.close()
+
+
+async def test_the_trailers_of_a_chunked_answer_are_not_taken_for_its_headers() -> None:
+    # httpx drops trailer fields; read as headers, a trailer could name the session (Mcp-Session-Id) or retype
+    # the body (Content-Type) after the fact.
+    raw = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+           b"Trailer: Mcp-Session-Id\r\n\r\n2\r\n{}\r\n0\r\nMcp-Session-Id: planted\r\nContent-Type: text/html\r\n\r\n")
+    pool = LeanPool(10, 10, 5.0)
+    try:
+        async with _answer(raw) as server:
+            response = await pool.request(server.origin, REQUEST, b"", TIMEOUT)
+            body = await body_of(response)
+            async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+                host, port = server.origin
+                expected = await client.post(f"http://{host}:{port}/mcp")
+        assert body == b"{}"
+        assert response.header_list == expected.headers.multi_items()
+        assert response.content_type == "application/json"
+        assert "mcp-session-id" not in response.headers
+    finally:
+        pool.close()
+
+
+async def _through_httpx(origin: tuple[str, int]) -> tuple[int, list[tuple[str, str]], bytes]:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        response = await client.post(f"http://{origin[0]}:{origin[1]}/mcp")
+        return response.status_code, response.headers.multi_items(), response.content
+
+
+@pytest.mark.parametrize("raw", [
+    b"HTTP/1.1 200 OK\nContent-Type: application/json\nContent-Length: 2\n\n{}",
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\nContent-Length: 2\r\n\n{}",
+], ids=["bare LF throughout", "bare LF here and there"])
+async def test_an_answer_with_bare_lf_line_ends_is_read_as_httpx_reads_it(raw: bytes) -> None:
+    # h11 (httpx's parser) takes a lone LF for a line end; llhttp refuses it unless told: a hand-written target
+    # that worked through httpx must not fail through the lean client.
+    pool = LeanPool(10, 10, 5.0)
+    try:
+        async with _answer(raw) as server:
+            response = await pool.request(server.origin, REQUEST, b"", TIMEOUT)
+            lean = (response.status_code, response.header_list, await body_of(response))
+            assert lean == await _through_httpx(server.origin)
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("raw", [
+    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n{}",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nContent-Length: 2\r\n\r\n{}",
+], ids=["an unasked protocol switch", "a transfer coding besides chunked", "identity beside a length"])
+async def test_answers_httpx_refuses_are_refused_as_protocol_errors(
+        raw: bytes, caplog: pytest.LogCaptureFixture) -> None:
+    pool = LeanPool(10, 10, 5.0)
+    try:
+        async with _answer(raw) as server:
+            with pytest.raises(httpx.RemoteProtocolError):
+                await _through_httpx(server.origin)
+            with pytest.raises(httpx.RemoteProtocolError):
+                await body_of(await pool.request(server.origin, REQUEST, b"", TIMEOUT))
+    finally:
+        pool.close()
+    assert not [r for r in caplog.records if "Fatal error" in r.getMessage()]  # no parser error escapes the protocol
+
+
+async def test_a_target_holding_every_slot_of_the_pool_does_not_keep_another_target_waiting() -> None:
+    # The pool bound (max_connections, 200 in the console) was one count for every target: a target that answers
+    # with a head and then holds its streams (hung calls, listen streams that never end) used it up, and every
+    # other session's request, to any other target, waited for the pool timeout and failed.
+    pool = LeanPool(2, 2, 5.0)
+    release = asyncio.Event()
+
+    async def holds(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n")
+        await writer.drain()
+        await release.wait()
+
+    try:
+        async with RawServer(holds) as hostile, _answer(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}") as fine:
+            held = [await pool.request(hostile.origin, REQUEST, b"", TIMEOUT) for _ in range(2)]
+            with pytest.raises(httpx.PoolTimeout):  # the hostile target's own next request waits, as before
+                await pool.request(hostile.origin, REQUEST, b"", httpx.Timeout(5.0, pool=0.1))
+            other = await pool.request(fine.origin, REQUEST, b"", httpx.Timeout(5.0, pool=0.5))
+            assert await body_of(other) == b"{}"
+            release.set()
+            for response in held:
+                await response.aclose()
+    finally:
+        pool.close()

@@ -71,3 +71,17 @@ async def test_headers_that_never_end_fail_the_call_with_the_bound_said(
     entry = await console.entry(sid, reply["key"])
     notes = " ".join(str(w.get("note") or "") for w in entry["wire"])
     assert "headers passed" in notes, notes
+
+
+async def test_a_second_answer_in_the_same_write_is_not_read_into_the_call_nor_its_record(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await _session(console, hostile_http("lat2"))
+    reply = await _call(console, sid, "pipelined_error")
+    assert reply["ok"] and _text(reply) == "asked for", reply
+    entry = await console.entry(sid, reply["key"])
+    (head,) = [w for w in entry["wire"] if w["direction"] == "transport" and w.get("http_status")]
+    assert head["http_status"] == 200 and head["note"] == "HTTP 200 OK", head
+    assert "x-unasked" not in dict(head["headers"]), head["headers"]
+    assert [json.loads(w["raw"])["id"] for w in entry["wire"] if w["direction"] == "in"] == [reply["id"]]
+    again = await _call(console, sid, "gzip_json")
+    assert again["ok"] and _text(again) == "unzipped", again

@@ -156,3 +156,27 @@ async def test_ids_continue_past_the_subscriptions_the_fold_already_knows(
     after = Listeners(runner, timeline)  # as after a restart: only the fold remembers L1
     assert after.start(ASKED).id == "L2"
     await after.stop_all()
+
+
+async def test_a_stream_acknowledged_and_dropped_at_once_every_time_backs_off_further_each_time(
+        make_runner: MakeRunner, timeline: Timeline, published: Published, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A flapping server: each listen is acknowledged and then dropped. The acknowledgement alone is no sign that
+    # the stream "worked for a while": taking it for one re-listened every first_backoff_s for ever (four requests
+    # and four recorded changes a second, by default), never backing off.
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        yield acknowledged(message["id"])
+
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float, *args: Any) -> Any:
+        if delay > 0:
+            waits.append(delay)
+        return await real_sleep(0, *args)  # the backoff is what is asked for; the test need not wait it out
+
+    monkeypatch.setattr("app.console.listen.asyncio.sleep", sleep)
+    listeners = Listeners(make_runner(server), timeline, first_backoff_s=1.0, max_backoff_s=8.0)
+    sub = listeners.start(ASKED)
+    await published.until(lambda: timeline.state.subscriptions[sub.id].reconnects >= 5)
+    await listeners.stop_all()
+    assert waits[:5] == [1.0, 2.0, 4.0, 8.0, 8.0], waits

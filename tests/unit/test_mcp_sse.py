@@ -210,3 +210,13 @@ def test_sse_parser_reads_any_stream_in_any_chunking_as_the_line_reader_does(
     parser = SseParser()
     events = [e for chunk in chunks for e in parser.feed(chunk)] + parser.finish()
     assert (events, parser.comments, parser.last_id, parser.retry_ms) == _line_by_line(text)
+
+
+def test_the_unfinished_event_is_its_data_lines_so_far_and_the_line_not_yet_ended() -> None:
+    parser = SseParser()
+    assert parser.feed("data: one\ndata: tw") == []
+    assert parser.unfinished() == "one\ntw"
+    assert parser.feed("o\n\n")[0].data == "one\ntwo"
+    assert parser.unfinished() is None
+    parser.feed("event: x\nid: 7\n")
+    assert parser.unfinished() is None  # no data begun

@@ -1,0 +1,33 @@
+"""Hostile Multi Round-Trip Requests: an input_required round asking for thousands of inputs at once, one that
+asks again forever (rotating its requestState); and progress on a request's stream under another request's token."""
+
+from __future__ import annotations
+
+from tests.hostile.target import Ctx, Tool, text
+
+
+def _ask(i: int) -> dict[str, object]:
+    return {"method": "elicitation/create", "params": {
+        "mode": "form", "message": f"Question {i}?",
+        "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}}
+
+
+async def many_inputs(ctx: Ctx) -> None:
+    count = int(ctx.args.get("count", 5000))
+    await ctx.reply({"resultType": "input_required", "inputRequests": {f"q{i}": _ask(i) for i in range(count)},
+                     "requestState": "s"})
+
+
+async def forever(ctx: Ctx) -> None:
+    rounds = int(ctx.params.get("requestState") or 0) + 1
+    await ctx.reply({"resultType": "input_required", "requestState": str(rounds)})
+
+
+async def foreign_progress(ctx: Ctx) -> None:
+    await ctx.progress(1, 100, "mine")
+    await ctx.event({"jsonrpc": "2.0", "method": "notifications/progress",
+                     "params": {"progressToken": "someone-else", "progress": 99, "total": 100, "message": "not mine"}})
+    await ctx.reply(text("done"))
+
+
+TOOLS = [Tool("foreign_progress", foreign_progress), Tool("many_inputs", many_inputs), Tool("forever", forever)]
