@@ -92,3 +92,33 @@ async def test_a_frame_whose_exchange_the_store_cannot_hold_is_refused_not_dropp
     status, text = await _import(console, body)
     assert status == 400, text
     assert "Cannot import" in json.loads(text)["error"]
+
+
+BAD_TARGETS = [
+    {"kind": "http", "url": "http://127.0.0.1:9/mcp", "headers": "Authorization: x"},
+    {"kind": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": 1}},
+    {"kind": "http", "url": ["http://127.0.0.1:9/mcp"]},
+    {"kind": "stdio", "argv": [1, 2]},
+    {"kind": "stdio", "argv": None},
+    {"kind": "stdio", "argv": "sh -c x", "cwd": 7},
+]
+
+
+@pytest.mark.parametrize("where", ["meta", "session_created"])
+@pytest.mark.parametrize("target", BAD_TARGETS)
+async def test_a_file_whose_target_fields_have_the_wrong_types_breaks_neither_the_home_page_nor_its_exports(
+        console: Console, target: dict[str, object], where: str) -> None:
+    # A target is typed by the owner in a form, so its fields were trusted as strings; a file's are anything,
+    # and the home page listing every session (the one place to delete it) raised a 500 for good.
+    events = [] if where == "meta" else [{"v": 2, "session_id": "x", "seq": 1, "kind": "session_created", "at": 1.0,
+                                          "data": {"target": target, "capabilities": {}, "roots": [],
+                                                   "read_only": False}}]
+    meta = {"target": target} if where == "meta" else {}
+    status, text = await _import(console, HEAD + json.dumps({"session": {"id": "x", "created": 1, "meta": meta},
+                                                             "events": events})[1:])
+    assert status == 200, text
+    new = json.loads(text)["id"]
+    for path in ("/", "/sessions.json", f"/sessions/{new}", f"/sessions/{new}.json", f"/sessions/{new}/export.json",
+                 f"/sessions/{new}/export.har"):
+        response = await console.http.get(path)
+        assert response.status_code == 200, (path, response.text[:300])
