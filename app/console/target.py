@@ -43,8 +43,8 @@ def target_from(raw: Any) -> Target:
     dropped (its default stands), never carried on to fail there.
     """
     raw = raw if isinstance(raw, dict) else {}
-    kind = raw.get("kind") if raw.get("kind") in ("http", "stdio") else "http"
-    era = raw.get("era") if raw.get("era") in ERAS else "auto"
+    kind: Literal["http", "stdio"] = "stdio" if raw.get("kind") == "stdio" else "http"
+    era = next((e for e in ERAS if e == raw.get("era")), "auto")
     url, headers, argv, cwd = raw.get("url"), raw.get("headers"), raw.get("argv"), raw.get("cwd")
     return Target(kind=kind, era=era, url=url if type(url) is str else "",
                   headers=dict(headers) if type(headers) is dict and _strings(headers.items()) else {},
