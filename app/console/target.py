@@ -44,7 +44,7 @@ def target_from(raw: Any) -> Target:
     """
     raw = raw if isinstance(raw, dict) else {}
     kind: Literal["http", "stdio"] = "stdio" if raw.get("kind") == "stdio" else "http"
-    era = next((e for e in ERAS if e == raw.get("era")), "auto")
+    era: Era = next((e for e in ERAS if e == raw.get("era")), "auto")
     url, headers, argv, cwd = raw.get("url"), raw.get("headers"), raw.get("argv"), raw.get("cwd")
     return Target(kind=kind, era=era, url=url if type(url) is str else "",
                   headers=dict(headers) if type(headers) is dict and _strings(headers.items()) else {},
