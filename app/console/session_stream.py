@@ -26,6 +26,7 @@ import orjson
 from app import __version__
 from app.console import export
 from app.console import store as store_module
+from app.console.event_types import check_types
 from app.console.events import EVENT_VERSION, TimelineEvent, check, data_keys, load
 from app.console.secrets import Redactor, mask_wire
 from app.console.store import ImportRow, Store, StoredEvent
@@ -264,6 +265,7 @@ class SessionFileReader:
                     if names is None or type(data) is not dict or not names.issuperset(data):
                         check(kind, data)  # raises, or says this kind's check is a test of its keys
                         known.setdefault(kind, data_keys(kind))
+                    check_types(kind, data)  # the values too: the fold and the pages read them as typed
                     chunk.append(ImportRow(_stored_seq(int(seq)), kind, _stored_at(float(at)), data, text))
                     if buf.startswith(_NEXT_EVENT, end):
                         after = end
@@ -379,6 +381,7 @@ def _has_long_digits(text: str) -> bool:
 
 
 def _row_of(event: TimelineEvent) -> ImportRow:
+    check_types(event.kind, event.data)  # after a version-1 event's migration: what is stored is checked
     return ImportRow(_stored_seq(event.seq), event.kind, _stored_at(event.at), event.data, event.data_json)
 
 

@@ -122,3 +122,30 @@ async def test_a_file_whose_target_fields_have_the_wrong_types_breaks_neither_th
                  f"/sessions/{new}/export.har"):
         response = await console.http.get(path)
         assert response.status_code == 200, (path, response.text[:300])
+
+
+WRONG_TYPES = [
+    ("exchange_started", {"key": [1], "method": "tools/call"}),         # unhashable: the fold raised
+    ("exchange_started", {"key": "e1", "method": "ping", "replay_of": {"a": 1}}),  # the page raised
+    ("discovered", {"result": "x"}),                                     # the page and its JSON twin raised
+    ("lists_refreshed", {"lists": "x"}),
+    ("operation", {"key": "o1", "op": "o1", "method": "tools/call", "rounds": [1]}),
+    ("subscription", {"sub": "s1", "notifications": ["x"]}),
+    ("notice", {"level": "info", "message": {"nested": "markup"}}),
+    ("wire", {"direction": "out", "raw": "{}", "exchange": "e1", "headers": "x"}),  # the HAR and the entry raised
+    ("wire", {"direction": "out", "raw": 7, "exchange": "e1", "headers": None}),     # the entry's page raised
+]
+
+
+@pytest.mark.parametrize(("kind", "data"), WRONG_TYPES, ids=[f"{k}-{sorted(d)[-1]}" for k, d in WRONG_TYPES])
+async def test_an_event_whose_value_is_not_of_its_fields_type_is_refused_with_400_and_leaves_nothing(
+        console: Console, kind: str, data: dict[str, object]) -> None:
+    # Keys were checked, values not: a list as a key raised a 500 in the fold, and a string as the server's
+    # discover answer imported fine and then made the session's page fail for as long as it was kept.
+    before = (await console.http.get("/sessions.json")).json()
+    event = {"v": 2, "session_id": "x", "seq": 1, "kind": kind, "at": 1.0, "data": data}
+    status, text = await _import(console, HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": ['
+                                 + json.dumps(event) + "]}")
+    assert status == 400, text
+    assert "Cannot import" in json.loads(text)["error"]
+    assert (await console.http.get("/sessions.json")).json() == before
