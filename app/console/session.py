@@ -472,6 +472,13 @@ class ConsoleSession:
         return caps if isinstance(caps, dict) else {}
 
     @property
+    def supported_versions(self) -> list[str]:
+        """The versions the server's discover answer lists, as the page shows them: a list of strings by the spec
+        (anything else a server sent stays on the timeline, not in the page's header)."""
+        versions = (self.discover or {}).get("supportedVersions")
+        return [v for v in versions if type(v) is str] if type(versions) is list else []
+
+    @property
     def server_info(self) -> dict[str, Any]:
         meta = (self.discover or {}).get("_meta")
         info = meta.get("io.modelcontextprotocol/serverInfo") if isinstance(meta, dict) else None
