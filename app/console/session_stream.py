@@ -400,4 +400,6 @@ def _stored_seq(seq: Any) -> int:
 def _stored_at(at: Any) -> float:
     if not ((type(at) is float and math.isfinite(at)) or (type(at) is int and -_INT64 <= at < _INT64)):
         raise ValueError(f"an event's time is not a finite number: {str(at)[:40]!r}")
+    if not export.EARLIEST <= at <= export.LATEST:  # every page shows an entry's time: a clock must show it
+        raise ValueError(f"an event's time is not a time a clock shows: {str(at)[:40]!r}")
     return at

@@ -149,3 +149,30 @@ async def test_an_event_whose_value_is_not_of_its_fields_type_is_refused_with_40
     assert status == 400, text
     assert "Cannot import" in json.loads(text)["error"]
     assert (await console.http.get("/sessions.json")).json() == before
+
+
+@pytest.mark.parametrize("created", ["1e300", "1e400", "-1e300", '"x"', "[1]"])
+async def test_a_session_created_at_a_time_no_clock_shows_is_refused_and_the_home_page_still_lists_sessions(
+        console: Console, created: str) -> None:
+    # A creation time of 1e300 imported, and the home page, which shows every session's, raised for good.
+    status, text = await _import(console, HEAD + f'"session": {{"id": "x", "created": {created}, "meta": {{}}}}, '
+                                 '"events": []}')
+    assert status == 400, text
+    assert "Cannot import" in json.loads(text)["error"]
+    assert (await console.http.get("/")).status_code == 200
+
+
+@pytest.mark.parametrize("at", ["1e300", "-1e300", "1e15"])
+async def test_an_event_at_a_time_no_clock_shows_is_refused_and_leaves_nothing(console: Console, at: str) -> None:
+    # An entry at 1e300 imported, and the session's page, which shows each entry's time, raised for good.
+    status, text = await _import(console, HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": ['
+                                 + _events(("1", at)) + "]}")
+    assert status == 400, text
+    assert (await console.http.get("/sessions.json")).json()["sessions"] == []
+
+
+@pytest.mark.parametrize("value", [1e300, -1e300, float("nan"), float("inf")])
+def test_a_time_no_clock_shows_renders_as_its_number_not_an_error(value: float) -> None:
+    from app.web.render import fmt_datetime, fmt_time
+
+    assert fmt_time(value) == fmt_datetime(value) == repr(value)  # a time field of an event's data: any float
