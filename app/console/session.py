@@ -340,7 +340,8 @@ class ConsoleSession:
                                             read_only=bool(meta.get("read_only"))))
         if isinstance(meta.get("discover"), dict):
             self.timeline.append(Discovered(result=meta["discover"]))
-        lists = {k: v for k, v in (meta.get("lists") or {}).items() if isinstance(v, list)}
+        stored = meta.get("lists")  # a mapping of lists as v1 wrote it; an imported file's may be anything
+        lists = {k: v for k, v in stored.items() if isinstance(v, list)} if isinstance(stored, dict) else {}
         self.timeline.append(ListsRefreshed(lists=lists, counts={k: len(v) for k, v in lists.items()}))
         for link in self.store.links(self.id):
             self.timeline.append(LinkCreated(id=link["id"], role=link["role"], created=link["created"],

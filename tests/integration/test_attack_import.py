@@ -176,3 +176,15 @@ def test_a_time_no_clock_shows_renders_as_its_number_not_an_error(value: float) 
     from app.web.render import fmt_datetime, fmt_time
 
     assert fmt_time(value) == fmt_datetime(value) == repr(value)  # a time field of an event's data: any float
+
+
+@pytest.mark.parametrize("lists", ['"x"', "[1]", '{"tools": "x"}', '{"tools": [1, "x"]}'])
+async def test_a_version_1_files_lists_of_the_wrong_shape_import_as_no_lists(console: Console, lists: str) -> None:
+    # A file with no session_created event is carried forward from its metadata (a version-1 log), whose
+    # lists were read as a mapping of lists: a string there made the import fail with a 500.
+    meta = f'{{"lists": {lists}}}'
+    body = HEAD + f'"session": {{"id": "x", "created": 1, "meta": {meta}}}, "events": []}}'
+    status, text = await _import(console, body)
+    assert status == 200, text
+    new = json.loads(text)["id"]
+    assert (await console.http.get(f"/sessions/{new}")).status_code == 200
