@@ -78,9 +78,10 @@ def _escaped(match: re.Match[str]) -> str:
 
 
 # C0 controls (json.dumps escapes these itself), then DEL, C1 and the format characters that reorder or hide
-# text (bidi marks, overrides and isolates, zero-width ones, the byte-order mark) and the line separators.
+# text (bidi marks, overrides and isolates, zero-width ones, the byte-order mark), the line separators, and
+# what no UTF-8 stream or XML file can carry (a lone surrogate from a JSON "\\ud800", U+FFFE and U+FFFF).
 _C0 = "\x00-\x1f"
-_OTHERS = "\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb"
+_OTHERS = "\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ud800-\udfff\ufeff\ufff9-\ufffb\ufffe\uffff"
 _UNSAFE = re.compile(f"[{_C0}{_OTHERS}]")
 _UNSAFE_IN_JSON = re.compile(f"[{_OTHERS}]")
 
@@ -107,6 +108,7 @@ def json_report(target: str, findings: list[Finding], checked: set[str], steps: 
 def junit(target: str, findings: list[Finding], checked: set[str], fail_on: str) -> bytes:
     """One test case per rule: failed when a finding at or above `fail_on` names it, skipped when nothing
     gave the rule anything to look at."""
+    target = terminal_text(target)
     suite = ET.Element("testsuite", name="mcp-console check", tests=str(len(RULES)))
     failures = skipped = 0
     for rule in RULES.values():
@@ -115,15 +117,18 @@ def junit(target: str, findings: list[Finding], checked: set[str], fail_on: str)
         failing = at_or_above(mine, fail_on)
         if failing:
             failures += 1
+            # A server's text in a message (a notification's method, an error's code) may hold control
+            # characters XML 1.0 cannot carry: written raw, they made the whole file unreadable to a CI's parser.
             failure = ET.SubElement(case, "failure", type=failing[0].severity,
-                                    message=f"{len(mine)} finding(s): {failing[0].message}"[:500])
-            failure.text = "\n".join(f"{f.severity} [{f.exchange}] {f.message}" for f in mine) + \
-                f"\nsee {rule.spec_url}"
+                                    message=f"{len(mine)} finding(s): {terminal_text(failing[0].message)}"[:500])
+            failure.text = "\n".join(f"{f.severity} [{terminal_text(str(f.exchange))}] {terminal_text(f.message)}"
+                                     for f in mine) + f"\nsee {rule.spec_url}"
         elif rule.id not in checked:
             skipped += 1
             ET.SubElement(case, "skipped", message="nothing in this run gave the rule anything to check")
         elif mine:
-            ET.SubElement(case, "system-out").text = "\n".join(f"{f.severity}: {f.message}" for f in mine)
+            ET.SubElement(case, "system-out").text = "\n".join(f"{f.severity}: {terminal_text(f.message)}"
+                                                                for f in mine)
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
     suite.set("errors", "0")
