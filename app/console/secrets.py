@@ -178,6 +178,9 @@ class Redactor:
         # that contains a form has the form's escaped spelling in its JSON (the test below is never wrong
         # to say no).
         self._in_json = sorted({json.dumps(f)[1:-1] for f in self._forms}, key=len, reverse=True)
+        # A typed header where it stands in a request's header list ([name, value], or HAR's {name, value}):
+        # masked there whatever its length (a short one is not masked as a substring anywhere else).
+        self._headers = {(name.lower(), value) for name, value in target.headers.items()}
 
     def target_display(self) -> str:
         """The target for a non-owner: structure kept, every typed value masked (short ones too)."""
@@ -216,7 +219,14 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
+            if self._headers and len(value) == 2 and self._typed_header(value.get("name"), value.get("value")):
+                return {"name": self.text(value["name"]), "value": mask_value(value["name"], value["value"])}
             return {self.text(k) if isinstance(k, str) else k: self(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
+            if self._headers and len(value) == 2 and self._typed_header(value[0], value[1]):
+                return [self.text(value[0]), mask_value(value[0], value[1])]
             return [self(v) for v in value]
         return value
+
+    def _typed_header(self, name: Any, value: Any) -> bool:
+        return type(name) is str and type(value) is str and (name.lower(), value) in self._headers
