@@ -7,15 +7,19 @@ other session is untouched), and put markup in every string (escaped on the page
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from app.console.store import ImportRow
 from tests.integration.conftest import JSON
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import Console
+    from tests.integration.conftest import Console, ConsoleRestarts
 
 DEEP = 100_000
 HEAD = '{"format": "mcp-console-session", "version": 2, '
@@ -188,3 +192,39 @@ async def test_a_version_1_files_lists_of_the_wrong_shape_import_as_no_lists(con
     assert status == 200, text
     new = json.loads(text)["id"]
     assert (await console.http.get(f"/sessions/{new}")).status_code == 200
+
+
+async def test_an_import_cut_off_by_a_crash_leaves_no_rows_behind_after_the_restart(restarts: ConsoleRestarts) -> None:
+    # The file's events go to the store a chunk at a time and the session's row comes last, so a SIGKILL half way
+    # left its events stored under an id nothing lists: invisible (good), and kept on disk for ever (not).
+    console = restarts.first()
+    cut, release = threading.Event(), threading.Event()
+
+    def chunks() -> Iterator[list[ImportRow]]:
+        yield [ImportRow(1, "notice", 1.0, {"level": "info", "message": "first chunk"}, "")]
+        cut.set()
+        release.wait(30)  # "killed" here: the next console starts while this one gets no further
+        raise SystemExit  # (let go at the end of the test: the thread ends)
+
+    def run() -> None:
+        with contextlib.suppress(SystemExit):
+            console.manager.imported({}, 1.0, chunks())
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    assert cut.wait(10)
+    store = console.manager.store
+    half = next(s for s in _event_sessions(store) if s not in {r["id"] for r in store.list_sessions()})
+    again = restarts.after_crash(console)
+    try:
+        assert half not in _event_sessions(again.manager.store)
+        assert (await again.http.get("/sessions.json")).json()["sessions"] == []
+    finally:
+        release.set()
+        worker.join(10)
+
+
+def _event_sessions(store: Any) -> set[str]:
+    store.flush()
+    with store._read_lock:
+        return {r[0] for r in store._read.execute("SELECT DISTINCT session_id FROM events").fetchall()}
