@@ -133,6 +133,7 @@ class SessionFileReader:
         self._early: list[ImportRow] = []
         self._long_digits = False  # the buffer has a run of 19 digits (a number orjson may read otherwise)
         self.header: dict[str, Any] = {}
+        self._last_seq = 0  # the seq of the last event read (they must go up)
 
     @classmethod
     def of(cls, file: IO[bytes]) -> SessionFileReader:
@@ -171,13 +172,26 @@ class SessionFileReader:
         record is built for an event written as the console writes it (an import stores most of them as
         their text), and the loop over them is one function's (400,000 events at 100k entries)."""
         if self._early:
-            yield self._early
+            yield self._in_order(self._early)
         self._early = []
         if self._items is not None:
             for items in self._items:
-                yield [item if isinstance(item, ImportRow) else _row_of(_event(item)) for item in items]
+                yield self._in_order([item if isinstance(item, ImportRow) else _row_of(_event(item))
+                                      for item in items])
             if self._next_fields() is not None:
                 raise ValueError("the file has two events lists")
+
+    def _in_order(self, rows: list[ImportRow]) -> list[ImportRow]:
+        """The rows, checked to go up one seq after another from 1 (as a session's events do): a repeated seq
+        replaced the event before it in the store, one at 0 or below was stored and never read back, and events
+        out of order showed in the file's order but exported in the store's."""
+        last = self._last_seq
+        for row in rows:
+            if not last < row.seq <= MAX_SEQ:
+                raise ValueError(f"the file's events do not go up one seq after another (seq {row.seq} after {last})")
+            last = row.seq
+        self._last_seq = last
+        return rows
 
     @property
     def _session_id(self) -> str:
@@ -386,6 +400,7 @@ def _row_of(event: TimelineEvent) -> ImportRow:
 
 
 _INT64 = 1 << 63
+MAX_SEQ = 1 << 53  # the highest seq of a file's event: a page's script reads seqs as doubles, exact up to here
 
 
 # What the events table can hold (seq INTEGER NOT NULL, at REAL NOT NULL), checked as a file's event is read:

@@ -228,3 +228,19 @@ def _event_sessions(store: Any) -> set[str]:
     store.flush()
     with store._read_lock:
         return {r[0] for r in store._read.execute("SELECT DISTINCT session_id FROM events").fetchall()}
+
+
+@pytest.mark.parametrize("seqs", [(1, 1, 2), (3, 2, 1), (1, 5, 3), (0, 1), (-1, 2), (1, 2**53 + 1)],
+                         ids=["a repeated seq", "decreasing", "one out of order", "zero", "negative", "past 2**53"])
+async def test_a_file_whose_events_do_not_go_up_one_seq_after_another_is_refused_and_leaves_nothing(
+        console: Console, seqs: tuple[int, ...]) -> None:
+    # A repeated seq replaced the event before it in the store, one at 0 or below was stored and never read
+    # back, and events out of order showed in the file's order but exported in the store's: each imported with
+    # 200 and lost or moved events. (Past 2**53 a page's script cannot tell one seq from the next.)
+    events = ", ".join(f'{{"v": 2, "session_id": "x", "seq": {seq}, "kind": "notice", "at": 1.0, "data": '
+                       f'{{"level": "info", "message": "m{i}"}}}}' for i, seq in enumerate(seqs))
+    status, text = await _import(console, HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": ['
+                                 + events + "]}")
+    assert status == 400, text
+    assert "Cannot import" in json.loads(text)["error"]
+    assert (await console.http.get("/sessions.json")).json()["sessions"] == []
