@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.console.events import RECORDS
+from app.console.operations import Round
 
 Check = Callable[[Any], bool]
 _CHECKERS: dict[str, dict[str, Check]] = {}
@@ -37,7 +38,28 @@ def check_types(kind: str, data: dict[str, Any]) -> None:
 
 def _record_checkers(kind: str) -> dict[str, Check]:
     hints = typing.get_type_hints(RECORDS[kind])
-    return {name: _checker(hint) for name, hint in hints.items() if name not in ("kind", "KIND")}
+    checkers = {name: _checker(hint) for name, hint in hints.items() if name not in ("kind", "KIND")}
+    for name, shape in _ITEMS.get(kind, {}).items():
+        checkers[name] = _list_of(_shape(shape))
+    return checkers
+
+
+def _list_of(item: Check) -> Check:
+    return lambda v: type(v) is list and all(item(x) for x in v)
+
+
+def _shape(fields: dict[str, Any]) -> Check:
+    """An object with (at least) these keys, each of its type: what a page reads of it by name."""
+    checks = {name: _checker(hint) for name, hint in fields.items()}
+    return lambda v: type(v) is dict and all(name in v and check(v[name]) for name, check in checks.items())
+
+
+# Items of a list a record types only as JSON objects, and that the pages read key by key: an operation's rounds
+# (as `operations._round_data` writes them) and a subscription's notifications (as `listen` records them).
+_ITEMS: dict[str, dict[str, dict[str, Any]]] = {
+    "operation": {"rounds": {**typing.get_type_hints(Round), "human_ms": float | None}},
+    "subscription": {"notifications": {"method": str, "params": dict[str, Any], "at": float}},
+}
 
 
 def _checker(hint: Any) -> Check:

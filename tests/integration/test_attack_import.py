@@ -138,10 +138,14 @@ WRONG_TYPES = [
     ("notice", {"level": "info", "message": {"nested": "markup"}}),
     ("wire", {"direction": "out", "raw": "{}", "exchange": "e1", "headers": "x"}),  # the HAR and the entry raised
     ("wire", {"direction": "out", "raw": 7, "exchange": "e1", "headers": None}),     # the entry's page raised
+    # The right types, but the items the pages read by their keys without those keys: the entry's body raised.
+    ("operation", {"key": "o1", "op": "o1", "method": "tools/call", "rounds": [{"key": "e7", "n": 1}]}),
+    ("subscription", {"sub": "s1", "notifications": [{"method": "notifications/tools/list_changed"}]}),
 ]
 
 
-@pytest.mark.parametrize(("kind", "data"), WRONG_TYPES, ids=[f"{k}-{sorted(d)[-1]}" for k, d in WRONG_TYPES])
+@pytest.mark.parametrize(("kind", "data"), WRONG_TYPES,
+                         ids=[f"{k}-{sorted(d)[-1]}-{i}" for i, (k, d) in enumerate(WRONG_TYPES)])
 async def test_an_event_whose_value_is_not_of_its_fields_type_is_refused_with_400_and_leaves_nothing(
         console: Console, kind: str, data: dict[str, object]) -> None:
     # Keys were checked, values not: a list as a key raised a 500 in the fold, and a string as the server's
@@ -244,3 +248,4 @@ async def test_a_file_whose_events_do_not_go_up_one_seq_after_another_is_refused
     assert status == 400, text
     assert "Cannot import" in json.loads(text)["error"]
     assert (await console.http.get("/sessions.json")).json()["sessions"] == []
+
