@@ -120,13 +120,15 @@ class Check:
         self.args = args
         self.steps: list[str] = []
         self.tools: list[dict[str, Any]] = []
-        self.lost: str | None = None  # how the server went away after it was reached (the check then fails)
+        # Why the check could not be the clean run it may look like: the server went away after it was reached,
+        # or answered discover with no result (the check then fails, whatever the findings).
+        self.failure: str | None = None
 
     def _went_away(self, reply: Reply) -> None:
         """A step's reply says the process exited or the connection failed: nothing found after it is a clean
         bill, only what there was no server left to show."""
-        if isinstance(reply.error, NOT_CONNECTED) and self.lost is None:
-            self.lost = str(reply.error)
+        if isinstance(reply.error, NOT_CONNECTED) and self.failure is None:
+            self.failure = f"the server went away during the check: {reply.error}"
 
     async def run(self) -> bool:
         """Every step in turn; False when the server could not be reached at all."""
@@ -135,6 +137,8 @@ class Check:
             self.steps.append(f"server/discover: could not connect ({discover.error})")
             return False
         self.steps.append("server/discover: " + ("answered" if discover.result is not None else str(discover.error)))
+        if discover.result is None:  # servers MUST implement it: without its answer there is nothing to go on
+            self.failure = f"server/discover answered no result ({discover.error}): nothing else could be checked"
         caps = (discover.result or {}).get("capabilities")
         caps = caps if isinstance(caps, dict) else {}
         for capability, method, field in LISTS:
@@ -218,9 +222,9 @@ async def check(args: argparse.Namespace) -> int:
         runner.steps.append(f"stopped: {exc}")
         reached = True
     linter = session.linter
-    if reached and runner.lost is not None:
-        runner.steps.append(f"the server went away during the check: {runner.lost}")
-    code = EXIT_UNREACHABLE if not reached or runner.lost is not None else (
+    if reached and runner.failure is not None:
+        runner.steps.append(runner.failure)
+    code = EXIT_UNREACHABLE if not reached or runner.failure is not None else (
         EXIT_FINDINGS if at_or_above(linter.findings, args.fail_on) else EXIT_CLEAN)
     if args.junit:
         Path(args.junit).write_bytes(junit(target, linter.findings, linter.checked, args.fail_on))

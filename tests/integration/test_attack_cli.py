@@ -1,9 +1,10 @@
 """Attack: `mcp-console check` and `call` in a CI job against a hostile server.
 
-What the server may try: die half way through a check after a clean discover (the job must not pass: a crash
-is no clean run), and put terminal control sequences in every string it sends (an OSC that retitles the
-terminal, a cursor move or a carriage return that paints "ALL GOOD" over the report, a C1 CSI, a bidi override):
-what the console writes to stdout shows them as escapes, never as the bytes a terminal acts on.
+What the server may try: die half way through a check after a clean discover, or answer discover with an error
+(the job must not pass: a crash, or nothing checked, is no clean run), and put terminal control sequences in
+every string it sends (an OSC that retitles the terminal, a cursor move or a carriage return that paints
+"ALL GOOD" over the report, a C1 CSI, a bidi override): what the console writes to stdout shows them as
+escapes, never as the bytes a terminal acts on.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ SERVER = textwrap.dedent('''
         if "id" not in msg:
             continue
         method, out = msg.get("method"), {"jsonrpc": "2.0", "id": msg["id"]}
-        if method == "server/discover":
+        if method == "server/discover" and MODE == "internal error on discover":
+            out["error"] = {"code": -32603, "message": "internal error"}
+        elif method == "server/discover":
             out["result"] = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, **CACHE}
         elif method == "tools/list":
             if MODE == "exit on tools/list":
@@ -82,6 +85,14 @@ def test_a_server_that_dies_after_a_clean_discover_fails_the_check_as_unreachabl
     assert "went away" in done.stdout
     report = json.loads(_check(tmp_path, mode, "--json").stdout)
     assert report["exit"] == 2
+
+
+def test_a_server_whose_discover_fails_fails_the_check_as_nothing_could_be_checked(tmp_path: Path) -> None:
+    # A 2026-07-28 server MUST implement server/discover; one that answers it (and so everything) with an internal
+    # error gave the check nothing to look at, no finding, and exit 0.
+    done = _check(tmp_path, "internal error on discover")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "nothing else could be checked" in done.stdout
 
 
 TERMINAL_BYTES = ("\x1b", "\x07", "\r", "\u009b", "\u202e")
