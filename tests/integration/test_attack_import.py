@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import pytest
 
 from app.console.store import ImportRow
-from tests.integration.conftest import JSON
+from tests.integration.conftest import JSON, create_link
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Console, ConsoleRestarts
@@ -249,3 +250,27 @@ async def test_a_file_whose_events_do_not_go_up_one_seq_after_another_is_refused
     assert "Cannot import" in json.loads(text)["error"]
     assert (await console.http.get("/sessions.json")).json()["sessions"] == []
 
+
+
+def _nested(depth: int) -> object:
+    value: object = "leaf"
+    for _ in range(depth):
+        value = {"a": [value]}
+    return value
+
+
+async def test_a_deeply_nested_discover_answer_still_exports_masked_and_shows_to_a_link_holder(
+        console: Console, share_tab: Callable[..., Awaitable[httpx.AsyncClient]]) -> None:
+    # The masking walked values by recursion: a server's answer nested 300 deep (well within what JSON parsing
+    # takes) made the masked export, which is the default, and a link holder's JSON twin raise RecursionError.
+    event = {"v": 2, "session_id": "x", "seq": 1, "kind": "discovered", "at": 1.0,
+             "data": {"result": {"capabilities": {"experimental": _nested(300)}}}}
+    status, text = await _import(console, HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": ['
+                                 + json.dumps(event) + "]}")
+    assert status == 200, text
+    new = json.loads(text)["id"]
+    exported = await console.http.get(f"/sessions/{new}/export.json")
+    assert exported.status_code == 200
+    assert json.loads(exported.text)["secrets"] == "masked"
+    tab = await share_tab(console, await create_link(console, new, "viewer"))
+    assert (await tab.get(f"/sessions/{new}.json")).status_code == 200
