@@ -163,8 +163,11 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
 
 def curl(target: Target, wire: list[dict[str, Any]], include_secrets: bool) -> str | None:
     """The request as a curl command line that reproduces it exactly (None for non-HTTP exchanges)."""
-    command = _curl(target.url, wire, include_secrets)
-    return command if include_secrets or command is None else Redactor(target).text(command)
+    if include_secrets:
+        return _curl(target.url, wire, True)
+    redact = Redactor(target)  # the sent headers' typed values first (short ones too), then any typed text
+    command = _curl(target.url, [redact(w) if w.get("direction") == "out" else w for w in wire], False)
+    return None if command is None else redact.text(command)
 
 
 def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | None:

@@ -37,6 +37,7 @@ async def test_a_short_typed_header_value_is_masked_in_the_frames_headers_for_a_
     tab = await share_tab(console, await create_link(console, sid, "viewer"))
     assert sent((await tab.get(f"/sessions/{sid}/entries/{discover['key']}.json")).json()) != SHORT
     for path in (f"/sessions/{sid}/entries/{discover['key']}", f"/sessions/{sid}/entries/{discover['key']}/body",
+                 f"/sessions/{sid}/entries/{discover['key']}/curl",
                  f"/sessions/{sid}/export.json?secrets=1", f"/sessions/{sid}/export.har?secrets=1"):
         response = await tab.get(path)
         assert response.status_code == 200, path
