@@ -31,6 +31,10 @@ LIVE_SESSION_NOTE = ("# needs a live Mcp-Session-Id: this request was sent insid
                      "works only while that session is open (after it ends, initialize a new session and use its id)")
 
 
+# The times a session file may hold (seconds since 1970): from then to the year 3000, which every clock shows.
+EARLIEST, LATEST = 0, 32_503_680_000
+
+
 def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -48,7 +52,16 @@ def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEv
     if not isinstance(raw_events, list):
         raise ValueError("the file has no events list")
     events = [TimelineEvent.from_dict(e) for e in raw_events]
-    return session["meta"], float(session.get("created") or time.time()), events
+    return session["meta"], _created(session.get("created")), events
+
+
+def _created(value: Any) -> float:
+    """The file's creation time, one the home page (which shows every session's) can show."""
+    if not value:
+        return time.time()
+    if type(value) not in (int, float) or not EARLIEST <= value <= LATEST:  # NaN fails the test too
+        raise ValueError(f"the session's creation time is not a time: {str(value)[:40]!r}")
+    return float(value)
 
 
 def exchanges(session_id: str, store: Store) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -150,8 +163,11 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
 
 def curl(target: Target, wire: list[dict[str, Any]], include_secrets: bool) -> str | None:
     """The request as a curl command line that reproduces it exactly (None for non-HTTP exchanges)."""
-    command = _curl(target.url, wire, include_secrets)
-    return command if include_secrets or command is None else Redactor(target).text(command)
+    if include_secrets:
+        return _curl(target.url, wire, True)
+    redact = Redactor(target)  # the sent headers' typed values first (short ones too), then any typed text
+    command = _curl(target.url, [redact(w) if w.get("direction") == "out" else w for w in wire], False)
+    return None if command is None else redact.text(command)
 
 
 def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | None:

@@ -87,6 +87,8 @@ class SessionManager:
         """Bring back every stored session, disconnected, with its recent timeline."""
         if self.ownership is not None:  # in a team they may be live elsewhere: replicas, claimed on an action
             return self.replicas.load_all()
+        for orphan in self.store.orphans():  # an import a crash cut off: nothing lists it, nothing will finish it
+            self.store.delete_session(orphan)
         count = 0
         for row in self.store.list_sessions():
             meta = row["meta"]  # a cache: read for a version-1 log only (see ConsoleSession.restore)

@@ -15,13 +15,15 @@ import html
 import json
 import os
 import shlex
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from app.console.target import Target
 
 MASK = "••••••"
+_DONE = object()  # the end of a container's items in `Redactor._walk_deep`
 # Shorter typed values are masked only where they stand (the target display): replacing every "1" or "on"
 # in every string would destroy the timeline.
 MIN_SUBSTRING = 4
@@ -178,6 +180,9 @@ class Redactor:
         # that contains a form has the form's escaped spelling in its JSON (the test below is never wrong
         # to say no).
         self._in_json = sorted({json.dumps(f)[1:-1] for f in self._forms}, key=len, reverse=True)
+        # A typed header where it stands in a request's header list ([name, value], or HAR's {name, value}):
+        # masked there whatever its length (a short one is not masked as a substring anywhere else).
+        self._headers = {(name.lower(), value) for name, value in target.headers.items()}
 
     def target_display(self) -> str:
         """The target for a non-owner: structure kept, every typed value masked (short ones too)."""
@@ -213,10 +218,57 @@ class Redactor:
 
     def __call__(self, value: Any) -> Any:
         """Any JSON-like value with every string (keys too) masked; other values as they are."""
+        try:
+            return self._walk(value)
+        except RecursionError:  # a server's value nested past the stack (JSON parsing takes some 1000 levels)
+            return self._walk_deep(value)
+
+    def _walk_deep(self, value: Any) -> Any:
+        """`_walk` with its own stack instead of Python's: as slow as it is rare, and bounded by the value."""
+        if not isinstance(value, dict | list | tuple):
+            return self._walk(value)
+        root: list[Any] = []
+        stack: list[tuple[Iterator[Any], dict[Any, Any] | list[Any], bool]] = [(iter([value]), root, False)]
+        while stack:
+            items, out, keyed = stack[-1]
+            item: Any = next(items, _DONE)
+            if item is _DONE:
+                stack.pop()
+                continue
+            key: Any
+            child: Any
+            key, child = item if keyed else (None, item)
+            if isinstance(child, dict | list | tuple) and not self._header_pair(child):
+                shown: Any = {} if isinstance(child, dict) else []
+                stack.append((iter(child.items()) if isinstance(child, dict) else iter(child), shown,
+                              isinstance(child, dict)))
+            else:
+                shown = self._walk(child)  # a string, a number, or a typed header's pair (masked whole)
+            if keyed:
+                cast(dict[Any, Any], out)[self.text(key) if isinstance(key, str) else key] = shown
+            else:
+                cast(list[Any], out).append(shown)
+        return root[0]
+
+    def _header_pair(self, value: Any) -> bool:
+        if not self._headers or len(value) != 2:
+            return False
+        if isinstance(value, dict):
+            return self._typed_header(value.get("name"), value.get("value"))
+        return self._typed_header(value[0], value[1])
+
+    def _walk(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {self.text(k) if isinstance(k, str) else k: self(v) for k, v in value.items()}
+            if self._headers and len(value) == 2 and self._typed_header(value.get("name"), value.get("value")):
+                return {"name": self.text(value["name"]), "value": mask_value(value["name"], value["value"])}
+            return {self.text(k) if isinstance(k, str) else k: self._walk(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [self(v) for v in value]
+            if self._headers and len(value) == 2 and self._typed_header(value[0], value[1]):
+                return [self.text(value[0]), mask_value(value[0], value[1])]
+            return [self._walk(v) for v in value]
         return value
+
+    def _typed_header(self, name: Any, value: Any) -> bool:
+        return type(name) is str and type(value) is str and (name.lower(), value) in self._headers

@@ -344,7 +344,8 @@ class ConsoleSession:
                                             read_only=bool(meta.get("read_only"))))
         if isinstance(meta.get("discover"), dict):
             self.timeline.append(Discovered(result=meta["discover"]))
-        lists = {k: v for k, v in (meta.get("lists") or {}).items() if isinstance(v, list)}
+        stored = meta.get("lists")  # a mapping of lists as v1 wrote it; an imported file's may be anything
+        lists = {k: v for k, v in stored.items() if isinstance(v, list)} if isinstance(stored, dict) else {}
         self.timeline.append(ListsRefreshed(lists=lists, counts={k: len(v) for k, v in lists.items()}))
         for link in self.store.links(self.id):
             self.timeline.append(LinkCreated(id=link["id"], role=link["role"], created=link["created"],
@@ -474,6 +475,13 @@ class ConsoleSession:
     def server_capabilities(self) -> dict[str, Any]:
         caps = (self.discover or {}).get("capabilities")
         return caps if isinstance(caps, dict) else {}
+
+    @property
+    def supported_versions(self) -> list[str]:
+        """The versions the server's discover answer lists, as the page shows them: a list of strings by the spec
+        (anything else a server sent stays on the timeline, not in the page's header)."""
+        versions = (self.discover or {}).get("supportedVersions")
+        return [v for v in versions if type(v) is str] if type(versions) is list else []
 
     @property
     def server_info(self) -> dict[str, Any]:

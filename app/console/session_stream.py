@@ -26,6 +26,7 @@ import orjson
 from app import __version__
 from app.console import export
 from app.console import store as store_module
+from app.console.event_types import check_types
 from app.console.events import EVENT_VERSION, TimelineEvent, check, data_keys, load
 from app.console.secrets import Redactor, mask_wire
 from app.console.store import ImportRow, Store, StoredEvent
@@ -132,6 +133,7 @@ class SessionFileReader:
         self._early: list[ImportRow] = []
         self._long_digits = False  # the buffer has a run of 19 digits (a number orjson may read otherwise)
         self.header: dict[str, Any] = {}
+        self._last_seq = 0  # the seq of the last event read (they must go up)
 
     @classmethod
     def of(cls, file: IO[bytes]) -> SessionFileReader:
@@ -170,13 +172,26 @@ class SessionFileReader:
         record is built for an event written as the console writes it (an import stores most of them as
         their text), and the loop over them is one function's (400,000 events at 100k entries)."""
         if self._early:
-            yield self._early
+            yield self._in_order(self._early)
         self._early = []
         if self._items is not None:
             for items in self._items:
-                yield [item if isinstance(item, ImportRow) else _row_of(_event(item)) for item in items]
+                yield self._in_order([item if isinstance(item, ImportRow) else _row_of(_event(item))
+                                      for item in items])
             if self._next_fields() is not None:
                 raise ValueError("the file has two events lists")
+
+    def _in_order(self, rows: list[ImportRow]) -> list[ImportRow]:
+        """The rows, checked to go up one seq after another from 1 (as a session's events do): a repeated seq
+        replaced the event before it in the store, one at 0 or below was stored and never read back, and events
+        out of order showed in the file's order but exported in the store's."""
+        last = self._last_seq
+        for row in rows:
+            if not last < row.seq <= MAX_SEQ:
+                raise ValueError(f"the file's events do not go up one seq after another (seq {row.seq} after {last})")
+            last = row.seq
+        self._last_seq = last
+        return rows
 
     @property
     def _session_id(self) -> str:
@@ -264,6 +279,7 @@ class SessionFileReader:
                     if names is None or type(data) is not dict or not names.issuperset(data):
                         check(kind, data)  # raises, or says this kind's check is a test of its keys
                         known.setdefault(kind, data_keys(kind))
+                    check_types(kind, data)  # the values too: the fold and the pages read them as typed
                     chunk.append(ImportRow(_stored_seq(int(seq)), kind, _stored_at(float(at)), data, text))
                     if buf.startswith(_NEXT_EVENT, end):
                         after = end
@@ -379,10 +395,12 @@ def _has_long_digits(text: str) -> bool:
 
 
 def _row_of(event: TimelineEvent) -> ImportRow:
+    check_types(event.kind, event.data)  # after a version-1 event's migration: what is stored is checked
     return ImportRow(_stored_seq(event.seq), event.kind, _stored_at(event.at), event.data, event.data_json)
 
 
 _INT64 = 1 << 63
+MAX_SEQ = 1 << 53  # the highest seq of a file's event: a page's script reads seqs as doubles, exact up to here
 
 
 # What the events table can hold (seq INTEGER NOT NULL, at REAL NOT NULL), checked as a file's event is read:
@@ -397,4 +415,6 @@ def _stored_seq(seq: Any) -> int:
 def _stored_at(at: Any) -> float:
     if not ((type(at) is float and math.isfinite(at)) or (type(at) is int and -_INT64 <= at < _INT64)):
         raise ValueError(f"an event's time is not a finite number: {str(at)[:40]!r}")
+    if not export.EARLIEST <= at <= export.LATEST:  # every page shows an entry's time: a clock must show it
+        raise ValueError(f"an event's time is not a time a clock shows: {str(at)[:40]!r}")
     return at

@@ -77,6 +77,8 @@ class Store(Protocol):
     def save_session(self, session_id: str, meta: dict[str, Any], created: float, updated: float) -> None: ...
     def delete_session(self, session_id: str) -> None: ...
     def list_sessions(self) -> list[dict[str, Any]]: ...
+    # Sessions with events but no row: an import cut off by a crash (the row is written last).
+    def orphans(self) -> list[str]: ...
     def append(self, event: TimelineEvent) -> None: ...
     # Consecutive events in one write (a burst of frames): one queue item, one lock, for all of them.
     def append_many(self, events: list[TimelineEvent]) -> None: ...
@@ -303,6 +305,13 @@ class SqliteStore:
                 "ORDER BY s.updated DESC").fetchall()
         return [{"id": r[0], "meta": json.loads(r[1]), "created": r[2], "updated": r[3], "events": r[4]}
                 for r in rows]
+
+    def orphans(self) -> list[str]:
+        self.flush()
+        with self._read_lock:
+            rows = self._read.execute("SELECT DISTINCT session_id FROM events WHERE session_id NOT IN "
+                                      "(SELECT id FROM sessions)").fetchall()
+        return [r[0] for r in rows]
 
     def events(self, session_id: str, *, exchange: str | None = None, kinds: tuple[str, ...] = (),
                before_seq: int | None = None, after_seq: int | None = None,

@@ -283,6 +283,10 @@ class PostgresStore:
         return [{"id": r[0], "meta": json.loads(r[1]), "created": r[2], "updated": r[3], "events": r[4]}
                 for r in rows]
 
+    def orphans(self) -> list[str]:
+        rows = self._rows("SELECT DISTINCT session_id FROM events WHERE session_id NOT IN (SELECT id FROM sessions)")
+        return [r[0] for r in rows]
+
     def events(self, session_id: str, *, exchange: str | None = None, kinds: tuple[str, ...] = (),
                before_seq: int | None = None, after_seq: int | None = None,
                limit: int | None = None) -> list[TimelineEvent]:

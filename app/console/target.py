@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import shlex
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from app.console.secrets import Redactor
@@ -35,12 +36,21 @@ class Target:
 
 
 def target_from(raw: Any) -> Target:
-    """A Target from stored or imported data, taking only the fields it knows."""
+    """A Target from stored or imported data, taking only the fields it knows, each of the type a form gives.
+
+    An imported file's target may hold anything (headers as a string, argv of numbers): every page listing
+    sessions, the masking of exports and a stdio start take these as typed, so a field of another type is
+    dropped (its default stands), never carried on to fail there.
+    """
     raw = raw if isinstance(raw, dict) else {}
-    known = {f.name for f in fields(Target)}
-    data = {k: v for k, v in raw.items() if k in known}
-    if data.get("kind") not in ("http", "stdio"):
-        data["kind"] = "http"
-    if data.get("era") not in ERAS:
-        data["era"] = "auto"
-    return Target(**data)
+    kind: Literal["http", "stdio"] = "stdio" if raw.get("kind") == "stdio" else "http"
+    era: Era = next((e for e in ERAS if e == raw.get("era")), "auto")
+    url, headers, argv, cwd = raw.get("url"), raw.get("headers"), raw.get("argv"), raw.get("cwd")
+    return Target(kind=kind, era=era, url=url if type(url) is str else "",
+                  headers=dict(headers) if type(headers) is dict and _strings(headers.items()) else {},
+                  argv=list(argv) if type(argv) is list and _strings([argv]) else [],
+                  cwd=cwd if type(cwd) is str else None)
+
+
+def _strings(groups: Iterable[Iterable[Any]]) -> bool:
+    return all(type(v) is str for group in groups for v in group)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.headless.report import at_or_above, har, json_report, junit, text_report
+from app.headless.report import at_or_above, har, json_report, junit, terminal_json, terminal_text, text_report
 from app.headless.runner import NOT_CONNECTED, Headless, elicitor, failed, reply_json
 from app.mcp.client import Reply
 from app.mcp.errors import McpError
@@ -67,17 +67,17 @@ async def call(args: argparse.Namespace) -> int:
                 tools = listed.result.get("tools")
                 session.client.learn_tools(tools if isinstance(tools, list) else [])
             elif isinstance(listed.error, NOT_CONNECTED):
-                print(json.dumps(reply_json(listed)), file=sys.stderr)
+                print(terminal_json(json.dumps(reply_json(listed))), file=sys.stderr)
                 return EXIT_UNREACHABLE
             reply = await session.operation("tools/call", {"name": args.tool, "arguments": _arguments(args)},
                                             answer)
     except NOT_CONNECTED as exc:
-        print(f"could not connect: {exc}", file=sys.stderr)
+        print(terminal_text(f"could not connect: {exc}"), file=sys.stderr)
         return EXIT_UNREACHABLE
     finally:
         if args.har:
             Path(args.har).write_text(json.dumps(har(session.events, target), indent=2), encoding="utf-8")
-    print(json.dumps(reply_json(reply), indent=2, ensure_ascii=False))
+    print(terminal_json(json.dumps(reply_json(reply), indent=2, ensure_ascii=False)))
     return EXIT_FINDINGS if failed(reply) else EXIT_CLEAN
 
 
@@ -120,6 +120,15 @@ class Check:
         self.args = args
         self.steps: list[str] = []
         self.tools: list[dict[str, Any]] = []
+        # Why the check could not be the clean run it may look like: the server went away after it was reached,
+        # or answered discover with no result (the check then fails, whatever the findings).
+        self.failure: str | None = None
+
+    def _went_away(self, reply: Reply) -> None:
+        """A step's reply says the process exited or the connection failed: nothing found after it is a clean
+        bill, only what there was no server left to show."""
+        if isinstance(reply.error, NOT_CONNECTED) and self.failure is None:
+            self.failure = f"the server went away during the check: {reply.error}"
 
     async def run(self) -> bool:
         """Every step in turn; False when the server could not be reached at all."""
@@ -128,6 +137,8 @@ class Check:
             self.steps.append(f"server/discover: could not connect ({discover.error})")
             return False
         self.steps.append("server/discover: " + ("answered" if discover.result is not None else str(discover.error)))
+        if discover.result is None:  # servers MUST implement it: without its answer there is nothing to go on
+            self.failure = f"server/discover answered no result ({discover.error}): nothing else could be checked"
         caps = (discover.result or {}).get("capabilities")
         caps = caps if isinstance(caps, dict) else {}
         for capability, method, field in LISTS:
@@ -148,6 +159,7 @@ class Check:
         seen: set[str] = set()
         for page in range(1, MAX_PAGES + 1):
             reply = await self.session.client.request(method, {} if cursor is None else {"cursor": cursor})
+            self._went_away(reply)
             got = (reply.result or {}).get(field)
             items.extend(i for i in (got if isinstance(got, list) else []) if isinstance(i, dict))
             cursor = (reply.result or {}).get("nextCursor")
@@ -171,6 +183,7 @@ class Check:
                 continue
             params = {"name": tool["name"], "arguments": example_arguments(tool)}
             reply = await self.session.operation("tools/call", params, answer)
+            self._went_away(reply)
             outcome = "ok" if not failed(reply) else str(reply.error or "isError")
             self.steps.append(f"tools/call {tool['name']!r}: {outcome[:120]}")
 
@@ -191,6 +204,7 @@ class Check:
             await asyncio.wait_for(asyncio.shield(task), self.args.listen_wait)  # a few more frames, if any
         await client.cancel(key, "mcp-console check is done listening")
         reply: Reply = await task
+        self._went_away(reply)
         self.steps.append(f"subscriptions/listen {sorted(wanted)}: {reply.notification_count} notification(s)")
 
 
@@ -208,7 +222,9 @@ async def check(args: argparse.Namespace) -> int:
         runner.steps.append(f"stopped: {exc}")
         reached = True
     linter = session.linter
-    code = EXIT_UNREACHABLE if not reached else (
+    if reached and runner.failure is not None:
+        runner.steps.append(runner.failure)
+    code = EXIT_UNREACHABLE if not reached or runner.failure is not None else (
         EXIT_FINDINGS if at_or_above(linter.findings, args.fail_on) else EXIT_CLEAN)
     if args.junit:
         Path(args.junit).write_bytes(junit(target, linter.findings, linter.checked, args.fail_on))

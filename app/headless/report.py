@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
@@ -58,11 +59,38 @@ def at_or_above(findings: list[Finding], fail_on: str) -> list[Finding]:
     return [f for f in findings if SEVERITY_RANK[f.severity] >= SEVERITY_RANK[fail_on]]
 
 
+def terminal_text(text: str) -> str:
+    """A line for a terminal with every control and format character a server may have put in it (ESC, BEL, CR,
+    a newline, a C1 CSI, a bidi override) written as its escape: nothing in it moves the cursor, retitles the
+    window or starts a line of its own, so what a hostile server says cannot paint over the report."""
+    return _UNSAFE.sub(_escaped, text)
+
+
+def terminal_json(text: str) -> str:
+    """JSON text for a terminal: json.dumps escapes C0 controls but writes C1 controls, DEL and format
+    characters (bidi overrides) as they are when ensure_ascii is off; here they go as \\u escapes (still JSON,
+    the same value read back)."""
+    return _UNSAFE_IN_JSON.sub(lambda m: json.dumps(m.group())[1:-1], text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return repr(match.group())[1:-1]  # \x1b, \n, \x9b, \u202e
+
+
+# C0 controls (json.dumps escapes these itself), then DEL, C1 and the format characters that reorder or hide
+# text (bidi marks, overrides and isolates, zero-width ones, the byte-order mark), the line separators, and
+# what no UTF-8 stream or XML file can carry (a lone surrogate from a JSON "\\ud800", U+FFFE and U+FFFF).
+_C0 = "\x00-\x1f"
+_OTHERS = "\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ud800-\udfff\ufeff\ufff9-\ufffb\ufffe\uffff"
+_UNSAFE = re.compile(f"[{_C0}{_OTHERS}]")
+_UNSAFE_IN_JSON = re.compile(f"[{_OTHERS}]")
+
+
 def text_report(target: str, findings: list[Finding], checked: set[str], steps: list[str]) -> str:
-    lines = [f"mcp-console check {target}", *(f"  · {step}" for step in steps), ""]
+    lines = [f"mcp-console check {terminal_text(target)}", *(f"  · {terminal_text(step)}" for step in steps), ""]
     for finding in findings:
-        where = f" [{finding.exchange}]" if finding.exchange else ""
-        lines.append(f"{finding.severity.upper():7} {finding.rule}{where}: {finding.message}")
+        where = f" [{terminal_text(finding.exchange)}]" if finding.exchange else ""
+        lines.append(f"{finding.severity.upper():7} {finding.rule}{where}: {terminal_text(finding.message)}")
         lines.append(f"        see {finding.spec_url}")
     counts = {sev: sum(f.severity == sev for f in findings) for sev in ("error", "warning", "note")}
     lines.append(f"{len(checked)} of {len(RULES)} rules checked; {counts['error']} errors, {counts['warning']} "
@@ -72,13 +100,15 @@ def text_report(target: str, findings: list[Finding], checked: set[str], steps: 
 
 def json_report(target: str, findings: list[Finding], checked: set[str], steps: list[str],
                 exit_code: int) -> str:
-    return json.dumps({"target": target, "exit": exit_code, "steps": steps, "rules_checked": sorted(checked),
-                       "findings": [f.to_dict() for f in findings]}, indent=2, ensure_ascii=False)
+    return terminal_json(json.dumps({"target": target, "exit": exit_code, "steps": steps,
+                                     "rules_checked": sorted(checked), "findings": [f.to_dict() for f in findings]},
+                                    indent=2, ensure_ascii=False))
 
 
 def junit(target: str, findings: list[Finding], checked: set[str], fail_on: str) -> bytes:
     """One test case per rule: failed when a finding at or above `fail_on` names it, skipped when nothing
     gave the rule anything to look at."""
+    target = terminal_text(target)
     suite = ET.Element("testsuite", name="mcp-console check", tests=str(len(RULES)))
     failures = skipped = 0
     for rule in RULES.values():
@@ -87,15 +117,18 @@ def junit(target: str, findings: list[Finding], checked: set[str], fail_on: str)
         failing = at_or_above(mine, fail_on)
         if failing:
             failures += 1
+            # A server's text in a message (a notification's method, an error's code) may hold control
+            # characters XML 1.0 cannot carry: written raw, they made the whole file unreadable to a CI's parser.
             failure = ET.SubElement(case, "failure", type=failing[0].severity,
-                                    message=f"{len(mine)} finding(s): {failing[0].message}"[:500])
-            failure.text = "\n".join(f"{f.severity} [{f.exchange}] {f.message}" for f in mine) + \
-                f"\nsee {rule.spec_url}"
+                                    message=f"{len(mine)} finding(s): {terminal_text(failing[0].message)}"[:500])
+            failure.text = "\n".join(f"{f.severity} [{terminal_text(str(f.exchange))}] {terminal_text(f.message)}"
+                                     for f in mine) + f"\nsee {rule.spec_url}"
         elif rule.id not in checked:
             skipped += 1
             ET.SubElement(case, "skipped", message="nothing in this run gave the rule anything to check")
         elif mine:
-            ET.SubElement(case, "system-out").text = "\n".join(f"{f.severity}: {f.message}" for f in mine)
+            ET.SubElement(case, "system-out").text = "\n".join(f"{f.severity}: {terminal_text(f.message)}"
+                                                                for f in mine)
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
     suite.set("errors", "0")

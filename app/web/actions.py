@@ -117,7 +117,10 @@ async def get_prompt(request: Request, session_id: str, w: Web) -> Response:
     prompt = _find(s.lists["prompts"], "name", name)
     arguments: dict[str, str] = {}
     errors: dict[str, str] = {}
-    for arg in (prompt or {}).get("arguments") or []:
+    declared = (prompt or {}).get("arguments")
+    for arg in declared if isinstance(declared, list) else []:  # a server's list: anything may be in it
+        if not isinstance(arg, dict):
+            continue
         arg_name = arg.get("name")
         if not isinstance(arg_name, str):
             continue

@@ -78,16 +78,27 @@ def fmt_bytes(value: Any) -> str:
     return f"{value / 1024:.1f} KB" if value < 1024 * 1024 else f"{value / 1024 / 1024:.1f} MB"
 
 
+# An event's time fields (a link's expiry, a dialog's deadline) are any float an imported file says: one no
+# clock shows (1e300, NaN) is shown as the number it is, not raised out of the page.
+_NO_CLOCK = (OverflowError, OSError, ValueError)
+
+
 def fmt_time(value: Any) -> str:
     if not isinstance(value, int | float):
         return ""
-    return time.strftime("%H:%M:%S", time.localtime(value)) + f".{int(value * 1000) % 1000:03d}"
+    try:
+        return time.strftime("%H:%M:%S", time.localtime(value)) + f".{int(value * 1000) % 1000:03d}"
+    except _NO_CLOCK:
+        return repr(value)
 
 
 def fmt_datetime(value: Any) -> str:
     if not isinstance(value, int | float):
         return ""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value))
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value))
+    except _NO_CLOCK:
+        return repr(value)
 
 
 def data_uri(mime: Any, data: Any, allowed: frozenset[str]) -> str | None:

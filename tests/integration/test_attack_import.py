@@ -7,15 +7,20 @@ other session is untouched), and put markup in every string (escaped on the page
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
+import httpx
 import pytest
 
-from tests.integration.conftest import JSON
+from app.console.store import ImportRow
+from tests.integration.conftest import JSON, create_link
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import Console
+    from tests.integration.conftest import Console, ConsoleRestarts
 
 DEEP = 100_000
 HEAD = '{"format": "mcp-console-session", "version": 2, '
@@ -92,3 +97,180 @@ async def test_a_frame_whose_exchange_the_store_cannot_hold_is_refused_not_dropp
     status, text = await _import(console, body)
     assert status == 400, text
     assert "Cannot import" in json.loads(text)["error"]
+
+
+BAD_TARGETS = [
+    {"kind": "http", "url": "http://127.0.0.1:9/mcp", "headers": "Authorization: x"},
+    {"kind": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": 1}},
+    {"kind": "http", "url": ["http://127.0.0.1:9/mcp"]},
+    {"kind": "stdio", "argv": [1, 2]},
+    {"kind": "stdio", "argv": None},
+    {"kind": "stdio", "argv": "sh -c x", "cwd": 7},
+]
+
+
+@pytest.mark.parametrize("where", ["meta", "session_created"])
+@pytest.mark.parametrize("target", BAD_TARGETS)
+async def test_a_file_whose_target_fields_have_the_wrong_types_breaks_neither_the_home_page_nor_its_exports(
+        console: Console, target: dict[str, object], where: str) -> None:
+    # A target is typed by the owner in a form, so its fields were trusted as strings; a file's are anything,
+    # and the home page listing every session (the one place to delete it) raised a 500 for good.
+    events = [] if where == "meta" else [{"v": 2, "session_id": "x", "seq": 1, "kind": "session_created", "at": 1.0,
+                                          "data": {"target": target, "capabilities": {}, "roots": [],
+                                                   "read_only": False}}]
+    meta = {"target": target} if where == "meta" else {}
+    status, text = await _import(console, HEAD + json.dumps({"session": {"id": "x", "created": 1, "meta": meta},
+                                                             "events": events})[1:])
+    assert status == 200, text
+    new = json.loads(text)["id"]
+    for path in ("/", "/sessions.json", f"/sessions/{new}", f"/sessions/{new}.json", f"/sessions/{new}/export.json",
+                 f"/sessions/{new}/export.har"):
+        response = await console.http.get(path)
+        assert response.status_code == 200, (path, response.text[:300])
+
+
+WRONG_TYPES = [
+    ("exchange_started", {"key": [1], "method": "tools/call"}),         # unhashable: the fold raised
+    ("exchange_started", {"key": "e1", "method": "ping", "replay_of": {"a": 1}}),  # the page raised
+    ("discovered", {"result": "x"}),                                     # the page and its JSON twin raised
+    ("lists_refreshed", {"lists": "x"}),
+    ("operation", {"key": "o1", "op": "o1", "method": "tools/call", "rounds": [1]}),
+    ("subscription", {"sub": "s1", "notifications": ["x"]}),
+    ("notice", {"level": "info", "message": {"nested": "markup"}}),
+    ("wire", {"direction": "out", "raw": "{}", "exchange": "e1", "headers": "x"}),  # the HAR and the entry raised
+    ("wire", {"direction": "out", "raw": 7, "exchange": "e1", "headers": None}),     # the entry's page raised
+    # The right types, but the items the pages read by their keys without those keys: the entry's body raised.
+    ("operation", {"key": "o1", "op": "o1", "method": "tools/call", "rounds": [{"key": "e7", "n": 1}]}),
+    ("subscription", {"sub": "s1", "notifications": [{"method": "notifications/tools/list_changed"}]}),
+]
+
+
+@pytest.mark.parametrize(("kind", "data"), WRONG_TYPES,
+                         ids=[f"{k}-{sorted(d)[-1]}-{i}" for i, (k, d) in enumerate(WRONG_TYPES)])
+async def test_an_event_whose_value_is_not_of_its_fields_type_is_refused_with_400_and_leaves_nothing(
+        console: Console, kind: str, data: dict[str, object]) -> None:
+    # Keys were checked, values not: a list as a key raised a 500 in the fold, and a string as the server's
+    # discover answer imported fine and then made the session's page fail for as long as it was kept.
+    before = (await console.http.get("/sessions.json")).json()
+    event = {"v": 2, "session_id": "x", "seq": 1, "kind": kind, "at": 1.0, "data": data}
+    status, text = await _import(console, HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": ['
+                                 + json.dumps(event) + "]}")
+    assert status == 400, text
+    assert "Cannot import" in json.loads(text)["error"]
+    assert (await console.http.get("/sessions.json")).json() == before
+
+
+@pytest.mark.parametrize("created", ["1e300", "1e400", "-1e300", '"x"', "[1]"])
+async def test_a_session_created_at_a_time_no_clock_shows_is_refused_and_the_home_page_still_lists_sessions(
+        console: Console, created: str) -> None:
+    # A creation time of 1e300 imported, and the home page, which shows every session's, raised for good.
+    status, text = await _import(console, HEAD + f'"session": {{"id": "x", "created": {created}, "meta": {{}}}}, '
+                                 '"events": []}')
+    assert status == 400, text
+    assert "Cannot import" in json.loads(text)["error"]
+    assert (await console.http.get("/")).status_code == 200
+
+
+@pytest.mark.parametrize("at", ["1e300", "-1e300", "1e15"])
+async def test_an_event_at_a_time_no_clock_shows_is_refused_and_leaves_nothing(console: Console, at: str) -> None:
+    # An entry at 1e300 imported, and the session's page, which shows each entry's time, raised for good.
+    status, text = await _import(console, HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": ['
+                                 + _events(("1", at)) + "]}")
+    assert status == 400, text
+    assert (await console.http.get("/sessions.json")).json()["sessions"] == []
+
+
+@pytest.mark.parametrize("value", [1e300, -1e300, float("nan"), float("inf")])
+def test_a_time_no_clock_shows_renders_as_its_number_not_an_error(value: float) -> None:
+    from app.web.render import fmt_datetime, fmt_time
+
+    assert fmt_time(value) == fmt_datetime(value) == repr(value)  # a time field of an event's data: any float
+
+
+@pytest.mark.parametrize("lists", ['"x"', "[1]", '{"tools": "x"}', '{"tools": [1, "x"]}'])
+async def test_a_version_1_files_lists_of_the_wrong_shape_import_as_no_lists(console: Console, lists: str) -> None:
+    # A file with no session_created event is carried forward from its metadata (a version-1 log), whose
+    # lists were read as a mapping of lists: a string there made the import fail with a 500.
+    meta = f'{{"lists": {lists}}}'
+    body = HEAD + f'"session": {{"id": "x", "created": 1, "meta": {meta}}}, "events": []}}'
+    status, text = await _import(console, body)
+    assert status == 200, text
+    new = json.loads(text)["id"]
+    assert (await console.http.get(f"/sessions/{new}")).status_code == 200
+
+
+async def test_an_import_cut_off_by_a_crash_leaves_no_rows_behind_after_the_restart(restarts: ConsoleRestarts) -> None:
+    # The file's events go to the store a chunk at a time and the session's row comes last, so a SIGKILL half way
+    # left its events stored under an id nothing lists: invisible (good), and kept on disk for ever (not).
+    console = restarts.first()
+    cut, release = threading.Event(), threading.Event()
+
+    def chunks() -> Iterator[list[ImportRow]]:
+        yield [ImportRow(1, "notice", 1.0, {"level": "info", "message": "first chunk"}, "")]
+        cut.set()
+        release.wait(30)  # "killed" here: the next console starts while this one gets no further
+        raise SystemExit  # (let go at the end of the test: the thread ends)
+
+    def run() -> None:
+        with contextlib.suppress(SystemExit):
+            console.manager.imported({}, 1.0, chunks())
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    assert cut.wait(10)
+    store = console.manager.store
+    half = next(s for s in _event_sessions(store) if s not in {r["id"] for r in store.list_sessions()})
+    again = restarts.after_crash(console)
+    try:
+        assert half not in _event_sessions(again.manager.store)
+        assert (await again.http.get("/sessions.json")).json()["sessions"] == []
+    finally:
+        release.set()
+        worker.join(10)
+
+
+def _event_sessions(store: Any) -> set[str]:
+    store.flush()
+    with store._read_lock:
+        return {r[0] for r in store._read.execute("SELECT DISTINCT session_id FROM events").fetchall()}
+
+
+@pytest.mark.parametrize("seqs", [(1, 1, 2), (3, 2, 1), (1, 5, 3), (0, 1), (-1, 2), (1, 2**53 + 1)],
+                         ids=["a repeated seq", "decreasing", "one out of order", "zero", "negative", "past 2**53"])
+async def test_a_file_whose_events_do_not_go_up_one_seq_after_another_is_refused_and_leaves_nothing(
+        console: Console, seqs: tuple[int, ...]) -> None:
+    # A repeated seq replaced the event before it in the store, one at 0 or below was stored and never read
+    # back, and events out of order showed in the file's order but exported in the store's: each imported with
+    # 200 and lost or moved events. (Past 2**53 a page's script cannot tell one seq from the next.)
+    events = ", ".join(f'{{"v": 2, "session_id": "x", "seq": {seq}, "kind": "notice", "at": 1.0, "data": '
+                       f'{{"level": "info", "message": "m{i}"}}}}' for i, seq in enumerate(seqs))
+    status, text = await _import(console, HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": ['
+                                 + events + "]}")
+    assert status == 400, text
+    assert "Cannot import" in json.loads(text)["error"]
+    assert (await console.http.get("/sessions.json")).json()["sessions"] == []
+
+
+
+def _nested(depth: int) -> object:
+    value: object = "leaf"
+    for _ in range(depth):
+        value = {"a": [value]}
+    return value
+
+
+async def test_a_deeply_nested_discover_answer_still_exports_masked_and_shows_to_a_link_holder(
+        console: Console, share_tab: Callable[..., Awaitable[httpx.AsyncClient]]) -> None:
+    # The masking walked values by recursion: a server's answer nested 300 deep (well within what JSON parsing
+    # takes) made the masked export, which is the default, and a link holder's JSON twin raise RecursionError.
+    event = {"v": 2, "session_id": "x", "seq": 1, "kind": "discovered", "at": 1.0,
+             "data": {"result": {"capabilities": {"experimental": _nested(300)}}}}
+    status, text = await _import(console, HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": ['
+                                 + json.dumps(event) + "]}")
+    assert status == 200, text
+    new = json.loads(text)["id"]
+    exported = await console.http.get(f"/sessions/{new}/export.json")
+    assert exported.status_code == 200
+    assert json.loads(exported.text)["secrets"] == "masked"
+    tab = await share_tab(console, await create_link(console, new, "viewer"))
+    assert (await tab.get(f"/sessions/{new}.json")).status_code == 200

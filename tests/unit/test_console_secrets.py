@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.console.secrets import MASK, Redactor, mask_argv, mask_headers, mask_url, mask_wire
 from app.console.session import Target
@@ -70,3 +72,28 @@ def test_well_formed_headers_are_masked_by_name_as_before() -> None:
     headers = [["Content-Type", "application/json"], ["Set-Cookie", "sid=1"], ["Authorization", "Bearer t0k"]]
     assert mask_wire({"headers": headers})["headers"] == [["Content-Type", "application/json"],
                                                           ["Set-Cookie", MASK], ["Authorization", "Bearer " + MASK]]
+
+
+_DEEP_REDACTOR = Redactor(Target(kind="http", url="http://h/mcp?k=secretvalue",
+                                 headers={"X-Key": "ab1", "Authorization": "Bearer tok-1234"}))
+_LEAVES = st.none() | st.booleans() | st.integers() | st.sampled_from(
+    ["ab1", "X-Key", "x-key", "Bearer tok-1234", "a secretvalue b", "plain", "name", "value"])
+_VALUES = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.sampled_from(["name", "value", "secretvalue", "k"]), inner, max_size=3), max_leaves=15)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES)
+def test_the_walk_for_values_nested_past_the_stack_masks_exactly_as_the_recursive_walk(value: object) -> None:
+    assert _DEEP_REDACTOR._walk_deep(value) == _DEEP_REDACTOR._walk(value)
+
+
+def test_a_value_nested_past_the_stack_is_masked_not_raised() -> None:
+    value: object = "a secretvalue b"
+    for _ in range(5000):
+        value = [{"k": value}]
+    masked = _DEEP_REDACTOR(value)
+    for _ in range(5000):
+        assert isinstance(masked, list)
+        masked = masked[0]["k"]
+    assert masked == f"a {MASK} b"
