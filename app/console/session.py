@@ -115,6 +115,7 @@ class ConsoleSession:
         self.background = TaskGroup()
         self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
         self._refreshing = asyncio.Lock()
+        self._refresh_owed: set[str] = set()  # lists whose re-list is queued and not yet started
         self._saved_at = 0.0
         self._closing = False
         self._bytes_in: dict[str, int] = {}
@@ -619,13 +620,36 @@ class ConsoleSession:
             error_code=getattr(reply.error, "code", None), warnings=list(reply.warnings),
             result_type=reply.result_type, notifications=reply.notification_count, op=op, round=round_)
 
+    def _owe_refresh(self, only: str) -> None:
+        """One re-list per list for any number of notices that come before it starts.
+
+        A notice is a few bytes; a re-list is a round trip, a timeline event holding the whole list and a push
+        to every tab. A server sending list_changed in a loop made one of each per notice. A re-list already
+        running may have read the list before the change, so a notice during it still owes one more."""
+        if only in self._refresh_owed:
+            return
+        self._refresh_owed.add(only)
+        self.background.spawn(f"refresh-{only}-{self.id}", self._owed_refresh(only))
+
+    async def _owed_refresh(self, only: str) -> None:
+        assert self.client is not None
+        started = False
+        try:
+            async with self._refreshing:
+                started = True
+                self._refresh_owed.discard(only)  # from here on a notice owes the next re-list
+                await self._refresh_lists(only)
+        finally:
+            if not started:  # cancelled while queued (a reconnect, a close): owe nothing, or none would ever run
+                self._refresh_owed.discard(only)
+
     def _on_change(self, frame: Frame) -> None:
         """A listener's news: a list change refreshes that list; an update to a resource on screen re-reads it."""
         if frame.method in LIST_METHODS and self.auto_refresh:
             only = LIST_METHODS[frame.method]
-            self.background.spawn(f"refresh-{only}-{self.id}", self.refresh_lists(only))
+            self._owe_refresh(only)
             if only == "resources":
-                self.background.spawn(f"refresh-templates-{self.id}", self.refresh_lists("resourceTemplates"))
+                self._owe_refresh("resourceTemplates")
         elif frame.method == "notifications/resources/updated":
             uri = frame.params.get("uri")
             if isinstance(uri, str) and uri in self.read_uris:

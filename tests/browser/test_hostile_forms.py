@@ -6,10 +6,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.browser.conftest import CONNECT_TIMEOUT_MS, Console, is_loopback_url, open_launch_url
+from tests.browser.test_sharing import create_link
 from tests.browser.ui import label, open_tool
+from tests.hostile.tools_text import IMG
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -95,3 +97,41 @@ def test_url_requests_for_javascript_and_data_urls_are_never_links_nor_opened(
     expect(dialogs_shown.locator("a[href]")).to_have_count(0)
     expect(dialogs_shown.locator("b")).to_have_count(0)
     assert popups == [] and dialogs == [] and leaving == []
+
+
+def test_a_viewer_link_on_a_hostile_session_in_presenter_mode_runs_nothing_and_loads_nothing_outside(
+        context: BrowserContext, browser: Browser, console: Console, hostile_http: Callable[..., str]) -> None:
+    page, dialogs, leaving = connect(context, console, hostile_http("forms", "text", name=f"<b>x</b>{IMG}"))
+    for name in ("markup", "active_content", "ask_url"):
+        tool = open_tool(page, name)
+        tool.get_by_role("button", name=f"Call {name}", exact=True).click()
+        expect(tool.locator(".result .operation")).to_have_count(1)
+    url, _ = create_link(page, "viewer")
+    session_url = page.url
+
+    other = browser.new_context()
+    try:
+        other.route(lambda u: not is_loopback_url(u), lambda route: route.abort())
+        viewer = other.new_page()
+        viewer.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        viewer.on("request", lambda r: None if is_loopback_url(r.url) else leaving.append(r.url))
+        viewer.on("popup", lambda p: leaving.append(p.url))
+        viewer.goto(url)
+        expect(viewer).to_have_url(session_url)
+        expect(viewer.locator("body")).to_have_class(re.compile(r"\brole-viewer\b"))
+        viewer.get_by_role("button", name="Presenter mode", exact=True).click()
+        for name in ("named_result", "active_content"):
+            viewer.locator(f'details.item[data-tool="{name}"] > summary').click()
+            expect(viewer.locator(f'details.item[data-tool="{name}"] .lazy-body form')).to_have_count(1)
+        entries = viewer.locator("#timeline-list > li.entry > details")
+        for n in range(min(entries.count(), 8)):  # the wire frames as they came, markup and all
+            entries.nth(n).locator(":scope > summary").click()
+        expect(viewer.locator("#timeline-list .lazy-body pre").first).to_be_attached()
+        expect(viewer.locator("main script, main iframe, main object, main embed, main svg, main b, "
+                              "main img[src='x'], main a[href^='javascript:' i], main a[href^='data:' i]")
+               ).to_have_count(0)
+        expect(viewer.locator("section.dialog")).to_have_count(0)  # a viewer answers nothing
+        assert viewer.evaluate("window.__pwned") is None
+    finally:
+        other.close()
+    assert dialogs == [] and leaving == [], (dialogs, leaving)
