@@ -6,6 +6,7 @@ plus results and questions that carry active content.
 - `deep_schema`: an inputSchema nested `DEPTH` objects deep (a tools/list no honest server sends, but valid JSON).
 - `active_content`: a result with an embedded text/html resource, an SVG image holding script, and a
   resource link to a javascript: URI.
+- `deep_result`: a result whose structuredContent is nested `n` objects deep.
 - `ask_url`: an input request (URL mode) whose URL is a javascript: URI, and one whose URL is a data: URI.
 
 Loaded by name (`--tools forms`), the module also lists a prompt whose argument is named `result`, and
@@ -40,6 +41,13 @@ async def deep_schema(ctx: Ctx) -> None:
     await ctx.reply(text("deep answered"))
 
 
+async def deep_result(ctx: Ctx) -> None:
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(int(ctx.args.get("n", 900))):
+        value = {"d": value}
+    await ctx.reply({**text(f"deep {ctx.args.get('n')}"), "structuredContent": value})
+
+
 async def active_content(ctx: Ctx) -> None:
     await ctx.reply(complete([
         {"type": "resource", "resource": {"uri": "ui://x", "mimeType": "text/html",
@@ -72,6 +80,8 @@ TOOLS = [
     Tool("named_result", named_result, {"description": "Properties named like the page's own parts",
                                         "inputSchema": _CLASH}),
     Tool("deep_schema", deep_schema, {"description": "A schema nested very deep", "inputSchema": _deep(DEPTH)}),
+    Tool("deep_result", deep_result, {"description": "A result nested n deep",
+                                      "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}),
     Tool("active_content", active_content, {"description": "Embedded HTML, SVG with script, a javascript: link"}),
     Tool("ask_url", ask_url, {"description": "Asks to open javascript: and data: URLs"}),
 ]
