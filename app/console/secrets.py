@@ -212,11 +212,27 @@ class Redactor:
         return value
 
     def __call__(self, value: Any) -> Any:
-        """Any JSON-like value with every string (keys too) masked; other values as they are."""
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, dict):
-            return {self.text(k) if isinstance(k, str) else k: self(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self(v) for v in value]
-        return value
+        """Any JSON-like value with every string (keys too) masked; other values as they are.
+
+        Walked with a stack of its own, not by recursion: a target's value may be nested nearly a thousand
+        levels deep (as deep as the frame decoder takes), past what Python recursion allows at two frames a level.
+        """
+        if not isinstance(value, dict | list | tuple):
+            return self.text(value) if isinstance(value, str) else value
+        root: list[Any] = [None]
+        todo: list[tuple[Any, Any, Any]] = [(value, root, 0)]  # (value, container to put the copy in, key there)
+        while todo:
+            item, into, at = todo.pop()
+            if isinstance(item, dict):
+                copy: Any = {}
+                for k, v in item.items():
+                    key = self.text(k) if isinstance(k, str) else k
+                    copy[key] = None
+                    todo.append((v, copy, key))
+            elif isinstance(item, list | tuple):
+                copy = [None] * len(item)
+                todo.extend((v, copy, i) for i, v in enumerate(item))
+            else:
+                copy = self.text(item) if isinstance(item, str) else item
+            into[at] = copy
+        return root[0]

@@ -24,7 +24,10 @@ async def test_a_result_nested_as_deep_as_the_decoder_takes_leaves_the_sessions_
     assert deepest is not None, "no deep result was taken at all"
     key = deepest["key"]
     for path in (f"/sessions/{sid}.json", f"/sessions/{sid}/entries/{key}.json", f"/sessions/{sid}",
-                 f"/sessions/{sid}/entries/{key}"):
+                 f"/sessions/{sid}/entries/{key}", f"/sessions/{sid}/export.json", f"/sessions/{sid}/export.har"):
         shown = await console.http.get(path)
         assert shown.status_code == 200, (path, shown.status_code, shown.text[:200])
+        if "/export." in path:  # streamed: a failure midway would still have said 200, and cut the file short
+            assert shown.text.rstrip().endswith("]}}" if path.endswith(".har") else "]}"), (path, shown.text[-200:])
+            assert "deep_result" in shown.text
     assert (await console.session(sid))["status"] == "connected"
