@@ -93,8 +93,16 @@ def test_url_requests_for_javascript_and_data_urls_are_never_links_nor_opened(
     tool = open_tool(page, "ask_url")
     tool.get_by_role("button", name="Call ask_url", exact=True).click()
     dialogs_shown = page.locator("section.dialog.kind-url")
-    expect(dialogs_shown).to_have_count(2)
-    expect(dialogs_shown.locator("a[href]")).to_have_count(0)
+    expect(dialogs_shown).to_have_count(3)
+    expect(dialogs_shown.locator("a[href]")).to_have_count(1)  # the https one, to the host it highlights
+    expect(dialogs_shown.locator("a[href]")).to_have_attribute("href", re.compile(r"^https://evil\.example/"))
+    # A bidi override in a message or URL is shown as ⟨U+202E⟩, never obeyed (it would read "bank.com").
+    inbox = page.locator("#inbox")
+    expect(inbox.locator("section.dialog .dialog-message", has_text="Sign in at")).to_contain_text("⟨U+202E⟩")
+    expect(inbox.locator("section.dialog .dialog-message", has_text="Pay")).to_contain_text("⟨U+202E⟩")
+    expect(inbox.locator(".url-display", has_text="evil.example")).to_contain_text("⟨U+202E⟩")
+    shown = inbox.evaluate("el => el.innerText")
+    assert "\u202e" not in shown, "a bidi override reached the dialogs' text as a character"
     expect(dialogs_shown.locator("b")).to_have_count(0)
     assert popups == [] and dialogs == [] and leaving == []
 
