@@ -81,9 +81,9 @@
     if (!oldItems || !newItems) { old.replaceWith(fresh); htmx.process(fresh); return; }
     var oldHead = old.querySelector("details.group > summary"), newHead = fresh.querySelector("details.group > summary");
     if (oldHead && newHead) oldHead.innerHTML = newHead.innerHTML;
-    var oldNote = old.querySelector("details.group > p.help"), newNote = fresh.querySelector("details.group > p.help");
-    if (oldNote) oldNote.remove();
-    if (newNote && oldHead) oldHead.after(newNote);
+    old.querySelectorAll("details.group > p.help").forEach(function (n) { n.remove(); });
+    var notes = fresh.querySelectorAll("details.group > p.help");
+    if (oldHead) for (var i = notes.length - 1; i >= 0; i--) oldHead.after(notes[i]);
     var listed = oldItems.children.length > 0, wanted = {};
     Array.prototype.forEach.call(newItems.children, function (n) { wanted[n.id] = true; });
     var cursor = oldItems.firstElementChild;

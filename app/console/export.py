@@ -139,7 +139,7 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
         try:
             final = json.loads(frames[-1]["raw"])
             result_type = (final.get("result") or {}).get("resultType") if isinstance(final, dict) else None
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than this stack decodes: no resultType
             pass
     return {
         "startedDateTime": iso(start),

@@ -7,7 +7,7 @@ import contextlib
 import functools
 import secrets
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Literal
 
 import httpx
@@ -115,9 +115,7 @@ class ConsoleSession:
         self.background = TaskGroup()
         self.read_uris: set[str] = set()  # resources shown on screen: re-read when the server says they changed
         self._refreshing = asyncio.Lock()
-        # What a change notification has asked to fetch again and is not yet being fetched: a list (or a URI to
-        # re-read) waits once. A burst of a thousand list_changed made a thousand tools/list requests in a row.
-        self._queued: set[str] = set()
+        self._owed: set[str] = set()  # re-lists and re-reads queued and not yet started (see _owe)
         self._rereading = asyncio.Lock()
         self._saved_at = 0.0
         self._closing = False
@@ -634,36 +632,40 @@ class ConsoleSession:
             error_code=getattr(reply.error, "code", None), warnings=list(reply.warnings),
             result_type=reply.result_type, notifications=reply.notification_count, op=op, round=round_)
 
+    def _owe(self, key: str, lock: asyncio.Lock, work: Callable[[], Awaitable[None]]) -> None:
+        """One run of `work` for any number of notices that come before it starts.
+
+        A notice is a few bytes; a re-list or re-read is a round trip, a timeline event (a re-list's holds the
+        whole list) and a push to every tab. A server sending list_changed or resources/updated in a loop made
+        one of each per notice, the re-reads all at once. A run already under way may have read the state
+        before the change, so a notice during it owes one more run; never more than one waits."""
+        if key in self._owed:
+            return
+        self._owed.add(key)
+        self.background.spawn(f"{key}-{self.id}", self._pay(key, lock, work))
+
+    async def _pay(self, key: str, lock: asyncio.Lock, work: Callable[[], Awaitable[None]]) -> None:
+        started = False
+        try:
+            async with lock:
+                started = True
+                self._owed.discard(key)  # from here on a notice owes the next run
+                await work()
+        finally:
+            if not started:  # cancelled while queued (a reconnect, a close): owe nothing, or none would ever run
+                self._owed.discard(key)
+
     def _on_change(self, frame: Frame) -> None:
         """A listener's news: a list change refreshes that list; an update to a resource on screen re-reads it."""
         if frame.method in LIST_METHODS and self.auto_refresh:
             only = LIST_METHODS[frame.method]
-            self._queue(f"list:{only}", f"refresh-{only}-{self.id}", self._refresh_queued, only)
+            self._owe(f"refresh-{only}", self._refreshing, lambda: self._refresh_lists(only))
             if only == "resources":
-                self._queue("list:resourceTemplates", f"refresh-templates-{self.id}", self._refresh_queued,
-                            "resourceTemplates")
+                self._owe("refresh-templates", self._refreshing, lambda: self._refresh_lists("resourceTemplates"))
         elif frame.method == "notifications/resources/updated":
             uri = frame.params.get("uri")
             if isinstance(uri, str) and uri in self.read_uris:
-                self._queue(f"uri:{uri}", f"reread-{self.id}", self._reread_queued, uri)
-
-    def _queue(self, what: str, name: str, run: Callable[[str, str], Coroutine[Any, Any, None]], arg: str) -> None:
-        """Fetch again once for any number of changes that come before the fetch begins (one that begins later
-        may miss them: that one waits for its own)."""
-        if what not in self._queued:
-            self._queued.add(what)
-            self.background.spawn(name, run(what, arg))
-
-    async def _refresh_queued(self, what: str, only: str) -> None:
-        assert self.client is not None
-        async with self._refreshing:
-            self._queued.discard(what)
-            await self._refresh_lists(only)
-
-    async def _reread_queued(self, what: str, uri: str) -> None:
-        async with self._rereading:
-            self._queued.discard(what)
-            await self.reread(uri)
+                self._owe(f"reread-{uri}", self._rereading, lambda: self.reread(uri))
 
     async def reread(self, uri: str) -> None:
         op = await self.operations.start("resources/read", {"uri": uri})

@@ -169,6 +169,25 @@ def dom_id(value: Any) -> str:
     return hashlib.sha1(str(value).encode("utf-8")).hexdigest()[:12]
 
 
+def first_of_each(items: Any, key: str) -> tuple[list[Any], int]:
+    """The items whose `key` was not seen before (in order), and how many were left out.
+
+    Rows take their element ids from the name (or URI), and the console calls a tool, gets a prompt and reads a
+    resource by it, so a name listed twice is one thing to the console: shown twice, both rows had one id, and the
+    second's form and result landed in the first's (or, merged live, the typed input went into a row then dropped).
+    """
+    if not isinstance(items, list):
+        return [], 0
+    seen: set[str] = set()
+    kept: list[Any] = []
+    for item in items:
+        name = str(item.get(key)) if isinstance(item, dict) else str(item)
+        if name not in seen:
+            seen.add(name)
+            kept.append(item)
+    return kept, len(items) - len(kept)
+
+
 def from_json(raw: Any) -> Any:
     try:
         return json.loads(raw) if isinstance(raw, str) else None
@@ -251,7 +270,8 @@ def make_env() -> Environment:
     env.globals.update(lint_rules=LINT_RULES, error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
                        fields_for=fields_for, round_bars=round_bars, op_facts=op_facts, url_facts=url_facts,
-                       form_fields=form_fields, kind_of=kind_of, levels=LOG_LEVELS, mask_headers=mask_headers,
+                       form_fields=form_fields, kind_of=kind_of, first_of_each=first_of_each, levels=LOG_LEVELS,
+                       mask_headers=mask_headers,
                        needs_live_session=needs_live_session,
                        mask_url=mask_url)
     return env

@@ -138,7 +138,9 @@ class Server:
         ctx = Ctx(self, message, out)
         self.inflight[ctx.id] = ctx
         try:
-            if method == "server/discover":
+            if method in self.methods:  # a module may answer any method, tools/list included
+                await self.methods[str(method)](ctx)
+            elif method == "server/discover":
                 await ctx.reply(self.discover())
             elif method == "tools/list":
                 await ctx.reply({"resultType": "complete", "tools": [t.listed() for t in self.tools.values()]})
@@ -149,8 +151,6 @@ class Server:
                     await ctx.error(-32602, f"unknown tool {ctx.params.get('name')!r}")
                 else:
                     await tool.run(ctx)
-            elif method in self.methods:
-                await self.methods[str(method)](ctx)
             else:
                 await ctx.error(-32601, f"method not found: {method}")
         finally:

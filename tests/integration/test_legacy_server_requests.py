@@ -100,7 +100,8 @@ async def test_url_mode_elicitation_shows_the_host_and_accept_sends_only_the_act
     sid = await legacy_http(console, legacy_url)
     call, sr = await asking(console, sid, "ask_url")
     page = (await console.http.get(f"/sessions/{sid}")).text
-    assert '<mark class="url-host">auth.example.com</mark>' in page and "Open auth.example.com" in page
+    host = '<bdi class="sv">auth.example.com</bdi>'  # server text, isolated and shown through |visible
+    assert f'<mark class="url-host">{host}</mark>' in page and f"Open {host}" in page
     await answer(console, sid, sr, action="accept")
     assert sent_back(await call)["result"] == {"action": "accept"}
 
