@@ -44,6 +44,9 @@ class StdioExchange:
         # Past max_stream_bytes the request is muted: its frames are counted and dropped, not routed
         # or recorded, until its final response (or the server's cancel) says it is over.
         self.muted = False
+        # Its final response has been routed to it: it asks nothing more of the server, so a server request that
+        # comes after (often in the same read) is not its own (see _target_for).
+        self.answered = False
         self.dropped_frames = 0
         self.dropped_bytes = 0
         self.bound_note = ""
@@ -201,6 +204,8 @@ class StdioTransport:
         self.record(WireEvent(direction="in", raw=text, frame=frame, exchange=target.key if target else None,
                               note=note))
         if target is not None:
+            if frame.kind in ("response", "error") and frame.id == target.request_id:
+                target.answered = True
             target.queue.put_nowait(frame)
 
     def _bounded(self, target: StdioExchange, frame: Frame, size: int) -> bool:
@@ -255,7 +260,9 @@ class StdioTransport:
         if frame.kind == "request":
             # A 2025-11-25 server asks (elicitation, sampling, roots) while handling one of ours, but stdio says
             # not which: the newest ordinary request in flight is the likeliest (and, with one, the only) owner.
-            asking = [x for x in self._pending.values() if not x.is_listen and not x.muted]
+            # One already answered is no owner: server-everything, told the roots changed, asks roots/list right
+            # after answering a call; put in that call's finished stream, the question was never answered.
+            asking = [x for x in self._pending.values() if not x.is_listen and not x.muted and not x.answered]
             return asking[-1] if asking else None
         if frame.method == "notifications/message":
             # Log lines carry no id; they ride only on a request's own stream, never on a listen.
