@@ -261,11 +261,11 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            if self._headers and len(value) == 2 and self._typed_header(value.get("name"), value.get("value")):
+            if self._header_pair(value):
                 return {"name": self.text(value["name"]), "value": mask_value(value["name"], value["value"])}
             return {self.text(k) if isinstance(k, str) else k: self._walk(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            if self._headers and len(value) == 2 and self._typed_header(value[0], value[1]):
+            if self._header_pair(value):
                 return [self.text(value[0]), mask_value(value[0], value[1])]
             return [self._walk(v) for v in value]
         return value

@@ -189,9 +189,7 @@ async def entry(request: Request, session_id: str, name: str, w: Viewer) -> Resp
     if found is None and not wire:
         raise HTTPException(404, f"No entry {key!r}")
     me = principal(request)
-    if not me.sees_secrets:  # by name (what the server sent), then what the owner typed, short values too
-        mask = redactor(request)
-        wire = [mask_wire(item) if mask is None else mask(mask_wire(item)) for item in wire]
+    wire = _shown_wire(request, me.sees_secrets, wire)
     data = {"entry": found, "wire": wire}
     return respond(request, as_json, data,
                    None if as_json else w.render("_entry_detail.html", s=s, key=key, me=me, **data))
@@ -207,12 +205,19 @@ async def entry_body(request: Request, session_id: str, key: str, w: Viewer) -> 
         raise HTTPException(404, f"No entry {key!r}")
     me = principal(request)
     wire = [] if found.get("kind") == "operation" else await asyncio.to_thread(s.timeline.wire, key)
-    if not me.sees_secrets:  # by name (what the server sent), then what the owner typed, short values too
-        mask = redactor(request)
-        wire = [mask_wire(item) if mask is None else mask(mask_wire(item)) for item in wire]
+    wire = _shown_wire(request, me.sees_secrets, wire)
     page = w.render("_entry_body.html", s=s, key=key, me=me, entry=found, wire=wire)
     mask = redactor(request)
     return TargetHTMLResponse(mask.text(page) if mask is not None else page)
+
+
+def _shown_wire(request: Request, sees_secrets: bool, wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An entry's frames as this caller may see them: masked by header name (what the server sent), then by
+    what the owner typed (short values too), unless the caller sees secrets."""
+    if sees_secrets:
+        return wire
+    mask = redactor(request)
+    return [mask_wire(item) if mask is None else mask(mask_wire(item)) for item in wire]
 
 
 @router.get("/sessions/{session_id}/drawers/share", response_class=HTMLResponse)

@@ -37,22 +37,23 @@ async def head_only(ctx: Ctx) -> None:
     await _until_given_up(ctx)
 
 
-async def short_body(ctx: Ctx) -> None:
+async def _short(ctx: Ctx) -> asyncio.StreamWriter:
+    """The head of a 200-character answer and its first 40 bytes."""
     body = _answer(ctx, "x" * 200)
     w = _writer(ctx)
     w.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
             % (len(body), body[:40]))
     await w.drain()
+    return w
+
+
+async def short_body(ctx: Ctx) -> None:
+    await _short(ctx)
     await _until_given_up(ctx)
 
 
 async def short_then_close(ctx: Ctx) -> None:
-    body = _answer(ctx, "x" * 200)
-    w = _writer(ctx)
-    w.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-            % (len(body), body[:40]))
-    await w.drain()
-    w.close()
+    (await _short(ctx)).close()
 
 
 async def drip(ctx: Ctx) -> None:
