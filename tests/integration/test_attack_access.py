@@ -1,0 +1,56 @@
+"""Attacks on the console's access control by a link holder and by what the console starts.
+
+A hostile visitor holds a share link (viewer or operator) and asks the console for what the page hides from it;
+a hostile stdio target reads what the console hands it when it starts. Each test is one hole that was open.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import httpx
+
+from tests.integration.conftest import JSON, create_link
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from tests.integration.conftest import Console
+
+    ShareTab = Callable[..., Awaitable[httpx.AsyncClient]]
+
+LABEL = "for-alice-at-example-corp"
+
+
+async def demo_session(console: Console, demo_url: str) -> str:
+    s = await console.connect(kind="http", url=demo_url)
+    assert s["status"] == "connected", s["status_message"]
+    return str(s["id"])
+
+
+async def test_a_link_holders_session_file_lists_none_of_the_owners_share_links(
+        console: Console, demo_url: str, share_tab: ShareTab) -> None:
+    """The page and its JSON twin show a link holder no share links (their labels, roles, expiry, revocations
+    are the owner's); the session file the same holder downloads listed every one of them."""
+    sid = await demo_session(console, demo_url)
+    labelled = await console.http.post(f"/sessions/{sid}/links", data={"role": "operator", "label": LABEL},
+                                       headers=JSON)
+    assert labelled.status_code == 200, labelled.text
+    revoked = await create_link(console, sid, "viewer")
+    assert (await console.http.post(f"/sessions/{sid}/links/{revoked['id']}/revoke")).status_code == 200
+    for role in ("viewer", "operator"):
+        tab = await share_tab(console, await create_link(console, sid, role))
+        twin = await tab.get(f"/sessions/{sid}.json")
+        assert twin.status_code == 200 and twin.json()["links"] == [], twin.text
+        exported = await tab.get(f"/sessions/{sid}/export.json")
+        assert exported.status_code == 200, exported.text
+        kinds = {e["kind"] for e in exported.json()["events"]}
+        assert not kinds & {"link_created", "link_revoked"}, (role, kinds)
+        assert LABEL not in exported.text and labelled.json()["id"] not in exported.text
+        # What is left is still a session file: the owner imports it as ever.
+        imported = await console.http.post("/sessions/import", content=exported.content, headers=JSON)
+        assert imported.status_code == 200, imported.text
+    # The owner's own file keeps the link history, as it did.
+    own = json.loads((await console.http.get(f"/sessions/{sid}/export.json")).text)
+    assert {"link_created", "link_revoked"} <= {e["kind"] for e in own["events"]}
