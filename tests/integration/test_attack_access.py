@@ -7,11 +7,14 @@ a hostile stdio target reads what the console hands it when it starts. Each test
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from typing import TYPE_CHECKING
 
 import httpx
+import pytest
 
-from tests.integration.conftest import JSON, create_link
+from tests.integration.conftest import JSON, TOKEN, create_link, eventually
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -54,3 +57,25 @@ async def test_a_link_holders_session_file_lists_none_of_the_owners_share_links(
     # The owner's own file keeps the link history, as it did.
     own = json.loads((await console.http.get(f"/sessions/{sid}/export.json")).text)
     assert {"link_created", "link_revoked"} <= {e["kind"] for e in own["events"]}
+
+
+async def test_a_stdio_server_is_not_handed_the_owner_token_from_the_consoles_environment(
+        console: Console, share_tab: ShareTab, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`MCP_CONSOLE_TOKEN` is how the README says to pass the token; every stdio server the console started
+    inherited it (and the store's and Redis's URLs with their passwords). A server that prints its environment
+    on stderr (a debug mode) showed the owner token to every link holder, in the session's stderr panel."""
+    monkeypatch.setenv("MCP_CONSOLE_TOKEN", TOKEN)
+    monkeypatch.setenv("MCP_CONSOLE_DATABASE_URL", "postgresql://console:hunter2-db-password@127.0.0.1/db")
+    dump = ("import os, sys; sys.stderr.write('ENV ' + ' '.join(sorted(k + '=' + v for k, v in os.environ.items() "
+            "if k.startswith('MCP_CONSOLE_') or k == 'KEPT')) + chr(10)); sys.stderr.flush()")
+    sid = await console.create(kind="stdio", command=f"env KEPT=yes {sys.executable} -c {shlex.quote(dump)}")
+
+    async def dumped() -> str | None:
+        lines = [line for line in (await console.session(sid))["stderr"] if line.startswith("ENV")]
+        return lines[0] if lines else None
+
+    line = await eventually(dumped, what="the server's environment on stderr")
+    assert "KEPT=yes" in line, line  # the process's own environment still reaches it
+    assert TOKEN not in line and "hunter2" not in line and "MCP_CONSOLE_" not in line, line
+    tab = await share_tab(console, await create_link(console, sid, "viewer"))
+    assert TOKEN not in (await tab.get(f"/sessions/{sid}.json")).text
