@@ -13,17 +13,29 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect
 
-from tests.integration.conftest import JSON, TOKEN, create_link, eventually
+from tests.integration.conftest import (
+    JSON,
+    LINK_COOKIE,
+    TOKEN,
+    WS_DEADLINE_S,
+    create_link,
+    eventually,
+    link_token,
+    ws_closed,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from tests.integration.conftest import Console
+    from tests.integration.conftest import Console, Served
 
     ShareTab = Callable[..., Awaitable[httpx.AsyncClient]]
+    Serve = Callable[..., Awaitable[Served]]
 
 LABEL = "for-alice-at-example-corp"
+CLOSED_BY_LINK = 4003  # the close code the console uses when it cuts a link's socket
 
 
 async def demo_session(console: Console, demo_url: str) -> str:
@@ -79,3 +91,25 @@ async def test_a_stdio_server_is_not_handed_the_owner_token_from_the_consoles_en
     assert TOKEN not in line and "hunter2" not in line and "MCP_CONSOLE_" not in line, line
     tab = await share_tab(console, await create_link(console, sid, "viewer"))
     assert TOKEN not in (await tab.get(f"/sessions/{sid}.json")).text
+
+
+async def test_a_link_revoked_before_its_websocket_says_hello_does_not_keep_that_websocket_open(
+        console: Console, demo_url: str, serve: Serve) -> None:
+    """The socket is accepted, then waits up to five seconds for the tab's hello before it subscribes; a revocation
+    closes the sockets subscribed by then. A holder that opens sockets and holds back the hello had one
+    subscribe after the revocation, and it took the live feed for good: every call the owner made after it."""
+    sid = await demo_session(console, demo_url)
+    link = await create_link(console, sid, "viewer")
+    served = await serve(console)
+    ws = await connect(served.ws_url(sid), open_timeout=WS_DEADLINE_S, **served.via,
+                       additional_headers=served.headers(f"{LINK_COOKIE}={link_token(link)}"))
+    try:
+        revoked = await console.http.post(f"/sessions/{sid}/links/{link['id']}/revoke", headers=JSON)
+        assert revoked.status_code == 200 and revoked.json()["revoked"], revoked.text
+        await ws.send(json.dumps({"last_seq": 0}))  # the hello, after the revocation
+        await console.call_tool(sid, "echo", text="said after the link was revoked")
+        frames, close = await ws_closed(ws)
+    finally:
+        await ws.close()
+    assert close is not None and close.code == CLOSED_BY_LINK and "revoked" in close.reason, close
+    assert not any("said after the link was revoked" in f for f in frames)
