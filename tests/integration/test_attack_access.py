@@ -113,3 +113,15 @@ async def test_a_link_revoked_before_its_websocket_says_hello_does_not_keep_that
         await ws.close()
     assert close is not None and close.code == CLOSED_BY_LINK and "revoked" in close.reason, close
     assert not any("said after the link was revoked" in f for f in frames)
+
+
+async def test_the_share_links_landing_page_sends_no_referer_to_the_page_it_opens(
+        console: Console, demo_url: str) -> None:
+    """The landing page's URL is the link's token; it opens the session with a meta refresh, and under the
+    console's same-origin policy the session page (and whatever logs its requests) got that URL as its Referer."""
+    sid = await demo_session(console, demo_url)
+    link = await create_link(console, sid, "viewer")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=console.app), base_url=console.base) as tab:
+        landing = await tab.get(f"/s/{link_token(link)}")
+    assert landing.status_code == 200, landing.text
+    assert '<meta name="referrer" content="no-referrer">' in landing.text, landing.text
