@@ -6,6 +6,7 @@ a hostile stdio target reads what the console hands it when it starts. Each test
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shlex
 import sys
@@ -125,3 +126,42 @@ async def test_the_share_links_landing_page_sends_no_referer_to_the_page_it_open
         landing = await tab.get(f"/s/{link_token(link)}")
     assert landing.status_code == 200, landing.text
     assert '<meta name="referrer" content="no-referrer">' in landing.text, landing.text
+
+
+SSE_SESSION = "sid-7f3a9c2e41b8d6"
+
+
+async def test_a_link_holder_never_reads_the_http_sse_session_id_from_a_failed_post(
+        console: Console, share_tab: ShareTab) -> None:
+    """The 2024-11-05 transport posts to the endpoint its stream names, `/messages?sessionId=…`: that id is what
+    binds a POST to the owner's stream, as Mcp-Session-Id does (masked by its name). A POST that failed said the
+    endpoint whole in its error, which the session's status shows every link holder."""
+
+    async def serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+        if head.startswith("GET"):
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n"
+                         + f"event: endpoint\ndata: /messages?sessionId={SSE_SESSION}\n\n".encode())
+            await writer.drain()
+            await reader.read()  # the stream stays open until the console lets go of it
+        else:
+            length = int(next((line.split(":", 1)[1] for line in head.split("\r\n")
+                               if line.lower().startswith("content-length:")), "0"))
+            await reader.readexactly(length)
+            writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\nConnection: close\r\n\r\nboom")
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve_one, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        s = await console.connect(kind="http", url=f"http://127.0.0.1:{port}/sse", era="sse-2024")
+        assert s["status"] == "failed" and "HTTP 500" in s["status_message"], s["status_message"]
+        assert "/messages" in s["status_message"], s["status_message"]  # still says where it posted
+        tab = await share_tab(console, await create_link(console, str(s["id"]), "viewer"))
+        for path in (f"/sessions/{s['id']}.json", f"/sessions/{s['id']}", f"/sessions/{s['id']}/export.json",
+                     f"/sessions/{s['id']}/export.har"):
+            shown = await tab.get(path)
+            assert shown.status_code == 200 and SSE_SESSION not in shown.text, (path, shown.text[:2000])
+    finally:
+        server.close()
