@@ -20,6 +20,7 @@ from app.console.session import Target
 from app.console.store import mask_url
 from app.headless.commands import add_parsers as add_headless_parsers
 from app.headless.commands import run as run_headless
+from app.mcp.stdio import inherited_env
 from app.process_tuning import tune_for_serving
 from app.settings import Settings
 from app.web.app import create_app
@@ -138,7 +139,7 @@ def serve(settings: Settings, initial: list[Target] | None = None) -> None:
 def start_demo_server(port: int) -> tuple[subprocess.Popen[str], str]:
     """Start the demo server as its own process (as any target would be) and wait for its ready line."""
     proc = subprocess.Popen([sys.executable, "-m", "app.demo", "--port", str(port)], cwd=str(ROOT),
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=inherited_env())
     assert proc.stderr is not None
     for line in proc.stderr:
         match = DEMO_READY.search(line)

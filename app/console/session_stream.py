@@ -32,13 +32,18 @@ from app.console.secrets import Redactor, mask_wire
 from app.console.store import ImportRow, Store, StoredEvent
 from app.console.target import target_from
 
+LINK_KINDS = frozenset({"link_created", "link_revoked"})  # a session's share links (see session_file)
 READ_BYTES = 1 << 20   # characters read from an uploaded file at a time (an event cut at the end is parsed again)
 _WS = " \t\r\n"
 
 
 def session_file(session_id: str, meta: dict[str, Any], created: float, store: Store,
-                 include_secrets: bool = False, chunk: int | None = None) -> Iterator[str]:
-    """The session file as pieces of text; joined, they are exactly one JSON document."""
+                 include_secrets: bool = False, chunk: int | None = None, share_links: bool = True) -> Iterator[str]:
+    """The session file as pieces of text; joined, they are exactly one JSON document.
+
+    `share_links` False leaves out the records of the session's share links (labels, roles, expiry, revocations):
+    they are the owner's, and a link holder's page shows none of them, so neither does its file.
+    """
     chunk = chunk or store_module.CHUNK
     meta = json.loads(json.dumps(meta))  # a deep copy we may mask
     redact = None if include_secrets else Redactor(target_from(meta.get("target")))
@@ -53,9 +58,11 @@ def session_file(session_id: str, meta: dict[str, Any], created: float, store: S
     after = 0
     while True:
         rows = store.event_rows(session_id, after_seq=after, limit=chunk)
-        if rows:
-            yield sep + ", ".join(prefix + _event_text(row, redact) for row in rows)
+        kept = rows if share_links else [row for row in rows if row.kind not in LINK_KINDS]
+        if kept:
+            yield sep + ", ".join(prefix + _event_text(row, redact) for row in kept)
             sep = ", "
+        if rows:
             after = rows[-1].seq
         if len(rows) < chunk:
             break

@@ -139,6 +139,12 @@ class HttpSseTransport:
         self._note(f"endpoint: POST messages to {theirs.path}")
         self._endpoint_known.set()
 
+    def _shown_endpoint(self) -> str:
+        """The endpoint as messages name it: without its query, which holds the session id (`?sessionId=…`) that
+        binds a POST to this stream, a credential as Mcp-Session-Id is; these messages reach link holders."""
+        parts = urlsplit(self.endpoint or "")
+        return f"{parts.scheme}://{parts.netloc}{parts.path}" + ("?…" if parts.query else "")
+
     def _route(self, data: str) -> None:
         frame = parse_frame(data)
         target: SseExchange | None = None
@@ -174,11 +180,11 @@ class HttpSseTransport:
             response = await self._client.send(request)
             self.cookies.extract_cookies(response)
         except (httpx.HTTPError, OSError, ValueError) as exc:
-            raise ConnectFailed(f"could not POST to {self.endpoint}: {type(exc).__name__}: {exc}") from exc
+            raise ConnectFailed(f"could not POST to {self._shown_endpoint()}: {type(exc).__name__}: {exc}") from exc
         self._note(f"HTTP {response.status_code} {response.reason_phrase}", key, response.status_code)
         if not response.is_success:
             text = response.content[:200].decode(text_codec(response.encoding), "replace")
-            raise TransportError(f"POST {self.endpoint}: HTTP {response.status_code} {text!r}")
+            raise TransportError(f"POST {self._shown_endpoint()}: HTTP {response.status_code} {text!r}")
 
     async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> SseExchange:
         exchange = SseExchange(self, message.get("id"), key)

@@ -27,6 +27,15 @@ from app.mcp.transport import (
 from app.mcp.wire import Recorder, WireEvent
 
 SUBSCRIPTION_KEY = "io.modelcontextprotocol/subscriptionId"
+# The console's own settings (MCP_CONSOLE_TOKEN, the store's and Redis's URLs with their passwords): never inherited
+# by a server it starts. The README says to pass the owner token this way, and a server that prints its
+# environment on stderr (a debug mode) showed it to every link holder in the stderr panel.
+CONSOLE_ENV_PREFIX = "MCP_CONSOLE_"
+
+
+def inherited_env() -> dict[str, str]:
+    """This process's environment as a started server gets it: without the console's own settings."""
+    return {k: v for k, v in os.environ.items() if not k.upper().startswith(CONSOLE_ENV_PREFIX)}
 _EXITED = object()
 _BOUNDED = object()  # the request's frames passed max_stream_bytes: its reader stops here
 STDIO_LINES_PER_YIELD = 32  # a line is one frame: yield to the loop every so many
@@ -116,7 +125,7 @@ class StdioTransport:
         self.on_server_message: ServerMessageSink | None = None
 
     async def start(self) -> None:
-        env = {**os.environ, **(self._env or {})}
+        env = {**inherited_env(), **(self._env or {})}  # what the owner set for this target is kept
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,

@@ -91,13 +91,18 @@ async def _serve(websocket: WebSocket, w: Web, session_id: str, who: Principal) 
     sub, whole = await w.manager.hub.subscribe_async(session_id, last_seq, session.timeline.seq,
                                                      link_id=who.link_id, masked=not who.sees_secrets)
     link = w.manager.links.get(who.link_id) if who.link_id else None
+    if who.link_id and (link is None or not link.active()):
+        # Revoked (or gone) while the hello was awaited: the revocation closed the sockets subscribed by then, not
+        # this one, which would otherwise take the feed for good. Checked after subscribing, so nothing is between.
+        sub.close("this share link was revoked" if link is None or link.revoked is not None
+                  else "this share link expired")
     expiry = None
     if link is not None and link.expires is not None:
         # An expiring link stops at once, open sockets included.
         delay = max(0.0, link.expires - time.time())
         expiry = asyncio.get_running_loop().call_later(delay, sub.close, "this share link expired")
     try:
-        if not whole:
+        if not whole and not sub.closed.is_set():
             await websocket.send_text(reset_message(session.timeline.seq, "missed too much"))
             return
         await _pump(websocket, sub)
