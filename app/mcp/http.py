@@ -19,7 +19,7 @@ from app.mcp.fair import FairShare
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
 from app.mcp.lean_http import LeanPool, LeanResponse, Origin
-from app.mcp.sse import SseParser
+from app.mcp.sse import SeenIds, SseParser
 from app.mcp.standalone import StandaloneStream
 from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -147,6 +147,8 @@ class HttpExchange:
         self.bytes_read = 0  # every byte of this response stream, counted against max_stream_bytes
         self._last_event_id: str | None = None  # the stream's last SSE id, for resuming it (2025-11-25)
         self._retry_ms: int | None = None       # the stream's `retry:`, the wait before resuming
+        # 2025-11-25 makes SSE ids unique across a session's streams: one seen again is a replay (see SeenIds).
+        self._legacy = next(iter(self._protocol.values()), "") in LEGACY_VERSIONS
 
     async def frames(self) -> AsyncIterator[Frame]:
         response = self._response
@@ -182,8 +184,7 @@ class HttpExchange:
                 return
 
     def _resumable(self) -> bool:
-        version = next(iter(self._protocol.values()), "")
-        return self._last_event_id is not None and version in LEGACY_VERSIONS
+        return self._last_event_id is not None and self._legacy
 
     async def _resume(self) -> bool:
         """Wait the server's retry delay, then swap in the GET that resumes the stream; False when refused."""
@@ -228,6 +229,10 @@ class HttpExchange:
                 # rows spell one wall time for the lot: see Wire.data_text).
                 mono, wall = time.monotonic(), time.time()
                 for event in events:
+                    if event.id is not None and self._legacy and not self._t.event_ids.first_time(event.id):
+                        self._record_problem(f"sse id={_short(event.id)} was already delivered: a replay, not "
+                                             "delivered again")
+                        continue
                     if event.data == "":
                         continue  # a priming event: nothing to parse
                     yield self._incoming(event.data, note=f"sse id={event.id}" if event.id else None, at=(mono, wall))
@@ -370,6 +375,7 @@ class HttpTransport:
         # Requests in flight, and answers to them that came on the standalone stream instead of their own.
         self._inflight_ids: set[str | int] = set()
         self._handed: dict[str | int, Frame] = {}
+        self.event_ids = SeenIds()  # 2025-11-25: the SSE ids delivered on any of this session's streams
         self._lean = lean_route(url, client)
         # What this target set, sent back to it only (the shared client's jar is `NoCookies`).
         self.cookies = httpx.Cookies()
@@ -562,6 +568,10 @@ def redact_url(url: str) -> str:
     except ValueError:
         return "(an unparseable URL)"
     return f"{parts.scheme}://{host}{port}{parts.path}" + ("?…" if parts.query else "")
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return repr(text[:limit] + ("…" if len(text) > limit else ""))
 
 
 def _excerpt(body: str, limit: int = 200) -> str:

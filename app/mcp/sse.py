@@ -6,7 +6,12 @@ every event and a priming event with an empty `data:`. Comments (`:` lines) are 
 
 from __future__ import annotations
 
+import hashlib
+from collections import deque
 from typing import NamedTuple
+
+SEEN_IDS_KEPT = 4096  # the ids a session remembers (a replay comes soon after the original: a reopen)
+_SHORT_ID = 128       # longer ids are remembered by digest: 4096 ids of a megabyte each must not stay in memory
 
 
 class SseEvent(NamedTuple):
@@ -150,3 +155,29 @@ class SseParser:
         event = SseEvent(data="\n".join(self._data), event=self._event or "message", id=self._id)
         self._data, self._event, self._size = [], "", 0
         return event
+
+
+class SeenIds:
+    """The SSE event ids a 2025-11-25 session has delivered (the last SEEN_IDS_KEPT of them).
+
+    That revision makes an id unique across all of a session's streams, so an id seen again is a replay: a
+    resumption that resends what it delivered before (or a server that resends one event on every reopen, for ever).
+    Its event is not delivered twice: a server request would open a second dialog, a list_changed refresh again.
+    """
+
+    def __init__(self, keep: int = SEEN_IDS_KEPT) -> None:
+        self._keep = keep
+        self._order: deque[str | bytes] = deque()
+        self._seen: set[str | bytes] = set()
+
+    def first_time(self, event_id: str) -> bool:
+        """True the first time `event_id` is seen (and it is remembered), False for a replay."""
+        mark: str | bytes = event_id if len(event_id) <= _SHORT_ID else \
+            hashlib.blake2b(event_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        if mark in self._seen:
+            return False
+        self._seen.add(mark)
+        self._order.append(mark)
+        if len(self._order) > self._keep:
+            self._seen.discard(self._order.popleft())
+        return True

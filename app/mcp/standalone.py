@@ -18,7 +18,7 @@ import httpx
 
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import parse_frame
-from app.mcp.sse import SseParser
+from app.mcp.sse import SseEvent, SseParser
 from app.mcp.transport import SESSION_MESSAGE_NOTE, text_codec
 from app.mcp.wire import WireEvent
 
@@ -120,21 +120,32 @@ class StandaloneStream:
         parser = SseParser(self._t.max_message_bytes)
         decoder = codecs.getincrementaldecoder(text_codec(response.encoding))(errors="replace")
         delivered = False
+        replayed: list[str] = []
         try:
             async for chunk in body_pieces(response):
                 for event in parser.feed(decoder.decode(chunk)):
-                    delivered = True
-                    if event.id is not None:
-                        self.last_event_id = event.id
-                    if event.data:
-                        self._deliver(event.data, event.id, response.status_code)
+                    delivered = self._take(event, response.status_code, replayed) or delivered
             for event in parser.finish():
                 if event.data:
-                    delivered = True
-                    self._deliver(event.data, event.id, response.status_code)
+                    delivered = self._take(event, response.status_code, replayed) or delivered
         except (httpx.HTTPError, ValueError) as exc:  # a broken stream or an over-long event: reopen
             self._note(f"standalone GET stream broke: {type(exc).__name__}: {exc}")
+        if replayed:
+            # Said once per GET: a reopen that brings only replays brought nothing, and counts as such.
+            self._note(f"standalone GET stream: {len(replayed)} replayed events (ids already delivered, the first "
+                       f"{_excerpt(replayed[0])}) were not delivered again")
         return delivered
+
+    def _take(self, event: SseEvent, status: int, replayed: list[str]) -> bool:
+        """Deliver one event unless its id was delivered before; True when it was new."""
+        if event.id is not None:
+            self.last_event_id = event.id
+            if not self._t.event_ids.first_time(event.id):
+                replayed.append(event.id)
+                return False
+        if event.data:
+            self._deliver(event.data, event.id, status)
+        return True
 
     def _deliver(self, data: str, event_id: str | None, status: int) -> None:
         frame = parse_frame(data, status)
@@ -151,3 +162,7 @@ class StandaloneStream:
                                  signal="session_message" if routed else None))
         if routed and sink is not None:
             sink(frame)
+
+
+def _excerpt(event_id: str, limit: int = 80) -> str:
+    return repr(event_id[:limit] + ("…" if len(event_id) > limit else ""))

@@ -1,0 +1,179 @@
+"""A hostile 2025-11-25 target: what it does with initialize, its session id, its standalone GET stream and
+the requests it sends, and what the console must still do (say so clearly, keep running, keep what it has).
+
+Each target is a tiny real HTTP server on 127.0.0.1 (on a thread), stopped by the
+fixture; `legacy_target` gives it the shape of a legacy server and lets a test replace any answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import Console, Seen, TinyHttp, eventually
+
+Answer = tuple[int, str, bytes] | tuple[int, str, bytes, dict[str, str]]  # status, type, body[, headers]
+Handler = Callable[[Seen], Answer]
+LIST_CHANGED = json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}},
+        "serverInfo": {"name": "hostile-legacy", "version": "0"}}
+
+
+class Target:
+    """A real HTTP server on 127.0.0.1 (a thread) answering with `handler`; headers are written as given, raw."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.requests: list[Seen] = []
+        outer = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                seen = Seen(self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
+                            self.rfile.read(length) if length else b"")
+                outer.requests.append(seen)
+                status, content_type, body, *more = handler(seen)
+                head = f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+                for name, value in (more[0] if more else {}).items():
+                    head += f"{name}: {value}\r\n"
+                self.wfile.write(head.encode("latin-1") + b"\r\n" + body)
+
+            do_GET = do_POST = do_DELETE = _answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/mcp"
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                       name="hostile-legacy", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+Start = Callable[..., Target]
+
+
+@pytest.fixture
+def legacy_target() -> Iterator[Start]:
+    """Start hostile legacy targets (each stopped after the test). A target refuses server/discover,
+    initializes with `init` (handing out `session`), lists one tool; its GETs are answered by `gets` (405 when
+    None) and any POST `posts` answers (None from it: the usual answer)."""
+    started: list[Target] = []
+
+    def start(*, init: dict[str, Any] | None = None, session: str | None = "s-1", gets: Handler | None = None,
+              posts: Callable[[Seen, dict[str, Any]], Answer | None] | None = None) -> Target:
+        def handler(seen: Seen) -> Answer:
+            if seen.method == "GET":
+                return gets(seen) if gets is not None else (405, "text/plain", b"")
+            if seen.method == "DELETE":
+                return 200, "text/plain", b""
+            message = seen.json()
+            if posts is not None and (mine := posts(seen, message)) is not None:
+                return mine
+            method, rid = message.get("method"), message.get("id")
+            if method == "server/discover":
+                return 400, "application/json", TinyHttp.error(None, -32000, "Bad Request: Server not initialized")
+            if method == "initialize":
+                return (200, "application/json", TinyHttp.result(rid, INIT if init is None else init),
+                        {"Mcp-Session-Id": session} if session is not None else {})
+            if method == "tools/list":
+                return 200, "application/json", TinyHttp.result(rid, {"tools": [
+                    {"name": "echo", "inputSchema": {"type": "object"}}]})
+            if method == "tools/call":
+                return 200, "application/json", TinyHttp.result(rid, {"content": [{"type": "text", "text": "ok"}]})
+            return 202, "application/json", b""  # notifications and answers to the server's requests
+
+        target = Target(handler)
+        started.append(target)
+        return target
+
+    yield start
+    for target in started:
+        target.stop()
+
+
+def sse(*events: tuple[str | None, str]) -> Answer:
+    body = "".join((f"id: {eid}\n" if eid is not None else "") + f"data: {data}\n\n" for eid, data in events)
+    return 200, "text/event-stream", body.encode()
+
+
+def gets_of(server: Target) -> list[Seen]:
+    return [r for r in server.requests if r.method == "GET"]
+
+
+def posted(server: Target) -> list[dict[str, Any]]:
+    return [r.json() for r in list(server.requests) if r.method == "POST"]
+
+
+async def notes(console: Console, sid: str) -> str:
+    return json.dumps((await console.session(sid))["timeline"])
+
+
+async def connected(console: Console, server: Target) -> str:
+    s = await console.connect(kind="http", url=server.url, headers="")
+    assert s["status"] == "connected" and s["era"]["era"] == "legacy", s["status_message"]
+    return str(s["id"])
+
+
+# --- the standalone GET stream -------------------------------------------------------------------------------
+
+
+async def test_a_standalone_stream_that_replays_the_same_event_on_every_reopen_is_given_up_not_reopened_forever(
+        console: Console, legacy_target: Start) -> None:
+    server = legacy_target(gets=lambda _seen: sse(("e1", LIST_CHANGED)))
+    sid = await connected(console, server)
+
+    async def gave_up() -> bool:
+        return "gave up" in await notes(console, sid)
+
+    await eventually(gave_up, what="the replaying GET stream to be given up")
+    replays = len(gets_of(server))
+    assert replays <= 8, f"{replays} GETs for one event replayed"
+    assert "already delivered" in await notes(console, sid)
+    listed = [m for m in posted(server) if m.get("method") == "tools/list"]
+    assert len(listed) == 2, "one list_changed refreshes once, however often it is replayed"
+
+
+def ask(rid: Any, message: str = "Your name?") -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "elicitation/create", "params": {
+        "message": message, "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}})
+
+
+async def test_a_resumed_response_stream_that_replays_its_server_request_does_not_ask_twice(
+        console: Console, legacy_target: Start) -> None:
+    def gets(seen: Seen) -> Answer:
+        if seen.headers.get("last-event-id") != "p1":
+            return 405, "text/plain", b""  # the standalone stream: none
+        answer = json.dumps({"jsonrpc": "2.0", "id": call_id[0], "result": {"content": []}})
+        return sse(("p1", ask("q1")), ("p2", answer))  # the resumption replays p1 before going on
+
+    call_id: list[Any] = []
+
+    def posts(_seen: Seen, message: dict[str, Any]) -> Answer | None:
+        if message.get("method") != "tools/call":
+            return None
+        call_id.append(message["id"])
+        body = f"retry: 0\nid: p1\ndata: {ask('q1')}\n\n"  # then the stream closes before the answer
+        return 200, "text/event-stream", body.encode()
+
+    server = legacy_target(gets=gets, posts=posts)
+    sid = await connected(console, server)
+    reply = await console.call_tool(sid, "echo")
+    assert reply["status"] == "complete", reply
+    asked = (await console.session(sid))["server_requests"]
+    assert len(asked) == 1, asked
+    entry = await console.entry(sid, reply.get("key") or reply["operation"]["rounds"][0]["key"])
+    assert "already delivered" in json.dumps(entry), "the replay is on the request's record"
