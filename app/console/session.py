@@ -430,6 +430,7 @@ class ConsoleSession:
         self.client = McpClient(self.transport, ClientConfig(
             client_info=CLIENT_INFO, capabilities=lambda: self.capabilities, era=era,
             answerer=self._server_request_answerer(), on_session_notification=self.listeners.deliver,
+            on_notice=self.timeline.notice,
             idle_timeout_s=self.idle_timeout_s, max_s=self.max_s,
             key_prefix=f"c{self.connects}", first_id=self.last_id + 1, first_key=first_key))
         try:

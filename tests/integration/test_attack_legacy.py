@@ -177,3 +177,80 @@ async def test_a_resumed_response_stream_that_replays_its_server_request_does_no
     assert len(asked) == 1, asked
     entry = await console.entry(sid, reply.get("key") or reply["operation"]["rounds"][0]["key"])
     assert "already delivered" in json.dumps(entry), "the replay is on the request's record"
+
+
+def first_get_then_405(*events: tuple[str | None, str]) -> Handler:
+    """The standalone stream: `events` on the first GET (then it ends, a drop), 405 on the reopen."""
+    served: list[int] = []
+
+    def gets(_seen: Seen) -> Answer:
+        served.append(1)
+        return sse(*events) if len(served) == 1 else (405, "text/plain", b"")
+
+    return gets
+
+
+def cancelled(rid: Any, reason: str = "changed my mind") -> str:
+    return json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": rid, "reason": reason}})
+
+
+async def test_a_server_request_the_server_cancels_closes_its_dialog_and_gets_no_answer(
+        make_console: Callable[..., Console], legacy_target: Start) -> None:
+    console = make_console(server_request_timeout_s=1.0)  # a dialog left open would time out and answer
+    server = legacy_target(gets=first_get_then_405((None, ask("q1")), (None, cancelled("q1"))))
+    sid = await connected(console, server)
+
+    async def closed() -> list[dict[str, Any]] | None:
+        asked = (await console.session(sid))["server_requests"]
+        return asked if asked and asked[0]["status"] != "awaiting" else None
+
+    asked = await eventually(closed, what="the withdrawn request's dialog to close")
+    assert asked[0]["status"] == "withdrawn", asked
+    assert "cancelled its request 'q1'" in await notes(console, sid)
+    assert not [m for m in posted(server) if m.get("id") == "q1"], "a cancelled request gets no response"
+
+
+async def test_a_cancel_for_a_request_the_server_never_made_is_said_and_ignored(
+        console: Console, legacy_target: Start) -> None:
+    server = legacy_target(gets=first_get_then_405((None, cancelled("never-asked"))))
+    sid = await connected(console, server)
+
+    async def said() -> bool:
+        return "'never-asked', which is no open request from the server" in await notes(console, sid)
+
+    await eventually(said, what="the stray cancel to be noted")
+    assert (await console.session(sid))["status"] == "connected"
+    assert (await console.call_tool(sid, "echo"))["status"] == "complete"
+
+
+async def test_a_server_request_that_repeats_an_open_id_opens_no_second_dialog_and_is_not_answered(
+        console: Console, legacy_target: Start) -> None:
+    server = legacy_target(gets=first_get_then_405((None, ask("d", "first")), (None, ask("d", "second"))))
+    sid = await connected(console, server)
+
+    async def said() -> bool:
+        return "repeats the id of one still open" in await notes(console, sid)
+
+    await eventually(said, what="the repeated id to be noted")
+    asked = (await console.session(sid))["server_requests"]
+    assert len(asked) == 1 and asked[0]["params"]["message"] == "first", asked
+    assert not [m for m in posted(server) if m.get("id") == "d"], "the open one is still to be answered, once"
+
+
+async def test_a_flood_of_server_requests_opens_a_bounded_number_of_dialogs_and_refuses_the_rest(
+        console: Console, legacy_target: Start) -> None:
+    flood = 300
+    server = legacy_target(gets=first_get_then_405(*[(None, ask(f"n{i}")) for i in range(flood)]))
+    sid = await connected(console, server)
+
+    async def refused() -> list[dict[str, Any]] | None:
+        errors = [m for m in posted(server) if "error" in m and str(m.get("id", "")).startswith("n")]
+        asked = (await console.session(sid))["server_requests"]
+        return errors if len(errors) + len(asked) >= flood else None
+
+    errors = await eventually(refused, what="the requests past the bound to be refused")
+    asked = (await console.session(sid))["server_requests"]
+    assert 0 < len(asked) <= 64, len(asked)
+    assert len(errors) == flood - len(asked) and all("too many" in m["error"]["message"] for m in errors)
+    assert (await notes(console, sid)).count("too many open requests") == 1, "said once, not per refusal"
