@@ -48,7 +48,7 @@ from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
 from app.mcp.era import MODERN_VERSION, Answerer, Era, LegacyEra, ModernEra
-from app.mcp.errors import ConnectFailed, McpError, ProcessExited
+from app.mcp.errors import ConnectFailed, McpError, ProcessExited, SessionExpired
 from app.mcp.handshake import HandshakeFailed, Negotiated, discover_not_served, initialize
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
@@ -577,7 +577,7 @@ class ConsoleSession:
         """
         if self.status not in ("connected", "unreachable") or self._closing:
             return
-        if isinstance(reply.error, ConnectFailed | ProcessExited):
+        if isinstance(reply.error, ConnectFailed | ProcessExited | SessionExpired):
             if self.status == "connected":
                 self._set_status("unreachable", str(reply.error))
         elif self.status == "unreachable" and reply.first_byte is not None:  # the server answered something

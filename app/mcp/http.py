@@ -14,7 +14,14 @@ from urllib.parse import urlsplit
 import httpx
 
 from app.mcp.era import LEGACY_VERSIONS
-from app.mcp.errors import ConnectFailed, ProtocolViolation, StreamLost, StreamTooLarge, TransportError
+from app.mcp.errors import (
+    ConnectFailed,
+    ProtocolViolation,
+    SessionExpired,
+    StreamLost,
+    StreamTooLarge,
+    TransportError,
+)
 from app.mcp.fair import FairShare
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
@@ -44,6 +51,7 @@ _HTTPX_OWN = frozenset({"host", "content-length", "transfer-encoding", "cookie"}
 # What the lean client sends itself: token names, printable ASCII values without edge whitespace. Anything
 # else goes through httpx, which refuses or encodes it as it always did.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
 _PLAIN_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
 Answer = httpx.Response | LeanResponse
 _SENDABLE_KEPT = 256
@@ -147,6 +155,7 @@ class HttpExchange:
         self.bytes_read = 0  # every byte of this response stream, counted against max_stream_bytes
         self._last_event_id: str | None = None  # the stream's last SSE id, for resuming it (2025-11-25)
         self._retry_ms: int | None = None       # the stream's `retry:`, the wait before resuming
+        self._session = transport.session_id    # the 2025-11-25 session the request went in, if any
         # 2025-11-25 makes SSE ids unique across a session's streams: one seen again is a replay (see SeenIds).
         self._legacy = next(iter(self._protocol.values()), "") in LEGACY_VERSIONS
 
@@ -298,6 +307,12 @@ class HttpExchange:
             self._record_problem("HTTP 202 with no body: the server treated the request as a notification")
             raise ProtocolViolation("HTTP 202 Accepted with no body for a request")
         frame = self._incoming(body)
+        if status == 404 and self._session is not None:
+            # 2025-11-25: the server ended or forgot the session; a new one starts with initialize (a reconnect).
+            note = (f"HTTP 404: the server no longer knows session {_short(self._session)} (it expired or was "
+                    "ended); reconnect to start a new session")
+            self._record_problem(note)
+            raise SessionExpired(note)
         if frame.kind in ("response", "error"):
             return frame
         looks = "HTML" if "html" in ctype or body.lstrip().startswith("<") else (ctype or "no content type")
@@ -402,6 +417,9 @@ class HttpTransport:
             return  # asked first: looking a header up in httpx's Headers cost every call more than all of this
         value = response.headers.get(SESSION_HEADER)
         if value and response.is_success:
+            if not _VISIBLE_ASCII.fullmatch(value):
+                raise ProtocolViolation(f"the server's {SESSION_HEADER} {_short(value)} is not visible ASCII "
+                                        "(0x21-0x7E), as 2025-11-25 requires of a session id: it cannot be sent back")
             self.session_id = value
 
     async def _post(self, message: dict[str, Any], headers: dict[str, str], key: str) -> Answer:
@@ -452,7 +470,12 @@ class HttpTransport:
         self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
                               headers=_answer_headers(response),
                               note=f"HTTP {response.status_code} {response.reason_phrase}"))
-        self._learn_session(message, response)
+        try:
+            self._learn_session(message, response)
+        except ProtocolViolation as exc:
+            self.record(WireEvent(direction="transport", raw="", exchange=key, note=str(exc)))
+            await response.aclose()
+            raise
         return response
 
     def _keep_cookies(self, lean: _LeanRoute, response: LeanResponse) -> None:

@@ -254,3 +254,61 @@ async def test_a_flood_of_server_requests_opens_a_bounded_number_of_dialogs_and_
     assert 0 < len(asked) <= 64, len(asked)
     assert len(errors) == flood - len(asked) and all("too many" in m["error"]["message"] for m in errors)
     assert (await notes(console, sid)).count("too many open requests") == 1, "said once, not per refusal"
+
+
+# --- initialize and the session id ---------------------------------------------------------------------------
+
+
+async def test_an_initialize_answer_with_a_megabyte_protocol_version_fails_with_a_short_clear_message(
+        console: Console, legacy_target: Start) -> None:
+    server = legacy_target(init={**INIT, "protocolVersion": "2099-" + "9" * 1_000_000})
+    s = await console.connect(kind="http", url=server.url, headers="")
+    assert s["status"] == "failed"
+    assert "does not speak" in s["status_message"] and len(s["status_message"]) < 1000, len(s["status_message"])
+
+
+async def test_an_initialize_answer_with_capabilities_of_the_wrong_types_and_html_in_server_info_still_connects(
+        console: Console, legacy_target: Start) -> None:
+    html = "<img src=x onerror=alert(1)>"
+    server = legacy_target(init={"protocolVersion": "2025-11-25", "instructions": 42,
+                                 "capabilities": {"tools": "yes", "logging": 5, "resources": [], "prompts": None},
+                                 "serverInfo": {"name": html, "version": {"v": html}, "title": ["x"]}})
+    sid = await connected(console, server)
+    page = await console.http.get(f"/sessions/{sid}")
+    assert page.status_code == 200 and html not in page.text
+    assert (await console.call_tool(sid, "echo"))["status"] == "complete"
+
+
+async def test_a_session_id_that_is_not_visible_ascii_fails_the_connect_saying_why(
+        console: Console, legacy_target: Start) -> None:
+    # Valid in an HTTP header (a space, a Latin-1 letter), not in a session id: visible ASCII only (0x21-0x7E).
+    server = legacy_target(session="abc def\xe9")
+    s = await console.connect(kind="http", url=server.url, headers="")
+    assert s["status"] == "failed", s["status"]
+    assert "Mcp-Session-Id" in s["status_message"] and "visible ASCII" in s["status_message"], s["status_message"]
+
+
+async def test_a_ten_kilobyte_session_id_is_sent_back_and_the_session_works(
+        console: Console, legacy_target: Start) -> None:
+    long_id = "s" * 10_240
+    server = legacy_target(session=long_id)
+    sid = await connected(console, server)
+    assert (await console.call_tool(sid, "echo"))["status"] == "complete"
+    calls = [r for r in server.requests if r.method == "POST" and b'"tools/call"' in r.body]
+    assert calls and calls[-1].headers.get("mcp-session-id") == long_id
+
+
+async def test_a_session_the_server_forgets_mid_operation_says_the_session_expired_and_how_to_go_on(
+        console: Console, legacy_target: Start) -> None:
+    def posts(_seen: Seen, message: dict[str, Any]) -> Answer | None:
+        if message.get("method") == "tools/call":
+            return 404, "text/plain", b"session not found"
+        return None
+
+    server = legacy_target(posts=posts)
+    sid = await connected(console, server)
+    reply = await console.call_tool(sid, "echo")
+    shown = json.dumps(reply)
+    assert "session" in shown and "expired" in shown and "reconnect" in shown, shown[:2000]
+    s = await console.session(sid)
+    assert s["status"] == "unreachable" and "reconnect" in s["status_message"], (s["status"], s["status_message"])
