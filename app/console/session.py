@@ -283,10 +283,11 @@ class ConsoleSession:
     def _lint(self, event: WireEvent, seq: int) -> None:
         """Check the frame against the 2026-07-28 rules as it is recorded; each finding is an event of its own.
 
-        The rules are the modern revision's: a session that settled on 2025-11-25 is not held to them.
+        The rules are the modern revision's: a session that settled on 2025-11-25 is not held to them, nor is its
+        handshake (its client speaks the legacy era before the era is recorded, once initialize has answered).
         """
         era = self.state.era
-        if era is not None and era.get("era") == "legacy":
+        if (era is not None and era.get("era") == "legacy") or self._is_legacy():
             return
         for found in self.linter.observe(event, seq=seq):
             # A server that breaks one rule on every frame of a flood is told a few times per entry, not 10,000.

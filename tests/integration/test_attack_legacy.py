@@ -312,3 +312,12 @@ async def test_a_session_the_server_forgets_mid_operation_says_the_session_expir
     assert "session" in shown and "expired" in shown and "reconnect" in shown, shown[:2000]
     s = await console.session(sid)
     assert s["status"] == "unreachable" and "reconnect" in s["status_message"], (s["status"], s["status_message"])
+
+
+async def test_the_handshake_of_a_legacy_session_is_not_held_to_the_2026_rules(
+        console: Console, legacy_target: Start) -> None:
+    sid = await connected(console, legacy_target())
+    timeline = (await console.session(sid))["timeline"]
+    init = [e for e in timeline if e.get("method") == "initialize"]
+    assert init and not init[0].get("findings"), init[0].get("findings")
+    assert not [e for e in timeline if e.get("kind") == "finding"]
