@@ -11,6 +11,7 @@ from collections import deque
 from typing import NamedTuple
 
 SEEN_IDS_KEPT = 4096  # the ids a session remembers (a replay comes soon after the original: a reopen)
+_RETRY_DIGITS = 12
 _SHORT_ID = 128       # longer ids are remembered by digest: 4096 ids of a megabyte each must not stay in memory
 
 
@@ -147,8 +148,10 @@ class SseParser:
             self._id = value
             self.last_id = value
         elif name == "retry" and value.isascii() and value.isdigit():  # ASCII digits only, as the spec says:
-            # str.isdigit() also takes "²" (int() raises) and "١٢" (int() reads 12)
-            self.retry_ms = int(value)
+            # str.isdigit() also takes "²" (int() raises) and "١٢" (int() reads 12). Past 12 digits (30 years of
+            # milliseconds) the value is no different to a reader that caps it, and int() refuses 4300 digits.
+            digits = value.lstrip("0") or "0"
+            self.retry_ms = int(digits) if len(digits) <= _RETRY_DIGITS else int("9" * _RETRY_DIGITS)
         return None  # unknown fields are ignored, as the SSE spec says
 
     def _dispatch(self) -> SseEvent:

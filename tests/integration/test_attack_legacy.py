@@ -321,3 +321,19 @@ async def test_the_handshake_of_a_legacy_session_is_not_held_to_the_2026_rules(
     init = [e for e in timeline if e.get("method") == "initialize"]
     assert init and not init[0].get("findings"), init[0].get("findings")
     assert not [e for e in timeline if e.get("kind") == "finding"]
+
+
+# --- retry and never-ending streams --------------------------------------------------------------------------
+
+
+async def test_a_retry_field_of_five_thousand_digits_on_a_response_stream_does_not_break_the_call(
+        console: Console, legacy_target: Start) -> None:
+    def posts(_seen: Seen, message: dict[str, Any]) -> Answer | None:
+        if message.get("method") != "tools/call":
+            return None
+        answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}})
+        return 200, "text/event-stream", f"retry: {'9' * 5000}\nid: r1\ndata: {answer}\n\n".encode()
+
+    sid = await connected(console, legacy_target(posts=posts))
+    reply = await console.call_tool(sid, "echo")
+    assert reply["status"] == "complete", reply.get("error")
