@@ -42,6 +42,7 @@ KEEP_NOTIFICATION_BYTES = 8 * 1024  # a bigger one is kept as a stub: 50 × 1 MB
 # Requests from a 2025-11-25 server waiting for the caller (open dialogs): past this, the next are refused at once.
 MAX_OPEN_SERVER_REQUESTS = 32
 SENDING_ANSWERS = 4  # answers to server requests POSTed at once: a flood of refusals must not open 1000 connections
+MAX_WAITING_ANSWERS = 1024  # answers waiting to be sent: past this a flood (of pings, say) goes unanswered
 TOO_MANY_CODE = -32000
 
 
@@ -146,6 +147,7 @@ class McpClient:
         self._asked: dict[str, asyncio.Future[None]] = {}
         self._refusing = False  # said once when the bound is reached, again after it was left
         self._sending = asyncio.Semaphore(SENDING_ANSWERS)
+        self._dropping = False  # said once when MAX_WAITING_ANSWERS is reached, again after the queue drained
         # Server messages outside any request (stdio's unsolicited lines, HTTP's standalone GET stream) come here.
         transport.on_server_message = self._session_message
 
@@ -355,13 +357,22 @@ class McpClient:
         if verdict.ask_caller and self.config.answerer is not None:
             self._ask(frame, "", send, None, self._warn_session)
         elif verdict.refusal is not None:
-            self._spawn_answer(send, verdict.refusal.message(frame.id))
+            self._spawn_answer(send, verdict.refusal.message(frame.id), self._warn_session)
 
     def _warn_session(self, message: str) -> None:
         if self.config.on_notice is not None:
             self.config.on_notice("warning", message)
 
-    def _spawn_answer(self, send: Send, message: dict[str, Any]) -> None:
+    def _spawn_answer(self, send: Send, message: dict[str, Any], warn: Callable[[str], None]) -> None:
+        """Send an answer that needs nobody (a refusal, a ping's), beside the stream; bounded, so a flood of
+        requests cannot queue a million answers (each a task holding its message)."""
+        if len(self._answering) >= MAX_WAITING_ANSWERS:
+            if not self._dropping:
+                self._dropping = True
+                warn(f"the server's requests come faster than their answers go out ({MAX_WAITING_ANSWERS} answers "
+                     "wait to be sent): later ones go unanswered until the queue drains")
+            return
+
         async def answer() -> None:
             async with self._sending:
                 with contextlib.suppress(McpError):
@@ -369,7 +380,12 @@ class McpClient:
 
         task = asyncio.ensure_future(answer())
         self._answering.add(task)
-        task.add_done_callback(self._answering.discard)
+        task.add_done_callback(self._answered)
+
+    def _answered(self, task: asyncio.Future[None]) -> None:
+        self._answering.discard(task)
+        if len(self._answering) < MAX_WAITING_ANSWERS // 2:
+            self._dropping = False
 
     def _ask(self, frame: Frame, carrier: str, send: Send, deadline: Deadline | None,
              warn: Callable[[str], None]) -> None:
@@ -390,7 +406,8 @@ class McpClient:
                 warn(f"too many open requests from the server ({MAX_OPEN_SERVER_REQUESTS} wait for an answer): "
                      "the next are refused with an error until some are answered")
             self._spawn_answer(send, ServerAnswer(error={"code": TOO_MANY_CODE, "message": (
-                f"too many open requests from the server ({MAX_OPEN_SERVER_REQUESTS}); refused")}).message(frame.id))
+                f"too many open requests from the server ({MAX_OPEN_SERVER_REQUESTS}); refused")}).message(frame.id),
+                warn)
             return
         if deadline is not None:  # a person is answering: the server is silent because it waits for us
             deadline.hold()
@@ -407,7 +424,7 @@ class McpClient:
 
         def done(finished: asyncio.Future[None]) -> None:
             # A callback, not a `finally`: a task cancelled before its first step never runs its body.
-            self._answering.discard(finished)
+            self._answered(finished)
             if self._asked.get(wire_id) is finished:
                 del self._asked[wire_id]
             if len(self._asked) < MAX_OPEN_SERVER_REQUESTS // 2:

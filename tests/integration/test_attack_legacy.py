@@ -337,3 +337,19 @@ async def test_a_retry_field_of_five_thousand_digits_on_a_response_stream_does_n
     sid = await connected(console, legacy_target(posts=posts))
     reply = await console.call_tool(sid, "echo")
     assert reply["status"] == "complete", reply.get("error")
+
+
+async def test_a_flood_of_pings_on_the_standalone_stream_queues_a_bounded_number_of_answers(
+        console: Console, legacy_target: Start) -> None:
+    flood = 3000
+    ping = '{{"jsonrpc": "2.0", "id": "p{}", "method": "ping"}}'
+    server = legacy_target(gets=first_get_then_405(*[(None, ping.format(i)) for i in range(flood)]))
+    sid = await connected(console, server)
+
+    async def said() -> bool:
+        return "answers wait to be sent" in await notes(console, sid)
+
+    await eventually(said, what="the unanswered pings to be noted")
+    client = console.manager.get(sid).client
+    assert len(client._answering) <= 1100, len(client._answering)
+    assert (await console.call_tool(sid, "echo"))["status"] == "complete"
