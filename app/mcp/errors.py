@@ -55,6 +55,13 @@ class SessionExpired(TransportError):
     """HTTP 404 for a request carrying the session id: the server ended or forgot the session."""
 
 
+def expired_note(session: str) -> str:
+    """What a 404 to a request in a 2025-11-25 session means, and what to do (the id cut: it is the server's)."""
+    shown = repr(session[:80] + ("…" if len(session) > 80 else ""))
+    return (f"HTTP 404: the server no longer knows session {shown} (it expired or was ended); "
+            "reconnect to start a new one")
+
+
 class StreamTooLarge(TransportError):
     """The console itself stopped reading a response stream: it passed the per-stream bound."""
 

@@ -21,6 +21,7 @@ from app.mcp.errors import (
     StreamLost,
     StreamTooLarge,
     TransportError,
+    expired_note,
 )
 from app.mcp.fair import FairShare
 from app.mcp.inflate import body_pieces
@@ -309,8 +310,7 @@ class HttpExchange:
         frame = self._incoming(body)
         if status == 404 and self._session is not None:
             # 2025-11-25: the server ended or forgot the session; a new one starts with initialize (a reconnect).
-            note = (f"HTTP 404: the server no longer knows session {_short(self._session)} (it expired or was "
-                    "ended); reconnect to start a new session")
+            note = expired_note(self._session)
             self._record_problem(note)
             raise SessionExpired(note)
         if frame.kind in ("response", "error"):
@@ -531,6 +531,10 @@ class HttpTransport:
         if response.is_success and ctype == "text/event-stream":
             return response
         await response.aclose()
+        if response.status_code == 404 and SESSION_HEADER in headers:
+            note = expired_note(headers[SESSION_HEADER])
+            self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
+            raise SessionExpired(note)
         return None
 
     async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from app.mcp.errors import expired_note
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import parse_frame
 from app.mcp.sse import SseEvent, SseParser
@@ -79,9 +80,12 @@ class StandaloneStream:
         finally:
             self.ended.set()
 
-    def _end(self, why: str, status: int | None = None) -> None:
+    def _end(self, why: str, status: int | None = None, warn: bool = False) -> None:
         self.why_ended = why
-        self._note(why, status)
+        if warn:  # not the informational kind: the session is over on the server's side
+            self._t.record(WireEvent(direction="transport", raw="", http_status=status, note=why))
+        else:
+            self._note(why, status)
 
     async def _once(self) -> str:
         """One GET: "final" (do not reopen), "delivered" (events came, then it dropped) or "empty"."""
@@ -104,6 +108,9 @@ class StandaloneStream:
             ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
             if status == 405:
                 self._end("the server offers no standalone GET stream (HTTP 405)", status)
+                return "final"
+            if status == 404 and "Mcp-Session-Id" in headers:
+                self._end(f"standalone GET stream: {expired_note(headers['Mcp-Session-Id'])}", status, warn=True)
                 return "final"
             if not response.is_success or ctype != "text/event-stream":
                 self._end(f"standalone GET stream refused: HTTP {status} {response.reason_phrase} "

@@ -353,3 +353,33 @@ async def test_a_flood_of_pings_on_the_standalone_stream_queues_a_bounded_number
     client = console.manager.get(sid).client
     assert len(client._answering) <= 1100, len(client._answering)
     assert (await console.call_tool(sid, "echo"))["status"] == "complete"
+
+
+async def test_a_session_the_server_forgets_while_a_call_is_resumed_says_the_session_expired(
+        console: Console, legacy_target: Start) -> None:
+    def gets(seen: Seen) -> Answer:
+        return (404, "text/plain", b"no such session") if seen.headers.get("last-event-id") else \
+            (405, "text/plain", b"")
+
+    def posts(_seen: Seen, message: dict[str, Any]) -> Answer | None:
+        if message.get("method") != "tools/call":
+            return None
+        return 200, "text/event-stream", b"retry: 0\nid: r1\ndata: \n\n"  # primed, then closed before the answer
+
+    sid = await connected(console, legacy_target(gets=gets, posts=posts))
+    reply = await console.call_tool(sid, "echo")
+    assert "expired" in json.dumps(reply.get("error")) and "reconnect" in json.dumps(reply.get("error")), reply
+    assert (await console.session(sid))["status"] == "unreachable"
+
+
+async def test_a_standalone_stream_refused_with_404_says_the_session_expired(
+        console: Console, legacy_target: Start) -> None:
+    sid = await connected(console, legacy_target(gets=lambda _seen: (404, "text/plain", b"")))
+
+    async def said() -> list[dict[str, Any]] | None:
+        found = [e for e in (await console.session(sid))["timeline"]
+                 if e.get("kind") == "notice" and "no longer knows session" in str(e.get("message"))]
+        return found or None
+
+    notice = (await eventually(said, what="the 404 on the GET stream to be explained"))[0]
+    assert notice["level"] == "warning" and "reconnect" in notice["message"]
