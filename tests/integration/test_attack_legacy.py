@@ -383,3 +383,24 @@ async def test_a_standalone_stream_refused_with_404_says_the_session_expired(
 
     notice = (await eventually(said, what="the 404 on the GET stream to be explained"))[0]
     assert notice["level"] == "warning" and "reconnect" in notice["message"]
+
+
+async def test_a_session_id_changed_or_dropped_on_later_answers_is_not_taken_the_handshake_one_is_kept(
+        console: Console, legacy_target: Start) -> None:
+    shifts = iter(["other-1", "", "other-2\x7f"])
+
+    def posts(_seen: Seen, message: dict[str, Any]) -> Answer | None:
+        if message.get("method") != "tools/call":
+            return None
+        body = TinyHttp.result(message["id"], {"content": []})
+        shifted = next(shifts, "")
+        return 200, "application/json", body, ({"Mcp-Session-Id": shifted} if shifted else {})
+
+    server = legacy_target(posts=posts)
+    sid = await connected(console, server)
+    replies = [await console.call_tool(sid, "echo") for _ in range(4)]
+    assert [r["status"] for r in replies] == ["complete", "complete", "error", "complete"], replies
+    assert "not valid HTTP" in json.dumps(replies[2]["error"]), "a DEL in a header value is no HTTP: said so"
+    calls = [r for r in server.requests if r.method == "POST" and b'"tools/call"' in r.body]
+    assert [c.headers.get("mcp-session-id") for c in calls] == ["s-1"] * 4
+    assert (await console.session(sid))["status"] == "connected", "the next answer that got through recovers it"
