@@ -552,6 +552,11 @@ class HttpTransport:
         if body:
             self.record(WireEvent(direction="in", raw=body, frame=parse_frame(body), exchange=key,
                                   http_status=response.status_code))
+        if message.get("method") == "notifications/initialized" and not response.is_success:
+            # The 2025-11-25 session opens here: a server refusing it has no session for what follows.
+            raise ProtocolViolation(f"HTTP {response.status_code} {response.reason_phrase} to "
+                                    f"notifications/initialized: the server did not open the session "
+                                    f"({_excerpt(body)})")
 
     async def _bounded_body(self, response: Answer) -> bytes:
         """A notification's answer should be empty; whatever comes, keep at most one message of it."""

@@ -404,3 +404,16 @@ async def test_a_session_id_changed_or_dropped_on_later_answers_is_not_taken_the
     calls = [r for r in server.requests if r.method == "POST" and b'"tools/call"' in r.body]
     assert [c.headers.get("mcp-session-id") for c in calls] == ["s-1"] * 4
     assert (await console.session(sid))["status"] == "connected", "the next answer that got through recovers it"
+
+
+async def test_a_server_that_refuses_notifications_initialized_does_not_leave_the_session_shown_connected(
+        console: Console, legacy_target: Start) -> None:
+    def posts(_seen: Seen, message: dict[str, Any]) -> Answer | None:
+        if message.get("method") == "notifications/initialized":
+            return 400, "application/json", TinyHttp.error(None, -32600, "Bad Request: no such session")
+        return None
+
+    s = await console.connect(kind="http", url=legacy_target(posts=posts).url, headers="")
+    assert s["status"] == "failed", s["status"]
+    assert "notifications/initialized" in s["status_message"] and "HTTP 400" in s["status_message"], \
+        s["status_message"]
