@@ -209,6 +209,10 @@ async def test_a_server_request_the_server_cancels_closes_its_dialog_and_gets_no
     assert asked[0]["status"] == "withdrawn", asked
     assert "cancelled its request 'q1'" in await notes(console, sid)
     assert not [m for m in posted(server) if m.get("id") == "q1"], "a cancelled request gets no response"
+    late = await console.http.post(f"/sessions/{sid}/server-requests/{asked[0]['id']}/answer",
+                                   data={"action": "accept", "name": "Ada"})  # a tab that still shows the form
+    assert late.status_code == 200 and "Withdrawn: the server cancelled this request" in late.text, late.text[:500]
+    assert not [m for m in posted(server) if m.get("id") == "q1"], "nor does a late answer go back"
 
 
 async def test_a_cancel_for_a_request_the_server_never_made_is_said_and_ignored(
