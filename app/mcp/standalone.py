@@ -137,6 +137,12 @@ class StandaloneStream:
                     delivered = self._take(event, response.status_code, replayed) or delivered
         except (httpx.HTTPError, ValueError) as exc:  # a broken stream or an over-long event: reopen
             self._note(f"standalone GET stream broke: {type(exc).__name__}: {exc}")
+            part = parser.unfinished() if isinstance(exc, httpx.HTTPError) else None  # an over-long one: not kept
+            if part:  # what arrived of the event it broke off in is on the record, as on a request's stream
+                self._t.record(WireEvent(direction="in", raw=part, frame=parse_frame(part),
+                                         http_status=response.status_code,
+                                         note="broke off on the standalone GET stream before its event ended "
+                                              "(what arrived of it)"))
         if replayed:
             # Said once per GET: a reopen that brings only replays brought nothing, and counts as such.
             self._note(f"standalone GET stream: {len(replayed)} replayed events (ids already delivered, the first "
