@@ -356,7 +356,7 @@ class ConsoleSession:
     def _make_transport(self) -> Transport:
         if self.target.kind == "http" and self.target.era == "sse-2024":
             return HttpSseTransport(self.target.url, self._http, self.on_wire, self.target.headers,
-                                    self.settings.max_message_bytes)
+                                    self.settings.max_message_bytes, self.settings.max_stream_bytes)
         if self.target.kind == "http":
             return HttpTransport(self.target.url, self._http, self.on_wire, self.target.headers,
                                  self.settings.max_message_bytes, self.settings.max_stream_bytes)

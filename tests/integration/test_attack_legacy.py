@@ -8,7 +8,9 @@ fixture; `legacy_target` gives it the shape of a legacy server and lets a test r
 from __future__ import annotations
 
 import json
+import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -446,3 +448,91 @@ async def test_a_standalone_stream_that_breaks_off_inside_an_event_keeps_what_ar
     await eventually(kept, what="the broken-off event to be on the timeline")
     kept_as = [e for e in (await console.session(sid))["timeline"] if "PARTIAL-MARK" in str(e.get("raw"))]
     assert kept_as and kept_as[0]["level"] == "warning", kept_as  # a frame cut short: malformed, and shown
+
+
+# --- the 2024-11-05 HTTP+SSE transport -----------------------------------------------------------------------
+
+
+class OldSse:
+    """A 2024-11-05 HTTP+SSE server on 127.0.0.1: one long GET carries every answer; POSTs get 202. Its tools/call
+    floods the stream with `flood` progress notifications of about 1 KB and never answers."""
+
+    def __init__(self, flood: int) -> None:
+        self.events: queue.Queue[bytes | None] = queue.Queue()
+        outer = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                self.close_connection = True
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                                 b"event: endpoint\ndata: /messages\n\n")
+                self.wfile.flush()
+                while (chunk := outer.events.get()) is not None:
+                    try:
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                    except OSError:
+                        return
+
+            def do_POST(self) -> None:
+                message = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                self.wfile.write(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+                self.wfile.flush()
+                method, rid = message.get("method"), message.get("id")
+                if method == "initialize":
+                    outer.send({"jsonrpc": "2.0", "id": rid, "result": INIT})
+                elif method == "tools/list":
+                    outer.send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [
+                        {"name": "flood", "inputSchema": {"type": "object"}}]}})
+                elif method == "tools/call":
+                    token = message["params"]["_meta"]["progressToken"]
+                    for n in range(flood):
+                        outer.send({"jsonrpc": "2.0", "method": "notifications/progress",
+                                    "params": {"progressToken": token, "progress": n, "message": "x" * 1000}})
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/sse"
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                       name="old-sse", daemon=True)
+        self.thread.start()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.events.put(f"data: {json.dumps(message)}\n\n".encode())
+
+    def stop(self) -> None:
+        self.events.put(None)
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def old_sse() -> Iterator[Callable[[int], OldSse]]:
+    started: list[OldSse] = []
+
+    def start(flood: int) -> OldSse:
+        started.append(OldSse(flood))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+async def test_a_2024_sse_server_flooding_one_call_is_stopped_at_max_stream_bytes_not_read_for_an_hour(
+        make_console: Callable[..., Console], old_sse: Callable[[int], OldSse]) -> None:
+    console = make_console(max_stream_bytes=256 * 1024)
+    server = old_sse(2000)  # about 2 MB for one call
+    s = await console.connect(kind="http", url=server.url, headers="", era="sse-2024")
+    assert s["status"] == "connected", s["status_message"]
+    started = time.monotonic()
+    reply = await console.call_tool(s["id"], "flood")
+    assert "max_stream_bytes" in json.dumps(reply.get("error")), reply.get("error")
+    assert time.monotonic() - started < 15, "stopped at the bound, not at the idle deadline"
+    assert (await console.session(s["id"]))["status"] == "connected"
