@@ -31,6 +31,7 @@ class Target:
 
     def __init__(self, handler: Handler) -> None:
         self.requests: list[Seen] = []
+        self.stopping = threading.Event()
         outer = self
 
         class _Handler(BaseHTTPRequestHandler):
@@ -45,11 +46,15 @@ class Target:
                 extra = dict(more[0]) if more else {}
                 # A Content-Length the handler gives may promise more than the body: the connection then closes.
                 length = extra.pop("Content-Length", str(len(body)))
+                hold = extra.pop("X-Hold", "") == "1"
                 self.close_connection = self.close_connection or length != str(len(body))
                 head = f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {length}\r\n"
                 for name, value in extra.items():
                     head += f"{name}: {value}\r\n"
                 self.wfile.write(head.encode("latin-1") + b"\r\n" + body)
+                if hold:  # the answer never ends: the connection stays open until the target stops
+                    self.wfile.flush()
+                    outer.stopping.wait()
 
             do_GET = do_POST = do_DELETE = _answer
 
@@ -64,6 +69,7 @@ class Target:
         self.thread.start()
 
     def stop(self) -> None:
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
@@ -536,3 +542,41 @@ async def test_a_2024_sse_server_flooding_one_call_is_stopped_at_max_stream_byte
     assert "max_stream_bytes" in json.dumps(reply.get("error")), reply.get("error")
     assert time.monotonic() - started < 15, "stopped at the bound, not at the idle deadline"
     assert (await console.session(s["id"]))["status"] == "connected"
+
+
+async def test_a_response_stream_that_never_ends_nor_answers_is_given_up_at_the_idle_deadline_keeping_its_frames(
+        make_console: Callable[..., Console], legacy_target: Start) -> None:
+    console = make_console(request_idle_timeout_s=1.0)
+
+    def posts(_seen: Seen, message: dict[str, Any]) -> Answer | None:
+        if message.get("method") != "tools/call":
+            return None
+        log = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                          "params": {"level": "info", "data": "KEPT-MARK"}})
+        # A length it never reaches, so the body never ends; and the connection is held open.
+        return 200, "text/event-stream", f"id: k1\ndata: {log}\n\n: keep-alive\n\n".encode(), \
+            {"Content-Length": "100000000", "X-Hold": "1"}
+
+    sid = await connected(console, legacy_target(posts=posts))
+    reply = await console.call_tool(sid, "echo")
+    assert "idle deadline" in json.dumps(reply.get("error")), reply.get("error")
+    entry = await console.entry(sid, reply.get("key") or reply["operation"]["rounds"][0]["key"])
+    assert "KEPT-MARK" in json.dumps(entry)
+    assert (await console.session(sid))["status"] == "connected"
+
+
+async def test_a_retry_of_a_trillion_milliseconds_does_not_park_a_call_past_its_deadline(
+        make_console: Callable[..., Console], legacy_target: Start) -> None:
+    console = make_console(request_idle_timeout_s=1.0)
+
+    def posts(_seen: Seen, message: dict[str, Any]) -> Answer | None:
+        if message.get("method") != "tools/call":
+            return None
+        return 200, "text/event-stream", b"retry: 1000000000000\nid: r1\ndata: \n\n"  # closed before the answer
+
+    sid = await connected(console, legacy_target(posts=posts))
+    started = time.monotonic()
+    reply = await console.call_tool(sid, "echo")
+    assert reply["status"] != "complete" and time.monotonic() - started < 10, reply.get("error")
+    assert "resuming it in 30 s" in json.dumps(await console.entry(sid, reply.get("key") or
+                                                                 reply["operation"]["rounds"][0]["key"]))
