@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 MAX_FAILURES = 5           # reopen attempts in a row that bring no event before giving up
 FIRST_BACKOFF_S = 0.25     # doubled after each failure in a row
 MAX_BACKOFF_S = 8.0
+MAX_RETRY_S = 30.0         # a server's `retry:` is waited, up to this (10^12 ms must not park the stream for good)
 # The stream may stay quiet for hours: no read timeout; connecting is bounded like any request.
 STREAM_TIMEOUT = httpx.Timeout(10.0, read=None)
 
@@ -40,6 +41,7 @@ class StandaloneStream:
         self._t = transport
         self._protocol = dict(protocol_headers)
         self.last_event_id: str | None = None
+        self.retry_s: float | None = None  # the server's last `retry:`: how long to wait before reopening
         self.opened = 0  # GETs sent, for tests and notes
         self._task: asyncio.Task[None] | None = None
         self.ended = asyncio.Event()  # set when the stream stops for good (405, refused, bound reached, stopped)
@@ -74,6 +76,8 @@ class StandaloneStream:
                               "nothing")
                     return
                 delay = min(MAX_BACKOFF_S, FIRST_BACKOFF_S * (2 ** max(failures - 1, 0)))
+                if self.retry_s is not None:  # 2025-11-25: the client must wait what the server's retry: says
+                    delay = max(delay, min(self.retry_s, MAX_RETRY_S))
                 resume = f" with Last-Event-ID {self.last_event_id}" if self.last_event_id else ""
                 self._note(f"standalone GET stream dropped; reopening in {delay:g} s{resume}")
                 await asyncio.sleep(delay)  # backoff between reopen attempts, not a wait for a condition
@@ -143,6 +147,8 @@ class StandaloneStream:
                                          http_status=response.status_code,
                                          note="broke off on the standalone GET stream before its event ended "
                                               "(what arrived of it)"))
+        if parser.retry_ms is not None:
+            self.retry_s = parser.retry_ms / 1000
         if replayed:
             # Said once per GET: a reopen that brings only replays brought nothing, and counts as such.
             self._note(f"standalone GET stream: {len(replayed)} replayed events (ids already delivered, the first "

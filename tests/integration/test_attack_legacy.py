@@ -118,7 +118,9 @@ def legacy_target() -> Iterator[Start]:
 
 
 def sse(*events: tuple[str | None, str]) -> Answer:
-    body = "".join((f"id: {eid}\n" if eid is not None else "") + f"data: {data}\n\n" for eid, data in events)
+    """An SSE body of (id, data) events; a data of "retry: N" is that field alone."""
+    body = "".join(f"{data}\n\n" if data.startswith("retry:") else
+                   (f"id: {eid}\n" if eid is not None else "") + f"data: {data}\n\n" for eid, data in events)
     return 200, "text/event-stream", body.encode()
 
 
@@ -580,3 +582,15 @@ async def test_a_retry_of_a_trillion_milliseconds_does_not_park_a_call_past_its_
     assert reply["status"] != "complete" and time.monotonic() - started < 10, reply.get("error")
     assert "resuming it in 30 s" in json.dumps(await console.entry(sid, reply.get("key") or
                                                                  reply["operation"]["rounds"][0]["key"]))
+
+
+async def test_a_standalone_stream_is_reopened_after_the_servers_retry_delay_not_at_once(
+        console: Console, legacy_target: Start) -> None:
+    server = legacy_target(gets=first_get_then_405((None, "retry: 1500"), ("e1", LIST_CHANGED)))
+    sid = await connected(console, server)
+
+    async def reopened() -> bool:
+        return len(gets_of(server)) >= 2
+
+    await eventually(reopened, what="the GET stream to be reopened")
+    assert "reopening in 1.5 s" in await notes(console, sid)
