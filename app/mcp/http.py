@@ -27,7 +27,7 @@ from app.mcp.fair import FairShare
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
 from app.mcp.lean_http import LeanPool, LeanResponse, Origin
-from app.mcp.sse import SeenIds, SseParser
+from app.mcp.sse import SeenIds, SseParser, sendable_id
 from app.mcp.standalone import StandaloneStream
 from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -233,7 +233,8 @@ class HttpExchange:
                 except ValueError as exc:
                     self._record_problem(str(exc))
                     raise ProtocolViolation(str(exc)) from exc
-                self._last_event_id = parser.last_id or self._last_event_id
+                if parser.last_id is not None and parser.last_id != self._last_event_id and sendable_id(parser.last_id):
+                    self._last_event_id = parser.last_id  # one a header cannot carry is not resumed from
                 self._retry_ms = parser.retry_ms if parser.retry_ms is not None else self._retry_ms
                 # The events of one piece arrived together: they carry its time (one clock read each, and the store's
                 # rows spell one wall time for the lot: see Wire.data_text).

@@ -7,11 +7,14 @@ every event and a priming event with an empty `data:`. Comments (`:` lines) are 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import deque
 from typing import NamedTuple
 
 SEEN_IDS_KEPT = 4096  # the ids a session remembers (a replay comes soon after the original: a reopen)
 _RETRY_DIGITS = 12
+# An id a reconnect can send back as Last-Event-ID: printable ASCII, no edge space (HTTP would trim it), bounded.
+_SENDABLE_ID = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,1022}[\x21-\x7e])?")
 _SHORT_ID = 128       # longer ids are remembered by digest: 4096 ids of a megabyte each must not stay in memory
 
 
@@ -184,3 +187,9 @@ class SeenIds:
         if len(self._order) > self._keep:
             self._seen.discard(self._order.popleft())
         return True
+
+
+def sendable_id(event_id: str) -> bool:
+    """Whether an SSE id can go back in a Last-Event-ID header (an SSE id may hold any text but NUL and line ends;
+    a header cannot: an id like "événement-1" failed every reopen of the stream that carried it)."""
+    return _SENDABLE_ID.fullmatch(event_id) is not None

@@ -19,7 +19,7 @@ import httpx
 from app.mcp.errors import expired_note
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import parse_frame
-from app.mcp.sse import SseEvent, SseParser
+from app.mcp.sse import SseEvent, SseParser, sendable_id
 from app.mcp.transport import SESSION_MESSAGE_NOTE, text_codec
 from app.mcp.wire import WireEvent
 
@@ -42,6 +42,7 @@ class StandaloneStream:
         self._protocol = dict(protocol_headers)
         self.last_event_id: str | None = None
         self.retry_s: float | None = None  # the server's last `retry:`: how long to wait before reopening
+        self._said_unsendable = False
         self.opened = 0  # GETs sent, for tests and notes
         self._task: asyncio.Task[None] | None = None
         self.ended = asyncio.Event()  # set when the stream stops for good (405, refused, bound reached, stopped)
@@ -158,7 +159,12 @@ class StandaloneStream:
     def _take(self, event: SseEvent, status: int, replayed: list[str]) -> bool:
         """Deliver one event unless its id was delivered before; True when it was new."""
         if event.id is not None:
-            self.last_event_id = event.id
+            if sendable_id(event.id):
+                self.last_event_id = event.id
+            elif not self._said_unsendable:
+                self._said_unsendable = True
+                self._note(f"standalone GET stream: sse id {_excerpt(event.id)} cannot be sent back as Last-Event-ID "
+                           "(not printable ASCII, or over 1024 characters); a reopen resumes from the last id that can")
             if not self._t.event_ids.first_time(event.id):
                 replayed.append(event.id)
                 return False

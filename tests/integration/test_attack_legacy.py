@@ -594,3 +594,23 @@ async def test_a_standalone_stream_is_reopened_after_the_servers_retry_delay_not
 
     await eventually(reopened, what="the GET stream to be reopened")
     assert "reopening in 1.5 s" in await notes(console, sid)
+
+
+async def test_an_event_id_that_cannot_be_sent_back_as_a_header_does_not_cost_the_standalone_stream(
+        console: Console, legacy_target: Start) -> None:
+    served: list[int] = []
+
+    def gets(_seen: Seen) -> Answer:
+        served.append(1)
+        return sse(("\u00e9v\u00e9nement-1", LIST_CHANGED)) if len(served) == 1 else (405, "text/plain", b"")
+
+    server = legacy_target(gets=gets)
+    sid = await connected(console, server)
+
+    async def reopened() -> list[Seen] | None:
+        seen = gets_of(server)
+        return seen if len(seen) >= 2 else None
+
+    seen = await eventually(reopened, what="the GET stream to be reopened")
+    assert seen[1].headers.get("last-event-id") is None
+    assert "cannot be sent back" in await notes(console, sid)
