@@ -42,6 +42,7 @@ KEEP_NOTIFICATION_BYTES = 8 * 1024  # a bigger one is kept as a stub: 50 × 1 MB
 # Requests from a 2025-11-25 server waiting for the caller (open dialogs): past this, the next are refused at once.
 MAX_OPEN_SERVER_REQUESTS = 32
 SENDING_ANSWERS = 4  # answers to server requests POSTed at once: a flood of refusals must not open 1000 connections
+SAID_TIMES = 3  # a fault a server repeats (a reused id, a stray cancel) is told this often, then once "not again"
 MAX_WAITING_ANSWERS = 1024  # answers waiting to be sent: past this a flood (of pings, say) goes unanswered
 TOO_MANY_CODE = -32000
 
@@ -148,6 +149,7 @@ class McpClient:
         self._refusing = False  # said once when the bound is reached, again after it was left
         self._sending = asyncio.Semaphore(SENDING_ANSWERS)
         self._dropping = False  # said once when MAX_WAITING_ANSWERS is reached, again after the queue drained
+        self._said: dict[str, int] = {}  # how often each repeated fault was told (see _tell)
         # Server messages outside any request (stdio's unsolicited lines, HTTP's standalone GET stream) come here.
         transport.on_server_message = self._session_message
 
@@ -397,8 +399,9 @@ class McpClient:
         assert answerer is not None
         wire_id = _wire_id(frame.id)
         if wire_id in self._asked:
-            warn(f"the server's {frame.method} {_shown(frame.id)} repeats the id of one still open: not asked "
-                 "again and not answered (JSON-RPC ids must be unique among requests in flight)")
+            self._tell("repeat", warn, f"the server's {frame.method} {_shown(frame.id)} repeats the id of one still "
+                                       "open: not asked again and not answered (JSON-RPC ids must be unique among "
+                                       "requests in flight)")
             return
         if len(self._asked) >= MAX_OPEN_SERVER_REQUESTS:
             if not self._refusing:
@@ -434,13 +437,23 @@ class McpClient:
 
         task.add_done_callback(done)
 
+    def _tell(self, fault: str, warn: Callable[[str], None], message: str) -> None:
+        """Tell a fault the first SAID_TIMES times, then once that more are not told: a server repeating it 10,000
+        times must not write 10,000 notices (or warnings on one reply)."""
+        count = self._said[fault] = self._said.get(fault, 0) + 1
+        if count <= SAID_TIMES:
+            warn(message)
+        elif count == SAID_TIMES + 1:
+            warn(f"{message} (the server keeps doing this: not said again)")
+
     def _server_cancelled(self, frame: Frame, warn: Callable[[str], None]) -> None:
         """A 2025-11-25 server withdraws a request it made: its dialog closes and nothing goes back."""
         request_id = frame.params.get("requestId")
         task = self._asked.get(_wire_id(request_id))
         if task is None or task.done():
-            warn(f"notifications/cancelled names request id {_shown(request_id)}, which is no open request from "
-                 "the server (never asked, or answered already); ignored")
+            self._tell("stray-cancel", warn, f"notifications/cancelled names request id {_shown(request_id)}, which "
+                                             "is no open request from the server (never asked, or answered already); "
+                                             "ignored")
             return
         # Soon, not now: a task asked in the same piece of the stream has not taken its first step yet, and one
         # cancelled before it would never record its question; after it, the dialog records its withdrawal.

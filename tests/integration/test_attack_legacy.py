@@ -614,3 +614,22 @@ async def test_an_event_id_that_cannot_be_sent_back_as_a_header_does_not_cost_th
     seen = await eventually(reopened, what="the GET stream to be reopened")
     assert seen[1].headers.get("last-event-id") is None
     assert "cannot be sent back" in await notes(console, sid)
+
+
+async def test_hundreds_of_repeated_ids_and_stray_cancels_are_said_a_few_times_not_hundreds(
+        console: Console, legacy_target: Start) -> None:
+    events = [(None, ask("d"))] * 300 + [(None, cancelled(f"none-{i}")) for i in range(300)] + \
+        [(None, LIST_CHANGED)]
+    server = legacy_target(gets=first_get_then_405(*events))
+    sid = await connected(console, server)
+
+    async def through() -> str | None:
+        text = await notes(console, sid)
+        return text if "no standalone GET stream" in text else None
+
+    await eventually(through, what="the whole stream to be read")
+    session = console.manager.get(sid)
+    said = [str(getattr(e.record, "message", "")) for e in session.store.events(sid, kinds=("notice",))]
+    assert 1 <= sum("repeats the id of one still open" in m for m in said) <= 5, len(said)
+    assert 1 <= sum("which is no open request from the server" in m for m in said) <= 5, len(said)
+    assert sum("not said again" in m for m in said) == 2
