@@ -69,6 +69,7 @@ LISTS = (
 )
 META_SAVE_INTERVAL_S = 1.0
 FINDINGS_PER_RULE_AND_ENTRY = 5
+STRAYS_TOLD = 20  # frames of no request told as notices per connection; the rest are on the wire record only
 LIST_METHODS = {  # a list_changed notification → the list it refreshes
     "notifications/tools/list_changed": "tools",
     "notifications/prompts/list_changed": "prompts",
@@ -122,6 +123,7 @@ class ConsoleSession:
         self._bytes_in: dict[str, int] = {}
         self.linter = Linter()
         self._finding_counts: dict[tuple[str | None, str], int] = {}
+        self._strays_told = 0  # frames of no request told as notices this connection (see STRAYS_TOLD)
         self._http_status: dict[str, int] = {}
         # Team deployment: the process that owns the connection, when it is not this one (a replica); else None.
         self.owned_by: str | None = None
@@ -269,9 +271,7 @@ class ConsoleSession:
         else:
             self._lint(event, seq)
         if event.exchange is None and event.direction == "in" and event.signal != "session_message":
-            what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
-                else f"a frame that {event.note or 'matches no request in flight'}"
-            self.timeline.notice("warning", what, raw=event.raw[:2000])
+            self._tell_stray(event)
         elif event.exchange is None and event.direction == "transport" and event.note:
             info = event.signal in ("process_started", "standalone_stream")
             self.timeline.notice("info" if info else "warning", event.note)
@@ -279,6 +279,19 @@ class ConsoleSession:
                 self.stderr_batch.flush()  # its last words first
             if event.signal == "process_exited" and self.status == "connected" and not self._closing:
                 self._set_status("unreachable", f"{event.note}; reconnect to start it again")
+
+    def _tell_stray(self, event: WireEvent) -> None:
+        """A frame of no request is told as a notice, the first STRAYS_TOLD of a connection: a server sending
+        thousands (answers to nothing on a 2025-11-25 GET stream) pushed everything else off the page. Every frame
+        stays on the wire record."""
+        self._strays_told += 1
+        if self._strays_told > STRAYS_TOLD + 1:
+            return
+        what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
+            else f"a frame that {event.note or 'matches no request in flight'}"
+        if self._strays_told > STRAYS_TOLD:
+            what += f" (and more frames of no request: past {STRAYS_TOLD}, they are recorded but not told)"
+        self.timeline.notice("warning", what, raw=event.raw[:2000])
 
     def _lint(self, event: WireEvent, seq: int) -> None:
         """Check the frame against the 2026-07-28 rules as it is recorded; each finding is an event of its own.
@@ -381,6 +394,7 @@ class ConsoleSession:
         self._closing = False
         self.linter = Linter()  # what it knows of requests in flight belongs to one connection
         self._finding_counts = {}
+        self._strays_told = 0
         self._set_status("connecting")
         chosen = self.target.era
         legacy = chosen in ("legacy", "sse-2024")  # the older HTTP+SSE transport carries 2025-11-25 messages

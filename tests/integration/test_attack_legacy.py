@@ -633,3 +633,22 @@ async def test_hundreds_of_repeated_ids_and_stray_cancels_are_said_a_few_times_n
     assert 1 <= sum("repeats the id of one still open" in m for m in said) <= 5, len(said)
     assert 1 <= sum("which is no open request from the server" in m for m in said) <= 5, len(said)
     assert sum("not said again" in m for m in said) == 2
+
+
+async def test_hundreds_of_answers_to_nothing_on_the_standalone_stream_are_kept_but_told_a_few_times(
+        console: Console, legacy_target: Start) -> None:
+    strays = [(None, json.dumps({"jsonrpc": "2.0", "id": f"x{i}", "result": {}})) for i in range(300)]
+    server = legacy_target(gets=first_get_then_405(*strays))
+    # Not `connected()`: before the fix its wait for the lists was pushed off the page's window by the notices.
+    sid = await console.create(kind="http", url=server.url, headers="")
+
+    async def through() -> bool:
+        return "no standalone GET stream" in await notes(console, sid)
+
+    await eventually(through, what="the whole stream to be read")
+    session = console.manager.get(sid)
+    said = [str(getattr(e.record, "message", "")) for e in session.store.events(sid, kinds=("notice",))]
+    assert sum("matches no request" in m for m in said) == 21, sum("matches no request" in m for m in said)
+    assert sum("recorded but not told" in m for m in said) == 1
+    kept = session.store.events(sid, kinds=("wire",))
+    assert sum('"x2' in str(getattr(e.record, "raw", "")) for e in kept) >= 100, "every frame is still recorded"
