@@ -652,3 +652,26 @@ async def test_hundreds_of_answers_to_nothing_on_the_standalone_stream_are_kept_
     assert sum("recorded but not told" in m for m in said) == 1
     kept = session.store.events(sid, kinds=("wire",))
     assert sum('"x2' in str(getattr(e.record, "raw", "")) for e in kept) >= 100, "every frame is still recorded"
+
+
+async def test_a_server_request_whose_id_is_the_calls_own_is_answered_and_the_call_still_takes_its_answer(
+        console: Console, legacy_target: Start) -> None:
+    def posts(_seen: Seen, message: dict[str, Any]) -> Answer | None:
+        if message.get("method") != "tools/call":
+            return None
+        rid = message["id"]
+        mine = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "roots/list"})  # the client's own id
+        answer = json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "fine"}]}})
+        return sse((None, mine), (None, answer))
+
+    server = legacy_target(posts=posts)
+    sid = await connected(console, server)
+    reply = await console.call_tool(sid, "echo")
+    assert reply["status"] == "complete", reply
+
+    async def answered() -> list[dict[str, Any]] | None:
+        back = [m for m in posted(server) if "method" not in m and "result" in m]
+        return back or None
+
+    back = await eventually(answered, what="the roots to go back")
+    assert back[0]["id"] == reply["id"] and "roots" in back[0]["result"]
