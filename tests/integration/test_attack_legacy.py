@@ -675,3 +675,16 @@ async def test_a_server_request_whose_id_is_the_calls_own_is_answered_and_the_ca
 
     back = await eventually(answered, what="the roots to go back")
     assert back[0]["id"] == reply["id"] and "roots" in back[0]["result"]
+
+
+@pytest.mark.parametrize(("version", "said"), [(None, "no protocolVersion"), (20251125, "protocol version 20251125"),
+                                               ("<b>2025-11-25</b>", "protocol version '<b>2025-11-25</b>'")])
+async def test_an_initialize_answer_without_a_usable_protocol_version_fails_saying_what_came(
+        console: Console, legacy_target: Start, version: Any, said: str) -> None:
+    init = {k: v for k, v in INIT.items() if k != "protocolVersion"}
+    if version is not None:
+        init["protocolVersion"] = version
+    s = await console.connect(kind="http", url=legacy_target(init=init).url, headers="")
+    assert s["status"] == "failed" and said in s["status_message"], s["status_message"]
+    page = await console.http.get(f"/sessions/{s['id']}")
+    assert page.status_code == 200 and "<b>2025-11-25</b>" not in page.text
