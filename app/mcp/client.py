@@ -449,7 +449,8 @@ class McpClient:
     def _server_cancelled(self, frame: Frame, warn: Callable[[str], None]) -> None:
         """A 2025-11-25 server withdraws a request it made: its dialog closes and nothing goes back."""
         request_id = frame.params.get("requestId")
-        task = self._asked.get(_wire_id(request_id))
+        wire_id = _wire_id(request_id)
+        task = self._asked.get(wire_id)
         if task is None or task.done():
             self._tell("stray-cancel", warn, f"notifications/cancelled names request id {_shown(request_id)}, which "
                                              "is no open request from the server (never asked, or answered already); "
@@ -458,6 +459,7 @@ class McpClient:
         # Soon, not now: a task asked in the same piece of the stream has not taken its first step yet, and one
         # cancelled before it would never record its question; after it, the dialog records its withdrawal.
         asyncio.get_running_loop().call_soon(task.cancel)
+        del self._asked[wire_id]  # withdrawn now: the server may reuse its id at once
         reason = frame.params.get("reason")
         said = f": {_shown(reason)}" if isinstance(reason, str) and reason else ""
         if self.config.on_notice is not None:
