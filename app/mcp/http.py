@@ -185,13 +185,17 @@ class HttpExchange:
                 yield frame
                 if frame.kind in ("response", "error") and frame.id == self._request_id:
                     return
-            if attempt == MAX_RESUMES or self.cancelled or not self._resumable() or not await self._resume():
-                return
-            # The server may have sent the answer on the standalone GET stream meanwhile: take it from there.
+            # The server may have sent the answer on the standalone GET stream instead (before this one ended, or
+            # while it was being resumed): take it from there, resumable or not.
             handed = self._t.take_handed_over(self._request_id)
-            if handed is not None:
+            if handed is None and attempt < MAX_RESUMES and not self.cancelled and self._resumable():
+                resumed = await self._resume()
+                handed = self._t.take_handed_over(self._request_id)
+                if handed is None and resumed:
+                    continue
+            if handed is not None and not self.cancelled:
                 yield handed
-                return
+            return
 
     def _resumable(self) -> bool:
         return self._last_event_id is not None and self._legacy
