@@ -9,15 +9,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.mcp.asking import ServerAsks
 from app.mcp.deadline import Deadline
-from app.mcp.era import MODERN_VERSION, Answerer, Era, ModernEra, ServerAnswer
+from app.mcp.era import MODERN_VERSION, Answerer, Era, ModernEra
 from app.mcp.errors import (
     McpError,
     ProtocolViolation,
@@ -36,15 +36,8 @@ KNOWN_RESULT_TYPES = frozenset({"complete", "input_required"})
 
 NotificationSink = Callable[[Frame], None]
 NoticeSink = Callable[[str, str], None]  # (level, message): what the client has to say about the session
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 KEEP_NOTIFICATIONS = 50
 KEEP_NOTIFICATION_BYTES = 8 * 1024  # a bigger one is kept as a stub: 50 × 1 MB logs must not ride on every reply
-# Requests from a 2025-11-25 server waiting for the caller (open dialogs): past this, the next are refused at once.
-MAX_OPEN_SERVER_REQUESTS = 32
-SENDING_ANSWERS = 4  # answers to server requests POSTed at once: a flood of refusals must not open 1000 connections
-SAID_TIMES = 3  # a fault a server repeats (a reused id, a stray cancel) is told this often, then once "not again"
-MAX_WAITING_ANSWERS = 1024  # answers waiting to be sent: past this a flood (of pings, say) goes unanswered
-TOO_MANY_CODE = -32000
 
 
 @dataclass(slots=True)
@@ -143,13 +136,8 @@ class McpClient:
         self._cancelled: dict[str, str] = {}
         self._stops: dict[str, Stop] = {}
         self._deadlines: dict[str, Deadline] = {}
-        self._answering: set[asyncio.Future[None]] = set()  # answers to server requests under way
-        # Server requests the caller is asked about, by JSON id: a repeat is refused, a cancel withdraws one.
-        self._asked: dict[str, asyncio.Future[None]] = {}
-        self._refusing = False  # said once when the bound is reached, again after it was left
-        self._sending = asyncio.Semaphore(SENDING_ANSWERS)
-        self._dropping = False  # said once when MAX_WAITING_ANSWERS is reached, again after the queue drained
-        self._said: dict[str, int] = {}  # how often each repeated fault was told (see _tell)
+        # Requests from the server being asked about or answered (2025-11-25), bounded (see app/mcp/asking.py).
+        self.asks = ServerAsks(lambda: config.answerer, lambda: config.on_notice)
         # Server messages outside any request (stdio's unsolicited lines, HTTP's standalone GET stream) come here.
         transport.on_server_message = self._session_message
 
@@ -312,7 +300,7 @@ class McpClient:
             if frame.kind == "request":
                 await self._server_request(exchange, frame, reply)
             elif frame.method == "notifications/cancelled" and self.config.era.server_asks:
-                self._server_cancelled(frame, reply.warnings.append)
+                self.asks.withdraw(frame, reply.warnings.append)
             reply.notifications.append(_kept(frame))
             reply.notification_count += 1
             if on_notification is not None:
@@ -332,7 +320,7 @@ class McpClient:
         if verdict.warning:
             reply.warnings.append(verdict.warning)
         if verdict.ask_caller and self.config.answerer is not None:
-            self._ask(frame, reply.key, exchange.answer, self._deadlines.get(reply.key), reply.warnings.append)
+            self.asks.ask(frame, reply.key, exchange.answer, self._deadlines.get(reply.key), reply.warnings.append)
         elif verdict.refusal is not None:  # not asked, or nobody to ask: the era's answer goes back at once
             with contextlib.suppress(McpError):
                 await exchange.answer(verdict.refusal.message(frame.id))
@@ -342,7 +330,7 @@ class McpClient:
         a 2025-11-25 server asking on its GET stream) gets the era's verdict, answered as its own message."""
         if frame.kind == "notification":
             if frame.method == "notifications/cancelled" and self.config.era.server_asks:
-                self._server_cancelled(frame, self._warn_session)
+                self.asks.withdraw(frame, self._warn_session)
             elif self.config.on_session_notification is not None:
                 self.config.on_session_notification(frame)
             return
@@ -357,114 +345,13 @@ class McpClient:
             await self.transport.notify(message, version, self.new_key())
 
         if verdict.ask_caller and self.config.answerer is not None:
-            self._ask(frame, "", send, None, self._warn_session)
+            self.asks.ask(frame, "", send, None, self._warn_session)
         elif verdict.refusal is not None:
-            self._spawn_answer(send, verdict.refusal.message(frame.id), self._warn_session)
+            self.asks.send_beside(send, verdict.refusal.message(frame.id), self._warn_session)
 
     def _warn_session(self, message: str) -> None:
         if self.config.on_notice is not None:
             self.config.on_notice("warning", message)
-
-    def _spawn_answer(self, send: Send, message: dict[str, Any], warn: Callable[[str], None]) -> None:
-        """Send an answer that needs nobody (a refusal, a ping's), beside the stream; bounded, so a flood of
-        requests cannot queue a million answers (each a task holding its message)."""
-        if len(self._answering) >= MAX_WAITING_ANSWERS:
-            if not self._dropping:
-                self._dropping = True
-                warn(f"the server's requests come faster than their answers go out ({MAX_WAITING_ANSWERS} answers "
-                     "wait to be sent): later ones go unanswered until the queue drains")
-            return
-
-        async def answer() -> None:
-            async with self._sending:
-                with contextlib.suppress(McpError):
-                    await send(message)
-
-        task = asyncio.ensure_future(answer())
-        self._answering.add(task)
-        task.add_done_callback(self._answered)
-
-    def _answered(self, task: asyncio.Future[None]) -> None:
-        self._answering.discard(task)
-        if len(self._answering) < MAX_WAITING_ANSWERS // 2:
-            self._dropping = False
-
-    def _ask(self, frame: Frame, carrier: str, send: Send, deadline: Deadline | None,
-             warn: Callable[[str], None]) -> None:
-        """Ask the caller about a server request, beside the stream (a person may take minutes), and send what
-        they answer. A request repeating the id of one still open is not asked (JSON-RPC ids are unique among
-        requests in flight; its answer would be taken for the other's); past MAX_OPEN_SERVER_REQUESTS open at
-        once, the next are refused at once, so a flood cannot open thousands of dialogs."""
-        answerer = self.config.answerer
-        assert answerer is not None
-        wire_id = _wire_id(frame.id)
-        if wire_id in self._asked:
-            self._tell("repeat", warn, f"the server's {frame.method} {_shown(frame.id)} repeats the id of one still "
-                                       "open: not asked again and not answered (JSON-RPC ids must be unique among "
-                                       "requests in flight)")
-            return
-        if len(self._asked) >= MAX_OPEN_SERVER_REQUESTS:
-            if not self._refusing:
-                self._refusing = True
-                warn(f"too many open requests from the server ({MAX_OPEN_SERVER_REQUESTS} wait for an answer): "
-                     "the next are refused with an error until some are answered")
-            self._spawn_answer(send, ServerAnswer(error={"code": TOO_MANY_CODE, "message": (
-                f"too many open requests from the server ({MAX_OPEN_SERVER_REQUESTS}); refused")}).message(frame.id),
-                warn)
-            return
-        if deadline is not None:  # a person is answering: the server is silent because it waits for us
-            deadline.hold()
-
-        async def answer() -> None:
-            reply = await answerer(frame, carrier)
-            async with self._sending:
-                with contextlib.suppress(McpError):
-                    await send(reply.message(frame.id))
-
-        task = asyncio.ensure_future(answer())
-        self._asked[wire_id] = task
-        self._answering.add(task)
-
-        def done(finished: asyncio.Future[None]) -> None:
-            # A callback, not a `finally`: a task cancelled before its first step never runs its body.
-            self._answered(finished)
-            if self._asked.get(wire_id) is finished:
-                del self._asked[wire_id]
-            if len(self._asked) < MAX_OPEN_SERVER_REQUESTS // 2:
-                self._refusing = False
-            if deadline is not None:
-                deadline.release()
-
-        task.add_done_callback(done)
-
-    def _tell(self, fault: str, warn: Callable[[str], None], message: str) -> None:
-        """Tell a fault the first SAID_TIMES times, then once that more are not told: a server repeating it 10,000
-        times must not write 10,000 notices (or warnings on one reply)."""
-        count = self._said[fault] = self._said.get(fault, 0) + 1
-        if count <= SAID_TIMES:
-            warn(message)
-        elif count == SAID_TIMES + 1:
-            warn(f"{message} (the server keeps doing this: not said again)")
-
-    def _server_cancelled(self, frame: Frame, warn: Callable[[str], None]) -> None:
-        """A 2025-11-25 server withdraws a request it made: its dialog closes and nothing goes back."""
-        request_id = frame.params.get("requestId")
-        wire_id = _wire_id(request_id)
-        task = self._asked.get(wire_id)
-        if task is None or task.done():
-            self._tell("stray-cancel", warn, f"notifications/cancelled names request id {_shown(request_id)}, which "
-                                             "is no open request from the server (never asked, or answered already); "
-                                             "ignored")
-            return
-        # Soon, not now: a task asked in the same piece of the stream has not taken its first step yet, and one
-        # cancelled before it would never record its question; after it, the dialog records its withdrawal.
-        asyncio.get_running_loop().call_soon(task.cancel)
-        del self._asked[wire_id]  # withdrawn now: the server may reuse its id at once
-        reason = frame.params.get("reason")
-        said = f": {_shown(reason)}" if isinstance(reason, str) and reason else ""
-        if self.config.on_notice is not None:
-            self.config.on_notice("info", f"the server cancelled its request {_shown(request_id)}{said}; its "
-                                          "dialog is closed and nothing goes back")
 
     def _take_final(self, frame: Frame, reply: Reply) -> None:
         assert frame.message is not None
@@ -552,15 +439,3 @@ class McpClient:
     async def close(self) -> None:
         await self.transport.close()
 
-
-def _wire_id(value: Any) -> str:
-    """A JSON-RPC id as a key (any JSON value a server sends; 1 and "1" stay apart)."""
-    try:
-        return json.dumps(value, sort_keys=True)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _shown(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "…"

@@ -375,7 +375,7 @@ async def test_a_flood_of_pings_on_the_standalone_stream_queues_a_bounded_number
 
     await eventually(said, what="the unanswered pings to be noted")
     client = console.manager.get(sid).client
-    assert len(client._answering) <= 1100, len(client._answering)
+    assert len(client.asks.waiting) <= 1100, len(client.asks.waiting)
     assert (await console.call_tool(sid, "echo"))["status"] == "complete"
 
 
