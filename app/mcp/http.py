@@ -159,6 +159,7 @@ class HttpExchange:
         self._session = transport.session_id    # the 2025-11-25 session the request went in, if any
         # 2025-11-25 makes SSE ids unique across a session's streams: one seen again is a replay (see SeenIds).
         self._legacy = next(iter(self._protocol.values()), "") in LEGACY_VERSIONS
+        self._replays = 0
 
     async def frames(self) -> AsyncIterator[Frame]:
         response = self._response
@@ -245,8 +246,10 @@ class HttpExchange:
                 mono, wall = time.monotonic(), time.time()
                 for event in events:
                     if event.id is not None and self._legacy and not self._t.event_ids.first_time(event.id):
-                        self._record_problem(f"sse id={_short(event.id)} was already delivered: a replay, not "
-                                             "delivered again")
+                        self._replays += 1
+                        if self._replays == 1:  # said once: a resumption may replay thousands
+                            self._record_problem(f"sse id={_short(event.id)} was already delivered: a replay, not "
+                                                 "delivered again (nor are later replays on this request's stream)")
                         continue
                     if event.data == "":
                         continue  # a priming event: nothing to parse

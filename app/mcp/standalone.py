@@ -43,6 +43,7 @@ class StandaloneStream:
         self.last_event_id: str | None = None
         self.retry_s: float | None = None  # the server's last `retry:`: how long to wait before reopening
         self._said_unsendable = False
+        self._replayed, self._first_replayed = 0, ""
         self.opened = 0  # GETs sent, for tests and notes
         self._task: asyncio.Task[None] | None = None
         self.ended = asyncio.Event()  # set when the stream stops for good (405, refused, bound reached, stopped)
@@ -132,14 +133,14 @@ class StandaloneStream:
         parser = SseParser(self._t.max_message_bytes)
         decoder = codecs.getincrementaldecoder(text_codec(response.encoding))(errors="replace")
         delivered = False
-        replayed: list[str] = []
+        self._replayed, self._first_replayed = 0, ""  # this GET's replays: counted, the first id kept
         try:
             async for chunk in body_pieces(response):
                 for event in parser.feed(decoder.decode(chunk)):
-                    delivered = self._take(event, response.status_code, replayed) or delivered
+                    delivered = self._take(event, response.status_code) or delivered
             for event in parser.finish():
                 if event.data:
-                    delivered = self._take(event, response.status_code, replayed) or delivered
+                    delivered = self._take(event, response.status_code) or delivered
         except (httpx.HTTPError, ValueError) as exc:  # a broken stream or an over-long event: reopen
             self._note(f"standalone GET stream broke: {type(exc).__name__}: {exc}")
             part = parser.unfinished() if isinstance(exc, httpx.HTTPError) else None  # an over-long one: not kept
@@ -150,13 +151,13 @@ class StandaloneStream:
                                               "(what arrived of it)"))
         if parser.retry_ms is not None:
             self.retry_s = parser.retry_ms / 1000
-        if replayed:
+        if self._replayed:
             # Said once per GET: a reopen that brings only replays brought nothing, and counts as such.
-            self._note(f"standalone GET stream: {len(replayed)} replayed events (ids already delivered, the first "
-                       f"{_excerpt(replayed[0])}) were not delivered again")
+            self._note(f"standalone GET stream: {self._replayed} replayed events (ids already delivered, the first "
+                       f"{_excerpt(self._first_replayed)}) were not delivered again")
         return delivered
 
-    def _take(self, event: SseEvent, status: int, replayed: list[str]) -> bool:
+    def _take(self, event: SseEvent, status: int) -> bool:
         """Deliver one event unless its id was delivered before; True when it was new."""
         if event.id is not None:
             if sendable_id(event.id):
@@ -166,7 +167,8 @@ class StandaloneStream:
                 self._note(f"standalone GET stream: sse id {_excerpt(event.id)} cannot be sent back as Last-Event-ID "
                            "(not printable ASCII, or over 1024 characters); a reopen resumes from the last id that can")
             if not self._t.event_ids.first_time(event.id):
-                replayed.append(event.id)
+                self._replayed += 1
+                self._first_replayed = self._first_replayed or event.id
                 return False
         if event.data:
             self._deliver(event.data, event.id, status)
