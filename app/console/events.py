@@ -405,7 +405,8 @@ class ServerRequestChanged(Record):
     request_id: Any = None        # the server's JSON-RPC id: the response goes back with it
     method: str = ""
     params: Json = field(default_factory=dict)
-    # awaiting | answered | declined | cancelled | timed_out | gone (its stream ended before anyone answered)
+    # awaiting | answered | declined | cancelled | timed_out | gone (its stream ended before anyone answered) |
+    # withdrawn (the server cancelled it with notifications/cancelled: nothing went back)
     status: str = "awaiting"
     answered_by: str = ""         # owner | operator | console (roots are answered from the session's list)
     response: Json | None = None  # exactly what went back: {"result": …} or {"error": …}

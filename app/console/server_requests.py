@@ -58,7 +58,13 @@ class ServerRequests:
         self._live[ev.id] = (ev, future)
         self.timeline.append(ev)
         try:
-            done, _ = await asyncio.wait({future}, timeout=timeout)
+            try:
+                done, _ = await asyncio.wait({future}, timeout=timeout)
+            except asyncio.CancelledError:
+                if not future.done():  # the server withdrew it (notifications/cancelled): nothing goes back
+                    future.cancel()
+                    self._record(ev, "withdrawn", None, "server")
+                raise
             if not done:
                 timed_out = ServerAnswer(error={"code": TIMEOUT_CODE, "message": (
                     f"Request timed out: nobody answered within {timeout:g} s "
@@ -119,7 +125,8 @@ class ServerRequests:
         future.set_result(answer)
         return True
 
-    def _record(self, ev: ServerRequestChanged, status: str, answer: ServerAnswer, who: str) -> None:
-        response: Json = {"error": answer.error} if answer.error is not None else {"result": answer.result or {}}
+    def _record(self, ev: ServerRequestChanged, status: str, answer: ServerAnswer | None, who: str) -> None:
+        response: Json | None = None if answer is None else \
+            {"error": answer.error} if answer.error is not None else {"result": answer.result or {}}
         self.timeline.append(dataclasses.replace(ev, status=status, answered_by=who, response=response,
                                                  errors={}, drafts={}, ended=time.time()))

@@ -48,7 +48,7 @@ from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
 from app.mcp.era import MODERN_VERSION, Answerer, Era, LegacyEra, ModernEra
-from app.mcp.errors import ConnectFailed, McpError, ProcessExited
+from app.mcp.errors import ConnectFailed, McpError, ProcessExited, SessionExpired
 from app.mcp.handshake import HandshakeFailed, Negotiated, discover_not_served, initialize
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
@@ -69,6 +69,7 @@ LISTS = (
 )
 META_SAVE_INTERVAL_S = 1.0
 FINDINGS_PER_RULE_AND_ENTRY = 5
+STRAYS_TOLD = 20  # frames of no request told as notices per connection; the rest are on the wire record only
 LIST_METHODS = {  # a list_changed notification → the list it refreshes
     "notifications/tools/list_changed": "tools",
     "notifications/prompts/list_changed": "prompts",
@@ -122,6 +123,7 @@ class ConsoleSession:
         self._bytes_in: dict[str, int] = {}
         self.linter = Linter()
         self._finding_counts: dict[tuple[str | None, str], int] = {}
+        self._strays_told = 0  # frames of no request told as notices this connection (see STRAYS_TOLD)
         self._http_status: dict[str, int] = {}
         # Team deployment: the process that owns the connection, when it is not this one (a replica); else None.
         self.owned_by: str | None = None
@@ -269,9 +271,7 @@ class ConsoleSession:
         else:
             self._lint(event, seq)
         if event.exchange is None and event.direction == "in" and event.signal != "session_message":
-            what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
-                else f"a frame that {event.note or 'matches no request in flight'}"
-            self.timeline.notice("warning", what, raw=event.raw[:2000])
+            self._tell_stray(event)
         elif event.exchange is None and event.direction == "transport" and event.note:
             info = event.signal in ("process_started", "standalone_stream")
             self.timeline.notice("info" if info else "warning", event.note)
@@ -280,13 +280,27 @@ class ConsoleSession:
             if event.signal == "process_exited" and self.status == "connected" and not self._closing:
                 self._set_status("unreachable", f"{event.note}; reconnect to start it again")
 
+    def _tell_stray(self, event: WireEvent) -> None:
+        """A frame of no request is told as a notice, the first STRAYS_TOLD of a connection: a server sending
+        thousands (answers to nothing on a 2025-11-25 GET stream) pushed everything else off the page. Every frame
+        stays on the wire record."""
+        self._strays_told += 1
+        if self._strays_told > STRAYS_TOLD + 1:
+            return
+        what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
+            else f"a frame that {event.note or 'matches no request in flight'}"
+        if self._strays_told > STRAYS_TOLD:
+            what += f" (and more frames of no request: past {STRAYS_TOLD}, they are recorded but not told)"
+        self.timeline.notice("warning", what, raw=event.raw[:2000])
+
     def _lint(self, event: WireEvent, seq: int) -> None:
         """Check the frame against the 2026-07-28 rules as it is recorded; each finding is an event of its own.
 
-        The rules are the modern revision's: a session that settled on 2025-11-25 is not held to them.
+        The rules are the modern revision's: a session that settled on 2025-11-25 is not held to them, nor is its
+        handshake (its client speaks the legacy era before the era is recorded, once initialize has answered).
         """
         era = self.state.era
-        if era is not None and era.get("era") == "legacy":
+        if (era is not None and era.get("era") == "legacy") or self._is_legacy():
             return
         for found in self.linter.observe(event, seq=seq):
             # A server that breaks one rule on every frame of a flood is told a few times per entry, not 10,000.
@@ -355,7 +369,7 @@ class ConsoleSession:
     def _make_transport(self) -> Transport:
         if self.target.kind == "http" and self.target.era == "sse-2024":
             return HttpSseTransport(self.target.url, self._http, self.on_wire, self.target.headers,
-                                    self.settings.max_message_bytes)
+                                    self.settings.max_message_bytes, self.settings.max_stream_bytes)
         if self.target.kind == "http":
             return HttpTransport(self.target.url, self._http, self.on_wire, self.target.headers,
                                  self.settings.max_message_bytes, self.settings.max_stream_bytes)
@@ -380,6 +394,7 @@ class ConsoleSession:
         self._closing = False
         self.linter = Linter()  # what it knows of requests in flight belongs to one connection
         self._finding_counts = {}
+        self._strays_told = 0
         self._set_status("connecting")
         chosen = self.target.era
         legacy = chosen in ("legacy", "sse-2024")  # the older HTTP+SSE transport carries 2025-11-25 messages
@@ -430,6 +445,7 @@ class ConsoleSession:
         self.client = McpClient(self.transport, ClientConfig(
             client_info=CLIENT_INFO, capabilities=lambda: self.capabilities, era=era,
             answerer=self._server_request_answerer(), on_session_notification=self.listeners.deliver,
+            on_notice=self.timeline.notice,
             idle_timeout_s=self.idle_timeout_s, max_s=self.max_s,
             key_prefix=f"c{self.connects}", first_id=self.last_id + 1, first_key=first_key))
         try:
@@ -576,7 +592,7 @@ class ConsoleSession:
         """
         if self.status not in ("connected", "unreachable") or self._closing:
             return
-        if isinstance(reply.error, ConnectFailed | ProcessExited):
+        if isinstance(reply.error, ConnectFailed | ProcessExited | SessionExpired):
             if self.status == "connected":
                 self._set_status("unreachable", str(reply.error))
         elif self.status == "unreachable" and reply.first_byte is not None:  # the server answered something

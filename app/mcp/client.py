@@ -15,6 +15,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.mcp.asking import ServerAsks
 from app.mcp.deadline import Deadline
 from app.mcp.era import MODERN_VERSION, Answerer, Era, ModernEra
 from app.mcp.errors import (
@@ -34,6 +35,7 @@ MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 KNOWN_RESULT_TYPES = frozenset({"complete", "input_required"})
 
 NotificationSink = Callable[[Frame], None]
+NoticeSink = Callable[[str, str], None]  # (level, message): what the client has to say about the session
 KEEP_NOTIFICATIONS = 50
 KEEP_NOTIFICATION_BYTES = 8 * 1024  # a bigger one is kept as a stub: 50 × 1 MB logs must not ride on every reply
 
@@ -85,6 +87,8 @@ class ClientConfig:
     answerer: Answerer | None = None
     # Notifications that belong to no request (list_changed, resources/updated, session log lines).
     on_session_notification: NotificationSink | None = None
+    # What the client notices outside any request (a server request it refuses, a cancel naming nothing).
+    on_notice: NoticeSink | None = None
     idle_timeout_s: float = 60.0  # reset by every frame of the request
     max_s: float = 3600.0         # the overall maximum, whatever the frames
     key_prefix: str = ""  # keeps exchange keys unique across reconnects of one recorded session
@@ -132,7 +136,8 @@ class McpClient:
         self._cancelled: dict[str, str] = {}
         self._stops: dict[str, Stop] = {}
         self._deadlines: dict[str, Deadline] = {}
-        self._answering: set[asyncio.Future[None]] = set()  # answers to server requests under way
+        # Requests from the server being asked about or answered (2025-11-25), bounded (see app/mcp/asking.py).
+        self.asks = ServerAsks(lambda: config.answerer, lambda: config.on_notice)
         # Server messages outside any request (stdio's unsolicited lines, HTTP's standalone GET stream) come here.
         transport.on_server_message = self._session_message
 
@@ -294,6 +299,8 @@ class McpClient:
                 continue
             if frame.kind == "request":
                 await self._server_request(exchange, frame, reply)
+            elif frame.method == "notifications/cancelled" and self.config.era.server_asks:
+                self.asks.withdraw(frame, reply.warnings.append)
             reply.notifications.append(_kept(frame))
             reply.notification_count += 1
             if on_notification is not None:
@@ -313,22 +320,7 @@ class McpClient:
         if verdict.warning:
             reply.warnings.append(verdict.warning)
         if verdict.ask_caller and self.config.answerer is not None:
-            answerer = self.config.answerer
-            deadline = self._deadlines.get(reply.key)
-            if deadline is not None:  # a person is answering: the server is silent because it waits for us
-                deadline.hold()
-
-            async def answer() -> None:
-                try:
-                    with contextlib.suppress(McpError):
-                        await exchange.answer((await answerer(frame, reply.key)).message(frame.id))
-                finally:
-                    if deadline is not None:
-                        deadline.release()
-
-            task = asyncio.ensure_future(answer())
-            self._answering.add(task)
-            task.add_done_callback(self._answering.discard)
+            self.asks.ask(frame, reply.key, exchange.answer, self._deadlines.get(reply.key), reply.warnings.append)
         elif verdict.refusal is not None:  # not asked, or nobody to ask: the era's answer goes back at once
             with contextlib.suppress(McpError):
                 await exchange.answer(verdict.refusal.message(frame.id))
@@ -337,29 +329,29 @@ class McpClient:
         """A server message outside any request: notifications go to the session's sink; a request (a ping, or
         a 2025-11-25 server asking on its GET stream) gets the era's verdict, answered as its own message."""
         if frame.kind == "notification":
-            if self.config.on_session_notification is not None:
+            if frame.method == "notifications/cancelled" and self.config.era.server_asks:
+                self.asks.withdraw(frame, self._warn_session)
+            elif self.config.on_session_notification is not None:
                 self.config.on_session_notification(frame)
             return
         if frame.kind != "request":
             return
         verdict = self.config.era.on_server_request(frame)
-        answerer = self.config.answerer if verdict.ask_caller else None
-        refusal = verdict.refusal
-        if answerer is None and refusal is None:
-            return
         version = {k: v for k, v in self.config.era.headers("ping", {}, None).items()
                    if k.lower() == "mcp-protocol-version"}
 
-        async def answer() -> None:
+        async def send(message: dict[str, Any]) -> None:
             # No client request carried it (a stdio line, the GET stream): it nests under no entry.
-            reply = await answerer(frame, "") if answerer is not None else refusal
-            assert reply is not None
-            with contextlib.suppress(McpError):
-                await self.transport.notify(reply.message(frame.id), version, self.new_key())
+            await self.transport.notify(message, version, self.new_key())
 
-        task = asyncio.ensure_future(answer())
-        self._answering.add(task)
-        task.add_done_callback(self._answering.discard)
+        if verdict.ask_caller and self.config.answerer is not None:
+            self.asks.ask(frame, "", send, None, self._warn_session)
+        elif verdict.refusal is not None:
+            self.asks.send_beside(send, verdict.refusal.message(frame.id), self._warn_session)
+
+    def _warn_session(self, message: str) -> None:
+        if self.config.on_notice is not None:
+            self.config.on_notice("warning", message)
 
     def _take_final(self, frame: Frame, reply: Reply) -> None:
         assert frame.message is not None
@@ -446,3 +438,4 @@ class McpClient:
 
     async def close(self) -> None:
         await self.transport.close()
+

@@ -77,6 +77,8 @@ class Era(Protocol):
     # True when closing an HTTP response stream does not cancel its request, so a cancel must be said
     # with notifications/cancelled (2025-11-25); False when closing the stream is the cancel (2026-07-28).
     cancel_by_notification: bool
+    # True when the server may send requests (and withdraw them with notifications/cancelled): 2025-11-25.
+    server_asks: bool
 
     def meta(self, client_info: dict[str, Any], capabilities: dict[str, Any], progress_token: Any,
              log_level: str | None) -> dict[str, Any]:
@@ -95,6 +97,7 @@ class ModernEra:
     name = "modern"
     requires_result_type = True
     cancel_by_notification = False
+    server_asks = False
 
     def __init__(self, protocol_version: str = MODERN_VERSION) -> None:
         self.protocol_version = protocol_version
@@ -131,6 +134,7 @@ class LegacyEra:
     name = "legacy"
     requires_result_type = False
     cancel_by_notification = True
+    server_asks = True
 
     def __init__(self, protocol_version: str = LEGACY_VERSION) -> None:
         self.protocol_version = protocol_version

@@ -5,6 +5,7 @@
     │   ├── ConnectFailed       refused, unreachable, DNS, TLS
     │   ├── ProcessExited       the stdio server is gone
     │   ├── StreamLost          a response stream closed before its final response
+    │   ├── SessionExpired      a 2025-11-25 server answers 404 to the session it handed out
     │   └── StreamTooLarge      we stopped reading a stream past max_stream_bytes
     ├── ProtocolViolation       bytes arrived but are not valid MCP (not JSON, not JSON-RPC, wrong shape)
     ├── RequestTimedOut         no final response within the deadline
@@ -48,6 +49,17 @@ class ProcessExited(TransportError):
 
 class StreamLost(TransportError):
     pass
+
+
+class SessionExpired(TransportError):
+    """HTTP 404 for a request carrying the session id: the server ended or forgot the session."""
+
+
+def expired_note(session: str) -> str:
+    """What a 404 to a request in a 2025-11-25 session means, and what to do (the id cut: it is the server's)."""
+    shown = repr(session[:80] + ("…" if len(session) > 80 else ""))
+    return (f"HTTP 404: the server no longer knows session {shown} (it expired or was ended); "
+            "reconnect to start a new one")
 
 
 class StreamTooLarge(TransportError):

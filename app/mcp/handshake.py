@@ -56,8 +56,9 @@ def negotiated_from(reply: Reply, offered: str) -> Negotiated:
     result = reply.result
     version = result.get("protocolVersion")
     if not isinstance(version, str) or version not in LEGACY_VERSIONS:
-        raise HandshakeFailed(f"initialize answered protocol version {version!r}, which this console does not "
-                              f"speak (it speaks {', '.join(LEGACY_VERSIONS)})")
+        said = "no protocolVersion" if version is None else f"protocol version {_short(version)}"
+        raise HandshakeFailed(f"initialize answered {said}, which this console does not speak (it speaks "
+                              f"{', '.join(LEGACY_VERSIONS)})")
     info, caps = result.get("serverInfo"), result.get("capabilities")
     instructions = result.get("instructions")
     note = f"offered {offered}; the server chose {version}" if version != offered else f"{version} as offered"
@@ -124,3 +125,9 @@ def _status_in(text: str) -> int | None:
         if f"HTTP {status}" in text:
             return status
     return None
+
+
+def _short(value: object, limit: int = 80) -> str:
+    """A server's value as a message shows it: repr'd, and cut (a megabyte of version must not be the status)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -14,12 +14,20 @@ from urllib.parse import urlsplit
 import httpx
 
 from app.mcp.era import LEGACY_VERSIONS
-from app.mcp.errors import ConnectFailed, ProtocolViolation, StreamLost, StreamTooLarge, TransportError
+from app.mcp.errors import (
+    ConnectFailed,
+    ProtocolViolation,
+    SessionExpired,
+    StreamLost,
+    StreamTooLarge,
+    TransportError,
+    expired_note,
+)
 from app.mcp.fair import FairShare
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
 from app.mcp.lean_http import LeanPool, LeanResponse, Origin
-from app.mcp.sse import SseParser
+from app.mcp.sse import SeenIds, SseParser, sendable_id
 from app.mcp.standalone import StandaloneStream
 from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -44,6 +52,7 @@ _HTTPX_OWN = frozenset({"host", "content-length", "transfer-encoding", "cookie"}
 # What the lean client sends itself: token names, printable ASCII values without edge whitespace. Anything
 # else goes through httpx, which refuses or encodes it as it always did.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
 _PLAIN_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
 Answer = httpx.Response | LeanResponse
 _SENDABLE_KEPT = 256
@@ -147,6 +156,10 @@ class HttpExchange:
         self.bytes_read = 0  # every byte of this response stream, counted against max_stream_bytes
         self._last_event_id: str | None = None  # the stream's last SSE id, for resuming it (2025-11-25)
         self._retry_ms: int | None = None       # the stream's `retry:`, the wait before resuming
+        self._session = transport.session_id    # the 2025-11-25 session the request went in, if any
+        # 2025-11-25 makes SSE ids unique across a session's streams: one seen again is a replay (see SeenIds).
+        self._legacy = next(iter(self._protocol.values()), "") in LEGACY_VERSIONS
+        self._replays = 0
 
     async def frames(self) -> AsyncIterator[Frame]:
         response = self._response
@@ -173,17 +186,20 @@ class HttpExchange:
                 yield frame
                 if frame.kind in ("response", "error") and frame.id == self._request_id:
                     return
-            if attempt == MAX_RESUMES or self.cancelled or not self._resumable() or not await self._resume():
-                return
-            # The server may have sent the answer on the standalone GET stream meanwhile: take it from there.
+            # The server may have sent the answer on the standalone GET stream instead (before this one ended, or
+            # while it was being resumed): take it from there, resumable or not.
             handed = self._t.take_handed_over(self._request_id)
-            if handed is not None:
+            if handed is None and attempt < MAX_RESUMES and not self.cancelled and self._resumable():
+                resumed = await self._resume()
+                handed = self._t.take_handed_over(self._request_id)
+                if handed is None and resumed:
+                    continue
+            if handed is not None and not self.cancelled:
                 yield handed
-                return
+            return
 
     def _resumable(self) -> bool:
-        version = next(iter(self._protocol.values()), "")
-        return self._last_event_id is not None and version in LEGACY_VERSIONS
+        return self._last_event_id is not None and self._legacy
 
     async def _resume(self) -> bool:
         """Wait the server's retry delay, then swap in the GET that resumes the stream; False when refused."""
@@ -222,12 +238,19 @@ class HttpExchange:
                 except ValueError as exc:
                     self._record_problem(str(exc))
                     raise ProtocolViolation(str(exc)) from exc
-                self._last_event_id = parser.last_id or self._last_event_id
+                if parser.last_id is not None and parser.last_id != self._last_event_id and sendable_id(parser.last_id):
+                    self._last_event_id = parser.last_id  # one a header cannot carry is not resumed from
                 self._retry_ms = parser.retry_ms if parser.retry_ms is not None else self._retry_ms
                 # The events of one piece arrived together: they carry its time (one clock read each, and the store's
                 # rows spell one wall time for the lot: see Wire.data_text).
                 mono, wall = time.monotonic(), time.time()
                 for event in events:
+                    if event.id is not None and self._legacy and not self._t.event_ids.first_time(event.id):
+                        self._replays += 1
+                        if self._replays == 1:  # said once: a resumption may replay thousands
+                            self._record_problem(f"sse id={_short(event.id)} was already delivered: a replay, not "
+                                                 "delivered again (nor are later replays on this request's stream)")
+                        continue
                     if event.data == "":
                         continue  # a priming event: nothing to parse
                     yield self._incoming(event.data, note=f"sse id={event.id}" if event.id else None, at=(mono, wall))
@@ -293,6 +316,11 @@ class HttpExchange:
             self._record_problem("HTTP 202 with no body: the server treated the request as a notification")
             raise ProtocolViolation("HTTP 202 Accepted with no body for a request")
         frame = self._incoming(body)
+        if status == 404 and self._session is not None:
+            # 2025-11-25: the server ended or forgot the session; a new one starts with initialize (a reconnect).
+            note = expired_note(self._session)
+            self._record_problem(note)
+            raise SessionExpired(note)
         if frame.kind in ("response", "error"):
             return frame
         looks = "HTML" if "html" in ctype or body.lstrip().startswith("<") else (ctype or "no content type")
@@ -370,6 +398,7 @@ class HttpTransport:
         # Requests in flight, and answers to them that came on the standalone stream instead of their own.
         self._inflight_ids: set[str | int] = set()
         self._handed: dict[str | int, Frame] = {}
+        self.event_ids = SeenIds()  # 2025-11-25: the SSE ids delivered on any of this session's streams
         self._lean = lean_route(url, client)
         # What this target set, sent back to it only (the shared client's jar is `NoCookies`).
         self.cookies = httpx.Cookies()
@@ -396,6 +425,9 @@ class HttpTransport:
             return  # asked first: looking a header up in httpx's Headers cost every call more than all of this
         value = response.headers.get(SESSION_HEADER)
         if value and response.is_success:
+            if not _VISIBLE_ASCII.fullmatch(value):
+                raise ProtocolViolation(f"the server's {SESSION_HEADER} {_short(value)} is not visible ASCII "
+                                        "(0x21-0x7E), as 2025-11-25 requires of a session id: it cannot be sent back")
             self.session_id = value
 
     async def _post(self, message: dict[str, Any], headers: dict[str, str], key: str) -> Answer:
@@ -446,7 +478,12 @@ class HttpTransport:
         self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
                               headers=_answer_headers(response),
                               note=f"HTTP {response.status_code} {response.reason_phrase}"))
-        self._learn_session(message, response)
+        try:
+            self._learn_session(message, response)
+        except ProtocolViolation as exc:
+            self.record(WireEvent(direction="transport", raw="", exchange=key, note=str(exc)))
+            await response.aclose()
+            raise
         return response
 
     def _keep_cookies(self, lean: _LeanRoute, response: LeanResponse) -> None:
@@ -502,6 +539,10 @@ class HttpTransport:
         if response.is_success and ctype == "text/event-stream":
             return response
         await response.aclose()
+        if response.status_code == 404 and SESSION_HEADER in headers:
+            note = expired_note(headers[SESSION_HEADER])
+            self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
+            raise SessionExpired(note)
         return None
 
     async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
@@ -519,6 +560,11 @@ class HttpTransport:
         if body:
             self.record(WireEvent(direction="in", raw=body, frame=parse_frame(body), exchange=key,
                                   http_status=response.status_code))
+        if message.get("method") == "notifications/initialized" and not response.is_success:
+            # The 2025-11-25 session opens here: a server refusing it has no session for what follows.
+            raise ProtocolViolation(f"HTTP {response.status_code} {response.reason_phrase} to "
+                                    f"notifications/initialized: the server did not open the session "
+                                    f"({_excerpt(body)})")
 
     async def _bounded_body(self, response: Answer) -> bytes:
         """A notification's answer should be empty; whatever comes, keep at most one message of it."""
@@ -562,6 +608,10 @@ def redact_url(url: str) -> str:
     except ValueError:
         return "(an unparseable URL)"
     return f"{parts.scheme}://{host}{port}{parts.path}" + ("?…" if parts.query else "")
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return repr(text[:limit] + ("…" if len(text) > limit else ""))
 
 
 def _excerpt(body: str, limit: int = 200) -> str:

@@ -6,7 +6,16 @@ every event and a priming event with an empty `data:`. Comments (`:` lines) are 
 
 from __future__ import annotations
 
+import hashlib
+import re
+from collections import deque
 from typing import NamedTuple
+
+SEEN_IDS_KEPT = 4096  # the ids a session remembers (a replay comes soon after the original: a reopen)
+_RETRY_DIGITS = 12
+# An id a reconnect can send back as Last-Event-ID: printable ASCII, no edge space (HTTP would trim it), bounded.
+_SENDABLE_ID = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,1022}[\x21-\x7e])?")
+_SHORT_ID = 128       # longer ids are remembered by digest: 4096 ids of a megabyte each must not stay in memory
 
 
 class SseEvent(NamedTuple):
@@ -142,11 +151,45 @@ class SseParser:
             self._id = value
             self.last_id = value
         elif name == "retry" and value.isascii() and value.isdigit():  # ASCII digits only, as the spec says:
-            # str.isdigit() also takes "²" (int() raises) and "١٢" (int() reads 12)
-            self.retry_ms = int(value)
+            # str.isdigit() also takes "²" (int() raises) and "١٢" (int() reads 12). Past 12 digits (30 years of
+            # milliseconds) the value is no different to a reader that caps it, and int() refuses 4300 digits.
+            digits = value.lstrip("0") or "0"
+            self.retry_ms = int(digits) if len(digits) <= _RETRY_DIGITS else int("9" * _RETRY_DIGITS)
         return None  # unknown fields are ignored, as the SSE spec says
 
     def _dispatch(self) -> SseEvent:
         event = SseEvent(data="\n".join(self._data), event=self._event or "message", id=self._id)
         self._data, self._event, self._size = [], "", 0
         return event
+
+
+class SeenIds:
+    """The SSE event ids a 2025-11-25 session has delivered (the last SEEN_IDS_KEPT of them).
+
+    That revision makes an id unique across all of a session's streams, so an id seen again is a replay: a
+    resumption that resends what it delivered before (or a server that resends one event on every reopen, for ever).
+    Its event is not delivered twice: a server request would open a second dialog, a list_changed refresh again.
+    """
+
+    def __init__(self, keep: int = SEEN_IDS_KEPT) -> None:
+        self._keep = keep
+        self._order: deque[str | bytes] = deque()
+        self._seen: set[str | bytes] = set()
+
+    def first_time(self, event_id: str) -> bool:
+        """True the first time `event_id` is seen (and it is remembered), False for a replay."""
+        mark: str | bytes = event_id if len(event_id) <= _SHORT_ID else \
+            hashlib.blake2b(event_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        if mark in self._seen:
+            return False
+        self._seen.add(mark)
+        self._order.append(mark)
+        if len(self._order) > self._keep:
+            self._seen.discard(self._order.popleft())
+        return True
+
+
+def sendable_id(event_id: str) -> bool:
+    """Whether an SSE id can go back in a Last-Event-ID header (an SSE id may hold any text but NUL and line ends;
+    a header cannot: an id like "événement-1" failed every reopen of the stream that carried it)."""
+    return _SENDABLE_ID.fullmatch(event_id) is not None

@@ -17,16 +17,25 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from app.mcp.errors import ConnectFailed, McpError, ProtocolViolation, StreamLost, TransportError
+from app.mcp.errors import ConnectFailed, McpError, ProtocolViolation, StreamLost, StreamTooLarge, TransportError
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
 from app.mcp.sse import SseParser
-from app.mcp.transport import DEFAULT_MAX_MESSAGE_BYTES, SESSION_MESSAGE_NOTE, ServerMessageSink, text_codec
+from app.mcp.transport import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_STREAM_BYTES,
+    SESSION_MESSAGE_NOTE,
+    ServerMessageSink,
+    stream_bound_note,
+    text_codec,
+)
 from app.mcp.wire import Recorder, WireEvent
 
 ENDPOINT_TIMEOUT_S = 10.0  # the endpoint event must come promptly after the GET is answered
 STREAM_TIMEOUT = httpx.Timeout(10.0, read=None)  # the stream may stay quiet for hours
 _LOST = object()
+_BOUNDED = object()  # the request's frames passed max_stream_bytes: frames() raises StreamTooLarge
+MUTED_KEPT = 64      # requests stopped at the bound whose later frames are dropped (ids and progress tokens)
 
 
 class SseExchange:
@@ -35,6 +44,9 @@ class SseExchange:
         self.request_id = request_id
         self.key = key
         self.queue: asyncio.Queue[Frame | object] = asyncio.Queue()
+        self.bytes_in = 0  # what the one stream carried for this request, counted against max_stream_bytes
+        self.bound_note = ""
+        self.token: Any = None
 
     async def frames(self) -> AsyncIterator[Frame]:
         try:
@@ -42,6 +54,8 @@ class SseExchange:
                 item = await self.queue.get()
                 if item is _LOST:
                     raise StreamLost(self._t.lost_reason or "the SSE stream ended")
+                if item is _BOUNDED:
+                    raise StreamTooLarge(self.bound_note)
                 assert isinstance(item, Frame)
                 yield item
                 if item.kind in ("response", "error") and item.id == self.request_id:
@@ -65,12 +79,17 @@ class HttpSseTransport:
 
     def __init__(self, url: str, client: httpx.AsyncClient, record: Recorder,
                  extra_headers: dict[str, str] | None = None,
-                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+                 max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES) -> None:
         self.target = url
         self._client = client
         self.record = record
         self.extra_headers = dict(extra_headers or {})
         self._max = max_message_bytes
+        self._max_stream = max_stream_bytes
+        # Requests stopped at max_stream_bytes (their ids and tokens → frames dropped since): the one stream goes on
+        # carrying what the server still sends for them, which is neither recorded nor routed.
+        self._muted: dict[str | int, int] = {}
         self.cookies = httpx.Cookies()  # this target's own (the shared client keeps none: app/mcp/http.py NoCookies)
         self.endpoint: str | None = None
         self.lost_reason = ""
@@ -148,14 +167,24 @@ class HttpSseTransport:
     def _route(self, data: str) -> None:
         frame = parse_frame(data)
         target: SseExchange | None = None
+        owner: Any = None  # the id or token that names the request this frame belongs to
         if frame.kind in ("response", "error"):
+            owner = frame.id
             target = self._pending.get(frame.id)
         elif frame.kind != "invalid":
-            token = frame.params.get("progressToken")
+            token = owner = frame.params.get("progressToken")
             if token is not None:
-                target = self._by_token.get(token)
+                target = self._by_token.get(token) if isinstance(token, str | int) else None
             elif frame.kind == "request" and self._pending:
                 target = list(self._pending.values())[-1]  # as on stdio: the newest request is the likeliest owner
+        if target is None and self._muted and isinstance(owner, str | int) and owner in self._muted:
+            self._muted[owner] += 1  # past its request's bound: dropped (the bound note said what came before)
+            return
+        if target is not None:
+            target.bytes_in += len(data)
+            if target.bytes_in > self._max_stream:
+                self._stop_reading(target)
+                return
         if target is None and frame.kind in ("notification", "request") and self.on_server_message is not None:
             self.record(WireEvent(direction="in", raw=data, frame=frame, note=SESSION_MESSAGE_NOTE,
                                   signal="session_message"))
@@ -165,6 +194,18 @@ class HttpSseTransport:
                               note=None if target else "matches no request in flight"))
         if target is not None:
             target.queue.put_nowait(frame)
+
+    def _stop_reading(self, exchange: SseExchange) -> None:
+        """The request's frames passed max_stream_bytes: it ends with StreamTooLarge; what follows is dropped."""
+        exchange.bound_note = stream_bound_note(self._max_stream, exchange.bytes_in)
+        self._note(exchange.bound_note, exchange.key)
+        self.forget(exchange)
+        for owner in (exchange.request_id, exchange.token):
+            if isinstance(owner, str | int):
+                self._muted[owner] = 0
+        while len(self._muted) > MUTED_KEPT:
+            del self._muted[next(iter(self._muted))]
+        exchange.queue.put_nowait(_BOUNDED)
 
     async def _post(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
         if self.endpoint is None or (self._reader is not None and self._reader.done()):
@@ -191,6 +232,7 @@ class HttpSseTransport:
         self._pending[exchange.request_id] = exchange
         meta = message.get("params", {}).get("_meta", {})
         if isinstance(meta, dict) and meta.get("progressToken") is not None:
+            exchange.token = meta["progressToken"]
             self._by_token[meta["progressToken"]] = exchange
         try:
             await self._post(message, headers, key)

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from app.mcp.errors import expired_note
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import parse_frame
-from app.mcp.sse import SseParser
+from app.mcp.sse import SseEvent, SseParser, sendable_id
 from app.mcp.transport import SESSION_MESSAGE_NOTE, text_codec
 from app.mcp.wire import WireEvent
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 MAX_FAILURES = 5           # reopen attempts in a row that bring no event before giving up
 FIRST_BACKOFF_S = 0.25     # doubled after each failure in a row
 MAX_BACKOFF_S = 8.0
+MAX_RETRY_S = 30.0         # a server's `retry:` is waited, up to this (10^12 ms must not park the stream for good)
 # The stream may stay quiet for hours: no read timeout; connecting is bounded like any request.
 STREAM_TIMEOUT = httpx.Timeout(10.0, read=None)
 
@@ -39,6 +41,9 @@ class StandaloneStream:
         self._t = transport
         self._protocol = dict(protocol_headers)
         self.last_event_id: str | None = None
+        self.retry_s: float | None = None  # the server's last `retry:`: how long to wait before reopening
+        self._said_unsendable = False
+        self._replayed, self._first_replayed = 0, ""
         self.opened = 0  # GETs sent, for tests and notes
         self._task: asyncio.Task[None] | None = None
         self.ended = asyncio.Event()  # set when the stream stops for good (405, refused, bound reached, stopped)
@@ -73,15 +78,20 @@ class StandaloneStream:
                               "nothing")
                     return
                 delay = min(MAX_BACKOFF_S, FIRST_BACKOFF_S * (2 ** max(failures - 1, 0)))
+                if self.retry_s is not None:  # 2025-11-25: the client must wait what the server's retry: says
+                    delay = max(delay, min(self.retry_s, MAX_RETRY_S))
                 resume = f" with Last-Event-ID {self.last_event_id}" if self.last_event_id else ""
                 self._note(f"standalone GET stream dropped; reopening in {delay:g} s{resume}")
                 await asyncio.sleep(delay)  # backoff between reopen attempts, not a wait for a condition
         finally:
             self.ended.set()
 
-    def _end(self, why: str, status: int | None = None) -> None:
+    def _end(self, why: str, status: int | None = None, warn: bool = False) -> None:
         self.why_ended = why
-        self._note(why, status)
+        if warn:  # not the informational kind: the session is over on the server's side
+            self._t.record(WireEvent(direction="transport", raw="", http_status=status, note=why))
+        else:
+            self._note(why, status)
 
     async def _once(self) -> str:
         """One GET: "final" (do not reopen), "delivered" (events came, then it dropped) or "empty"."""
@@ -105,6 +115,9 @@ class StandaloneStream:
             if status == 405:
                 self._end("the server offers no standalone GET stream (HTTP 405)", status)
                 return "final"
+            if status == 404 and "Mcp-Session-Id" in headers:
+                self._end(f"standalone GET stream: {expired_note(headers['Mcp-Session-Id'])}", status, warn=True)
+                return "final"
             if not response.is_success or ctype != "text/event-stream":
                 self._end(f"standalone GET stream refused: HTTP {status} {response.reason_phrase} "
                           f"({ctype or 'no content type'})", status)
@@ -120,21 +133,46 @@ class StandaloneStream:
         parser = SseParser(self._t.max_message_bytes)
         decoder = codecs.getincrementaldecoder(text_codec(response.encoding))(errors="replace")
         delivered = False
+        self._replayed, self._first_replayed = 0, ""  # this GET's replays: counted, the first id kept
         try:
             async for chunk in body_pieces(response):
                 for event in parser.feed(decoder.decode(chunk)):
-                    delivered = True
-                    if event.id is not None:
-                        self.last_event_id = event.id
-                    if event.data:
-                        self._deliver(event.data, event.id, response.status_code)
+                    delivered = self._take(event, response.status_code) or delivered
             for event in parser.finish():
                 if event.data:
-                    delivered = True
-                    self._deliver(event.data, event.id, response.status_code)
+                    delivered = self._take(event, response.status_code) or delivered
         except (httpx.HTTPError, ValueError) as exc:  # a broken stream or an over-long event: reopen
             self._note(f"standalone GET stream broke: {type(exc).__name__}: {exc}")
+            part = parser.unfinished() if isinstance(exc, httpx.HTTPError) else None  # an over-long one: not kept
+            if part:  # what arrived of the event it broke off in is on the record, as on a request's stream
+                self._t.record(WireEvent(direction="in", raw=part, frame=parse_frame(part),
+                                         http_status=response.status_code,
+                                         note="broke off on the standalone GET stream before its event ended "
+                                              "(what arrived of it)"))
+        if parser.retry_ms is not None:
+            self.retry_s = parser.retry_ms / 1000
+        if self._replayed:
+            # Said once per GET: a reopen that brings only replays brought nothing, and counts as such.
+            self._note(f"standalone GET stream: {self._replayed} replayed events (ids already delivered, the first "
+                       f"{_excerpt(self._first_replayed)}) were not delivered again")
         return delivered
+
+    def _take(self, event: SseEvent, status: int) -> bool:
+        """Deliver one event unless its id was delivered before; True when it was new."""
+        if event.id is not None:
+            if sendable_id(event.id):
+                self.last_event_id = event.id
+            elif not self._said_unsendable:
+                self._said_unsendable = True
+                self._note(f"standalone GET stream: sse id {_excerpt(event.id)} cannot be sent back as Last-Event-ID "
+                           "(not printable ASCII, or over 1024 characters); a reopen resumes from the last id that can")
+            if not self._t.event_ids.first_time(event.id):
+                self._replayed += 1
+                self._first_replayed = self._first_replayed or event.id
+                return False
+        if event.data:
+            self._deliver(event.data, event.id, status)
+        return True
 
     def _deliver(self, data: str, event_id: str | None, status: int) -> None:
         frame = parse_frame(data, status)
@@ -151,3 +189,7 @@ class StandaloneStream:
                                  signal="session_message" if routed else None))
         if routed and sink is not None:
             sink(frame)
+
+
+def _excerpt(event_id: str, limit: int = 80) -> str:
+    return repr(event_id[:limit] + ("…" if len(event_id) > limit else ""))

@@ -18,3 +18,11 @@ def test_a_retry_that_is_not_a_number_is_ignored() -> None:
     parser.feed("retry: soon\ndata: x\n\n")
     assert parser.retry_ms is None
     assert parser.last_id is None
+
+
+def test_a_retry_of_thousands_of_digits_is_read_as_very_long_not_refused_and_leading_zeros_do_not_count() -> None:
+    parser = SseParser()
+    assert [e.data for e in parser.feed(f"retry: {'9' * 5000}\ndata: x\n\n")] == ["x"]
+    assert parser.retry_ms is not None and parser.retry_ms >= 10**11
+    parser.feed(f"retry: {'0' * 5000}7\ndata: y\n\n")
+    assert parser.retry_ms == 7
