@@ -87,10 +87,13 @@ class SessionManager:
         """Bring back every stored session, disconnected, with its recent timeline."""
         if self.ownership is not None:  # in a team they may be live elsewhere: replicas, claimed on an action
             return self.replicas.load_all()
-        for orphan in self.store.orphans():  # an import a crash cut off: nothing lists it, nothing will finish it
+        for orphan in self.store.orphans():  # events of no session (a store written before imports marked theirs)
             self.store.delete_session(orphan)
         count = 0
         for row in self.store.list_sessions():
+            if row["meta"].get("importing"):  # an import a crash cut off: nothing will finish it
+                self.store.delete_session(row["id"])
+                continue
             meta = row["meta"]  # a cache: read for a version-1 log only (see ConsoleSession.restore)
             session = ConsoleSession(row["id"], target_from(meta.get("target")), self.settings, self.store,
                                      self.hub.publish, self.http, created=row["created"], new=False)
@@ -129,6 +132,10 @@ class SessionManager:
         tracker = WindowTracker(self.settings.timeline_window)
         see, tracked = tracker.see, TRACKED_KINDS
         last = 0
+        # The read-only mark is in the store before the first of the file's events: another console process of
+        # a team that loads the session while its events are still arriving must show it read-only (and never
+        # take it over as a live session, connecting the target the file names). `importing` marks it unfinished.
+        self.store.save_session(session.id, {**meta, "read_only": True, "importing": True}, created, created)
         try:
             with gc_scope.fewer_collections():  # the file's rows are no cycles (see app/console/gc_scope.py)
                 for rows in chunks:
