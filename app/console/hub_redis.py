@@ -41,6 +41,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from app.console.events import TimelineEvent
 from app.console.hub import Hub, Renderer, Serialized, Subscriber
 from app.console.tasks import TaskGroup
 
@@ -97,7 +98,8 @@ class RedisHub(Hub):
         self.ready = asyncio.Event()  # the reader knows where the bus ends: later messages will reach it
         self._tasks = TaskGroup()
         self._closing = False
-        self.stats = {"sent": 0, "received": 0, "dropped": 0, "send_failures": 0, "read_failures": 0, "gaps": 0}
+        self.stats = {"sent": 0, "received": 0, "dropped": 0, "send_failures": 0, "read_failures": 0, "gaps": 0,
+                      "rejected": 0}
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -249,18 +251,38 @@ class RedisHub(Hub):
             if self.on_forget is not None:
                 self.on_forget(target)
         elif kind == "ev":
-            seq, prev = int(fields["q"]), int(fields["p"])
+            checked = self._checked(fields, target)
+            if checked is None:
+                return
+            seq, prev, message = checked
             seen = self._seen.get(target)
             if seen is not None and seq <= seen:
                 return  # a duplicate from a retried pipeline
             if seen is not None and prev > seen:
                 self._gap(target, prev)
             self._seen[target] = seq
-            message = Serialized(fields["m"])
             self.stats["received"] += 1
             if self.on_remote is not None:
                 self.on_remote(target, seq, message)
             super().publish_serialized(target, seq, message)
+
+    def _checked(self, fields: dict[str, str], target: str) -> tuple[int, int, Serialized] | None:
+        """An `ev` message's seq, prev and event, or None (logged, counted) when it is not one a console wrote:
+        another client of the same Redis may write anything to the bus, and a message that is no event of
+        this session at this seq must change nothing (a bogus high seq taken as seen would drop every real
+        event after it as a duplicate)."""
+        try:
+            seq, prev = int(fields["q"]), int(fields["p"])
+            message = Serialized(fields["m"])
+            event = TimelineEvent.from_json(message)
+            valid = event.session_id == target and event.seq == seq and 0 <= prev < seq
+        except Exception:  # whatever the text: a missing field, no JSON, a record that does not load
+            valid = False
+        if not valid:
+            self.stats["rejected"] += 1
+            log.warning("Redis hub: dropped a bus message that is no event of session %r: %.200r", target, fields)
+            return None
+        return seq, prev, message
 
     def _gap(self, session_id: str, prev: int) -> None:
         """Events between what this process saw and `prev` never arrived: its tabs reload, and its ring
