@@ -50,6 +50,10 @@ log = logging.getLogger("mcp_console.hub_redis")
 OnRemote = Callable[[str, int, Serialized], None]
 FAILURES = (RedisError, OSError, TimeoutError)
 BATCH = 500  # XADDs per pipeline round trip
+# ... and about this many bytes of event text (one event bigger than it goes alone): a burst of events near the
+# message cap must not make one round trip no timeout lets finish, retried whole for ever.
+BATCH_BYTES = 4 << 20
+SEND_BYTES_PER_S = 20e6  # the least rate a batch is given time for, on top of the timeout
 
 
 def new_process_id() -> str:
@@ -172,11 +176,11 @@ class RedisHub(Hub):
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            batch = [self._pending[i] for i in range(min(BATCH, len(self._pending)))]
+            batch, size = self._batch()
             try:
                 if self.before_publish is not None and any(item.kind == "ev" for item in batch):
                     await asyncio.to_thread(self.before_publish)
-                results = await asyncio.wait_for(self._send(batch), self._timeout)
+                results = await asyncio.wait_for(self._send(batch), self._timeout + size / SEND_BYTES_PER_S)
             except FAILURES as exc:
                 if self._closing:
                     return
@@ -194,6 +198,17 @@ class RedisHub(Hub):
                 # A retried batch finds its per-session entries there already ("equal or smaller"): fine.
                 if isinstance(result, Exception) and "equal or smaller" not in str(result):
                     log.warning("Redis hub: a command failed: %s", result)
+
+    def _batch(self) -> tuple[list[_Outgoing], int]:
+        """The oldest pending messages, at most BATCH of them and about BATCH_BYTES of text (at least one)."""
+        batch: list[_Outgoing] = []
+        size = 0
+        for item in self._pending:
+            if batch and (len(batch) == BATCH or size + len(item.text) > BATCH_BYTES):
+                break
+            batch.append(item)
+            size += len(item.text)
+        return batch, size
 
     async def _send(self, batch: list[_Outgoing]) -> list[Any]:
         async with self._redis.pipeline(transaction=False) as pipe:

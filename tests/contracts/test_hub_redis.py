@@ -231,3 +231,26 @@ async def test_malformed_messages_another_client_adds_to_the_bus_are_dropped_and
     assert await take(sub, 2) == [1, 2]
     assert [slot[0] for slot in b._rings["s1"]] == [1, 2], "nothing of the malformed messages is kept"
     assert b.stats["rejected"] == 5
+
+
+async def test_a_burst_of_big_events_goes_out_in_round_trips_of_bounded_size_and_all_arrive(make: MakeHub) -> None:
+    """A hostile target answering many calls with results near the message cap: the sender used to put up to
+    500 events in one pipeline whatever their size, one round trip of gigabytes that no timeout lets finish;
+    retried whole for ever, it stalled the bus for every session of the process."""
+    a, b = make(), make()
+    await a.start()
+    await b.start()
+    sub, _ = b.subscribe("s1", None, 0)
+    sizes: list[int] = []
+    send = a._send
+
+    async def measured(batch: list[Any]) -> list[Any]:
+        sizes.append(sum(len(item.text) for item in batch))
+        return await send(batch)
+
+    a._send = measured  # type: ignore[method-assign]
+    big = "x" * (1 << 20)
+    for seq in range(1, 13):
+        a.publish(TimelineEvent(session_id="s1", seq=seq, record=Notice(message=big), at=float(seq)))
+    assert await take(sub, 12) == list(range(1, 13))
+    assert len(sizes) > 1 and max(sizes) <= 6 << 20, sizes  # a few megabytes a round trip, not all twelve
