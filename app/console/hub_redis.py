@@ -23,8 +23,9 @@ Redis going away: local delivery goes on. Outgoing messages wait in a bounded bu
 oldest are dropped past it and counted) and are sent, in order, after reconnecting with backoff; the
 reader resumes the bus from its last id. So a tab on another process sees nothing new during the outage,
 then gets what it missed late but in order — unless the buffer overflowed or the bus was trimmed past
-its last id (or Redis lost its data): then the chain `p` shows the hole and that process's tabs on the
-session are reset (they reload, as a tab that fell behind does).
+its last id (or Redis lost its data): then the chain `p` shows the hole, that process reads its replica of the
+session again from the store (`on_gap`), and its tabs on the session are reset (they reload, as a tab that fell
+behind does).
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ class RedisHub(Hub):
     def __init__(self, render: Renderer, queue_size: int = 2000, ring_size: int = 2000, *, url: str,
                  prefix: str = "mcp-console:", process_id: str | None = None, on_remote: OnRemote | None = None,
                  before_publish: Callable[[], None] | None = None,
-                 on_forget: Callable[[str], None] | None = None, bus_size: int = 100_000,
+                 on_forget: Callable[[str], None] | None = None, on_gap: Callable[[str], None] | None = None,
+                 bus_size: int = 100_000,
                  max_pending: int = 50_000, timeout_s: float = 5.0) -> None:
         super().__init__(render, queue_size=queue_size, ring_size=ring_size)
         self.process_id = process_id or new_process_id()
@@ -84,6 +86,9 @@ class RedisHub(Hub):
         self.before_publish = before_publish
         # Called when another process deleted a session (a `forget` on the bus): the manager drops its replica.
         self.on_forget = on_forget
+        # Called when events of a session were lost on the way here (before the event after them is delivered):
+        # the manager reads its replica again from the store, which holds them.
+        self.on_gap = on_gap
         self._prefix = prefix
         self._bus = f"{prefix}bus"
         self._bus_size = bus_size
@@ -303,6 +308,11 @@ class RedisHub(Hub):
         """Events between what this process saw and `prev` never arrived: its tabs reload, and its ring
         cannot catch anyone up across the hole."""
         self.stats["gaps"] += 1
+        if self.on_gap is not None:
+            try:
+                self.on_gap(session_id)
+            except Exception:  # the store away: the tabs still reload, on what the replica holds
+                log.exception("Redis hub: reading session %s again after a gap failed", session_id)
         for sub in self._subs.get(session_id, ()):
             sub.fall_behind()
         if session_id in self._floors:

@@ -44,7 +44,7 @@ class SessionManager:
         # This process among the console processes sharing one Redis (alone when redis_url is empty).
         self.process_id = new_process_id()
         self.hub: Hub = make_hub(settings, render, process_id=self.process_id, on_remote=self.on_remote,
-                                before_publish=self.before_publish, on_forget=self.on_forget)
+                                before_publish=self.before_publish, on_forget=self.on_forget, on_gap=self.on_gap)
         # A cluster passed in (tests: MemoryClusters on one MemoryDirectory) stands in for Redis's directory.
         self.cluster: Cluster = cluster if cluster is not None else make_cluster(settings, self.process_id)
         # None: a single process, owning every session (nothing is routed). Else see app/console/ownership.py.
@@ -77,6 +77,10 @@ class SessionManager:
     def on_forget(self, session_id: str) -> None:
         """Another process deleted the session: drop this process's replica (the hub closed its sockets)."""
         self.replicas.forget(session_id)
+
+    def on_gap(self, session_id: str) -> None:
+        """The hub between processes lost events of a session (see RedisHub._gap): a replica reads it again."""
+        self.replicas.reload(session_id)
 
     def before_publish(self) -> None:
         """The hub between processes calls this (off the loop) before it publishes a batch: the store then
