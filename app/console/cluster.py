@@ -198,8 +198,30 @@ class RedisCluster(_Heartbeat):
         self._release: Any = self._redis.register_script(_RELEASE)
 
     async def register(self) -> None:
-        await self._redis.set(self._proc_prefix + self.process_id, json.dumps({"url": self.url}),
-                              px=int(self.ttl_s * 1000))
+        before = await self._redis.set(self._proc_prefix + self.process_id, json.dumps({"url": self.url}),
+                                       px=int(self.ttl_s * 1000), get=True)
+        if before is None and self.mine:
+            await self._reassert()
+
+    async def _reassert(self) -> None:
+        """My registration was gone (Redis lost its keys, or my heartbeat lapsed): write back the ownership records
+        of the sessions I still hold, unless another live process claimed one meanwhile (then it is that one's).
+        Without this, a Redis restarted empty let the next process with an action claim a session this one
+        still runs: two owners writing one timeline."""
+        held = sorted(self.mine)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for session_id in held:
+                pipe.set(self._owner_prefix + session_id, self.process_id, nx=True)
+            written = await pipe.execute()
+        taken = [session_id for session_id, done in zip(held, written, strict=True) if not done]
+        if not taken:
+            return
+        owners = await self._redis.mget([self._owner_prefix + session_id for session_id in taken])
+        for session_id, owner in zip(taken, owners, strict=True):
+            if owner != self.process_id:
+                self.mine.discard(session_id)
+                log.warning("cluster: session %s was claimed by %s while this process's lease was gone",
+                            session_id, owner)
 
     async def deregister(self) -> None:
         await self._redis.delete(self._proc_prefix + self.process_id)

@@ -23,8 +23,9 @@ Redis going away: local delivery goes on. Outgoing messages wait in a bounded bu
 oldest are dropped past it and counted) and are sent, in order, after reconnecting with backoff; the
 reader resumes the bus from its last id. So a tab on another process sees nothing new during the outage,
 then gets what it missed late but in order — unless the buffer overflowed or the bus was trimmed past
-its last id (or Redis lost its data): then the chain `p` shows the hole and that process's tabs on the
-session are reset (they reload, as a tab that fell behind does).
+its last id (or Redis lost its data): then the chain `p` shows the hole, that process reads its replica of the
+session again from the store (`on_gap`), and its tabs on the session are reset (they reload, as a tab that fell
+behind does).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from app.console.events import TimelineEvent
 from app.console.hub import Hub, Renderer, Serialized, Subscriber
 from app.console.tasks import TaskGroup
 
@@ -49,6 +51,10 @@ log = logging.getLogger("mcp_console.hub_redis")
 OnRemote = Callable[[str, int, Serialized], None]
 FAILURES = (RedisError, OSError, TimeoutError)
 BATCH = 500  # XADDs per pipeline round trip
+# ... and about this many bytes of event text (one event bigger than it goes alone): a burst of events near the
+# message cap must not make one round trip no timeout lets finish, retried whole for ever.
+BATCH_BYTES = 4 << 20
+SEND_BYTES_PER_S = 20e6  # the least rate a batch is given time for, on top of the timeout
 
 
 def new_process_id() -> str:
@@ -69,7 +75,8 @@ class RedisHub(Hub):
     def __init__(self, render: Renderer, queue_size: int = 2000, ring_size: int = 2000, *, url: str,
                  prefix: str = "mcp-console:", process_id: str | None = None, on_remote: OnRemote | None = None,
                  before_publish: Callable[[], None] | None = None,
-                 on_forget: Callable[[str], None] | None = None, bus_size: int = 100_000,
+                 on_forget: Callable[[str], None] | None = None, on_gap: Callable[[str], None] | None = None,
+                 bus_size: int = 100_000,
                  max_pending: int = 50_000, timeout_s: float = 5.0) -> None:
         super().__init__(render, queue_size=queue_size, ring_size=ring_size)
         self.process_id = process_id or new_process_id()
@@ -79,6 +86,9 @@ class RedisHub(Hub):
         self.before_publish = before_publish
         # Called when another process deleted a session (a `forget` on the bus): the manager drops its replica.
         self.on_forget = on_forget
+        # Called when events of a session were lost on the way here (before the event after them is delivered):
+        # the manager reads its replica again from the store, which holds them.
+        self.on_gap = on_gap
         self._prefix = prefix
         self._bus = f"{prefix}bus"
         self._bus_size = bus_size
@@ -97,7 +107,8 @@ class RedisHub(Hub):
         self.ready = asyncio.Event()  # the reader knows where the bus ends: later messages will reach it
         self._tasks = TaskGroup()
         self._closing = False
-        self.stats = {"sent": 0, "received": 0, "dropped": 0, "send_failures": 0, "read_failures": 0, "gaps": 0}
+        self.stats = {"sent": 0, "received": 0, "dropped": 0, "send_failures": 0, "read_failures": 0, "gaps": 0,
+                      "rejected": 0}
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -170,11 +181,11 @@ class RedisHub(Hub):
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            batch = [self._pending[i] for i in range(min(BATCH, len(self._pending)))]
+            batch, size = self._batch()
             try:
                 if self.before_publish is not None and any(item.kind == "ev" for item in batch):
                     await asyncio.to_thread(self.before_publish)
-                results = await asyncio.wait_for(self._send(batch), self._timeout)
+                results = await asyncio.wait_for(self._send(batch), self._timeout + size / SEND_BYTES_PER_S)
             except FAILURES as exc:
                 if self._closing:
                     return
@@ -192,6 +203,17 @@ class RedisHub(Hub):
                 # A retried batch finds its per-session entries there already ("equal or smaller"): fine.
                 if isinstance(result, Exception) and "equal or smaller" not in str(result):
                     log.warning("Redis hub: a command failed: %s", result)
+
+    def _batch(self) -> tuple[list[_Outgoing], int]:
+        """The oldest pending messages, at most BATCH of them and about BATCH_BYTES of text (at least one)."""
+        batch: list[_Outgoing] = []
+        size = 0
+        for item in self._pending:
+            if batch and (len(batch) == BATCH or size + len(item.text) > BATCH_BYTES):
+                break
+            batch.append(item)
+            size += len(item.text)
+        return batch, size
 
     async def _send(self, batch: list[_Outgoing]) -> list[Any]:
         async with self._redis.pipeline(transaction=False) as pipe:
@@ -249,23 +271,48 @@ class RedisHub(Hub):
             if self.on_forget is not None:
                 self.on_forget(target)
         elif kind == "ev":
-            seq, prev = int(fields["q"]), int(fields["p"])
+            checked = self._checked(fields, target)
+            if checked is None:
+                return
+            seq, prev, message = checked
             seen = self._seen.get(target)
             if seen is not None and seq <= seen:
                 return  # a duplicate from a retried pipeline
             if seen is not None and prev > seen:
                 self._gap(target, prev)
             self._seen[target] = seq
-            message = Serialized(fields["m"])
             self.stats["received"] += 1
             if self.on_remote is not None:
                 self.on_remote(target, seq, message)
             super().publish_serialized(target, seq, message)
 
+    def _checked(self, fields: dict[str, str], target: str) -> tuple[int, int, Serialized] | None:
+        """An `ev` message's seq, prev and event, or None (logged, counted) when it is not one a console wrote:
+        another client of the same Redis may write anything to the bus, and a message that is no event of
+        this session at this seq must change nothing (a bogus high seq taken as seen would drop every real
+        event after it as a duplicate)."""
+        try:
+            seq, prev = int(fields["q"]), int(fields["p"])
+            message = Serialized(fields["m"])
+            event = TimelineEvent.from_json(message)
+            valid = event.session_id == target and event.seq == seq and 0 <= prev < seq
+        except Exception:  # whatever the text: a missing field, no JSON, a record that does not load
+            valid = False
+        if not valid:
+            self.stats["rejected"] += 1
+            log.warning("Redis hub: dropped a bus message that is no event of session %r: %.200r", target, fields)
+            return None
+        return seq, prev, message
+
     def _gap(self, session_id: str, prev: int) -> None:
         """Events between what this process saw and `prev` never arrived: its tabs reload, and its ring
         cannot catch anyone up across the hole."""
         self.stats["gaps"] += 1
+        if self.on_gap is not None:
+            try:
+                self.on_gap(session_id)
+            except Exception:  # the store away: the tabs still reload, on what the replica holds
+                log.exception("Redis hub: reading session %s again after a gap failed", session_id)
         for sub in self._subs.get(session_id, ()):
             sub.fall_behind()
         if session_id in self._floors:

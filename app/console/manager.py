@@ -44,7 +44,7 @@ class SessionManager:
         # This process among the console processes sharing one Redis (alone when redis_url is empty).
         self.process_id = new_process_id()
         self.hub: Hub = make_hub(settings, render, process_id=self.process_id, on_remote=self.on_remote,
-                                before_publish=self.before_publish, on_forget=self.on_forget)
+                                before_publish=self.before_publish, on_forget=self.on_forget, on_gap=self.on_gap)
         # A cluster passed in (tests: MemoryClusters on one MemoryDirectory) stands in for Redis's directory.
         self.cluster: Cluster = cluster if cluster is not None else make_cluster(settings, self.process_id)
         # None: a single process, owning every session (nothing is routed). Else see app/console/ownership.py.
@@ -78,6 +78,10 @@ class SessionManager:
         """Another process deleted the session: drop this process's replica (the hub closed its sockets)."""
         self.replicas.forget(session_id)
 
+    def on_gap(self, session_id: str) -> None:
+        """The hub between processes lost events of a session (see RedisHub._gap): a replica reads it again."""
+        self.replicas.reload(session_id)
+
     def before_publish(self) -> None:
         """The hub between processes calls this (off the loop) before it publishes a batch: the store then
         holds everything the hub carries, so a replica that loads from the store misses nothing."""
@@ -87,10 +91,13 @@ class SessionManager:
         """Bring back every stored session, disconnected, with its recent timeline."""
         if self.ownership is not None:  # in a team they may be live elsewhere: replicas, claimed on an action
             return self.replicas.load_all()
-        for orphan in self.store.orphans():  # an import a crash cut off: nothing lists it, nothing will finish it
+        for orphan in self.store.orphans():  # events of no session (a store written before imports marked theirs)
             self.store.delete_session(orphan)
         count = 0
         for row in self.store.list_sessions():
+            if row["meta"].get("importing"):  # an import a crash cut off: nothing will finish it
+                self.store.delete_session(row["id"])
+                continue
             meta = row["meta"]  # a cache: read for a version-1 log only (see ConsoleSession.restore)
             session = ConsoleSession(row["id"], target_from(meta.get("target")), self.settings, self.store,
                                      self.hub.publish, self.http, created=row["created"], new=False)
@@ -129,6 +136,10 @@ class SessionManager:
         tracker = WindowTracker(self.settings.timeline_window)
         see, tracked = tracker.see, TRACKED_KINDS
         last = 0
+        # The read-only mark is in the store before the first of the file's events: another console process of
+        # a team that loads the session while its events are still arriving must show it read-only (and never
+        # take it over as a live session, connecting the target the file names). `importing` marks it unfinished.
+        self.store.save_session(session.id, {**meta, "read_only": True, "importing": True}, created, created)
         try:
             with gc_scope.fewer_collections():  # the file's rows are no cycles (see app/console/gc_scope.py)
                 for rows in chunks:

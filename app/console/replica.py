@@ -99,6 +99,20 @@ class Replicas:
         self.ids.add(session_id)
         return session
 
+    def reload(self, session_id: str) -> None:
+        """Events of a replica never arrived (the bus lost them): read it again from the store, which holds them
+        (the owner's store is flushed before it publishes), keeping what the page says of its owner."""
+        old = self._manager.sessions.get(session_id)
+        if old is None or session_id not in self.ids:
+            return
+        loaded = read(self._manager, session_id)
+        if loaded is None:
+            return
+        session = self._build(session_id, loaded)
+        session.owned_by, session.owner_gone = old.owned_by, old.owner_gone
+        self._manager.links.reload()
+        self._manager.sessions[session_id] = session
+
     def note_owner(self, session_id: str, owner: ProcessInfo | None) -> None:
         """Name the owner on the replica's page; None: no live process holds it (its owner died)."""
         session = self._manager.sessions.get(session_id)

@@ -16,12 +16,13 @@ from app.settings import Settings
 
 def make_hub(settings: Settings, render: Renderer, process_id: str | None = None,
              on_remote: OnRemote | None = None, before_publish: Callable[[], None] | None = None,
-             on_forget: Callable[[str], None] | None = None) -> Hub:
+             on_forget: Callable[[str], None] | None = None, on_gap: Callable[[str], None] | None = None) -> Hub:
     if not settings.redis_url:
         return Hub(render, queue_size=settings.ws_queue_size, ring_size=settings.ws_queue_size)
     return RedisHub(render, queue_size=settings.ws_queue_size, ring_size=settings.ws_queue_size,
                     url=settings.redis_url, prefix=settings.redis_prefix, process_id=process_id,
-                    on_remote=on_remote, before_publish=before_publish, on_forget=on_forget)
+                    on_remote=on_remote, before_publish=before_publish, on_forget=on_forget,
+                    on_gap=on_gap)
 
 
 def make_cluster(settings: Settings, process_id: str) -> Cluster:

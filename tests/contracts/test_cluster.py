@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 
 from app.console.cluster import Cluster, MemoryCluster, MemoryDirectory, ProcessInfo, RedisCluster
 
@@ -126,3 +127,30 @@ async def test_a_process_whose_registration_lapsed_cannot_claim(env: Env) -> Non
         assert time.monotonic() < deadline
         await asyncio.sleep(0.02)
     assert await a.claim("s1") is False
+
+
+async def test_a_redis_that_lost_its_keys_gives_a_live_owners_sessions_back_to_it_not_to_the_next_claimer(
+        redis_url: str, redis_prefix: str) -> None:
+    """Redis restarted without its data (no persistence, a failover to an empty replica): the registrations come
+    back with the next heartbeats, the ownership records did not. The owner still held its sessions (its target
+    connected, its fast path saying "mine"), yet the next process to see an action claimed them too: two owners
+    of one session, both writing its timeline."""
+    a = RedisCluster("A", "http://127.0.0.1:9/A", redis_url, prefix=redis_prefix, heartbeat_s=60.0)
+    b = RedisCluster("B", "http://127.0.0.1:9/B", redis_url, prefix=redis_prefix, heartbeat_s=60.0)
+    try:
+        await a.start()
+        await b.start()
+        assert await a.claim("s1")
+        wipe = aioredis.Redis.from_url(redis_url, decode_responses=True)
+        try:
+            await wipe.delete(*[key async for key in wipe.scan_iter(match=redis_prefix + "*")])
+        finally:
+            await wipe.aclose()
+        await a.register()  # each process's next heartbeat
+        await b.register()
+        assert await b.claim("s1") is False
+        assert await b.owner_of("s1") == ProcessInfo("A", "http://127.0.0.1:9/A")
+        assert a.owned_by_me("s1")
+    finally:
+        await a.stop()
+        await b.stop()

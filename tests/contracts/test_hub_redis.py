@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 
 from app.console.events import Notice, TimelineEvent
 from app.console.hub import Renderer, Serialized, Subscriber
@@ -204,3 +205,52 @@ async def test_hostile_text_crosses_processes_unchanged(make: MakeHub) -> None:
     a.publish(TimelineEvent(session_id="s1", seq=1, record=Notice(message=hostile), at=1.0))
     assert await take(sub, 1) == [1]
     assert texts == [hostile]
+
+
+async def test_malformed_messages_another_client_adds_to_the_bus_are_dropped_and_later_events_still_arrive(
+        make: MakeHub, redis_url: str, redis_prefix: str) -> None:
+    """Another client of the same Redis (an old console version, a script, a typo'd XADD) writes to the bus. A
+    message that is no event used to set the session's last-seen seq before it was read: with a huge `q`, every
+    real event after it was dropped as a duplicate, and the session's tabs on this process froze."""
+    a, b = make(), make()
+    await a.start()
+    await b.start()
+    sub, _ = b.subscribe("s1", None, 0)
+    intruder = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        for fields in ({"o": "x", "t": "ev", "s": "s1", "q": "999999", "p": "0", "m": "not json"},
+                       {"o": "x", "t": "ev", "s": "s1", "q": "999998", "p": "0", "m": ev(999998, "s2").to_json()},
+                       {"o": "x", "t": "ev", "s": "s1", "q": "999997", "p": "0", "m": ev(3).to_json()},
+                       {"o": "x", "t": "ev", "s": "s1", "q": "nope", "p": "0", "m": "{}"},
+                       {"o": "x", "t": "ev"}, {"o": "x"}, {"junk": "\x00" * 10}):
+            await intruder.xadd(f"{redis_prefix}bus", fields)  # type: ignore[arg-type]
+    finally:
+        await intruder.aclose()
+    a.publish(ev(1))
+    a.publish(ev(2))
+    assert await take(sub, 2) == [1, 2]
+    assert [slot[0] for slot in b._rings["s1"]] == [1, 2], "nothing of the malformed messages is kept"
+    assert b.stats["rejected"] == 5
+
+
+async def test_a_burst_of_big_events_goes_out_in_round_trips_of_bounded_size_and_all_arrive(make: MakeHub) -> None:
+    """A hostile target answering many calls with results near the message cap: the sender used to put up to
+    500 events in one pipeline whatever their size, one round trip of gigabytes that no timeout lets finish;
+    retried whole for ever, it stalled the bus for every session of the process."""
+    a, b = make(), make()
+    await a.start()
+    await b.start()
+    sub, _ = b.subscribe("s1", None, 0)
+    sizes: list[int] = []
+    send = a._send
+
+    async def measured(batch: list[Any]) -> list[Any]:
+        sizes.append(sum(len(item.text) for item in batch))
+        return await send(batch)
+
+    a._send = measured  # type: ignore[method-assign]
+    big = "x" * (1 << 20)
+    for seq in range(1, 13):
+        a.publish(TimelineEvent(session_id="s1", seq=seq, record=Notice(message=big), at=float(seq)))
+    assert await take(sub, 12) == list(range(1, 13))
+    assert len(sizes) > 1 and max(sizes) <= 6 << 20, sizes  # a few megabytes a round trip, not all twelve

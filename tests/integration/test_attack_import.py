@@ -200,8 +200,8 @@ async def test_a_version_1_files_lists_of_the_wrong_shape_import_as_no_lists(con
 
 
 async def test_an_import_cut_off_by_a_crash_leaves_no_rows_behind_after_the_restart(restarts: ConsoleRestarts) -> None:
-    # The file's events go to the store a chunk at a time and the session's row comes last, so a SIGKILL half way
-    # left its events stored under an id nothing lists: invisible (good), and kept on disk for ever (not).
+    # The file's events go to the store a chunk at a time (its row, marked `importing`, first; the final row
+    # last), so a SIGKILL half way left its events stored: they must not stay on disk for ever, nor be listed.
     console = restarts.first()
     cut, release = threading.Event(), threading.Event()
 
@@ -219,7 +219,8 @@ async def test_an_import_cut_off_by_a_crash_leaves_no_rows_behind_after_the_rest
     worker.start()
     assert cut.wait(10)
     store = console.manager.store
-    half = next(s for s in _event_sessions(store) if s not in {r["id"] for r in store.list_sessions()})
+    (half,) = _event_sessions(store)  # the only session of this console: the import half way
+    assert next(r for r in store.list_sessions() if r["id"] == half)["meta"]["importing"]
     again = restarts.after_crash(console)
     try:
         assert half not in _event_sessions(again.manager.store)

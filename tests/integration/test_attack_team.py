@@ -10,9 +10,13 @@ from a link holder (with no Bearer, or with a made-up one) is refused on the own
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 
+from app.console.events import Notice, SessionCreated, TimelineEvent
+from app.console.store import ImportRow
 from tests.integration.conftest import JSON, LINK_COOKIE, create_link, eventually, link_token
 from tests.integration.test_team_routing import Team, team  # noqa: F401  (the fixture)
 
@@ -67,3 +71,37 @@ async def test_a_link_holder_cannot_forge_the_principal_header_on_either_process
                 share = await holder.get(f"/sessions/{sid}/drawers/share", headers=headers)
                 assert share.status_code in (401, 403), (headers, share.text)
     assert not any(e.get("method") == "tools/call" for e in a.manager.get(sid).timeline.entries.values())
+
+
+async def test_an_import_read_on_another_process_while_it_is_still_being_stored_is_read_only_there(
+        team: Team) -> None:  # noqa: F811
+    """The file's events reach the store a chunk at a time; its read-only mark used to come only with the
+    metadata row written at the end. B, loading the session in between, made a writable replica of it: on
+    its next action it claimed the session, connected the target named in the file and wrote to its log."""
+    a = await team.member("a")
+    b = await team.member("b")
+    target = {"kind": "http", "url": "http://127.0.0.1:9/mcp"}
+    events = [TimelineEvent("x", 1, SessionCreated(target=target), at=1.0),
+              TimelineEvent("x", 2, Notice(message="from the file"), at=2.0)]
+    rows = [ImportRow(e.seq, e.kind, e.at, e.data, e.data_json) for e in events]
+    before = {row["id"] for row in a.manager.store.list_sessions()}
+    halfway: dict[str, Any] = {}
+
+    def chunks() -> Iterator[list[ImportRow]]:
+        yield rows[:1]
+        a.manager.store.flush()  # the first chunk is in the store; the second is not read yet
+        ids = set(a.manager.store.orphans()) | {row["id"] for row in a.manager.store.list_sessions()}
+        (sid,) = ids - before
+        halfway["replica"] = b.manager.replicas.load(sid)
+        yield rows[1:]
+
+    imported = a.manager.add(a.manager.imported({"target": target}, 1.0, chunks()))
+    replica = halfway["replica"]
+    assert replica is not None and replica.id == imported.id
+    assert replica.read_only, "B's replica of an import in progress must be read-only"
+    stored = b.manager.store.count(imported.id)
+    response = await b.http.post(f"/sessions/{imported.id}/refresh", headers=JSON)
+    assert response.status_code == 409, response.text
+    taken = b.manager.get(imported.id)
+    assert taken is not None and taken.read_only and taken.client is None
+    assert b.manager.store.count(imported.id) == stored, "an imported session's log stays the file's"
