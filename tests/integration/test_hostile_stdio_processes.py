@@ -1,0 +1,82 @@
+"""Hostile stdio server processes, driven through the console: what the owner starts must not outlive it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shlex
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from tests.integration.conftest import Console
+
+STARTED = re.compile(r"started pid (\d+)")
+
+# Answers discovery properly; ignores SIGTERM, and a closed stdin does not end it: only SIGKILL does.
+STUBBORN = textwrap.dedent('''
+    import json, signal, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        if message["method"] == "server/discover":
+            result = DISCOVER
+        elif message["method"] == "tools/list":
+            result = {"resultType": "complete", "tools": []}
+        else:
+            print(json.dumps({"jsonrpc": "2.0", "id": message["id"],
+                              "error": {"code": -32601, "message": "Method not found"}}), flush=True)
+            continue
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+    while True:
+        time.sleep(1)
+''')
+
+
+def _pid(session: dict[str, Any]) -> int:
+    for entry in session["timeline"]:
+        match = STARTED.search(str(entry.get("message") or ""))
+        if entry["kind"] == "notice" and match:
+            return int(match.group(1))
+    raise AssertionError(f"no 'started pid N' notice on the timeline: {session['timeline']!r}")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+async def test_console_shutdown_ends_stubborn_stdio_servers_together_not_one_grace_period_after_another(
+        make_console: Callable[..., Console], tmp_path: Path) -> None:
+    grace = 1.0
+    console = make_console(stdio_shutdown_grace_s=grace)
+    script = tmp_path / "stubborn.py"
+    script.write_text(STUBBORN)
+    command = shlex.join([sys.executable, str(script)])
+    sessions = 4
+    pids = []
+    for _ in range(sessions):
+        s = await console.connect(kind="stdio", command=command)
+        assert s["status"] == "connected", s["status_message"]
+        pids.append(_pid(s))
+    started = time.monotonic()
+    await asyncio.wait_for(console.close(), 30)
+    took = time.monotonic() - started
+    # Each needs its two grace periods (stdin closed, then SIGTERM) before SIGKILL; one after another that was
+    # sessions x 2 x grace (a console's service manager kills the console first, and the servers, in their own
+    # process groups, live on).
+    assert took < sessions * grace, f"shutdown took {took:.1f} s for {sessions} stubborn servers"
+    assert all(_gone(pid) for pid in pids)
