@@ -224,7 +224,7 @@ class StdioTransport:
             await asyncio.sleep(min(EXIT_POLL_S, left))
         return True
 
-    def _end(self, reason: str | None = None) -> None:
+    def _end(self, reason: str | None = None, record: bool = True) -> None:
         """Tell every request in flight, once, that nothing more will come from the server."""
         if self._ended:
             return
@@ -233,7 +233,8 @@ class StdioTransport:
         if reason:
             self._end_reason = reason
         self._ended = True
-        self.record(WireEvent(direction="transport", raw="", note=self.exit_reason(), signal="process_exited"))
+        if record:
+            self.record(WireEvent(direction="transport", raw="", note=self.exit_reason(), signal="process_exited"))
         for exchange in list(self._pending.values()):
             exchange.queue.put_nowait(_EXITED)
 
@@ -435,3 +436,6 @@ class StdioTransport:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        # A request still waiting hears it from the close: the readers that would have told it are cancelled.
+        # Not recorded: the console stopped it (a delete, a reconnect), which is no news on the timeline.
+        self._end(record=False)

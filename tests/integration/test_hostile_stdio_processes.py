@@ -80,3 +80,54 @@ async def test_console_shutdown_ends_stubborn_stdio_servers_together_not_one_gra
     # process groups, live on).
     assert took < sessions * grace, f"shutdown took {took:.1f} s for {sessions} stubborn servers"
     assert all(_gone(pid) for pid in pids)
+
+
+# A tool that asks for input, then the server dies before the answer comes back (its last words on stderr).
+DIES_AWAITING_INPUT = textwrap.dedent('''
+    import json, os, sys
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    TOOLS = [{"name": "ask", "inputSchema": {"type": "object"}}]
+    ASK = {"resultType": "input_required", "requestState": "s1",
+           "inputRequests": {"who": {"method": "elicitation/create", "params": {"mode": "form", "message": "Who?",
+               "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}}}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        method = message["method"]
+        result = {"server/discover": DISCOVER, "tools/list": {"resultType": "complete", "tools": TOOLS},
+                  "tools/call": ASK}.get(method)
+        if result is None:
+            print(json.dumps({"jsonrpc": "2.0", "id": message["id"],
+                              "error": {"code": -32601, "message": "Method not found"}}), flush=True)
+            continue
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+        if method == "tools/call":
+            print("segfault, more or less", file=sys.stderr, flush=True)
+            os._exit(139)
+''')
+
+
+async def test_a_stdio_server_that_dies_while_its_operation_awaits_input_fails_the_answer_with_its_exit_code(
+        console: Console, tmp_path: Path) -> None:
+    script = tmp_path / "dies.py"
+    script.write_text(DIES_AWAITING_INPUT)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+    sid = s["id"]
+    op = (await console.call_tool(sid, "ask"))["operation"]
+    assert op["status"] == "awaiting_input", op
+    key = next(iter(op["pending_requests"]))
+    response = await asyncio.wait_for(console.http.post(
+        f"/sessions/{sid}/operations/{op['op']}/answer", data={"key": key, "action": "accept", "arg.name": "Ada"},
+        headers={"Accept": "application/json"}), 30)
+    assert response.status_code == 200, response.text
+    after = response.json()
+    assert after["status"] != "awaiting_input", after
+    s = await console.session(sid)
+    [stored] = [o for o in s["operations"] if o["op"] == op["op"]]
+    assert stored["rounds"][0]["status"] == "input_required"  # the first round is kept
+    shown = str(s)
+    assert "code 139" in shown and "segfault, more or less" in shown
+    assert s["status"] == "unreachable"

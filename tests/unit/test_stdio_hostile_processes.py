@@ -168,3 +168,25 @@ async def test_a_server_that_closes_its_stdout_but_keeps_running_ends_its_reques
     finally:
         await asyncio.wait_for(transport.close(), DEADLINE_S)
     assert await _wait_gone(pid)
+
+
+# Reads its requests and answers none of them.
+ANSWERS_NOTHING = textwrap.dedent("""
+    import sys
+    for line in sys.stdin:
+        pass
+""")
+
+
+async def test_closing_the_transport_ends_a_request_the_server_never_answered() -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", ANSWERS_NOTHING], recorded.append, shutdown_grace_s=0.5)
+    await transport.start()
+    exchange = await transport.open({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}, {}, "k1")
+    waiting = asyncio.ensure_future(anext(exchange.frames()))
+    try:
+        await asyncio.wait_for(transport.close(), DEADLINE_S)
+        with pytest.raises(ProcessExited):
+            await asyncio.wait_for(waiting, DEADLINE_S)
+    finally:
+        waiting.cancel()
