@@ -69,6 +69,11 @@ LISTS = (
 )
 META_SAVE_INTERVAL_S = 1.0
 FINDINGS_PER_RULE_AND_ENTRY = 5
+# A frame that matches no request, or is no message, is a warning notice of its own: notices are stored past the
+# frames' quota, so a server printing junk in a loop made one stored notice (with 2000 characters of the junk) per
+# line. So many a window are listed; the rest are counted, and the count is a notice when the window ends.
+STRAY_NOTICES_PER_WINDOW = 20
+STRAY_WINDOW_S = 10.0
 LIST_METHODS = {  # a list_changed notification → the list it refreshes
     "notifications/tools/list_changed": "tools",
     "notifications/prompts/list_changed": "prompts",
@@ -120,6 +125,9 @@ class ConsoleSession:
         self._saved_at = 0.0
         self._closing = False
         self._bytes_in: dict[str, int] = {}
+        self._strays_listed = 0  # stray-frame notices in the current window
+        self._strays_counted = 0  # and those only counted
+        self._stray_timer: asyncio.TimerHandle | None = None
         self.linter = Linter()
         self._finding_counts: dict[tuple[str | None, str], int] = {}
         self._http_status: dict[str, int] = {}
@@ -271,7 +279,7 @@ class ConsoleSession:
         if event.exchange is None and event.direction == "in" and event.signal != "session_message":
             what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
                 else f"a frame that {event.note or 'matches no request in flight'}"
-            self.timeline.notice("warning", what, raw=event.raw[:2000])
+            self._stray_notice(what, event.raw)
         elif event.exchange is None and event.direction == "transport" and event.note:
             info = event.signal in ("process_started", "standalone_stream")
             self.timeline.notice("info" if info else "warning", event.note)
@@ -279,6 +287,23 @@ class ConsoleSession:
                 self.stderr_batch.flush()  # its last words first
             if event.signal == "process_exited" and self.status == "connected" and not self._closing:
                 self._set_status("unreachable", f"{event.note}; reconnect to start it again")
+
+    def _stray_notice(self, what: str, raw: str) -> None:
+        """A warning for a stray or malformed frame: listed up to STRAY_NOTICES_PER_WINDOW a window, then counted."""
+        if self._stray_timer is None:
+            self._stray_timer = asyncio.get_running_loop().call_later(STRAY_WINDOW_S, self._stray_window_ends)
+        if self._strays_listed < STRAY_NOTICES_PER_WINDOW:
+            self._strays_listed += 1
+            self.timeline.notice("warning", what, raw=raw[:2000])
+        else:
+            self._strays_counted += 1
+
+    def _stray_window_ends(self) -> None:
+        self._stray_timer = None
+        counted, self._strays_listed, self._strays_counted = self._strays_counted, 0, 0
+        if counted:
+            self.timeline.notice("warning", f"{counted} more frames that match no request or are no message came in "
+                                            f"{STRAY_WINDOW_S:g} s; not listed one by one (see the wire)")
 
     def _lint(self, event: WireEvent, seq: int) -> None:
         """Check the frame against the 2026-07-28 rules as it is recorded; each finding is an event of its own.
@@ -678,6 +703,9 @@ class ConsoleSession:
         self.server_requests.close()
         if self.client is not None:
             await self.client.close()
+        if self._stray_timer is not None:  # the count of what was not listed is told before the session stops
+            self._stray_timer.cancel()
+            self._stray_window_ends()
         if self.status != "failed":
             self._set_status("closed")
         self.timeline.flush()  # what its requests held is stored before the store or the session goes

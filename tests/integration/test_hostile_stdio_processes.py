@@ -131,3 +131,37 @@ async def test_a_stdio_server_that_dies_while_its_operation_awaits_input_fails_t
     shown = str(s)
     assert "code 139" in shown and "segfault, more or less" in shown
     assert s["status"] == "unreachable"
+
+
+# Floods stdout with lines that are no message (a debug print in a loop), then answers properly.
+FLOODS_STDOUT = textwrap.dedent('''
+    import json, sys
+    junk = "debug: " + "x" * 1500
+    for i in range(3000):
+        sys.stdout.write(f"{junk} {i}\\n")
+    sys.stdout.flush()
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        result = {"server/discover": DISCOVER,
+                  "tools/list": {"resultType": "complete", "tools": []}}.get(message["method"], {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+''')
+
+
+async def test_a_flood_of_non_json_stdout_lines_makes_a_few_notices_not_one_stored_notice_per_line(
+        make_console: Callable[..., Console], tmp_path: Path) -> None:
+    console = make_console(max_session_store_bytes=1_000_000)
+    script = tmp_path / "floods.py"
+    script.write_text(FLOODS_STDOUT)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+    events = console.manager.store.events(s["id"])
+    notices = [e for e in events if e.kind == "notice" and "not JSON-RPC" in str(e.data.get("message"))]
+    # Each notice is stored apart from the frames' quota (past it, "everything else goes on"): one per line let a
+    # server fill the disk with copies of its junk. A few show what it is; a count says how many more there were.
+    assert 1 <= len(notices) <= 50, len(notices)
+    assert console.manager.store.stored_bytes(s["id"]) < 3 * 1_000_000
