@@ -129,6 +129,7 @@ class StdioTransport:
         self._muted: list[StdioExchange] = []
         self._grace = shutdown_grace_s
         self._write_timeout = write_timeout_s
+        self._last_line_at = 0.0  # loop time of the last stdout line read
         self._ended = False  # the process exited or its stdout closed: its requests were told, nothing more comes
         self._end_reason = ""
         self._proc: asyncio.subprocess.Process | None = None
@@ -185,6 +186,7 @@ class StdioTransport:
             except asyncio.LimitOverrunError:
                 await self._skip_long_line(stream)
                 continue
+            self._last_line_at = asyncio.get_running_loop().time()
             text = line.decode("utf-8", errors="replace").rstrip("\r\n")
             if text.strip():
                 try:
@@ -205,8 +207,15 @@ class StdioTransport:
         """The process exited: its requests end, even while something it left behind holds stdout open."""
         while not await self._exits_within(3600.0):
             pass
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(reader), EXIT_DRAIN_S)  # what it wrote before it exited
+        # What it wrote before it exited is still read: until stdout ends, or no line came for EXIT_DRAIN_S (a big
+        # last answer takes as long as it takes; a child holding the pipe and writing nothing does not).
+        loop = asyncio.get_running_loop()
+        while not reader.done():
+            quiet = loop.time() - self._last_line_at
+            if quiet >= EXIT_DRAIN_S:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(reader), EXIT_DRAIN_S - quiet)
         if not self._ended:
             self._end()
             self.record(WireEvent(direction="transport", raw="",

@@ -190,3 +190,34 @@ async def test_closing_the_transport_ends_a_request_the_server_never_answered() 
             await asyncio.wait_for(waiting, DEADLINE_S)
     finally:
         waiting.cancel()
+
+
+# Exits at once after the request; what it left behind on the pipe keeps writing, and answers last.
+LEAVES_A_WRITER = textwrap.dedent('''
+    import json, subprocess, sys
+    request = json.loads(sys.stdin.readline())
+    answer = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}})
+    writer = "\\n".join([
+        "import sys, time",
+        "for i in range(8):",
+        "    print('not json ' + str(i), flush=True); time.sleep(0.3)",
+        f"print({answer!r}, flush=True)",
+    ])
+    subprocess.Popen([sys.executable, "-c", writer])
+    sys.exit(0)
+''')
+
+
+async def test_after_the_server_exits_its_stdout_is_still_read_while_lines_keep_coming() -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", LEAVES_A_WRITER], recorded.append, shutdown_grace_s=0.5)
+    await transport.start()
+    try:
+        exchange = await transport.open({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {}}, {}, "k5")
+        frames = exchange.frames()
+        frame = await asyncio.wait_for(anext(frames), DEADLINE_S)
+        while frame.kind == "invalid":
+            frame = await asyncio.wait_for(anext(frames), DEADLINE_S)
+        assert frame.kind == "response" and frame.id == 5
+    finally:
+        await asyncio.wait_for(transport.close(), DEADLINE_S)
