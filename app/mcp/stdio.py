@@ -258,6 +258,7 @@ class StdioTransport:
             except asyncio.LimitOverrunError as exc:
                 chunk = await stream.readexactly(exc.consumed)
                 dropped += len(chunk)
+                self._last_line_at = asyncio.get_running_loop().time()  # still reading: the exit watcher waits
             except asyncio.IncompleteReadError as exc:
                 dropped += len(exc.partial)
                 break
