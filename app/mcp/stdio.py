@@ -271,6 +271,13 @@ class StdioTransport:
             self._route_invalid(text, frame)
             return
         target = self._target_for(frame)
+        if target is not None and target.answered and frame.kind in ("response", "error") \
+                and frame.id == target.request_id:
+            # Its answer came already (often in the same read, before the request was let go): this one is no part
+            # of it, and filed under it no one was told. Recorded with no exchange, it is the session's warning.
+            self.record(WireEvent(direction="in", raw=text, frame=frame,
+                                  note="answers a request that was already answered"))
+            return
         if target is not None and self._bounded(target, frame, len(text.encode("utf-8", errors="replace"))):
             return
         if target is None and frame.kind in ("notification", "request") and self.on_server_message is not None:

@@ -221,3 +221,32 @@ async def test_after_the_server_exits_its_stdout_is_still_read_while_lines_keep_
         assert frame.kind == "response" and frame.id == 5
     finally:
         await asyncio.wait_for(transport.close(), DEADLINE_S)
+
+
+ANSWERS_TWICE = textwrap.dedent("""
+    import json, sys
+    request = json.loads(sys.stdin.readline())
+    first = {"jsonrpc": "2.0", "id": request["id"], "result": {"content": [{"type": "text", "text": "one"}]}}
+    second = {"jsonrpc": "2.0", "id": request["id"], "result": {"content": [{"type": "text", "text": "two"}]}}
+    sys.stdout.write(json.dumps(first) + "\\n" + json.dumps(second) + "\\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
+""")
+
+
+async def test_a_second_answer_to_the_same_request_in_the_same_write_is_flagged_not_filed_silently_with_it() -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", ANSWERS_TWICE], recorded.append)
+    await transport.start()
+    try:
+        exchange = await transport.open({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {}}, {}, "k9")
+        answer = await asyncio.wait_for(anext(exchange.frames()), DEADLINE_S)
+        assert '"one"' in answer.raw
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline and not any('"two"' in ev.raw for ev in recorded):
+            await asyncio.sleep(0.02)
+        [second] = [ev for ev in recorded if '"two"' in ev.raw]
+        # Without an exchange the session turns it into a warning notice; filed under the request it was not.
+        assert second.exchange is None and second.note == "answers a request that was already answered"
+    finally:
+        await transport.close()
