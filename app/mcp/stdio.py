@@ -453,6 +453,12 @@ class StdioTransport:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        # Our ends of its pipes: a child that left the process group (a daemon's double fork) holds the other ends
+        # and no EOF ever closes them; kept, each such session leaked its file descriptors.
+        pipes = getattr(proc, "_transport", None)  # asyncio's subprocess transport (no public handle)
+        if pipes is not None:
+            with contextlib.suppress(Exception):
+                pipes.close()
         # A request still waiting hears it from the close: the readers that would have told it are cancelled.
         # Not recorded: the console stopped it (a delete, a reconnect), which is no news on the timeline.
         self._end(record=False)

@@ -8,7 +8,9 @@ if something it left behind still holds the pipe; and closing the transport ends
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import sys
 import textwrap
 import time
@@ -250,3 +252,36 @@ async def test_a_second_answer_to_the_same_request_in_the_same_write_is_flagged_
         assert second.exchange is None and second.note == "answers a request that was already answered"
     finally:
         await transport.close()
+
+
+# Its child leaves the process group (a daemon's double fork does the same) and holds the pipes.
+LEAVES_AN_ESCAPED_CHILD = textwrap.dedent("""
+    import subprocess, sys
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    print(f"child {child.pid}", file=sys.stderr, flush=True)
+    sys.exit(0)
+""")
+
+
+async def test_closing_the_transport_lets_go_of_the_pipes_a_child_outside_its_process_group_still_holds() -> None:
+    recorded: list[WireEvent] = []
+    before = len(os.listdir("/proc/self/fd"))
+    transport = StdioTransport([sys.executable, "-c", LEAVES_AN_ESCAPED_CHILD], recorded.append,
+                               shutdown_grace_s=0.5)
+    await transport.start()
+    child = 0
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while not (child and not transport.alive) and time.monotonic() < deadline:
+            child = next((int(ev.raw.split()[1]) for ev in recorded
+                          if ev.direction == "stderr" and ev.raw.startswith("child ")), 0)
+            await asyncio.sleep(0.02)
+        assert child and not transport.alive
+        await asyncio.wait_for(transport.close(), DEADLINE_S)
+        # Held, the console's ends of the pipes leaked with every such session (until the child wrote nothing more,
+        # or ended): file descriptors run out before memory does.
+        assert len(os.listdir("/proc/self/fd")) <= before
+    finally:
+        if child:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
