@@ -165,3 +165,52 @@ async def test_a_flood_of_non_json_stdout_lines_makes_a_few_notices_not_one_stor
     # server fill the disk with copies of its junk. A few show what it is; a count says how many more there were.
     assert 1 <= len(notices) <= 50, len(notices)
     assert console.manager.store.stored_bytes(s["id"]) < 3 * 1_000_000
+
+
+# Acknowledges a listen, sends one list change on it, then dies mid-stream.
+DIES_WHILE_LISTENED_TO = textwrap.dedent('''
+    import json, os, sys
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {"listChanged": True}}, "ttlMs": 0, "cacheScope": "public"}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        method, rid = message["method"], message["id"]
+        if method == "subscriptions/listen":
+            meta = {"io.modelcontextprotocol/subscriptionId": rid}
+            for note in ({"method": "notifications/subscriptions/acknowledged",
+                          "params": {"_meta": meta, "notifications": {"toolsListChanged": True}}},
+                         {"method": "notifications/tools/list_changed", "params": {"_meta": meta}}):
+                print(json.dumps({"jsonrpc": "2.0", **note}), flush=True)
+            print("listen stream: going down", file=sys.stderr, flush=True)
+            os._exit(9)
+        result = {"server/discover": DISCOVER, "tools/list": {"resultType": "complete", "tools": []}}.get(method, {})
+        print(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}), flush=True)
+''')
+
+
+async def test_a_stdio_server_that_dies_mid_listen_stream_keeps_what_came_and_says_the_stream_was_lost(
+        console: Console, tmp_path: Path) -> None:
+    from tests.integration.conftest import eventually
+
+    script = tmp_path / "dies_listening.py"
+    script.write_text(DIES_WHILE_LISTENED_TO)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+    sid = s["id"]
+    started = await console.http.post(f"/sessions/{sid}/subscriptions", data={"toolsListChanged": "1"},
+                                      headers={"Accept": "application/json"})
+    assert started.status_code == 200, started.text
+
+    async def lost() -> dict[str, Any] | None:
+        s = await console.session(sid)
+        subs = s["subscriptions"]
+        return s if subs and subs[0]["state"] in ("connection_lost", "reconnecting") and subs[0]["problems"] else None
+
+    s = await eventually(lost, 20.0, "the subscription to be lost")
+    [sub] = s["subscriptions"]
+    assert sub["total"] >= 1 and sub["notifications"]  # what came before the crash is kept
+    assert any("code 9" in p for p in sub["problems"]), sub["problems"]
+    assert s["status"] == "unreachable" and "code 9" in s["status_message"]
+    assert (await console.http.get("/sessions.json")).status_code == 200  # the console still serves
