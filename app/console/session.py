@@ -153,6 +153,10 @@ class ConsoleSession:
         return self.state.status_message
 
     @property
+    def target_alive(self) -> bool:
+        return self.transport is None or bool(getattr(self.transport, "alive", True))
+
+    @property
     def status_since(self) -> float | None:  # wall clock of the last status change (shown when unreachable)
         return self.state.status_since
 

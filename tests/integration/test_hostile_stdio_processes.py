@@ -214,3 +214,35 @@ async def test_a_stdio_server_that_dies_mid_listen_stream_keeps_what_came_and_sa
     assert any("code 9" in p for p in sub["problems"]), sub["problems"]
     assert s["status"] == "unreachable" and "code 9" in s["status_message"]
     assert (await console.http.get("/sessions.json")).status_code == 200  # the console still serves
+
+
+
+async def test_a_listen_on_a_dead_stdio_server_waits_for_the_reconnect_instead_of_retrying_every_few_seconds(
+        console: Console, tmp_path: Path) -> None:
+    from tests.integration.conftest import eventually
+
+    script = tmp_path / "dies_listening.py"
+    script.write_text(DIES_WHILE_LISTENED_TO)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    sid = s["id"]
+    await console.http.post(f"/sessions/{sid}/subscriptions", data={"toolsListChanged": "1"},
+                            headers={"Accept": "application/json"})
+
+    async def waiting() -> dict[str, Any] | None:
+        s = await console.session(sid)
+        [sub] = s["subscriptions"]
+        return sub if any("once the session reconnects" in p for p in sub["problems"]) else None
+
+    sub = await eventually(waiting, 20.0, "the subscription to wait for a reconnect")
+    assert sub["reconnects"] <= 1, sub
+    listens = [e for e in console.manager.store.events(sid)
+               if e.kind == "exchange_started" and e.data.get("method") == "subscriptions/listen"]
+    assert len(listens) == 1, len(listens)
+    # A reconnect starts the server again, and the subscription listens on it by itself.
+    assert (await console.http.post(f"/sessions/{sid}/reconnect")).status_code in (200, 303)
+
+    async def listened_again() -> dict[str, Any] | None:
+        [sub] = (await console.session(sid))["subscriptions"]
+        return sub if sub["total"] >= 2 else None
+
+    await eventually(listened_again, 20.0, "the subscription to listen again after the reconnect")
