@@ -393,6 +393,9 @@ class StdioTransport:
             self._proc.stdin.write(line)
             await asyncio.wait_for(self._proc.stdin.drain(), self._write_timeout)
         except (BrokenPipeError, ConnectionResetError) as exc:
+            # The pipe broke as the process ended, before its exit was seen: wait a moment, so the message (the
+            # session's status) names its exit code, not only "the server process is gone".
+            await self._exits_within(EXIT_DRAIN_S)
             raise ProcessExited(self.exit_reason()) from exc
         except TimeoutError as exc:
             note = (f"the server is not reading its stdin: {len(line)} bytes still unsent after "

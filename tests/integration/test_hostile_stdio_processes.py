@@ -125,11 +125,16 @@ async def test_a_stdio_server_that_dies_while_its_operation_awaits_input_fails_t
     assert response.status_code == 200, response.text
     after = response.json()
     assert after["status"] != "awaiting_input", after
-    s = await console.session(sid)
+    from tests.integration.conftest import eventually
+
+    async def told() -> dict[str, Any] | None:  # the exit notice and its last stderr come on their own
+        s = await console.session(sid)
+        shown = str(s)
+        return s if "code 139" in shown and "segfault, more or less" in shown else None
+
+    s = await eventually(told, 20.0, "the exit code and the server's last stderr line on the session")
     [stored] = [o for o in s["operations"] if o["op"] == op["op"]]
     assert stored["rounds"][0]["status"] == "input_required"  # the first round is kept
-    shown = str(s)
-    assert "code 139" in shown and "segfault, more or less" in shown
     assert s["status"] == "unreachable"
 
 
