@@ -193,6 +193,14 @@ class Listeners:
                 backoff = self.first_backoff_s
             await asyncio.sleep(backoff)  # backoff between reconnects, not a wait for an event
             backoff = min(backoff * 2, self.max_backoff_s)
+            if self.runner.status == "unreachable" and not self.runner.target_alive:
+                # A stdio server whose process ended answers nothing until a reconnect starts it again: each listen
+                # tried every few seconds was an exchange and a subscription event more, for as long as the session
+                # sat unreachable (days). Wait for the reconnect instead, asking nothing.
+                sub.problems.append("the server process is gone: listening again once the session reconnects")
+                self._record(sub)
+                while not sub.stopping and self.runner.status == "unreachable" and not self.runner.target_alive:
+                    await asyncio.sleep(self.first_backoff_s)  # a look at the status, no request
             sub.reconnects += 1
 
     async def _subscribe_legacy(self, sub: Subscription) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any
@@ -216,13 +217,13 @@ class SessionManager:
 
     async def shutdown(self) -> None:
         await self.tasks.cancel_all()
-        for session in list(self.sessions.values()):
-            if self.replicas.is_replica(session.id):
-                continue  # another process's session: closing it here would write to its log
-            try:
-                await session.close()
-            except Exception:  # one broken session must not keep the others' processes alive
-                continue
+        # Another process's session is not closed here (that would write to its log). The rest close together: a
+        # stdio server that ignores SIGTERM costs two grace periods before its SIGKILL, and one after another that
+        # was two per session, long enough for a service manager to kill the console and leave the servers (each
+        # in its own process group) running.
+        own = [s for s in self.sessions.values() if not self.replicas.is_replica(s.id)]
+        # return_exceptions: one broken session must not keep the others' processes alive
+        await asyncio.gather(*(s.close() for s in own), return_exceptions=True)
         if self.ownership is not None:  # another process takes these sessions over on their next action
             await self.ownership.release_all()
         await self.http.aclose()

@@ -54,3 +54,7 @@ class RequestRunner(Protocol):
     @property
     def status_message(self) -> str:
         """Why the status is what it is (said when a listener gives up)."""
+
+    @property
+    def target_alive(self) -> bool:
+        """False while nothing can answer until a reconnect starts it again (a stdio server whose process ended)."""

@@ -69,7 +69,11 @@ LISTS = (
 )
 META_SAVE_INTERVAL_S = 1.0
 FINDINGS_PER_RULE_AND_ENTRY = 5
-STRAYS_TOLD = 20  # frames of no request told as notices per connection; the rest are on the wire record only
+# A frame that matches no request, or is no message, is a warning notice of its own: notices are stored past the
+# frames' quota, so a server printing junk in a loop made one stored notice (with 2000 characters of the junk) per
+# line. So many a window are listed; the rest are counted, and the count is a notice when the window ends.
+STRAY_NOTICES_PER_WINDOW = 20
+STRAY_WINDOW_S = 10.0
 LIST_METHODS = {  # a list_changed notification → the list it refreshes
     "notifications/tools/list_changed": "tools",
     "notifications/prompts/list_changed": "prompts",
@@ -121,9 +125,11 @@ class ConsoleSession:
         self._saved_at = 0.0
         self._closing = False
         self._bytes_in: dict[str, int] = {}
+        self._strays_listed = 0  # stray-frame notices in the current window
+        self._strays_counted = 0  # and those only counted
+        self._stray_timer: asyncio.TimerHandle | None = None
         self.linter = Linter()
         self._finding_counts: dict[tuple[str | None, str], int] = {}
-        self._strays_told = 0  # frames of no request told as notices this connection (see STRAYS_TOLD)
         self._http_status: dict[str, int] = {}
         # Team deployment: the process that owns the connection, when it is not this one (a replica); else None.
         self.owned_by: str | None = None
@@ -145,6 +151,10 @@ class ConsoleSession:
     @property
     def status_message(self) -> str:
         return self.state.status_message
+
+    @property
+    def target_alive(self) -> bool:
+        return self.transport is None or bool(getattr(self.transport, "alive", True))
 
     @property
     def status_since(self) -> float | None:  # wall clock of the last status change (shown when unreachable)
@@ -271,7 +281,9 @@ class ConsoleSession:
         else:
             self._lint(event, seq)
         if event.exchange is None and event.direction == "in" and event.signal != "session_message":
-            self._tell_stray(event)
+            what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
+                else f"a frame that {event.note or 'matches no request in flight'}"
+            self._stray_notice(what, event.raw)
         elif event.exchange is None and event.direction == "transport" and event.note:
             info = event.signal in ("process_started", "standalone_stream")
             self.timeline.notice("info" if info else "warning", event.note)
@@ -280,18 +292,31 @@ class ConsoleSession:
             if event.signal == "process_exited" and self.status == "connected" and not self._closing:
                 self._set_status("unreachable", f"{event.note}; reconnect to start it again")
 
-    def _tell_stray(self, event: WireEvent) -> None:
-        """A frame of no request is told as a notice, the first STRAYS_TOLD of a connection: a server sending
-        thousands (answers to nothing on a 2025-11-25 GET stream) pushed everything else off the page. Every frame
-        stays on the wire record."""
-        self._strays_told += 1
-        if self._strays_told > STRAYS_TOLD + 1:
-            return
-        what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
-            else f"a frame that {event.note or 'matches no request in flight'}"
-        if self._strays_told > STRAYS_TOLD:
-            what += f" (and more frames of no request: past {STRAYS_TOLD}, they are recorded but not told)"
-        self.timeline.notice("warning", what, raw=event.raw[:2000])
+    def _stray_notice(self, what: str, raw: str) -> None:
+        """A warning for a stray or malformed frame: listed up to STRAY_NOTICES_PER_WINDOW a window, then counted.
+
+        The first past the limit says so at once (a server sending thousands, e.g. answers to nothing on a
+        2025-11-25 GET stream, pushed everything else off the page); the count of the rest is a notice when the
+        window ends. Every frame stays on the wire record."""
+        if self._stray_timer is None:
+            self._stray_timer = asyncio.get_running_loop().call_later(STRAY_WINDOW_S, self._stray_window_ends)
+        if self._strays_listed < STRAY_NOTICES_PER_WINDOW:
+            self._strays_listed += 1
+            self.timeline.notice("warning", what, raw=raw[:2000])
+        elif self._strays_listed == STRAY_NOTICES_PER_WINDOW:
+            self._strays_listed += 1
+            self.timeline.notice("warning", f"{what} (and more frames of no request: past {STRAY_NOTICES_PER_WINDOW} "
+                                            f"in {STRAY_WINDOW_S:g} s they are recorded but not told, only counted)",
+                                 raw=raw[:2000])
+        else:
+            self._strays_counted += 1
+
+    def _stray_window_ends(self) -> None:
+        self._stray_timer = None
+        counted, self._strays_listed, self._strays_counted = self._strays_counted, 0, 0
+        if counted:
+            self.timeline.notice("warning", f"{counted} more frames that match no request or are no message came in "
+                                            f"{STRAY_WINDOW_S:g} s; not listed one by one (see the wire)")
 
     def _lint(self, event: WireEvent, seq: int) -> None:
         """Check the frame against the 2026-07-28 rules as it is recorded; each finding is an event of its own.
@@ -394,7 +419,7 @@ class ConsoleSession:
         self._closing = False
         self.linter = Linter()  # what it knows of requests in flight belongs to one connection
         self._finding_counts = {}
-        self._strays_told = 0
+        self._strays_listed = 0  # a new connection's strays are told afresh (the count pending is still said)
         self._set_status("connecting")
         chosen = self.target.era
         legacy = chosen in ("legacy", "sse-2024")  # the older HTTP+SSE transport carries 2025-11-25 messages
@@ -694,6 +719,9 @@ class ConsoleSession:
         self.server_requests.close()
         if self.client is not None:
             await self.client.close()
+        if self._stray_timer is not None:  # the count of what was not listed is told before the session stops
+            self._stray_timer.cancel()
+            self._stray_window_ends()
         if self.status != "failed":
             self._set_status("closed")
         self.timeline.flush()  # what its requests held is stored before the store or the session goes

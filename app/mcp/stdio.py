@@ -40,6 +40,18 @@ _EXITED = object()
 _BOUNDED = object()  # the request's frames passed max_stream_bytes: its reader stops here
 STDIO_LINES_PER_YIELD = 32  # a line is one frame: yield to the loop every so many
 MUTED_KEPT = 32  # requests past the bound whose late frames we still recognise (and drop)
+EXIT_DRAIN_S = 1.0  # after the process exits, how long its stdout may still deliver before its requests end
+EXIT_POLL_S = 0.2  # how often the exit watcher looks at the process's return code
+DEFAULT_WRITE_TIMEOUT_S = 30.0  # a server that reads none of its stdin for this long fails the write
+
+
+def _key(value: Any) -> Any:
+    """An id, token or subscription id as a lookup key: a list or object (no id the console sends) is none."""
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    return value
 
 
 class StdioExchange:
@@ -105,6 +117,7 @@ class StdioTransport:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         shutdown_grace_s: float = 2.0,
         max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
+        write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S,
     ) -> None:
         self.argv = argv
         self.target = shlex.join(argv)  # pasteable back into a shell
@@ -115,11 +128,14 @@ class StdioTransport:
         self._max_stream = max_stream_bytes
         self._muted: list[StdioExchange] = []
         self._grace = shutdown_grace_s
+        self._write_timeout = write_timeout_s
+        self._last_line_at = 0.0  # loop time of the last stdout line read
+        self._ended = False  # the process exited or its stdout closed: its requests were told, nothing more comes
+        self._end_reason = ""
         self._proc: asyncio.subprocess.Process | None = None
         self._pending: dict[Any, StdioExchange] = {}
         self._by_token: dict[Any, StdioExchange] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._write_lock = asyncio.Lock()
         self.returncode: int | None = None
         self.cancelled_ids: set[Any] = set()  # to flag frames that still arrive after a cancel
         self.on_server_message: ServerMessageSink | None = None
@@ -143,12 +159,15 @@ class StdioTransport:
             loop.create_task(self._read_stdout(), name=f"stdio-stdout-{self._proc.pid}"),
             loop.create_task(self._read_stderr(), name=f"stdio-stderr-{self._proc.pid}"),
         ]
+        self._tasks.append(loop.create_task(self._watch_exit(self._tasks[0]), name=f"stdio-exit-{self._proc.pid}"))
 
     @property
     def alive(self) -> bool:
-        return self._proc is not None and self._proc.returncode is None
+        return self._proc is not None and self._proc.returncode is None and not self._ended
 
     def exit_reason(self) -> str:
+        if self._end_reason:
+            return self._end_reason
         code = self._proc.returncode if self._proc else None
         return f"the server process exited (code {code})" if code is not None else "the server process is gone"
 
@@ -167,12 +186,64 @@ class StdioTransport:
             except asyncio.LimitOverrunError:
                 await self._skip_long_line(stream)
                 continue
+            self._last_line_at = asyncio.get_running_loop().time()
             text = line.decode("utf-8", errors="replace").rstrip("\r\n")
             if text.strip():
-                self._route(text)
-        await self._proc.wait()
+                try:
+                    self._route(text)
+                except Exception as exc:  # one line must never end the reader: every request would hang
+                    self.record(WireEvent(direction="transport", raw="",
+                                          note=f"a stdout line could not be routed ({type(exc).__name__}: {exc})"))
+        if self._ended:
+            return
+        if not await self._exits_within(self._grace):
+            # Its stdout is closed, so no answer can come; the process itself is ended on close.
+            self._end(f"the server closed its stdout but is still running (pid {self._proc.pid}); "
+                      "nothing it answers can arrive")
+            return
+        self._end()
+
+    async def _watch_exit(self, reader: asyncio.Task[None]) -> None:
+        """The process exited: its requests end, even while something it left behind holds stdout open."""
+        while not await self._exits_within(3600.0):
+            pass
+        # What it wrote before it exited is still read: until stdout ends, or no line came for EXIT_DRAIN_S (a big
+        # last answer takes as long as it takes; a child holding the pipe and writing nothing does not).
+        loop = asyncio.get_running_loop()
+        while not reader.done():
+            quiet = loop.time() - self._last_line_at
+            if quiet >= EXIT_DRAIN_S:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(reader), EXIT_DRAIN_S - quiet)
+        if not self._ended:
+            self._end()
+            self.record(WireEvent(direction="transport", raw="",
+                                  note="its stdout is still held open by a process it left behind"))
+
+    async def _exits_within(self, timeout: float) -> bool:
+        """Whether the process exits within `timeout` s. Its return code, not `wait()`: asyncio's wait() returns
+        only once every pipe is closed too, and a child the server left behind may hold them for good."""
+        assert self._proc
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._proc.returncode is None:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(EXIT_POLL_S, left))
+        return True
+
+    def _end(self, reason: str | None = None, record: bool = True) -> None:
+        """Tell every request in flight, once, that nothing more will come from the server."""
+        if self._ended:
+            return
+        assert self._proc
         self.returncode = self._proc.returncode
-        self.record(WireEvent(direction="transport", raw="", note=self.exit_reason(), signal="process_exited"))
+        if reason:
+            self._end_reason = reason
+        self._ended = True
+        if record:
+            self.record(WireEvent(direction="transport", raw="", note=self.exit_reason(), signal="process_exited"))
         for exchange in list(self._pending.values()):
             exchange.queue.put_nowait(_EXITED)
 
@@ -187,6 +258,7 @@ class StdioTransport:
             except asyncio.LimitOverrunError as exc:
                 chunk = await stream.readexactly(exc.consumed)
                 dropped += len(chunk)
+                self._last_line_at = asyncio.get_running_loop().time()  # still reading: the exit watcher waits
             except asyncio.IncompleteReadError as exc:
                 dropped += len(exc.partial)
                 break
@@ -199,6 +271,13 @@ class StdioTransport:
             self._route_invalid(text, frame)
             return
         target = self._target_for(frame)
+        if target is not None and target.answered and frame.kind in ("response", "error") \
+                and frame.id == target.request_id:
+            # Its answer came already (often in the same read, before the request was let go): this one is no part
+            # of it, and filed under it no one was told. Recorded with no exchange, it is the session's warning.
+            self.record(WireEvent(direction="in", raw=text, frame=frame,
+                                  note="answers a request that was already answered"))
+            return
         if target is not None and self._bounded(target, frame, len(text.encode("utf-8", errors="replace"))):
             return
         if target is None and frame.kind in ("notification", "request") and self.on_server_message is not None:
@@ -207,7 +286,7 @@ class StdioTransport:
                                   signal="session_message"))
             self.on_server_message(frame)
             return
-        late = target is None and frame.kind in ("response", "error") and frame.id in self.cancelled_ids
+        late = target is None and frame.kind in ("response", "error") and _key(frame.id) in self.cancelled_ids
         note = None if target else (
             "arrived after its request was cancelled" if late else "matches no request in flight")
         self.record(WireEvent(direction="in", raw=text, frame=frame, exchange=target.key if target else None,
@@ -255,17 +334,17 @@ class StdioTransport:
 
     def _target_for(self, frame: Frame) -> StdioExchange | None:
         if frame.kind in ("response", "error"):
-            return self._pending.get(frame.id)
+            return self._pending.get(_key(frame.id))
         params = frame.params
         if frame.method == "notifications/cancelled":
             # A server ends a listen stream this way on stdio; it belongs to that request.
-            return self._pending.get(params.get("requestId"))
-        token = params.get("progressToken")
+            return self._pending.get(_key(params.get("requestId")))
+        token = _key(params.get("progressToken"))
         if token is not None and token in self._by_token:
             return self._by_token[token]
         meta = params.get("_meta")
         if isinstance(meta, dict) and SUBSCRIPTION_KEY in meta:
-            return self._pending.get(meta[SUBSCRIPTION_KEY])
+            return self._pending.get(_key(meta[SUBSCRIPTION_KEY]))
         if frame.kind == "request":
             # A 2025-11-25 server asks (elicitation, sampling, roots) while handling one of ours, but stdio says
             # not which: the newest ordinary request in flight is the likeliest (and, with one, the only) owner.
@@ -308,12 +387,21 @@ class StdioTransport:
             self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))  # as HTTP says it
             raise ProtocolViolation(note) from exc
         self.record(WireEvent(direction="out", raw=text, frame=parse_frame(text), exchange=key))
-        async with self._write_lock:
-            try:
-                self._proc.stdin.write(line)
-                await self._proc.stdin.drain()
-            except (BrokenPipeError, ConnectionResetError) as exc:
-                raise ProcessExited(self.exit_reason()) from exc
+        # No lock: write() puts the whole line in the pipe's buffer at once (lines never interleave), and a
+        # server that reads nothing must not hold every later message, a cancel too, behind one stuck drain.
+        try:
+            self._proc.stdin.write(line)
+            await asyncio.wait_for(self._proc.stdin.drain(), self._write_timeout)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            # The pipe broke as the process ended, before its exit was seen: wait a moment, so the message (the
+            # session's status) names its exit code, not only "the server process is gone".
+            await self._exits_within(EXIT_DRAIN_S)
+            raise ProcessExited(self.exit_reason()) from exc
+        except TimeoutError as exc:
+            note = (f"the server is not reading its stdin: {len(line)} bytes still unsent after "
+                    f"{self._write_timeout:g} s (they go out if it reads again)")
+            self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
+            raise ProtocolViolation(note) from exc
 
     async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> StdioExchange:
         exchange = StdioExchange(self, message.get("id"), key, message.get("method") == "subscriptions/listen")
@@ -358,13 +446,22 @@ class StdioTransport:
                 if sig is not None:
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(proc.pid, sig)
-                try:
-                    await asyncio.wait_for(proc.wait(), self._grace)
+                if await self._exits_within(self._grace):
                     break
-                except TimeoutError:
-                    continue
+        # What the server left behind in its process group (a child holding its pipes) ends with it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        # Our ends of its pipes: a child that left the process group (a daemon's double fork) holds the other ends
+        # and no EOF ever closes them; kept, each such session leaked its file descriptors.
+        pipes = getattr(proc, "_transport", None)  # asyncio's subprocess transport (no public handle)
+        if pipes is not None:
+            with contextlib.suppress(Exception):
+                pipes.close()
+        # A request still waiting hears it from the close: the readers that would have told it are cancelled.
+        # Not recorded: the console stopped it (a delete, a reconnect), which is no news on the timeline.
+        self._end(record=False)

@@ -1,0 +1,253 @@
+"""Hostile stdio server processes, driven through the console: what the owner starts must not outlive it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shlex
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from tests.integration.conftest import Console
+
+STARTED = re.compile(r"started pid (\d+)")
+
+# Answers discovery properly; ignores SIGTERM, and a closed stdin does not end it: only SIGKILL does.
+STUBBORN = textwrap.dedent('''
+    import json, signal, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        if message["method"] == "server/discover":
+            result = DISCOVER
+        elif message["method"] == "tools/list":
+            result = {"resultType": "complete", "tools": []}
+        else:
+            print(json.dumps({"jsonrpc": "2.0", "id": message["id"],
+                              "error": {"code": -32601, "message": "Method not found"}}), flush=True)
+            continue
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+    while True:
+        time.sleep(1)
+''')
+
+
+def _pid(session: dict[str, Any]) -> int:
+    for entry in session["timeline"]:
+        match = STARTED.search(str(entry.get("message") or ""))
+        if entry["kind"] == "notice" and match:
+            return int(match.group(1))
+    raise AssertionError(f"no 'started pid N' notice on the timeline: {session['timeline']!r}")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+async def test_console_shutdown_ends_stubborn_stdio_servers_together_not_one_grace_period_after_another(
+        make_console: Callable[..., Console], tmp_path: Path) -> None:
+    grace = 1.0
+    console = make_console(stdio_shutdown_grace_s=grace)
+    script = tmp_path / "stubborn.py"
+    script.write_text(STUBBORN)
+    command = shlex.join([sys.executable, str(script)])
+    sessions = 4
+    pids = []
+    for _ in range(sessions):
+        s = await console.connect(kind="stdio", command=command)
+        assert s["status"] == "connected", s["status_message"]
+        pids.append(_pid(s))
+    started = time.monotonic()
+    await asyncio.wait_for(console.close(), 30)
+    took = time.monotonic() - started
+    # Each needs its two grace periods (stdin closed, then SIGTERM) before SIGKILL; one after another that was
+    # sessions x 2 x grace (a console's service manager kills the console first, and the servers, in their own
+    # process groups, live on).
+    assert took < sessions * grace, f"shutdown took {took:.1f} s for {sessions} stubborn servers"
+    assert all(_gone(pid) for pid in pids)
+
+
+# A tool that asks for input, then the server dies before the answer comes back (its last words on stderr).
+DIES_AWAITING_INPUT = textwrap.dedent('''
+    import json, os, sys
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    TOOLS = [{"name": "ask", "inputSchema": {"type": "object"}}]
+    ASK = {"resultType": "input_required", "requestState": "s1",
+           "inputRequests": {"who": {"method": "elicitation/create", "params": {"mode": "form", "message": "Who?",
+               "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}}}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        method = message["method"]
+        result = {"server/discover": DISCOVER, "tools/list": {"resultType": "complete", "tools": TOOLS},
+                  "tools/call": ASK}.get(method)
+        if result is None:
+            print(json.dumps({"jsonrpc": "2.0", "id": message["id"],
+                              "error": {"code": -32601, "message": "Method not found"}}), flush=True)
+            continue
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+        if method == "tools/call":
+            print("segfault, more or less", file=sys.stderr, flush=True)
+            os._exit(139)
+''')
+
+
+async def test_a_stdio_server_that_dies_while_its_operation_awaits_input_fails_the_answer_with_its_exit_code(
+        console: Console, tmp_path: Path) -> None:
+    script = tmp_path / "dies.py"
+    script.write_text(DIES_AWAITING_INPUT)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+    sid = s["id"]
+    op = (await console.call_tool(sid, "ask"))["operation"]
+    assert op["status"] == "awaiting_input", op
+    key = next(iter(op["pending_requests"]))
+    response = await asyncio.wait_for(console.http.post(
+        f"/sessions/{sid}/operations/{op['op']}/answer", data={"key": key, "action": "accept", "arg.name": "Ada"},
+        headers={"Accept": "application/json"}), 30)
+    assert response.status_code == 200, response.text
+    after = response.json()
+    assert after["status"] != "awaiting_input", after
+    from tests.integration.conftest import eventually
+
+    async def told() -> dict[str, Any] | None:  # the exit notice and its last stderr come on their own
+        s = await console.session(sid)
+        shown = str(s)
+        return s if "code 139" in shown and "segfault, more or less" in shown else None
+
+    s = await eventually(told, 20.0, "the exit code and the server's last stderr line on the session")
+    [stored] = [o for o in s["operations"] if o["op"] == op["op"]]
+    assert stored["rounds"][0]["status"] == "input_required"  # the first round is kept
+    assert s["status"] == "unreachable"
+
+
+# Floods stdout with lines that are no message (a debug print in a loop), then answers properly.
+FLOODS_STDOUT = textwrap.dedent('''
+    import json, sys
+    junk = "debug: " + "x" * 1500
+    for i in range(3000):
+        sys.stdout.write(f"{junk} {i}\\n")
+    sys.stdout.flush()
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        result = {"server/discover": DISCOVER,
+                  "tools/list": {"resultType": "complete", "tools": []}}.get(message["method"], {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+''')
+
+
+async def test_a_flood_of_non_json_stdout_lines_makes_a_few_notices_not_one_stored_notice_per_line(
+        make_console: Callable[..., Console], tmp_path: Path) -> None:
+    console = make_console(max_session_store_bytes=1_000_000)
+    script = tmp_path / "floods.py"
+    script.write_text(FLOODS_STDOUT)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+    events = console.manager.store.events(s["id"])
+    notices = [e for e in events if e.kind == "notice" and "not JSON-RPC" in str(e.data.get("message"))]
+    # Each notice is stored apart from the frames' quota (past it, "everything else goes on"): one per line let a
+    # server fill the disk with copies of its junk. A few show what it is; a count says how many more there were.
+    assert 1 <= len(notices) <= 50, len(notices)
+    assert console.manager.store.stored_bytes(s["id"]) < 3 * 1_000_000
+
+
+# Acknowledges a listen, sends one list change on it, then dies mid-stream.
+DIES_WHILE_LISTENED_TO = textwrap.dedent('''
+    import json, os, sys
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {"listChanged": True}}, "ttlMs": 0, "cacheScope": "public"}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        method, rid = message["method"], message["id"]
+        if method == "subscriptions/listen":
+            meta = {"io.modelcontextprotocol/subscriptionId": rid}
+            for note in ({"method": "notifications/subscriptions/acknowledged",
+                          "params": {"_meta": meta, "notifications": {"toolsListChanged": True}}},
+                         {"method": "notifications/tools/list_changed", "params": {"_meta": meta}}):
+                print(json.dumps({"jsonrpc": "2.0", **note}), flush=True)
+            print("listen stream: going down", file=sys.stderr, flush=True)
+            os._exit(9)
+        result = {"server/discover": DISCOVER, "tools/list": {"resultType": "complete", "tools": []}}.get(method, {})
+        print(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}), flush=True)
+''')
+
+
+async def test_a_stdio_server_that_dies_mid_listen_stream_keeps_what_came_and_says_the_stream_was_lost(
+        console: Console, tmp_path: Path) -> None:
+    from tests.integration.conftest import eventually
+
+    script = tmp_path / "dies_listening.py"
+    script.write_text(DIES_WHILE_LISTENED_TO)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+    sid = s["id"]
+    started = await console.http.post(f"/sessions/{sid}/subscriptions", data={"toolsListChanged": "1"},
+                                      headers={"Accept": "application/json"})
+    assert started.status_code == 200, started.text
+
+    async def lost() -> dict[str, Any] | None:
+        s = await console.session(sid)
+        subs = s["subscriptions"]
+        return s if subs and subs[0]["state"] in ("connection_lost", "reconnecting") and subs[0]["problems"] else None
+
+    s = await eventually(lost, 20.0, "the subscription to be lost")
+    [sub] = s["subscriptions"]
+    assert sub["total"] >= 1 and sub["notifications"]  # what came before the crash is kept
+    assert any("code 9" in p for p in sub["problems"]), sub["problems"]
+    assert s["status"] == "unreachable" and "code 9" in s["status_message"]
+    assert (await console.http.get("/sessions.json")).status_code == 200  # the console still serves
+
+
+
+async def test_a_listen_on_a_dead_stdio_server_waits_for_the_reconnect_instead_of_retrying_every_few_seconds(
+        console: Console, tmp_path: Path) -> None:
+    from tests.integration.conftest import eventually
+
+    script = tmp_path / "dies_listening.py"
+    script.write_text(DIES_WHILE_LISTENED_TO)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    sid = s["id"]
+    await console.http.post(f"/sessions/{sid}/subscriptions", data={"toolsListChanged": "1"},
+                            headers={"Accept": "application/json"})
+
+    async def waiting() -> dict[str, Any] | None:
+        s = await console.session(sid)
+        [sub] = s["subscriptions"]
+        return sub if any("once the session reconnects" in p for p in sub["problems"]) else None
+
+    sub = await eventually(waiting, 20.0, "the subscription to wait for a reconnect")
+    assert sub["reconnects"] <= 1, sub
+    listens = [e for e in console.manager.store.events(sid)
+               if e.kind == "exchange_started" and e.data.get("method") == "subscriptions/listen"]
+    assert len(listens) == 1, len(listens)
+    # A reconnect starts the server again, and the subscription listens on it by itself.
+    assert (await console.http.post(f"/sessions/{sid}/reconnect")).status_code in (200, 303)
+
+    async def listened_again() -> dict[str, Any] | None:
+        [sub] = (await console.session(sid))["subscriptions"]
+        return sub if sub["total"] >= 2 else None
+
+    await eventually(listened_again, 20.0, "the subscription to listen again after the reconnect")

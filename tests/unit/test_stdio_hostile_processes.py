@@ -1,0 +1,287 @@
+"""Hostile stdio server processes: each one a real child process the owner could start.
+
+The transport has one reader for the server's stdout; whatever a line holds, it must keep reading (a reader that
+dies leaves every request in flight waiting for good). When the server process ends, its requests end with it, even
+if something it left behind still holds the pipe; and closing the transport ends that something too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import textwrap
+import time
+
+import pytest
+
+from app.mcp.errors import ProcessExited, ProtocolViolation
+from app.mcp.stdio import StdioTransport
+from app.mcp.wire import WireEvent
+
+DEADLINE_S = 10.0
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+async def _wait_gone(pid: int) -> bool:
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        if _gone(pid):
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+UNHASHABLE_IDS = textwrap.dedent("""
+    import json, sys
+    request = json.loads(sys.stdin.readline())
+    rid = request["id"]
+    meta = {"io.modelcontextprotocol/subscriptionId": [rid]}
+    for line in (
+        {"jsonrpc": "2.0", "id": [rid], "result": {}},
+        {"jsonrpc": "2.0", "id": {"id": rid}, "error": {"code": 1, "message": "x"}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [rid]}},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": {"t": 1}, "progress": 1}},
+        {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "x", "_meta": meta}},
+        {"jsonrpc": "2.0", "id": rid, "result": {"content": []}},
+    ):
+        sys.stdout.write(json.dumps(line) + "\\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
+""")
+
+
+async def test_frames_whose_ids_are_lists_or_objects_are_recorded_and_the_reader_keeps_routing() -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", UNHASHABLE_IDS], recorded.append)
+    transport.on_server_message = lambda frame: None
+    await transport.start()
+    try:
+        exchange = await transport.open({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                         "params": {"_meta": {"progressToken": "p3"}}}, {}, "k3")
+        frames = exchange.frames()
+        answer = await asyncio.wait_for(anext(frames), DEADLINE_S)
+        while answer.id != 3:  # what the strays carry is the server's business; the real answer must come
+            answer = await asyncio.wait_for(anext(frames), DEADLINE_S)
+        assert answer.kind == "response"
+        strays = [ev for ev in recorded if ev.direction == "in" and ev.frame is not None
+                  and isinstance(ev.frame.id, (list, dict))]
+        assert len(strays) == 2 and all(ev.note == "matches no request in flight" for ev in strays)
+        await exchange.aclose()
+    finally:
+        await transport.close()
+
+
+# The server starts a child that inherits its stdout and stderr, then exits when it gets a request: the child
+# holds the pipes open, so stdout never ends.
+LEAVES_A_CHILD = textwrap.dedent("""
+    import subprocess, sys
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    print(f"child {child.pid}", file=sys.stderr, flush=True)
+    sys.stdin.readline()
+    sys.exit(3)
+""")
+
+
+async def test_a_server_that_exits_leaving_a_child_on_its_pipes_ends_its_requests_and_close_ends_the_child(
+) -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", LEAVES_A_CHILD], recorded.append, shutdown_grace_s=0.5)
+    await transport.start()
+    child = 0
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while not child and time.monotonic() < deadline:
+            child = next((int(ev.raw.split()[1]) for ev in recorded
+                          if ev.direction == "stderr" and ev.raw.startswith("child ")), 0)
+            await asyncio.sleep(0.02)
+        assert child, "the server never named its child"
+        exchange = await transport.open({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}, {}, "k1")
+        with pytest.raises(ProcessExited, match="code 3"):
+            await asyncio.wait_for(anext(exchange.frames()), DEADLINE_S)
+        assert any(ev.signal == "process_exited" for ev in recorded)
+        assert not transport.alive
+    finally:
+        await asyncio.wait_for(transport.close(), DEADLINE_S)
+    assert await _wait_gone(child), f"the server's child {child} outlived the transport's close"
+
+
+# Reads nothing: its stdin pipe fills and stays full.
+READS_NOTHING = textwrap.dedent("""
+    import sys, time
+    print("up", file=sys.stderr, flush=True)
+    time.sleep(120)
+""")
+
+
+async def test_a_server_that_never_reads_stdin_fails_the_write_in_bounded_time_and_a_cancel_still_goes_out(
+) -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", READS_NOTHING], recorded.append, write_timeout_s=0.5)
+    await transport.start()
+    try:
+        big = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "x", "arguments": {"blob": "y" * (2 * 1024 * 1024)}}}
+        with pytest.raises(ProtocolViolation, match="not reading its stdin"):
+            await asyncio.wait_for(transport.open(big, {}, "k1"), DEADLINE_S)
+        assert any("not reading its stdin" in (ev.note or "") for ev in recorded if ev.direction == "transport")
+        # The next small message does not queue behind the stuck write for good either.
+        small = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        with pytest.raises(ProtocolViolation, match="not reading its stdin"):
+            await asyncio.wait_for(transport.notify(small, {}, "k1"), DEADLINE_S)
+    finally:
+        await asyncio.wait_for(transport.close(), DEADLINE_S)
+
+
+# Closes its stdout at once but keeps running (reading stdin, answering nothing).
+CLOSES_STDOUT = textwrap.dedent("""
+    import os, sys, time
+    os.close(1)
+    print("stdout closed", file=sys.stderr, flush=True)
+    time.sleep(120)
+""")
+
+
+async def test_a_server_that_closes_its_stdout_but_keeps_running_ends_its_requests_and_close_ends_it() -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", CLOSES_STDOUT], recorded.append, shutdown_grace_s=0.5)
+    await transport.start()
+    assert transport._proc is not None
+    pid = transport._proc.pid
+    try:
+        try:
+            exchange = await transport.open({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}},
+                                            {}, "k1")
+        except ProcessExited as exc:  # already told: its stdout closed before the request went out
+            assert "closed its stdout" in str(exc)
+        else:
+            with pytest.raises(ProcessExited, match="closed its stdout"):
+                await asyncio.wait_for(anext(exchange.frames()), DEADLINE_S)
+        assert not transport.alive
+    finally:
+        await asyncio.wait_for(transport.close(), DEADLINE_S)
+    assert await _wait_gone(pid)
+
+
+# Reads its requests and answers none of them.
+ANSWERS_NOTHING = textwrap.dedent("""
+    import sys
+    for line in sys.stdin:
+        pass
+""")
+
+
+async def test_closing_the_transport_ends_a_request_the_server_never_answered() -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", ANSWERS_NOTHING], recorded.append, shutdown_grace_s=0.5)
+    await transport.start()
+    exchange = await transport.open({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}, {}, "k1")
+    waiting = asyncio.ensure_future(anext(exchange.frames()))
+    try:
+        await asyncio.wait_for(transport.close(), DEADLINE_S)
+        with pytest.raises(ProcessExited):
+            await asyncio.wait_for(waiting, DEADLINE_S)
+    finally:
+        waiting.cancel()
+
+
+# Exits at once after the request; what it left behind on the pipe keeps writing, and answers last.
+LEAVES_A_WRITER = textwrap.dedent('''
+    import json, subprocess, sys
+    request = json.loads(sys.stdin.readline())
+    answer = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}})
+    writer = "\\n".join([
+        "import sys, time",
+        "for i in range(8):",
+        "    print('not json ' + str(i), flush=True); time.sleep(0.3)",
+        f"print({answer!r}, flush=True)",
+    ])
+    subprocess.Popen([sys.executable, "-c", writer])
+    sys.exit(0)
+''')
+
+
+async def test_after_the_server_exits_its_stdout_is_still_read_while_lines_keep_coming() -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", LEAVES_A_WRITER], recorded.append, shutdown_grace_s=0.5)
+    await transport.start()
+    try:
+        exchange = await transport.open({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {}}, {}, "k5")
+        frames = exchange.frames()
+        frame = await asyncio.wait_for(anext(frames), DEADLINE_S)
+        while frame.kind == "invalid":
+            frame = await asyncio.wait_for(anext(frames), DEADLINE_S)
+        assert frame.kind == "response" and frame.id == 5
+    finally:
+        await asyncio.wait_for(transport.close(), DEADLINE_S)
+
+
+ANSWERS_TWICE = textwrap.dedent("""
+    import json, sys
+    request = json.loads(sys.stdin.readline())
+    first = {"jsonrpc": "2.0", "id": request["id"], "result": {"content": [{"type": "text", "text": "one"}]}}
+    second = {"jsonrpc": "2.0", "id": request["id"], "result": {"content": [{"type": "text", "text": "two"}]}}
+    sys.stdout.write(json.dumps(first) + "\\n" + json.dumps(second) + "\\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
+""")
+
+
+async def test_a_second_answer_to_the_same_request_in_the_same_write_is_flagged_not_filed_silently_with_it() -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", ANSWERS_TWICE], recorded.append)
+    await transport.start()
+    try:
+        exchange = await transport.open({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {}}, {}, "k9")
+        answer = await asyncio.wait_for(anext(exchange.frames()), DEADLINE_S)
+        assert '"one"' in answer.raw
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline and not any('"two"' in ev.raw for ev in recorded):
+            await asyncio.sleep(0.02)
+        [second] = [ev for ev in recorded if '"two"' in ev.raw]
+        # Without an exchange the session turns it into a warning notice; filed under the request it was not.
+        assert second.exchange is None and second.note == "answers a request that was already answered"
+    finally:
+        await transport.close()
+
+
+# Its child leaves the process group (a daemon's double fork does the same) and holds the pipes.
+LEAVES_AN_ESCAPED_CHILD = textwrap.dedent("""
+    import subprocess, sys
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    print(f"child {child.pid}", file=sys.stderr, flush=True)
+    sys.exit(0)
+""")
+
+
+async def test_closing_the_transport_lets_go_of_the_pipes_a_child_outside_its_process_group_still_holds() -> None:
+    recorded: list[WireEvent] = []
+    before = len(os.listdir("/proc/self/fd"))
+    transport = StdioTransport([sys.executable, "-c", LEAVES_AN_ESCAPED_CHILD], recorded.append,
+                               shutdown_grace_s=0.5)
+    await transport.start()
+    child = 0
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while not (child and not transport.alive) and time.monotonic() < deadline:
+            child = next((int(ev.raw.split()[1]) for ev in recorded
+                          if ev.direction == "stderr" and ev.raw.startswith("child ")), 0)
+            await asyncio.sleep(0.02)
+        assert child and not transport.alive
+        await asyncio.wait_for(transport.close(), DEADLINE_S)
+        # Held, the console's ends of the pipes leaked with every such session (until the child wrote nothing more,
+        # or ended): file descriptors run out before memory does.
+        assert len(os.listdir("/proc/self/fd")) <= before
+    finally:
+        if child:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
