@@ -184,10 +184,20 @@ SECURITY_HEADERS = [
 ]
 
 
-def _with_headers(send: Send) -> Send:
+# Pages, JSON twins and exports hold what a target sent and, asked for, the values the owner typed: a browser must
+# not keep them in its disk cache after the tab is gone (a shared machine). Static files stay cacheable.
+NO_STORE = (b"cache-control", b"no-store")
+
+
+def _with_headers(send: Send, path: str) -> Send:
+    cacheable = path.startswith("/static/")
+
     async def sender(message: Message) -> None:
         if message["type"] == "http.response.start":
-            message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            headers = [*message.get("headers", []), *SECURITY_HEADERS]
+            if not cacheable and not any(name.lower() == b"cache-control" for name, _ in headers):
+                headers.append(NO_STORE)
+            message["headers"] = headers
         await send(message)
 
     return sender
@@ -208,7 +218,7 @@ class GuardMiddleware:
         status, problem = screened.status, screened.problem
         if problem is None:
             scope = screened.scope
-            await self.app(scope, receive, _with_headers(send) if scope["type"] == "http" else send)
+            await self.app(scope, receive, _with_headers(send, scope["path"]) if scope["type"] == "http" else send)
             return
         if scope["type"] == "websocket":
             await receive()  # the websocket.connect message; closing before accept answers 403

@@ -260,3 +260,16 @@ async def test_the_websocket_with_cookie_and_our_origin_replays_and_pushes_html_
         assert reply["ok"] is True
         pushed = await _receive_until(ws, lambda fs: any("echo" in f for f in fs), "the echo call")
         assert all("<b>pushed</b>" not in f for f in pushed), "server text must arrive escaped"
+
+
+async def test_pages_and_json_twins_are_never_stored_by_the_browser_but_static_files_are_cached(
+        console: Console) -> None:
+    # An owner's pages hold what a target sent and, with ?secrets=1, the values the owner typed: a shared
+    # machine's browser cache must not keep them on disk after the tab is closed.
+    for path in ("/", "/sessions.json"):
+        response = await console.http.get(path)
+        assert response.status_code == 200, path
+        assert response.headers.get_list("cache-control") == ["no-store"], path
+    static = await console.http.get("/static/console.js")
+    assert static.status_code == 200
+    assert "no-store" not in static.headers.get("cache-control", "")
