@@ -35,7 +35,7 @@ import contextlib
 import logging
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +76,7 @@ class RedisHub(Hub):
                  prefix: str = "mcp-console:", process_id: str | None = None, on_remote: OnRemote | None = None,
                  before_publish: Callable[[], None] | None = None,
                  on_forget: Callable[[str], None] | None = None, on_gap: Callable[[str], None] | None = None,
+                 before_remote: Callable[[str], Awaitable[None]] | None = None,
                  bus_size: int = 100_000,
                  max_pending: int = 50_000, timeout_s: float = 5.0) -> None:
         super().__init__(render, queue_size=queue_size, ring_size=ring_size)
@@ -89,6 +90,9 @@ class RedisHub(Hub):
         # Called when events of a session were lost on the way here (before the event after them is delivered):
         # the manager reads its replica again from the store, which holds them.
         self.on_gap = on_gap
+        # Awaited before another process's event is delivered (the manager loads a session new here, off the
+        # loop): the read loop waits for it, so the session's events still arrive in order.
+        self.before_remote = before_remote
         self._prefix = prefix
         self._bus = f"{prefix}bus"
         self._bus_size = bus_size
@@ -253,6 +257,8 @@ class RedisHub(Hub):
                     self._last_id = message_id
                     if fields.get("o") != self.process_id:
                         try:
+                            if self.before_remote is not None and fields.get("t") == "ev":
+                                await self.before_remote(fields.get("s", ""))
                             self._deliver(fields)
                         except Exception:  # one bad message (or a failing hook) must not stop the feed
                             log.exception("Redis hub: delivering a remote message failed")

@@ -45,7 +45,8 @@ class SessionManager:
         # This process among the console processes sharing one Redis (alone when redis_url is empty).
         self.process_id = new_process_id()
         self.hub: Hub = make_hub(settings, render, process_id=self.process_id, on_remote=self.on_remote,
-                                before_publish=self.before_publish, on_forget=self.on_forget, on_gap=self.on_gap)
+                                before_remote=self.before_remote, before_publish=self.before_publish,
+                                on_forget=self.on_forget, on_gap=self.on_gap)
         # A cluster passed in (tests: MemoryClusters on one MemoryDirectory) stands in for Redis's directory.
         self.cluster: Cluster = cluster if cluster is not None else make_cluster(settings, self.process_id)
         # None: a single process, owning every session (nothing is routed). Else see app/console/ownership.py.
@@ -74,6 +75,11 @@ class SessionManager:
     def on_remote(self, session_id: str, seq: int, message: Serialized) -> None:
         """The hub between processes calls this for every event another process published, before fan-out."""
         self.replicas.on_remote(session_id, seq, message)
+
+    async def before_remote(self, session_id: str) -> None:
+        """Before the hub delivers another process's event: a session new here is loaded off the loop first."""
+        if session_id not in self.sessions:
+            await self.replicas.load_off_loop(session_id)
 
     def on_forget(self, session_id: str) -> None:
         """Another process deleted the session: drop this process's replica (the hub closed its sockets)."""

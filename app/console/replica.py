@@ -83,12 +83,37 @@ class Replicas:
             self._manager.links.reload()
 
     def load(self, session_id: str) -> ConsoleSession | None:
-        """A replica from the store (blocking read: a session new to this process, once)."""
+        """A replica from the store (blocking read: startup, or what `load_off_loop` did not load first)."""
         if session_id in self.deleted:
             return None
         loaded = read(self._manager, session_id)
-        if loaded is None:
+        return None if loaded is None else self._install(session_id, loaded)
+
+    async def load_off_loop(self, session_id: str) -> ConsoleSession | None:
+        """The session as this process has it, else a replica read from the store on a worker thread.
+
+        Why not on the loop: the read waits on the store, and a PostgreSQL that is down makes each wait as long as
+        its pool's timeout (30 s), during which every page and websocket of this process waited with it. A remote
+        event of a session new here (the hub awaits this before delivering it) and a request routed for one
+        (`routing`) load it this way; one load per session however many ask at once.
+        """
+        if session_id in self.deleted:
             return None
+        existing = self._manager.sessions.get(session_id)
+        if existing is not None:
+            return existing
+        lock = self._locks.setdefault(session_id, asyncio.Lock())
+        async with lock:
+            existing = self._manager.sessions.get(session_id)
+            if existing is not None:
+                return existing  # loaded (or created, or taken over) while this one waited
+            loaded = await asyncio.to_thread(read, self._manager, session_id)
+            existing = self._manager.sessions.get(session_id)
+            if loaded is None or existing is not None or session_id in self.deleted:
+                return existing
+            return self._install(session_id, loaded)
+
+    def _install(self, session_id: str, loaded: Loaded) -> ConsoleSession:
         session = self._build(session_id, loaded)
         # The store holds link changes this replica will never fold (they are in what was just read): read the
         # links again now, or a link revoked by the very event that made this process load the session would

@@ -106,7 +106,7 @@ class RouteToOwner:
         ownership = self.manager.ownership
         assert ownership is not None
         replicas = self.manager.replicas
-        if self.manager.get(session_id) is None and replicas.load(session_id) is None:
+        if self.manager.get(session_id) is None and await replicas.load_off_loop(session_id) is None:
             return None  # no such session: the route says 404
         for _ in range(3):  # a claim lost to another process means that process owns it now: ask again
             owner = await ownership.owner_of(session_id)

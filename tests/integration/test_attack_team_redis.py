@@ -9,9 +9,14 @@ good (until a restart), though the store held them.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 
+import pytest
+
+from app.console import replica
 from app.console.hub_redis import RedisHub
+from app.console.manager import SessionManager
 from tests.integration.conftest import Console, eventually
 
 
@@ -57,3 +62,31 @@ async def test_entries_the_bus_lost_are_on_the_other_processs_replica_once_the_h
     assert b.manager.hub.stats["gaps"] == 1
     assert len(_calls(a, sid)) == 3
     assert _calls(b, sid) == _calls(a, sid), "the call the bus lost is on B too"
+
+
+async def test_a_replica_new_to_a_process_is_read_from_the_store_off_its_event_loop(
+        make_console: Callable[..., Console], redis_url: str, redis_prefix: str, pg_database: str,
+        demo_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # With PostgreSQL down each store read waits up to its pool's timeout (30 s). B read a session new to it on
+    # the event loop, for the remote event that told of it and for a request routed for it: every page and
+    # websocket of B waited with it. The read is stood in for here by one that records its thread.
+    a, b = (_member(make_console, redis_url, redis_prefix, pg_database, name) for name in ("a", "b"))
+    for console in (a, b):
+        await console.manager.start_services()
+    threads: list[bool] = []
+    real_read = replica.read
+
+    def recorded_read(manager: SessionManager, session_id: str) -> replica.Loaded | None:
+        threads.append(threading.current_thread() is threading.main_thread())
+        return real_read(manager, session_id)
+
+    monkeypatch.setattr(replica, "read", recorded_read)
+    s = await a.connect(kind="http", url=demo_url, headers="")
+    assert s["status"] == "connected", s["status_message"]
+    await eventually(lambda: asyncio.sleep(0, b.manager.get(s["id"]) is not None), what="B's replica")
+    assert threads and not any(threads), "B's replica was read on the event loop's thread"
+    threads.clear()
+    b.manager.replicas.forget(s["id"])  # as if B had never seen it, for the routed request below
+    b.manager.replicas.deleted.discard(s["id"])
+    assert await b.manager.replicas.load_off_loop(s["id"]) is not None
+    assert threads == [False]
