@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import re
 import shlex
 import sys
 import textwrap
@@ -12,12 +10,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tests.integration.test_console_stdio import _gone, _pid
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from tests.integration.conftest import Console
 
-STARTED = re.compile(r"started pid (\d+)")
 
 # Answers discovery properly; ignores SIGTERM, and a closed stdin does not end it: only SIGKILL does.
 STUBBORN = textwrap.dedent('''
@@ -41,22 +40,6 @@ STUBBORN = textwrap.dedent('''
     while True:
         time.sleep(1)
 ''')
-
-
-def _pid(session: dict[str, Any]) -> int:
-    for entry in session["timeline"]:
-        match = STARTED.search(str(entry.get("message") or ""))
-        if entry["kind"] == "notice" and match:
-            return int(match.group(1))
-    raise AssertionError(f"no 'started pid N' notice on the timeline: {session['timeline']!r}")
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 async def test_console_shutdown_ends_stubborn_stdio_servers_together_not_one_grace_period_after_another(
