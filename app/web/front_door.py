@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.web.deps import Web, identify
 from app.web.held import ErrorHandler, holds_its_events
 from app.web.limits import BodyLimits, content_length
-from app.web.security import SECURITY_HEADERS
+from app.web.security import NO_STORE, SECURITY_HEADERS
 
 
 def _framed_otherwise(scope: Scope) -> bool:
@@ -58,7 +58,7 @@ class FrontDoor:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS, NO_STORE]  # as the full stack
             await send(message)
 
         try:
