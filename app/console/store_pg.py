@@ -207,14 +207,18 @@ class PostgresStore:
         self.flush()  # a revocation must hold across a restart the moment it is made
 
     def flush(self) -> None:
+        if not self._writer.is_alive():  # closed: nothing is queued, and no one would answer (30 s for nothing)
+            return
         done = threading.Event()
         self._queue.put(("flush", done))
         done.wait(timeout=30)
 
     def close(self) -> None:
-        self.flush()
-        self._queue.put(("stop", None))
-        self._writer.join(timeout=10)
+        """Write what is queued and stop; a second close returns at once (a console may be shut down twice)."""
+        if self._writer.is_alive():
+            self.flush()
+            self._queue.put(("stop", None))
+            self._writer.join(timeout=10)
         self._pool.close()
 
     def _write_loop(self) -> None:

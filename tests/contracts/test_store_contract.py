@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 import stat
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -506,3 +507,14 @@ def test_a_scalar_exchange_from_a_file_is_stored_as_before(store: Store, exchang
     data = {"exchange": exchange, "direction": "in", "raw": "x"}
     store.append_rows("bulk", [ImportRow(1, "wire", 1001.0, data, json.dumps(data))])
     assert store.count("bulk") == 1
+
+
+def test_a_store_closed_twice_returns_at_once_the_second_time(store: Store) -> None:
+    # A console shut down by its owner and then again by whoever holds it (a test, an app's lifespan and a
+    # signal) waited 30 s in the second close: its flush asked a writer thread that had stopped.
+    store.close()
+    second = threading.Thread(target=store.close, name="second-close")
+    second.start()
+    second.join(timeout=5)
+    assert not second.is_alive(), "the second close waited for a writer that had stopped"
+    store.flush()  # nothing to write and no one to ask: returns too
