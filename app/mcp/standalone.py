@@ -47,6 +47,9 @@ class StandaloneStream:
         self.opened = 0  # GETs sent, for tests and notes
         self._task: asyncio.Task[None] | None = None
         self.ended = asyncio.Event()  # set when the stream stops for good (405, refused, bound reached, stopped)
+        # Set once the first GET has its answer's head (or failed): a caller that must not race its first request
+        # against the stream's opening (a server may treat any GET that comes later as a resumption) waits on it.
+        self.first_answer = asyncio.Event()
         self.why_ended = ""
 
     def start(self) -> None:
@@ -54,6 +57,7 @@ class StandaloneStream:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=name)
 
     async def stop(self) -> None:
+        self.first_answer.set()  # no one waits for a GET that will not be sent
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()
@@ -109,6 +113,8 @@ class StandaloneStream:
         except (httpx.HTTPError, OSError, ValueError) as exc:
             self._note(f"standalone GET stream could not be opened: {type(exc).__name__}: {exc}")
             return "empty"
+        finally:
+            self.first_answer.set()
         try:
             status = response.status_code
             ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()

@@ -37,6 +37,12 @@ async def run(url: str, version: str) -> int:
     try:
         async with session:
             client = session.client
+            # The sse-retry scenario's server answers a pending call on whichever GET comes while it is pending:
+            # the 2025-11-25 standalone stream, opened just after the handshake, raced the first calls and, when
+            # it lost, took the answer that the resumption (with Last-Event-ID, after retry:) was meant to get.
+            standalone = getattr(client.transport, "standalone", None)
+            if standalone is not None:
+                await asyncio.wait_for(standalone.first_answer.wait(), 20.0)
             if session.era == "modern":
                 await client.request("server/discover", {})
             listed = await client.request("tools/list", {})
