@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
 import shlex
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.integration.conftest import eventually
+from tests.processes import gone as _gone
+from tests.processes import wait_gone
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Console
@@ -57,21 +56,9 @@ def _pid(session: dict[str, Any]) -> int:
     pytest.fail(f"no 'started pid N' notice on the timeline: {session['timeline']!r}")
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
 async def _wait_gone(pid: int) -> None:
-    deadline = time.monotonic() + EXIT_DEADLINE_S
-    while time.monotonic() < deadline:
-        if _gone(pid):
-            return
-        await asyncio.sleep(0.02)
-    pytest.fail(f"process {pid} still runs {EXIT_DEADLINE_S:g} s after the session was deleted")
+    if not await wait_gone(pid, EXIT_DEADLINE_S):
+        pytest.fail(f"process {pid} still runs {EXIT_DEADLINE_S:g} s after the session was deleted")
 
 
 async def _connect_list_and_echo(console: Console, form: dict[str, str]) -> dict[str, Any]:

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tests.integration.test_console_stdio import _gone, _pid
+from tests.integration.test_console_stdio import _pid
+from tests.processes import gone as _gone
 
 if TYPE_CHECKING:
     from collections.abc import Callable

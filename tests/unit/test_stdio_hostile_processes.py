@@ -20,25 +20,9 @@ import pytest
 from app.mcp.errors import ProcessExited, ProtocolViolation
 from app.mcp.stdio import StdioTransport
 from app.mcp.wire import WireEvent
+from tests.processes import wait_gone
 
 DEADLINE_S = 10.0
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-async def _wait_gone(pid: int) -> bool:
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        if _gone(pid):
-            return True
-        await asyncio.sleep(0.02)
-    return False
 
 
 UNHASHABLE_IDS = textwrap.dedent("""
@@ -112,7 +96,7 @@ async def test_a_server_that_exits_leaving_a_child_on_its_pipes_ends_its_request
         assert not transport.alive
     finally:
         await asyncio.wait_for(transport.close(), DEADLINE_S)
-    assert await _wait_gone(child), f"the server's child {child} outlived the transport's close"
+    assert await wait_gone(child, DEADLINE_S), f"the server's child {child} outlived the transport's close"
 
 
 # Reads nothing: its stdin pipe fills and stays full.
@@ -169,7 +153,7 @@ async def test_a_server_that_closes_its_stdout_but_keeps_running_ends_its_reques
         assert not transport.alive
     finally:
         await asyncio.wait_for(transport.close(), DEADLINE_S)
-    assert await _wait_gone(pid)
+    assert await wait_gone(pid, DEADLINE_S)
 
 
 # Reads its requests and answers none of them.
