@@ -85,9 +85,10 @@ class SessionManager:
         """Another process deleted the session: drop this process's replica (the hub closed its sockets)."""
         self.replicas.forget(session_id)
 
-    def on_gap(self, session_id: str) -> None:
-        """The hub between processes lost events of a session (see RedisHub._gap): a replica reads it again."""
-        self.replicas.reload(session_id)
+    async def on_gap(self, session_id: str) -> None:
+        """The hub between processes lost events of a session, or another process stored events it never
+        published (see RedisHub._reread): a replica reads it again from the store, off the loop."""
+        await self.replicas.reload(session_id)
 
     def before_publish(self) -> None:
         """The hub between processes calls this (off the loop) before it publishes a batch: the store then
