@@ -7,7 +7,8 @@ Layout in Redis (every key under one prefix, so deployments and tests can share 
   `p` makes "whole" exact: the tab that saw `last_seq` missed nothing iff the first entry after it has
   `p <= last_seq` (seqs have holes — frames are never published — so `seq - 1` would not say it).
 - `{prefix}bus`: one stream every process reads (XREAD BLOCK) for live delivery, fields `o` (origin
-  process), `t` (`ev`, `close_session`, `close_link`, `forget`), `s` (session or link id), `q` (seq), `p`, `m`.
+  process), `t` (`ev`, `close_session`, `close_link`, `forget`, `stored`: read the session again from the store),
+  `s` (session or link id), `q` (seq), `p`, `m`.
   A stream rather than pub/sub so a reader that lost its connection resumes from the last id it saw.
 
 Why a subclass rather than a wrapper around a Hub: fan-out, bounded queues, ring and catch-up stay exactly
@@ -180,6 +181,11 @@ class RedisHub(Hub):
         self._forget(session_id)
         self._enqueue("forget", session_id)
 
+    def stored(self, session_id: str) -> None:
+        """This process stored events of the session that it never published (an import's): the processes that
+        hold a replica of it read it again from the store (a `stored` on the bus, held in order as a gap is)."""
+        self._enqueue("stored", session_id)
+
     def _forget(self, session_id: str) -> None:
         super().forget_session(session_id)
         self._prev.pop(session_id, None)
@@ -204,7 +210,7 @@ class RedisHub(Hub):
                 continue
             batch, size = self._batch()
             try:
-                if self.before_publish is not None and any(item.kind == "ev" for item in batch):
+                if self.before_publish is not None and any(item.kind in ("ev", "stored") for item in batch):
                     await asyncio.to_thread(self.before_publish)
                 results = await asyncio.wait_for(self._send(batch), self._timeout + size / SEND_BYTES_PER_S)
             except FAILURES as exc:

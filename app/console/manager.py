@@ -181,7 +181,11 @@ class SessionManager:
         await self.cluster.start()
 
     def add(self, session: ConsoleSession) -> ConsoleSession:
+        """An imported session, stored whole: the other processes of a team are told, since an import publishes
+        none of its events, and one of them that loaded its replica while the file was still being stored
+        holds only part of it until it reads it again."""
         self.sessions[session.id] = session
+        self.hub.stored(session.id)
         return session
 
     def start(self, session: ConsoleSession) -> None:

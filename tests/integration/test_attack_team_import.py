@@ -27,7 +27,7 @@ from tests.team_processes import Team, TeamSpec
 
 pytestmark = pytest.mark.slow
 
-NOTICES = 40_000  # enough chunks (2,000 events each) that the test takes its lock long before the last one
+NOTICES = 20_000  # enough chunks (2,000 events each) that the test takes its lock long before the last one
 
 
 @pytest.fixture
