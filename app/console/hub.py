@@ -176,6 +176,10 @@ class Hub:
         for sub in list(self._subs.get(session_id, ())):
             sub.close(reason)
 
+    def stored(self, session_id: str) -> None:
+        """The store holds events of the session that were never published (an import's). One process has no
+        one to tell; the Redis hub tells the others."""
+
     def forget_session(self, session_id: str) -> None:
         """The session is gone (deleted): drop what the hub remembers of it."""
         self._rings.pop(session_id, None)

@@ -7,7 +7,8 @@ Layout in Redis (every key under one prefix, so deployments and tests can share 
   `p` makes "whole" exact: the tab that saw `last_seq` missed nothing iff the first entry after it has
   `p <= last_seq` (seqs have holes — frames are never published — so `seq - 1` would not say it).
 - `{prefix}bus`: one stream every process reads (XREAD BLOCK) for live delivery, fields `o` (origin
-  process), `t` (`ev`, `close_session`, `close_link`, `forget`), `s` (session or link id), `q` (seq), `p`, `m`.
+  process), `t` (`ev`, `close_session`, `close_link`, `forget`, `stored`: read the session again from the store),
+  `s` (session or link id), `q` (seq), `p`, `m`.
   A stream rather than pub/sub so a reader that lost its connection resumes from the last id it saw.
 
 Why a subclass rather than a wrapper around a Hub: fan-out, bounded queues, ring and catch-up stay exactly
@@ -25,7 +26,9 @@ reader resumes the bus from its last id. So a tab on another process sees nothin
 then gets what it missed late but in order — unless the buffer overflowed or the bus was trimmed past
 its last id (or Redis lost its data): then the chain `p` shows the hole, that process reads its replica of the
 session again from the store (`on_gap`), and its tabs on the session are reset (they reload, as a tab that fell
-behind does).
+behind does). That read is awaited on a worker thread, never on the loop (a PostgreSQL that is down makes it
+wait out the pool's timeout): meanwhile the reader goes on with other sessions and holds this one's messages,
+delivered in bus order once the read is done (`_reread`).
 """
 
 from __future__ import annotations
@@ -61,10 +64,22 @@ def new_process_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+# Bus messages about one session (`s` is its id): while the session is read again they wait, in order.
+SESSION_KINDS = ("ev", "close_session", "forget", "stored")
+
+
+@dataclass(frozen=True, slots=True)
+class _Reread:
+    """The session must be read again from the store before its next message: `prev` is the `p` of the event
+    that showed a hole (None: the owner stored what it never published, e.g. the end of an import)."""
+
+    prev: int | None
+
+
 @dataclass(slots=True)
 class _Outgoing:
     serial: int
-    kind: str  # "ev", "close_session", "close_link"
+    kind: str  # "ev", "close_session", "close_link", "forget", "stored"
     target: str  # session id, or link id for close_link
     seq: int = 0
     prev: int = 0
@@ -75,7 +90,7 @@ class RedisHub(Hub):
     def __init__(self, render: Renderer, queue_size: int = 2000, ring_size: int = 2000, *, url: str,
                  prefix: str = "mcp-console:", process_id: str | None = None, on_remote: OnRemote | None = None,
                  before_publish: Callable[[], None] | None = None,
-                 on_forget: Callable[[str], None] | None = None, on_gap: Callable[[str], None] | None = None,
+                 on_forget: Callable[[str], None] | None = None, on_gap: Callable[[str], Awaitable[None]] | None = None,
                  before_remote: Callable[[str], Awaitable[None]] | None = None,
                  bus_size: int = 100_000,
                  max_pending: int = 50_000, timeout_s: float = 5.0) -> None:
@@ -87,8 +102,9 @@ class RedisHub(Hub):
         self.before_publish = before_publish
         # Called when another process deleted a session (a `forget` on the bus): the manager drops its replica.
         self.on_forget = on_forget
-        # Called when events of a session were lost on the way here (before the event after them is delivered):
-        # the manager reads its replica again from the store, which holds them.
+        # Awaited when events of a session were lost on the way here, or another process stored what it did not
+        # publish (before the session's next message is delivered): the manager reads its replica again from the
+        # store, which holds them, on a worker thread. The session's later messages wait for it; others do not.
         self.on_gap = on_gap
         # Awaited before another process's event is delivered (the manager loads a session new here, off the
         # loop): the read loop waits for it, so the session's events still arrive in order.
@@ -108,11 +124,13 @@ class RedisHub(Hub):
         self._prev: dict[str, int] = {}  # per session: the last seq this hub published
         self._seen: dict[str, int] = {}  # per session: the last seq received from another process
         self._last_id: str | None = None  # the bus position the reader resumes from
+        # Sessions being read again (see `_reread`): the messages for each that arrived meanwhile, in bus order.
+        self._held: dict[str, deque[dict[str, str]]] = {}
         self.ready = asyncio.Event()  # the reader knows where the bus ends: later messages will reach it
         self._tasks = TaskGroup()
         self._closing = False
         self.stats = {"sent": 0, "received": 0, "dropped": 0, "send_failures": 0, "read_failures": 0, "gaps": 0,
-                      "rejected": 0}
+                      "rejected": 0, "held": 0}
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -163,6 +181,11 @@ class RedisHub(Hub):
         self._forget(session_id)
         self._enqueue("forget", session_id)
 
+    def stored(self, session_id: str) -> None:
+        """This process stored events of the session that it never published (an import's): the processes that
+        hold a replica of it read it again from the store (a `stored` on the bus, held in order as a gap is)."""
+        self._enqueue("stored", session_id)
+
     def _forget(self, session_id: str) -> None:
         super().forget_session(session_id)
         self._prev.pop(session_id, None)
@@ -187,7 +210,7 @@ class RedisHub(Hub):
                 continue
             batch, size = self._batch()
             try:
-                if self.before_publish is not None and any(item.kind == "ev" for item in batch):
+                if self.before_publish is not None and any(item.kind in ("ev", "stored") for item in batch):
                     await asyncio.to_thread(self.before_publish)
                 results = await asyncio.wait_for(self._send(batch), self._timeout + size / SEND_BYTES_PER_S)
             except FAILURES as exc:
@@ -255,15 +278,69 @@ class RedisHub(Hub):
             for _stream, messages in reply or ():
                 for message_id, fields in messages:
                     self._last_id = message_id
-                    if fields.get("o") != self.process_id:
-                        try:
-                            if self.before_remote is not None and fields.get("t") == "ev":
-                                await self.before_remote(fields.get("s", ""))
-                            self._deliver(fields)
-                        except Exception:  # one bad message (or a failing hook) must not stop the feed
-                            log.exception("Redis hub: delivering a remote message failed")
+                    if fields.get("o") == self.process_id:
+                        continue
+                    target = fields.get("s", "")
+                    held = self._held.get(target) if fields.get("t") in SESSION_KINDS else None
+                    if held is not None:  # the session is being read again: its messages wait their turn
+                        held.append(fields)
+                        self.stats["held"] += 1
+                        continue
+                    reread = await self._take(fields)
+                    if reread is not None:  # the event that showed a hole is delivered after the read
+                        self._held[target] = deque([fields] if reread.prev is not None else [])
+                        self._tasks.spawn(f"redis-hub-reread-{target}", self._reread(target, reread))
 
-    def _deliver(self, fields: dict[str, str]) -> None:
+    async def _take(self, fields: dict[str, str]) -> _Reread | None:
+        """Deliver one remote message, unless it says the session must be read again from the store first
+        (then nothing of it is delivered yet, and what to read again is returned)."""
+        try:
+            if fields.get("t") == "stored":
+                return _Reread(prev=None)
+            if self.before_remote is not None and fields.get("t") == "ev":
+                await self.before_remote(fields.get("s", ""))
+            return self._deliver(fields)
+        except Exception:  # one bad message (or a failing hook) must not stop the feed
+            log.exception("Redis hub: delivering a remote message failed")
+            return None
+
+    async def _reread(self, session_id: str, first: _Reread) -> None:
+        """Read the session again from the store (off the loop: `on_gap` awaits a worker thread), then deliver
+        what arrived for it meanwhile, in bus order. The reader goes on with every other session, and holds this
+        one's messages in `_held` until this task has delivered them all (none is skipped, none delivered twice:
+        only this task takes from the queue, and it drops the queue, with nothing awaited, once it is empty)."""
+        held = self._held[session_id]
+        reread: _Reread | None = first
+        try:
+            while reread is not None:
+                await self._read_again(session_id, reread)
+                reread = None
+                while held:
+                    fields = held.popleft()
+                    reread = await self._take(fields)
+                    if reread is not None:  # another hole (or another import ended): read again before it
+                        if fields.get("t") != "stored":
+                            held.appendleft(fields)
+                        break
+        finally:
+            del self._held[session_id]
+
+    async def _read_again(self, session_id: str, reread: _Reread) -> None:
+        if self.on_gap is not None:
+            try:
+                await self.on_gap(session_id)
+            except Exception:  # the store away: the tabs still reload, on what the replica holds
+                log.exception("Redis hub: reading session %s again failed", session_id)
+        for sub in self._subs.get(session_id, ()):
+            sub.fall_behind()
+        if reread.prev is None:
+            return
+        if session_id in self._floors:
+            self._floors[session_id] = max(self._floors[session_id], reread.prev)
+        # The event that showed the hole is delivered next: from here its `p` chains on.
+        self._seen[session_id] = max(self._seen.get(session_id, 0), reread.prev)
+
+    def _deliver(self, fields: dict[str, str]) -> _Reread | None:
         kind, target = fields.get("t"), fields.get("s", "")
         if kind == "close_session":
             super().close_session(target, fields.get("m", ""))
@@ -279,18 +356,22 @@ class RedisHub(Hub):
         elif kind == "ev":
             checked = self._checked(fields, target)
             if checked is None:
-                return
+                return None
             seq, prev, message = checked
             seen = self._seen.get(target)
             if seen is not None and seq <= seen:
-                return  # a duplicate from a retried pipeline
+                return None  # a duplicate from a retried pipeline
             if seen is not None and prev > seen:
-                self._gap(target, prev)
+                # Events between what this process saw and `prev` never arrived. Their reading again is no
+                # business of the loop: the caller reads it on a worker thread and delivers this event after.
+                self.stats["gaps"] += 1
+                return _Reread(prev=prev)
             self._seen[target] = seq
             self.stats["received"] += 1
             if self.on_remote is not None:
                 self.on_remote(target, seq, message)
             super().publish_serialized(target, seq, message)
+        return None
 
     def _checked(self, fields: dict[str, str], target: str) -> tuple[int, int, Serialized] | None:
         """An `ev` message's seq, prev and event, or None (logged, counted) when it is not one a console wrote:
@@ -309,20 +390,6 @@ class RedisHub(Hub):
             log.warning("Redis hub: dropped a bus message that is no event of session %r: %.200r", target, fields)
             return None
         return seq, prev, message
-
-    def _gap(self, session_id: str, prev: int) -> None:
-        """Events between what this process saw and `prev` never arrived: its tabs reload, and its ring
-        cannot catch anyone up across the hole."""
-        self.stats["gaps"] += 1
-        if self.on_gap is not None:
-            try:
-                self.on_gap(session_id)
-            except Exception:  # the store away: the tabs still reload, on what the replica holds
-                log.exception("Redis hub: reading session %s again after a gap failed", session_id)
-        for sub in self._subs.get(session_id, ()):
-            sub.fall_behind()
-        if session_id in self._floors:
-            self._floors[session_id] = max(self._floors[session_id], prev)
 
     # -- catch-up -------------------------------------------------------------------------------------
 

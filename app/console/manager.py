@@ -85,9 +85,10 @@ class SessionManager:
         """Another process deleted the session: drop this process's replica (the hub closed its sockets)."""
         self.replicas.forget(session_id)
 
-    def on_gap(self, session_id: str) -> None:
-        """The hub between processes lost events of a session (see RedisHub._gap): a replica reads it again."""
-        self.replicas.reload(session_id)
+    async def on_gap(self, session_id: str) -> None:
+        """The hub between processes lost events of a session, or another process stored events it never
+        published (see RedisHub._reread): a replica reads it again from the store, off the loop."""
+        await self.replicas.reload(session_id)
 
     def before_publish(self) -> None:
         """The hub between processes calls this (off the loop) before it publishes a batch: the store then
@@ -180,7 +181,11 @@ class SessionManager:
         await self.cluster.start()
 
     def add(self, session: ConsoleSession) -> ConsoleSession:
+        """An imported session, stored whole: the other processes of a team are told, since an import publishes
+        none of its events, and one of them that loaded its replica while the file was still being stored
+        holds only part of it until it reads it again."""
         self.sessions[session.id] = session
+        self.hub.stored(session.id)
         return session
 
     def start(self, session: ConsoleSession) -> None:

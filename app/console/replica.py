@@ -20,8 +20,8 @@ is not restarted: that stays the owner's deliberate Reconnect.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from app.console.cluster import FAILURES as DIRECTORY_FAILURES
 from app.console.events import RECORDS, Restored, TakenOver, TimelineEvent
@@ -50,6 +50,9 @@ class Loaded:
     last_seq: int
     entries: int
     imported: bool  # an imported session file: read-only, no target to connect, its log never written
+    # Every share link, read with the session: it may hold link changes a replica never folds (see `_install`),
+    # and reading them there keeps that read off the loop too.
+    links: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Replicas:
@@ -118,24 +121,33 @@ class Replicas:
         # The store holds link changes this replica will never fold (they are in what was just read): read the
         # links again now, or a link revoked by the very event that made this process load the session would
         # still open it here.
-        self._manager.links.reload()
+        self._manager.links.apply(loaded.links)
         session.owned_by = "another console process"  # named once an action learns which
         self._manager.sessions[session_id] = session
         self.ids.add(session_id)
         return session
 
-    def reload(self, session_id: str) -> None:
-        """Events of a replica never arrived (the bus lost them): read it again from the store, which holds them
-        (the owner's store is flushed before it publishes), keeping what the page says of its owner."""
-        old = self._manager.sessions.get(session_id)
-        if old is None or session_id not in self.ids:
+    async def reload(self, session_id: str) -> None:
+        """Events of a replica never arrived (the bus lost them, or an import stored them without publishing): read
+        it again from the store, which holds them (the owner's store is flushed before it publishes), keeping what
+        the page says of its owner. On a worker thread, as `load_off_loop` reads: a store that is down must not
+        hold the loop (the hub holds the session's later events until this is done, so they keep their order)."""
+        if session_id not in self.ids:
             return
-        loaded = read(self._manager, session_id)
-        if loaded is None:
-            return
+        lock = self._locks.setdefault(session_id, asyncio.Lock())
+        async with lock:
+            if session_id not in self.ids:
+                return  # taken over, or forgotten, while this one waited
+            loaded = await asyncio.to_thread(read, self._manager, session_id)
+            old = self._manager.sessions.get(session_id)
+            if loaded is None or old is None or session_id not in self.ids:
+                return
+            self._replace(session_id, old, loaded)
+
+    def _replace(self, session_id: str, old: ConsoleSession, loaded: Loaded) -> None:
         session = self._build(session_id, loaded)
         session.owned_by, session.owner_gone = old.owned_by, old.owner_gone
-        self._manager.links.reload()
+        self._manager.links.apply(loaded.links)
         self._manager.sessions[session_id] = session
 
     def note_owner(self, session_id: str, owner: ProcessInfo | None) -> None:
@@ -242,4 +254,4 @@ def read(manager: SessionManager, session_id: str) -> Loaded | None:
     row = next((r for r in store.list_sessions() if r["id"] == session_id), None)
     imported = bool(row is not None and row["meta"].get("read_only")) or any(
         e.kind == "restored" and e.data["imported"] for e in events)
-    return Loaded(events, max(last, events[-1].seq), store.entry_count(session_id), imported)
+    return Loaded(events, max(last, events[-1].seq), store.entry_count(session_id), imported, store.links())

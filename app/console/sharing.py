@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from app.console.hub import Hub
 from app.console.links import Role, ShareLink, hash_token, new_link
@@ -34,7 +35,11 @@ class LinkRegistry:
 
         A link revoked elsewhere stops opening here at once, and its sockets on this process are cut.
         """
-        for raw in self._store.links():
+        self.apply(self._store.links())
+
+    def apply(self, rows: list[dict[str, Any]]) -> None:
+        """What `reload` does with links already read (a worker thread read them with a replica's session)."""
+        for raw in rows:
             link = ShareLink.from_dict(raw)
             known = self._by_hash.get(link.token_hash)
             self._by_hash[link.token_hash] = link

@@ -16,7 +16,7 @@ from app.settings import Settings
 
 def make_hub(settings: Settings, render: Renderer, process_id: str | None = None,
              on_remote: OnRemote | None = None, before_publish: Callable[[], None] | None = None,
-             on_forget: Callable[[str], None] | None = None, on_gap: Callable[[str], None] | None = None,
+             on_forget: Callable[[str], None] | None = None, on_gap: Callable[[str], Awaitable[None]] | None = None,
              before_remote: Callable[[str], Awaitable[None]] | None = None) -> Hub:
     if not settings.redis_url:
         return Hub(render, queue_size=settings.ws_queue_size, ring_size=settings.ws_queue_size)

@@ -10,14 +10,34 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from urllib.parse import urlsplit
 
 import pytest
+import redis.asyncio as aioredis
 
 from app.console import replica
 from app.console.hub_redis import RedisHub
 from app.console.manager import SessionManager
 from tests.integration.conftest import Console, eventually
+from tests.tcp_gate import TcpGate
+
+SILENT_S = 8.0  # how long the gate keeps B's store silent before it opens by itself (bounds the failing case)
+PROMPT_S = 1.0  # what "answers promptly" means for a page that reads nothing from the store
+
+
+@pytest.fixture
+def pg_gate(pg_database: str) -> Iterator[TcpGate]:
+    """A gate between one console and PostgreSQL: shut, that console's store reads wait, the other's do not."""
+    gate = TcpGate("127.0.0.1", urlsplit(pg_database).port or 5432)
+    yield gate
+    gate.close()
+
+
+def _through(gate: TcpGate, database: str) -> str:
+    parts = urlsplit(database)
+    return parts._replace(netloc=f"{parts.username}@127.0.0.1:{gate.port}").geturl()
 
 
 def _member(make_console: Callable[..., Console], redis_url: str, redis_prefix: str, database: str,
@@ -90,3 +110,55 @@ async def test_a_replica_new_to_a_process_is_read_from_the_store_off_its_event_l
     b.manager.replicas.deleted.discard(s["id"])
     assert await b.manager.replicas.load_off_loop(s["id"]) is not None
     assert threads == [False]
+
+
+async def test_a_gap_read_again_from_a_silent_store_keeps_the_process_answering_and_loses_no_entry(
+        pg_gate: TcpGate, make_console: Callable[..., Console], redis_url: str, redis_prefix: str,
+        pg_database: str, demo_url: str) -> None:
+    # B read its replica again after a gap on the event loop: with PostgreSQL silent (the gate holds B's bytes; a
+    # database that is down makes the pool wait up to 30 s) every page and websocket of B waited with it.
+    a = _member(make_console, redis_url, redis_prefix, pg_database, "a")
+    b = _member(make_console, redis_url, redis_prefix, _through(pg_gate, pg_database), "b")
+    for console in (a, b):
+        await console.manager.start_services()
+    hub_a, hub_b = a.manager.hub, b.manager.hub
+    assert isinstance(hub_a, RedisHub) and isinstance(hub_b, RedisHub)
+    sid = await a.connected_http(demo_url)
+    await a.call_tool(sid, "echo", text="before")
+    await eventually(lambda: asyncio.sleep(0, len(_calls(b, sid)) == 1), what="B's replica of the first call")
+    hub_a._max_pending = 0  # what A publishes now never reaches the bus
+    await a.call_tool(sid, "echo", text="lost on the bus")
+    await eventually(lambda: asyncio.sleep(0, _settled(a, sid)), what="every event of the call recorded on A")
+    hub_a._max_pending = 50_000
+    pg_gate.shut(SILENT_S)
+    try:
+        await a.call_tool(sid, "echo", text="after the hole")
+        await eventually(lambda: asyncio.sleep(0, hub_b.stats["gaps"] == 1), what="B to see the hole")
+        # Published while B's read waits: delivered after it, in order, once.
+        await a.call_tool(sid, "echo", text="while B reads")
+        await eventually(lambda: asyncio.sleep(0, _settled(a, sid) and hub_a._idle.is_set()),
+                         what="A to have sent every event")
+        bus = aioredis.Redis.from_url(redis_url, decode_responses=True)
+        try:
+            tail = (await bus.xrevrange(f"{redis_prefix}bus", count=1))[0][0]
+        finally:
+            await bus.aclose()
+        await eventually(lambda: asyncio.sleep(0, hub_b._last_id == tail), what="B's reader to pass A's last event")
+        started = time.monotonic()
+        listing = await b.http.get("/sessions.json")
+        took = time.monotonic() - started
+        assert listing.status_code == 200, listing.text
+        assert pg_gate.is_shut and not pg_gate.gave_up, "B's event loop waited for its store read"
+        assert took < PROMPT_S, f"a page on B took {took:.2f} s while its store was silent"
+        assert hub_b.stats["held"] > 0, "events came for the session while it was read again"
+    finally:
+        pg_gate.open()
+    await eventually(lambda: asyncio.sleep(0, len(_calls(b, sid)) == 4 and _settled(b, sid)),
+                     what="every call on B")
+    session_a, session_b = a.manager.get(sid), b.manager.get(sid)
+    assert list(session_b.timeline.entries) == list(session_a.timeline.entries), "each entry once, in order"
+    assert [e.get("status") for e in session_b.timeline.entries.values()] == \
+        [e.get("status") for e in session_a.timeline.entries.values()]
+    assert session_b.timeline.seq == session_a.timeline.seq
+    ring = [slot[0] for slot in hub_b._rings.get(sid, ())]
+    assert ring == sorted(set(ring)), "B's ring holds each event once, in seq order"
