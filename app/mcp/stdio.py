@@ -17,6 +17,7 @@ from typing import Any
 from app.mcp.errors import ConnectFailed, ProcessExited, ProtocolViolation, StreamTooLarge
 from app.mcp.fair import FairShare
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, parse_line
+from app.mcp.stderr import STDERR_LINE_KEEP_BYTES, StderrLine, StderrLines
 from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_STREAM_BYTES,
@@ -39,6 +40,8 @@ def inherited_env() -> dict[str, str]:
 _EXITED = object()
 _BOUNDED = object()  # the request's frames passed max_stream_bytes: its reader stops here
 STDIO_LINES_PER_YIELD = 32  # a line is one frame: yield to the loop every so many
+STDERR_READ_BYTES = 64 * 1024  # one read of stderr: what the reader holds at a time, besides each line's start
+STDERR_BUFFER_BYTES = 64 * 1024  # stderr read ahead of the reader: asyncio stops reading the pipe at twice this
 MUTED_KEPT = 32  # requests past the bound whose late frames we still recognise (and drop)
 EXIT_DRAIN_S = 1.0  # after the process exits, how long its stdout may still deliver before its requests end
 EXIT_POLL_S = 0.2  # how often the exit watcher looks at the process's return code
@@ -118,6 +121,7 @@ class StdioTransport:
         shutdown_grace_s: float = 2.0,
         max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
         write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S,
+        max_stderr_line_bytes: int = STDERR_LINE_KEEP_BYTES,
     ) -> None:
         self.argv = argv
         self.target = shlex.join(argv)  # pasteable back into a shell
@@ -129,6 +133,7 @@ class StdioTransport:
         self._muted: list[StdioExchange] = []
         self._grace = shutdown_grace_s
         self._write_timeout = write_timeout_s
+        self._max_stderr_line = max_stderr_line_bytes
         self._last_line_at = 0.0  # loop time of the last stdout line read
         self._ended = False  # the process exited or its stdout closed: its requests were told, nothing more comes
         self._end_reason = ""
@@ -136,28 +141,39 @@ class StdioTransport:
         self._pending: dict[Any, StdioExchange] = {}
         self._by_token: dict[Any, StdioExchange] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._stderr_pipe: asyncio.ReadTransport | None = None
         self.returncode: int | None = None
         self.cancelled_ids: set[Any] = set()  # to flag frames that still arrive after a cancel
         self.on_server_message: ServerMessageSink | None = None
 
     async def start(self) -> None:
         env = {**inherited_env(), **(self._env or {})}  # what the owner set for this target is kept
+        # stderr on a pipe of our own: asyncio gives the process's stderr the same buffer limit as its stdout (a
+        # whole message, 16 MB), and a flood kept up to twice that buffered, copied whole each time the buffer
+        # was resized (tens of ms of the loop each). A log needs only a little read ahead.
+        err_read, err_write = os.pipe()
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=env, cwd=self._cwd, limit=self._max,
+                stderr=err_write, env=env, cwd=self._cwd, limit=self._max,
                 start_new_session=True,
             )
         except OSError as exc:
+            os.close(err_read)
             note = f"could not start {self.target!r}: {exc.strerror or exc}"
             self.record(WireEvent(direction="transport", raw="", note=note))
             raise ConnectFailed(note) from exc
+        finally:
+            os.close(err_write)  # the child has its copy: its exit (and its children's) is the pipe's end
+        loop = asyncio.get_running_loop()
+        stderr = asyncio.StreamReader(limit=STDERR_BUFFER_BYTES)
+        self._stderr_pipe, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stderr), os.fdopen(err_read, "rb", buffering=0))
         self.record(WireEvent(direction="transport", raw="", note=f"started pid {self._proc.pid}: {self.target}",
                               signal="process_started"))
-        loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._read_stdout(), name=f"stdio-stdout-{self._proc.pid}"),
-            loop.create_task(self._read_stderr(), name=f"stdio-stderr-{self._proc.pid}"),
+            loop.create_task(self._read_stderr(stderr), name=f"stdio-stderr-{self._proc.pid}"),
         ]
         self._tasks.append(loop.create_task(self._watch_exit(self._tasks[0]), name=f"stdio-exit-{self._proc.pid}"))
 
@@ -365,16 +381,28 @@ class StdioTransport:
                 return ordinary[0]
         return None
 
-    async def _read_stderr(self) -> None:
-        assert self._proc and self._proc.stderr
+    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+        """Record each stderr line, its start only when it is long. Gives way to the loop once per slice, as the
+        stdout reader does: a flood of buffered short lines stalled every timer for hundreds of ms."""
+        lines = StderrLines(self._max_stderr_line)
+        fair = FairShare(STDIO_LINES_PER_YIELD)
         while True:
-            try:
-                line = await self._proc.stderr.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                continue
-            if not line:
+            if fair.due():
+                await fair.give_way()
+            chunk = await stream.read(STDERR_READ_BYTES)
+            if not chunk:
+                last = lines.end()
+                if last is not None:
+                    self._record_stderr(last)
                 return
-            self.record(WireEvent(direction="stderr", raw=line.decode("utf-8", errors="replace").rstrip("\r\n")))
+            for line in lines.feed(chunk):
+                self._record_stderr(line)
+                if fair.due():
+                    await fair.give_way()
+
+    def _record_stderr(self, line: StderrLine) -> None:
+        note = f"{line.dropped_bytes} more bytes of this line not kept" if line.dropped_bytes else None
+        self.record(WireEvent(direction="stderr", raw=line.text, note=note))
 
     async def _write(self, message: dict[str, Any], key: str) -> None:
         if not self.alive or self._proc is None or self._proc.stdin is None:
@@ -462,6 +490,8 @@ class StdioTransport:
         if pipes is not None:
             with contextlib.suppress(Exception):
                 pipes.close()
+        if self._stderr_pipe is not None:
+            self._stderr_pipe.close()
         # A request still waiting hears it from the close: the readers that would have told it are cancelled.
         # Not recorded: the console stopped it (a delete, a reconnect), which is no news on the timeline.
         self._end(record=False)

@@ -235,3 +235,43 @@ async def test_a_listen_on_a_dead_stdio_server_waits_for_the_reconnect_instead_o
         return sub if sub["total"] >= 2 else None
 
     await eventually(listened_again, 20.0, "the subscription to listen again after the reconnect")
+
+
+# Writes one 50 MB stderr line (no newline in it until the end) before it answers anything, then a short one.
+HUGE_STDERR_LINE = textwrap.dedent('''
+    import json, sys
+    for _ in range(50):
+        sys.stderr.buffer.write(b"x" * (1 << 20))
+    sys.stderr.buffer.write(b"\\nready\\n")
+    sys.stderr.buffer.flush()
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        result = {"server/discover": DISCOVER,
+                  "tools/list": {"resultType": "complete", "tools": []}}.get(message["method"], {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+''')
+
+
+async def test_a_50_mb_stderr_line_shows_its_start_in_the_session_and_says_how_many_bytes_were_not_kept(
+        console: Console, tmp_path: Path) -> None:
+    from tests.integration.conftest import eventually
+
+    script = tmp_path / "huge_stderr.py"
+    script.write_text(HUGE_STDERR_LINE)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+
+    async def both() -> list[str] | None:
+        stderr: list[str] = (await console.session(s["id"]))["stderr"]
+        return stderr if "ready" in stderr else None
+
+    stderr = await eventually(both, 30.0, "the stderr line after the huge one")
+    [huge] = [line for line in stderr if line.startswith("x")]
+    assert len(huge) < 3000, len(huge)
+    assert huge.endswith(" more bytes of this line not kept]"), huge[-80:]
+    dropped = int(huge.rsplit("[", 1)[1].split()[0])
+    assert dropped == 50 * (1 << 20) - huge.index(" ")

@@ -18,6 +18,7 @@ import time
 import pytest
 
 from app.mcp.errors import ProcessExited, ProtocolViolation
+from app.mcp.stderr import STDERR_LINE_KEEP_BYTES
 from app.mcp.stdio import StdioTransport
 from app.mcp.wire import WireEvent
 from tests.processes import wait_gone
@@ -269,3 +270,93 @@ async def test_closing_the_transport_lets_go_of_the_pipes_a_child_outside_its_pr
         if child:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGKILL)
+
+
+# Floods stderr with short lines (a debug print in a tight loop), then says it is done and waits. Short lines are
+# the worst case for a line-per-await reader: a single pipe read of 256 KiB holds tens of thousands of them.
+FLOODS_STDERR = textwrap.dedent("""
+    import sys
+    block = b"e1\\n" * (1 << 18)
+    for _ in range(int(sys.argv[1])):
+        sys.stderr.buffer.write(block)
+    sys.stderr.buffer.write(b"done\\n")
+    sys.stderr.buffer.flush()
+    sys.stdin.readline()
+""")
+# The loop's worst stall while the flood is read, as the loop thread's CPU time between two turns of a ticker: wall
+# time counts every moment another process held the core too (on a loaded 2-core machine, 100+ ms gaps with nothing
+# wrong), CPU time only what the loop itself did meanwhile. Reading line by line, with no turn between buffered lines
+# and up to 32 MB buffered (copied whole on each resize), it was 90 ms and more here; giving way every 2 ms slice with
+# a small read-ahead keeps it under 10 ms. 30 ms leaves room, and the old reader still fails it.
+STDERR_FLOOD_GAP_S = 0.030
+
+
+async def test_a_server_flooding_stderr_with_short_lines_leaves_the_event_loop_free_to_run_between_slices() -> None:
+    lines = 0
+    done = asyncio.Event()
+
+    def record(ev: WireEvent) -> None:
+        nonlocal lines
+        if ev.direction == "stderr":
+            lines += 1
+            if ev.raw == "done":
+                done.set()
+
+    worst_cpu = worst_wall = 0.0
+
+    async def ticker() -> None:  # what every timer and websocket sender sees: how long the loop kept it waiting
+        nonlocal worst_cpu, worst_wall
+        cpu, wall = time.thread_time(), time.perf_counter()
+        while not done.is_set():
+            await asyncio.sleep(0.001)
+            cpu_now, wall_now = time.thread_time(), time.perf_counter()
+            worst_cpu, worst_wall = max(worst_cpu, cpu_now - cpu), max(worst_wall, wall_now - wall)
+            cpu, wall = cpu_now, wall_now
+
+    transport = StdioTransport([sys.executable, "-c", FLOODS_STDERR, "6"], record)  # 4.5 MB, 1.5 million lines
+    await transport.start()
+    stamping = asyncio.create_task(ticker())
+    try:
+        await asyncio.wait_for(done.wait(), 60)
+        await stamping
+    finally:
+        stamping.cancel()
+        await transport.close()
+    assert lines == 6 * (1 << 18) + 1
+    assert worst_cpu < STDERR_FLOOD_GAP_S, (
+        f"the event loop ran {worst_cpu * 1000:.0f} ms (CPU; {worst_wall * 1000:.0f} ms wall) without a turn for "
+        "others while stderr was read")
+
+
+# One stderr "line" of 50 MB with no newline in it (a binary dump, a progress bar redrawn with \r), then a short one.
+ONE_HUGE_STDERR_LINE = textwrap.dedent("""
+    import sys
+    for _ in range(50):
+        sys.stderr.buffer.write(b"x" * (1 << 20))
+    sys.stderr.buffer.write(b"\\nafter\\n")
+    sys.stderr.buffer.flush()
+    sys.stdin.readline()
+""")
+
+
+async def test_a_50_mb_stderr_line_is_kept_as_its_start_with_how_many_bytes_were_dropped_and_the_next_line_follows(
+) -> None:
+    seen: list[WireEvent] = []
+    after = asyncio.Event()
+
+    def record(ev: WireEvent) -> None:
+        if ev.direction == "stderr":
+            seen.append(ev)
+            if ev.raw == "after":
+                after.set()
+
+    transport = StdioTransport([sys.executable, "-c", ONE_HUGE_STDERR_LINE], record)
+    await transport.start()
+    try:
+        await asyncio.wait_for(after.wait(), 60)
+    finally:
+        await transport.close()
+    [huge, last] = seen
+    assert last.raw == "after"
+    assert 0 < len(huge.raw) <= STDERR_LINE_KEEP_BYTES and set(huge.raw) == {"x"}
+    assert huge.note == f"{50 * (1 << 20) - len(huge.raw)} more bytes of this line not kept"
