@@ -275,3 +275,50 @@ async def test_a_50_mb_stderr_line_shows_its_start_in_the_session_and_says_how_m
     assert huge.endswith(" more bytes of this line not kept]"), huge[-80:]
     dropped = int(huge.rsplit("[", 1)[1].split()[0])
     assert dropped == 50 * (1 << 20) - huge.index(" ")
+
+
+# Its stderr log holds markup, terminal escapes (colour, a window title, a bell) and a bidi override.
+HOSTILE_STDERR_TEXT = textwrap.dedent(r'''
+    import json, sys
+    sys.stderr.write("<img src=x onerror=alert(1)>\n")
+    sys.stderr.write("\x1b[31mred\x1b[0m \x1b]0;owned\x07 bell\x07 c1\x9b2J\n")
+    sys.stderr.write("invoice\u202eexe.pdf\n")
+    sys.stderr.write("ready\n")
+    sys.stderr.flush()
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        result = {"server/discover": DISCOVER,
+                  "tools/list": {"resultType": "complete", "tools": []}}.get(message["method"], {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+''')
+
+
+async def test_markup_terminal_escapes_and_bidi_overrides_on_stderr_are_shown_as_text_never_obeyed_or_hidden(
+        console: Console, tmp_path: Path) -> None:
+    from app.web.render import make_env
+    from tests.integration.conftest import eventually
+
+    script = tmp_path / "hostile_stderr.py"
+    script.write_text(HOSTILE_STDERR_TEXT)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+
+    async def ready() -> list[str] | None:
+        stderr: list[str] = (await console.session(s["id"]))["stderr"]
+        return stderr if "ready" in stderr else None
+
+    lines = await eventually(ready, 20.0, "the server's stderr lines")
+    page = (await console.http.get(f"/sessions/{s['id']}")).text
+    pushed = make_env().get_template("_push_stderr.html").render(lines=lines, dropped=0, seq=1)
+    for html in (page, pushed):
+        box = html[html.index('id="stderr-lines"'):] if 'id="stderr-lines"' in html else html
+        assert "<img" not in box and "&lt;img src=x onerror=alert(1)&gt;" in box
+        # No control or format character reaches the browser as itself: ESC, BEL and a C1 CSI are invisible there
+        # (the colour codes' text shows, the ESC that made them codes does not), a bidi override reorders the line.
+        assert not any(ch in box for ch in "\x1b\x07\x9b\u202e"), repr(box[:400])
+        assert "⟨U+001B⟩</span>[31mred" in box and "⟨U+0007⟩" in box and "⟨U+009B⟩" in box
+        assert "invoice<span class=\"invisible-char\" title=\"RIGHT-TO-LEFT OVERRIDE\">⟨U+202E⟩</span>exe.pdf" in box
