@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import re
 import shlex
 import signal
 from collections.abc import AsyncIterator
@@ -39,6 +41,11 @@ def inherited_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.upper().startswith(CONSOLE_ENV_PREFIX)}
 _EXITED = object()
 _BOUNDED = object()  # the request's frames passed max_stream_bytes: its reader stops here
+_TOO_LONG = object()  # the request's answer was a line past max_message_bytes, dropped: it ends (bound_note says so)
+# The start of an answer as SDKs write it: `{"jsonrpc": "2.0", "id": 7, "result"` (or "error"), the id a number or a
+# short string. Read off the start of a line too long to parse; an id written after the result is not found.
+_ANSWER_HEAD = re.compile(rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"[^"]{0,16}"\s*,\s*)?"id"\s*:\s*'
+                          rb'(-?\d{1,30}|"(?:[^"\\]|\\.){0,200}")\s*,\s*"(?:result|error)"')
 STDIO_LINES_PER_YIELD = 32  # a line is one frame: yield to the loop every so many
 STDERR_READ_BYTES = 64 * 1024  # one read of stderr: what the reader holds at a time, besides each line's start
 STDERR_BUFFER_BYTES = 64 * 1024  # stderr read ahead of the reader: asyncio stops reading the pipe at twice this
@@ -81,6 +88,8 @@ class StdioExchange:
                 item = await self.queue.get()
                 if item is _EXITED:
                     raise ProcessExited(self._t.exit_reason())
+                if item is _TOO_LONG:
+                    raise ProtocolViolation(self.bound_note)
                 if item is _BOUNDED:
                     with contextlib.suppress(ProcessExited, ProtocolViolation):  # a dead server needs no cancel
                         await self.cancel("the response stream passed the console's max_stream_bytes")
@@ -264,8 +273,11 @@ class StdioTransport:
             exchange.queue.put_nowait(_EXITED)
 
     async def _skip_long_line(self, stream: asyncio.StreamReader) -> None:
-        """Drop one over-long line up to and including its newline, and nothing after it."""
+        """Drop one over-long line up to and including its newline, and nothing after it. When its start shows it
+        answers a request in flight, that request fails now, as an over-long HTTP body does: left waiting, it
+        waited out its idle deadline with nothing on its entry to say why."""
         dropped = 0
+        head = b""
         while True:
             try:
                 rest = await stream.readuntil(b"\n")
@@ -273,13 +285,33 @@ class StdioTransport:
                 break
             except asyncio.LimitOverrunError as exc:
                 chunk = await stream.readexactly(exc.consumed)
+                head = head or chunk[:512]
                 dropped += len(chunk)
                 self._last_line_at = asyncio.get_running_loop().time()  # still reading: the exit watcher waits
             except asyncio.IncompleteReadError as exc:
                 dropped += len(exc.partial)
                 break
-        self.record(WireEvent(direction="transport", raw="",
-                              note=f"stdout line of {dropped} bytes is over the {self._max}-byte limit; dropped"))
+        note = f"stdout line of {dropped} bytes is over the {self._max}-byte limit; dropped"
+        target = self._answered_by(head)
+        if target is None:
+            self.record(WireEvent(direction="transport", raw="", note=note))
+            return
+        target.bound_note = f"its answer, a {note} (setting max_message_bytes)"
+        self.record(WireEvent(direction="transport", raw="", exchange=target.key, note=target.bound_note))
+        target.answered = True  # a second answer after this one is flagged as such
+        target.queue.put_nowait(_TOO_LONG)
+
+    def _answered_by(self, head: bytes) -> StdioExchange | None:
+        """The request in flight a line starting with `head` answers, when its start says so."""
+        match = _ANSWER_HEAD.match(head)
+        if match is None:
+            return None
+        try:
+            request_id = json.loads(match.group(1))
+        except ValueError:
+            return None
+        target = self._pending.get(_key(request_id))
+        return target if target is not None and not target.is_listen and not target.answered else None
 
     def _route(self, text: str) -> None:
         frame = parse_line(text)

@@ -360,3 +360,34 @@ async def test_a_50_mb_stderr_line_is_kept_as_its_start_with_how_many_bytes_were
     assert last.raw == "after"
     assert 0 < len(huge.raw) <= STDERR_LINE_KEEP_BYTES and set(huge.raw) == {"x"}
     assert huge.note == f"{50 * (1 << 20) - len(huge.raw)} more bytes of this line not kept"
+
+
+# Answers with one stdout line longer than the console takes (its ids first, as most SDKs write them), then waits.
+ANSWERS_TOO_LONG = textwrap.dedent("""
+    import json, sys
+    request = json.loads(sys.stdin.readline())
+    head = json.dumps({"jsonrpc": "2.0", "id": request["id"]})[:-1]
+    sys.stdout.write(head + ', "result": {"content": [{"type": "text", "text": "' + "y" * 3_000_000 + '"}]}}\\n')
+    sys.stdout.flush()
+    sys.stdin.readline()
+""")
+
+
+@pytest.mark.parametrize("request_id", [7, "call-7"])
+async def test_an_answer_longer_than_max_message_bytes_fails_its_request_at_once_instead_of_leaving_it_waiting(
+        request_id: object) -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", ANSWERS_TOO_LONG], recorded.append,
+                               max_message_bytes=1_000_000)
+    await transport.start()
+    try:
+        exchange = await transport.open({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {}},
+                                        {}, "k7")
+        # Dropped, the answer never came: the request waited out its idle deadline (60 s in the console), its
+        # entry saying nothing of why. Over HTTP an over-long body fails the request at once; so does this.
+        with pytest.raises(ProtocolViolation, match="over the 1000000-byte limit"):
+            await asyncio.wait_for(anext(exchange.frames()), DEADLINE_S)
+        [note] = [ev for ev in recorded if "over the 1000000-byte limit" in (ev.note or "")]
+        assert note.exchange == "k7"  # on the request's own entry, not only a session notice
+    finally:
+        await transport.close()
