@@ -194,7 +194,15 @@ class StdioTransport:
         if self._end_reason:
             return self._end_reason
         code = self._proc.returncode if self._proc else None
-        return f"the server process exited (code {code})" if code is not None else "the server process is gone"
+        if code is None:
+            return "the server process is gone"
+        if code < 0:  # asyncio's way of saying a signal ended it: the name is what a person looks for
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = "an unknown signal"
+            return f"the server process was killed by signal {name} ({-code})"
+        return f"the server process exited (code {code})"
 
     async def _read_stdout(self) -> None:
         assert self._proc and self._proc.stdout

@@ -391,3 +391,26 @@ async def test_an_answer_longer_than_max_message_bytes_fails_its_request_at_once
         assert note.exchange == "k7"  # on the request's own entry, not only a session notice
     finally:
         await transport.close()
+
+
+# Crashes on its first request, as a segfault in a native extension does.
+SEGFAULTS = textwrap.dedent("""
+    import os, signal, sys
+    sys.stdin.readline()
+    os.kill(os.getpid(), signal.SIGSEGV)
+""")
+
+
+async def test_a_server_killed_by_a_signal_is_said_to_be_killed_by_it_by_name_not_to_exit_with_a_negative_code(
+) -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", SEGFAULTS], recorded.append)
+    await transport.start()
+    try:
+        exchange = await transport.open({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}, {}, "k1")
+        # "exited (code -11)" is asyncio's way of saying it; a person reading the session looks for SIGSEGV.
+        with pytest.raises(ProcessExited, match=r"killed by signal SIGSEGV \(11\)"):
+            await asyncio.wait_for(anext(exchange.frames()), DEADLINE_S)
+        assert any("SIGSEGV" in (ev.note or "") for ev in recorded if ev.signal == "process_exited")
+    finally:
+        await transport.close()
