@@ -41,7 +41,8 @@ def inherited_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.upper().startswith(CONSOLE_ENV_PREFIX)}
 _EXITED = object()
 _BOUNDED = object()  # the request's frames passed max_stream_bytes: its reader stops here
-_TOO_LONG = object()  # the request's answer was a line past max_message_bytes, dropped: it ends (bound_note says so)
+_UNREADABLE = object()  # the request's answer came but cannot be read (too long, refused by the parser): it
+# ends, bound_note says why
 # The start of an answer as SDKs write it: `{"jsonrpc": "2.0", "id": 7, "result"` (or "error"), the id a number or a
 # short string. Read off the start of a line too long to parse; an id written after the result is not found.
 _ANSWER_HEAD = re.compile(rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"[^"]{0,16}"\s*,\s*)?"id"\s*:\s*'
@@ -88,7 +89,7 @@ class StdioExchange:
                 item = await self.queue.get()
                 if item is _EXITED:
                     raise ProcessExited(self._t.exit_reason())
-                if item is _TOO_LONG:
+                if item is _UNREADABLE:
                     raise ProtocolViolation(self.bound_note)
                 if item is _BOUNDED:
                     with contextlib.suppress(ProcessExited, ProtocolViolation):  # a dead server needs no cancel
@@ -307,7 +308,7 @@ class StdioTransport:
         target.bound_note = f"its answer, a {note} (setting max_message_bytes)"
         self.record(WireEvent(direction="transport", raw="", exchange=target.key, note=target.bound_note))
         target.answered = True  # a second answer after this one is flagged as such
-        target.queue.put_nowait(_TOO_LONG)
+        target.queue.put_nowait(_UNREADABLE)
 
     def _answered_by(self, head: bytes) -> StdioExchange | None:
         """The request in flight a line starting with `head` answers, when its start says so."""
@@ -382,6 +383,15 @@ class StdioTransport:
     def _route_invalid(self, text: str, frame: Frame) -> None:
         """A line that is no message carries no id: every ordinary request waiting may be the one it
         broke (or the one whose server is printing instead of answering), so each gets the warning."""
+        target = self._answered_by(text[:512].encode("utf-8", errors="replace"))
+        if target is not None:
+            # Its start says it answers this request (a result the parser refuses: nested too deep, a number of
+            # too many digits): the request ends now with the reason, rather than wait out its idle deadline.
+            self.record(WireEvent(direction="in", raw=text, frame=frame, exchange=target.key))
+            target.bound_note = f"its answer could not be read: {frame.problem}"
+            target.answered = True
+            target.queue.put_nowait(_UNREADABLE)
+            return
         waiting = [x for x in self._pending.values() if not x.is_listen]
         # Recorded once for the session (it belongs to no single request), then told to each waiting one.
         self.record(WireEvent(direction="in", raw=text, frame=frame))

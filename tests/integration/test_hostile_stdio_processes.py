@@ -322,3 +322,38 @@ async def test_markup_terminal_escapes_and_bidi_overrides_on_stderr_are_shown_as
         assert not any(ch in box for ch in "\x1b\x07\x9b\u202e"), repr(box[:400])
         assert "⟨U+001B⟩</span>[31mred" in box and "⟨U+0007⟩" in box and "⟨U+009B⟩" in box
         assert "invoice<span class=\"invisible-char\" title=\"RIGHT-TO-LEFT OVERRIDE\">⟨U+202E⟩</span>exe.pdf" in box
+
+
+# Its one tool answers with a number of 5,000 digits: JSON, but more digits than the console's parser reads.
+ANSWERS_A_HUGE_NUMBER = textwrap.dedent('''
+    import json, sys
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    TOOLS = [{"name": "count", "inputSchema": {"type": "object"}}]
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        if message["method"] == "tools/call":
+            head = json.dumps({"jsonrpc": "2.0", "id": message["id"]})[:-1]
+            print(head + ', "result": {"resultType": "complete", "content": [], "n": ' + "9" * 5000 + "}}",
+                  flush=True)
+            continue
+        result = {"server/discover": DISCOVER,
+                  "tools/list": {"resultType": "complete", "tools": TOOLS}}.get(message["method"], {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+''')
+
+
+async def test_a_call_whose_answer_the_parser_refuses_ends_as_an_error_that_says_why_within_seconds(
+        make_console: Callable[..., Console], tmp_path: Path) -> None:
+    console = make_console(request_idle_timeout_s=30.0)
+    script = tmp_path / "huge_number.py"
+    script.write_text(ANSWERS_A_HUGE_NUMBER)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+    started = time.monotonic()
+    reply = await asyncio.wait_for(console.call_tool(s["id"], "count"), 20)
+    assert time.monotonic() - started < 10, "the call waited for its idle deadline"
+    assert not reply["ok"]
+    assert "its answer could not be read" in str(reply) and "4300" in str(reply), reply

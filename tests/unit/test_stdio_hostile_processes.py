@@ -414,3 +414,38 @@ async def test_a_server_killed_by_a_signal_is_said_to_be_killed_by_it_by_name_no
         assert any("SIGSEGV" in (ev.note or "") for ev in recorded if ev.signal == "process_exited")
     finally:
         await transport.close()
+
+
+# Answers with JSON the console's parser refuses although it is JSON: nested deeper than it goes, or a number with
+# more digits than Python reads (4,300).
+ANSWERS_UNPARSEABLE = textwrap.dedent("""
+    import json, sys
+    request = json.loads(sys.stdin.readline())
+    head = json.dumps({"jsonrpc": "2.0", "id": request["id"]})[:-1]
+    result = "[" * 100_000 + "]" * 100_000 if sys.argv[1] == "deep" else "9" * 5000
+    sys.stdout.write(head + ', "result": ' + result + "}\\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
+""")
+
+
+@pytest.mark.parametrize(("shape", "says"), [("deep", "recursion"), ("digits", "4300")])
+async def test_an_answer_the_parser_refuses_fails_its_request_at_once_saying_why_not_that_the_server_logs_to_stdout(
+        shape: str, says: str) -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", ANSWERS_UNPARSEABLE, shape], recorded.append)
+    await transport.start()
+    try:
+        exchange = await transport.open({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {}}, {}, "k4")
+        frames = exchange.frames()
+        # It was taken for a log line on stdout ("stdio servers must log to stderr"), and the request waited out its
+        # idle deadline for an answer that had come.
+        with pytest.raises(ProtocolViolation, match=says) as caught:
+            while True:
+                await asyncio.wait_for(anext(frames), DEADLINE_S)
+        assert "log to stderr" not in str(caught.value)
+        [line] = [ev for ev in recorded if ev.direction == "in"]
+        assert line.frame is not None and line.frame.kind == "invalid" and line.exchange == "k4"
+        assert "log to stderr" not in str(line.frame.problem)
+    finally:
+        await transport.close()
