@@ -16,7 +16,7 @@ from dataclasses import dataclass
 STDERR_LINE_KEEP_BYTES = 2000
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class StderrLine:
     text: str
     dropped_bytes: int  # of this line, past the kept start
