@@ -19,7 +19,8 @@ from typing import Any
 from app.mcp.errors import ConnectFailed, ProcessExited, ProtocolViolation, StreamTooLarge
 from app.mcp.fair import FairShare
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, parse_line
-from app.mcp.stderr import STDERR_LINE_KEEP_BYTES, StderrLine, StderrLines
+from app.mcp.lines import Line, LineSplitter
+from app.mcp.stderr import STDERR_LINE_KEEP_BYTES, stderr_text
 from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_STREAM_BYTES,
@@ -48,8 +49,8 @@ _UNREADABLE = object()  # the request's answer came but cannot be read (too long
 _ANSWER_HEAD = re.compile(rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"[^"]{0,16}"\s*,\s*)?"id"\s*:\s*'
                           rb'(-?\d{1,30}|"(?:[^"\\]|\\.){0,200}")\s*,\s*"(?:result|error)"')
 STDIO_LINES_PER_YIELD = 32  # a line is one frame: yield to the loop every so many
-STDERR_READ_BYTES = 64 * 1024  # one read of stderr: what the reader holds at a time, besides each line's start
-STDERR_BUFFER_BYTES = 64 * 1024  # stderr read ahead of the reader: asyncio stops reading the pipe at twice this
+PIPE_READ_BYTES = 64 * 1024  # one read of stdout or stderr: what a reader holds at a time, besides a line's start
+PIPE_BUFFER_BYTES = 64 * 1024  # read ahead of a reader: asyncio stops reading the pipe at twice this
 MUTED_KEPT = 32  # requests past the bound whose late frames we still recognise (and drop)
 EXIT_DRAIN_S = 1.0  # after the process exits, how long its stdout may still deliver before its requests end
 EXIT_POLL_S = 0.2  # how often the exit watcher looks at the process's return code
@@ -151,39 +152,31 @@ class StdioTransport:
         self._pending: dict[Any, StdioExchange] = {}
         self._by_token: dict[Any, StdioExchange] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._stderr_pipe: asyncio.ReadTransport | None = None
         self.returncode: int | None = None
         self.cancelled_ids: set[Any] = set()  # to flag frames that still arrive after a cancel
         self.on_server_message: ServerMessageSink | None = None
 
     async def start(self) -> None:
         env = {**inherited_env(), **(self._env or {})}  # what the owner set for this target is kept
-        # stderr on a pipe of our own: asyncio gives the process's stderr the same buffer limit as its stdout (a
-        # whole message, 16 MB), and a flood kept up to twice that buffered, copied whole each time the buffer
-        # was resized (tens of ms of the loop each). A log needs only a little read ahead.
-        err_read, err_write = os.pipe()
         try:
+            # The limit is the read-ahead only (the readers split lines themselves): asyncio reads up to twice it
+            # ahead of a reader. At a message's size (16 MB) a flood kept 32 MB buffered, copied whole each time
+            # the buffer was resized, tens of ms of the loop each.
             self._proc = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=err_write, env=env, cwd=self._cwd, limit=self._max,
+                stderr=asyncio.subprocess.PIPE, env=env, cwd=self._cwd, limit=PIPE_BUFFER_BYTES,
                 start_new_session=True,
             )
         except OSError as exc:
-            os.close(err_read)
             note = f"could not start {self.target!r}: {exc.strerror or exc}"
             self.record(WireEvent(direction="transport", raw="", note=note))
             raise ConnectFailed(note) from exc
-        finally:
-            os.close(err_write)  # the child has its copy: its exit (and its children's) is the pipe's end
-        loop = asyncio.get_running_loop()
-        stderr = asyncio.StreamReader(limit=STDERR_BUFFER_BYTES)
-        self._stderr_pipe, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(stderr), os.fdopen(err_read, "rb", buffering=0))
         self.record(WireEvent(direction="transport", raw="", note=f"started pid {self._proc.pid}: {self.target}",
                               signal="process_started"))
+        loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._read_stdout(), name=f"stdio-stdout-{self._proc.pid}"),
-            loop.create_task(self._read_stderr(stderr), name=f"stdio-stderr-{self._proc.pid}"),
+            loop.create_task(self._read_stderr(), name=f"stdio-stderr-{self._proc.pid}"),
         ]
         self._tasks.append(loop.create_task(self._watch_exit(self._tasks[0]), name=f"stdio-exit-{self._proc.pid}"))
 
@@ -206,28 +199,27 @@ class StdioTransport:
         return f"the server process exited (code {code})"
 
     async def _read_stdout(self) -> None:
+        """Route each stdout line. Read in chunks and split here (app/mcp/lines.py), giving way to the loop once per
+        slice: a flood neither keeps the loop nor makes asyncio buffer (and copy) tens of MB ahead."""
         assert self._proc and self._proc.stdout
         stream = self._proc.stdout
+        lines = LineSplitter(self._max)
         fair = FairShare(STDIO_LINES_PER_YIELD)
+        loop = asyncio.get_running_loop()
         while True:
-            await fair.tick()
-            try:
-                line = await stream.readuntil(b"\n")
-            except asyncio.IncompleteReadError as exc:
-                line = exc.partial  # the last line before EOF, without its newline
-                if not line:
-                    break
-            except asyncio.LimitOverrunError:
-                await self._skip_long_line(stream)
-                continue
-            self._last_line_at = asyncio.get_running_loop().time()
-            text = line.decode("utf-8", errors="replace").rstrip("\r\n")
-            if text.strip():
-                try:
-                    self._route(text)
-                except Exception as exc:  # one line must never end the reader: every request would hang
-                    self.record(WireEvent(direction="transport", raw="",
-                                          note=f"a stdout line could not be routed ({type(exc).__name__}: {exc})"))
+            if fair.due():
+                await fair.give_way()
+            chunk = await stream.read(PIPE_READ_BYTES)
+            if not chunk:
+                last = lines.end()
+                if last is not None:
+                    self._stdout_line(last)  # the last line before EOF, without its newline
+                break
+            self._last_line_at = loop.time()  # still reading (a long line too): the exit watcher waits
+            for line in lines.feed(chunk):
+                self._stdout_line(line)
+                if fair.due():
+                    await fair.give_way()
         if self._ended:
             return
         if not await self._exits_within(self._grace):
@@ -281,27 +273,24 @@ class StdioTransport:
         for exchange in list(self._pending.values()):
             exchange.queue.put_nowait(_EXITED)
 
-    async def _skip_long_line(self, stream: asyncio.StreamReader) -> None:
-        """Drop one over-long line up to and including its newline, and nothing after it. When its start shows it
-        answers a request in flight, that request fails now, as an over-long HTTP body does: left waiting, it
-        waited out its idle deadline with nothing on its entry to say why."""
-        dropped = 0
-        head = b""
-        while True:
+    def _stdout_line(self, line: Line) -> None:
+        if line.cut:
+            self._drop_long_line(line)
+            return
+        text = line.data.decode("utf-8", errors="replace").rstrip("\r")
+        if text.strip():
             try:
-                rest = await stream.readuntil(b"\n")
-                dropped += len(rest)
-                break
-            except asyncio.LimitOverrunError as exc:
-                chunk = await stream.readexactly(exc.consumed)
-                head = head or chunk[:512]
-                dropped += len(chunk)
-                self._last_line_at = asyncio.get_running_loop().time()  # still reading: the exit watcher waits
-            except asyncio.IncompleteReadError as exc:
-                dropped += len(exc.partial)
-                break
-        note = f"stdout line of {dropped} bytes is over the {self._max}-byte limit; dropped"
-        target = self._answered_by(head)
+                self._route(text)
+            except Exception as exc:  # one line must never end the reader: every request would hang
+                self.record(WireEvent(direction="transport", raw="",
+                                      note=f"a stdout line could not be routed ({type(exc).__name__}: {exc})"))
+
+    def _drop_long_line(self, line: Line) -> None:
+        """Drop a line over max_message_bytes. When its start shows it answers a request in flight, that request
+        fails now, as an over-long HTTP body does: left waiting, it waited out its idle deadline with nothing on
+        its entry to say why."""
+        note = f"stdout line of {line.size} bytes is over the {self._max}-byte limit; dropped"
+        target = self._answered_by(line.data[:512])
         if target is None:
             self.record(WireEvent(direction="transport", raw="", note=note))
             return
@@ -431,15 +420,17 @@ class StdioTransport:
                 return ordinary[0]
         return None
 
-    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+    async def _read_stderr(self) -> None:
         """Record each stderr line, its start only when it is long. Gives way to the loop once per slice, as the
         stdout reader does: a flood of buffered short lines stalled every timer for hundreds of ms."""
-        lines = StderrLines(self._max_stderr_line)
+        assert self._proc and self._proc.stderr
+        stream = self._proc.stderr
+        lines = LineSplitter(self._max_stderr_line)
         fair = FairShare(STDIO_LINES_PER_YIELD)
         while True:
             if fair.due():
                 await fair.give_way()
-            chunk = await stream.read(STDERR_READ_BYTES)
+            chunk = await stream.read(PIPE_READ_BYTES)
             if not chunk:
                 last = lines.end()
                 if last is not None:
@@ -450,9 +441,10 @@ class StdioTransport:
                 if fair.due():
                     await fair.give_way()
 
-    def _record_stderr(self, line: StderrLine) -> None:
-        note = f"{line.dropped_bytes} more bytes of this line not kept" if line.dropped_bytes else None
-        self.record(WireEvent(direction="stderr", raw=line.text, note=note))
+    def _record_stderr(self, line: Line) -> None:
+        text, dropped = stderr_text(line.data, line.size)
+        self.record(WireEvent(direction="stderr", raw=text,
+                              note=f"{dropped} more bytes of this line not kept" if dropped else None))
 
     async def _write(self, message: dict[str, Any], key: str) -> None:
         if not self.alive or self._proc is None or self._proc.stdin is None:
@@ -540,8 +532,6 @@ class StdioTransport:
         if pipes is not None:
             with contextlib.suppress(Exception):
                 pipes.close()
-        if self._stderr_pipe is not None:
-            self._stderr_pipe.close()
         # A request still waiting hears it from the close: the readers that would have told it are cancelled.
         # Not recorded: the console stopped it (a delete, a reconnect), which is no news on the timeline.
         self._end(record=False)
