@@ -37,6 +37,10 @@ class LineSplitter:
         """Bytes of a line begun and not yet ended."""
         return self._seen
 
+    def head(self, size: int) -> bytes:
+        """The first `size` bytes held of the line not yet ended."""
+        return b"".join(self._pieces)[:size] if len(self._pieces) > 1 else (self._pieces or [b""])[0][:size]
+
     def feed(self, chunk: bytes) -> Iterator[Line]:
         """The lines this chunk ends, one at a time (a reader gives way between them); what follows the last
         newline waits for the next chunk."""

@@ -51,6 +51,7 @@ _ANSWER_HEAD = re.compile(rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"[^"]{0,16}"\s*,\s*)?"
 STDIO_LINES_PER_YIELD = 32  # a line is one frame: yield to the loop every so many
 PIPE_READ_BYTES = 64 * 1024  # one read of stdout or stderr: what a reader holds at a time, besides a line's start
 PIPE_BUFFER_BYTES = 64 * 1024  # read ahead of a reader: asyncio stops reading the pipe at twice this
+UNFINISHED_LINE_S = 2.0  # a stdout line begun and not ended for this long is pointed out, once
 MUTED_KEPT = 32  # requests past the bound whose late frames we still recognise (and drop)
 EXIT_DRAIN_S = 1.0  # after the process exits, how long its stdout may still deliver before its requests end
 EXIT_POLL_S = 0.2  # how often the exit watcher looks at the process's return code
@@ -206,10 +207,19 @@ class StdioTransport:
         lines = LineSplitter(self._max)
         fair = FairShare(STDIO_LINES_PER_YIELD)
         loop = asyncio.get_running_loop()
+        told = False  # the unfinished line was pointed out (once per line)
         while True:
             if fair.due():
                 await fair.give_way()
-            chunk = await stream.read(PIPE_READ_BYTES)
+            if lines.pending and not told:
+                try:  # a cancelled read loses nothing: what came stays in the stream's buffer
+                    chunk = await asyncio.wait_for(stream.read(PIPE_READ_BYTES), UNFINISHED_LINE_S)
+                except TimeoutError:
+                    told = True
+                    self._unfinished_line(lines)
+                    continue
+            else:
+                chunk = await stream.read(PIPE_READ_BYTES)
             if not chunk:
                 last = lines.end()
                 if last is not None:
@@ -217,6 +227,7 @@ class StdioTransport:
                 break
             self._last_line_at = loop.time()  # still reading (a long line too): the exit watcher waits
             for line in lines.feed(chunk):
+                told = False  # a line ended: the one pending now is another
                 self._stdout_line(line)
                 if fair.due():
                     await fair.give_way()
@@ -272,6 +283,14 @@ class StdioTransport:
             self.record(WireEvent(direction="transport", raw="", note=self.exit_reason(), signal="process_exited"))
         for exchange in list(self._pending.values()):
             exchange.queue.put_nowait(_EXITED)
+
+    def _unfinished_line(self, lines: LineSplitter) -> None:
+        """A line without its newline for a while: a server that leaves off the newline after a message (or does
+        not flush it) looked to the console like one that never answered. Said on the request it would answer."""
+        target = self._answered_by(lines.head(512))
+        note = (f"stdout has {lines.pending} bytes with no newline after them for {UNFINISHED_LINE_S:g} s: a stdio "
+                "message ends with a newline, and nothing is read until it comes (has the server flushed it?)")
+        self.record(WireEvent(direction="transport", raw="", exchange=target.key if target else None, note=note))
 
     def _stdout_line(self, line: Line) -> None:
         if line.cut:

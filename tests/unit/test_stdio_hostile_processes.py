@@ -449,3 +449,34 @@ async def test_an_answer_the_parser_refuses_fails_its_request_at_once_saying_why
         assert "log to stderr" not in str(line.frame.problem)
     finally:
         await transport.close()
+
+
+# Writes its whole answer but not the newline that ends it (a write without a "\n", flushed), then waits.
+ANSWERS_WITHOUT_A_NEWLINE = textwrap.dedent("""
+    import json, sys
+    request = json.loads(sys.stdin.readline())
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}}))
+    sys.stdout.flush()
+    sys.stdin.readline()
+""")
+
+
+async def test_an_answer_left_without_its_newline_is_pointed_out_on_its_request_while_it_waits() -> None:
+    recorded: list[WireEvent] = []
+    told = asyncio.Event()
+
+    def record(ev: WireEvent) -> None:
+        recorded.append(ev)
+        if "no newline" in (ev.note or ""):
+            told.set()
+
+    transport = StdioTransport([sys.executable, "-c", ANSWERS_WITHOUT_A_NEWLINE], record)
+    await transport.start()
+    try:
+        await transport.open({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {}}, {}, "k2")
+        # Nothing showed why the request waited out its idle deadline: the answer sat unread, waiting for its end.
+        await asyncio.wait_for(told.wait(), DEADLINE_S)
+        [note] = [ev for ev in recorded if "no newline" in (ev.note or "")]
+        assert note.exchange == "k2" and "bytes" in (note.note or "")
+    finally:
+        await transport.close()
