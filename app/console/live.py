@@ -127,11 +127,13 @@ class StderrBatcher:
         self._announced_at = 0.0
         self._timer: asyncio.TimerHandle | None = None
 
-    def add(self, line: str) -> None:
+    def add(self, line: str, cut: str | None = None) -> None:
+        """One line; `cut` says what the transport did not keep of it (a line past its bound), shown after it."""
         if self.stored + len(self._lines) >= self._max:
             self.dropped += 1
         else:
-            self._lines.append(_cut(line, STDERR_LINE_KEEP_CHARS))
+            kept = _cut(line, STDERR_LINE_KEEP_CHARS)
+            self._lines.append(f"{kept} … [{cut}]" if cut else kept)
             if len(self._lines) >= STDERR_BATCH_LINES:
                 self.flush()
                 return

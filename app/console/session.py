@@ -257,7 +257,7 @@ class ConsoleSession:
     # -- recording --------------------------------------------------------
     def on_wire(self, event: WireEvent) -> None:
         if event.direction == "stderr":
-            self.stderr_batch.add(event.raw)  # batched: never one event (or render) per line
+            self.stderr_batch.add(event.raw, event.note)  # batched: never one event (or render) per line
             return
         record = wire_record(event)
         if event.exchange is not None:

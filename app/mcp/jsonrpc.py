@@ -110,7 +110,10 @@ def parse_line(raw: str) -> Frame:
     """A stdio stdout line: like parse_frame, but a line that is not JSON at all is named for what it
     usually is, a server logging to stdout (the stdio transport reserves stdout for messages)."""
     frame = parse_frame(raw)
-    if frame.kind == "invalid" and frame.message is None and (frame.problem or "").startswith("malformed JSON"):
+    if frame.kind == "invalid" and frame.message is None and (frame.problem or "").startswith("malformed JSON") \
+            and not raw.lstrip().startswith(("{", "[")):
+        # JSON-looking lines keep the parser's reason: an answer nested deeper than it goes, or with a number of
+        # more digits than it reads, is no log line, and was named one.
         shown = raw if len(raw) <= 120 else raw[:120] + "…"
         return replace(frame, problem=f"stdout line is not JSON-RPC: {shown!r} (stdio servers must log to stderr)")
     return frame

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import re
 import shlex
 import signal
 from collections.abc import AsyncIterator
@@ -17,6 +19,8 @@ from typing import Any
 from app.mcp.errors import ConnectFailed, ProcessExited, ProtocolViolation, StreamTooLarge
 from app.mcp.fair import FairShare
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, parse_line
+from app.mcp.lines import Line, LineSplitter
+from app.mcp.stderr import STDERR_LINE_KEEP_BYTES, stderr_text
 from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_STREAM_BYTES,
@@ -38,7 +42,16 @@ def inherited_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.upper().startswith(CONSOLE_ENV_PREFIX)}
 _EXITED = object()
 _BOUNDED = object()  # the request's frames passed max_stream_bytes: its reader stops here
+_UNREADABLE = object()  # the request's answer came but cannot be read (too long, refused by the parser): it
+# ends, bound_note says why
+# The start of an answer as SDKs write it: `{"jsonrpc": "2.0", "id": 7, "result"` (or "error"), the id a number or a
+# short string. Read off the start of a line too long to parse; an id written after the result is not found.
+_ANSWER_HEAD = re.compile(rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"[^"]{0,16}"\s*,\s*)?"id"\s*:\s*'
+                          rb'(-?\d{1,30}|"(?:[^"\\]|\\.){0,200}")\s*,\s*"(?:result|error)"')
 STDIO_LINES_PER_YIELD = 32  # a line is one frame: yield to the loop every so many
+PIPE_READ_BYTES = 64 * 1024  # one read of stdout or stderr: what a reader holds at a time, besides a line's start
+PIPE_BUFFER_BYTES = 64 * 1024  # read ahead of a reader: asyncio stops reading the pipe at twice this
+UNFINISHED_LINE_S = 2.0  # a stdout line begun and not ended for this long is pointed out, once
 MUTED_KEPT = 32  # requests past the bound whose late frames we still recognise (and drop)
 EXIT_DRAIN_S = 1.0  # after the process exits, how long its stdout may still deliver before its requests end
 EXIT_POLL_S = 0.2  # how often the exit watcher looks at the process's return code
@@ -78,6 +91,8 @@ class StdioExchange:
                 item = await self.queue.get()
                 if item is _EXITED:
                     raise ProcessExited(self._t.exit_reason())
+                if item is _UNREADABLE:
+                    raise ProtocolViolation(self.bound_note)
                 if item is _BOUNDED:
                     with contextlib.suppress(ProcessExited, ProtocolViolation):  # a dead server needs no cancel
                         await self.cancel("the response stream passed the console's max_stream_bytes")
@@ -118,6 +133,7 @@ class StdioTransport:
         shutdown_grace_s: float = 2.0,
         max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
         write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S,
+        max_stderr_line_bytes: int = STDERR_LINE_KEEP_BYTES,
     ) -> None:
         self.argv = argv
         self.target = shlex.join(argv)  # pasteable back into a shell
@@ -129,6 +145,7 @@ class StdioTransport:
         self._muted: list[StdioExchange] = []
         self._grace = shutdown_grace_s
         self._write_timeout = write_timeout_s
+        self._max_stderr_line = max_stderr_line_bytes
         self._last_line_at = 0.0  # loop time of the last stdout line read
         self._ended = False  # the process exited or its stdout closed: its requests were told, nothing more comes
         self._end_reason = ""
@@ -143,9 +160,12 @@ class StdioTransport:
     async def start(self) -> None:
         env = {**inherited_env(), **(self._env or {})}  # what the owner set for this target is kept
         try:
+            # The limit is the read-ahead only (the readers split lines themselves): asyncio reads up to twice it
+            # ahead of a reader. At a message's size (16 MB) a flood kept 32 MB buffered, copied whole each time
+            # the buffer was resized, tens of ms of the loop each.
             self._proc = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=env, cwd=self._cwd, limit=self._max,
+                stderr=asyncio.subprocess.PIPE, env=env, cwd=self._cwd, limit=PIPE_BUFFER_BYTES,
                 start_new_session=True,
             )
         except OSError as exc:
@@ -169,31 +189,48 @@ class StdioTransport:
         if self._end_reason:
             return self._end_reason
         code = self._proc.returncode if self._proc else None
-        return f"the server process exited (code {code})" if code is not None else "the server process is gone"
+        if code is None:
+            return "the server process is gone"
+        if code < 0:  # asyncio's way of saying a signal ended it: the name is what a person looks for
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = "an unknown signal"
+            return f"the server process was killed by signal {name} ({-code})"
+        return f"the server process exited (code {code})"
 
     async def _read_stdout(self) -> None:
+        """Route each stdout line. Read in chunks and split here (app/mcp/lines.py), giving way to the loop once per
+        slice: a flood neither keeps the loop nor makes asyncio buffer (and copy) tens of MB ahead."""
         assert self._proc and self._proc.stdout
         stream = self._proc.stdout
+        lines = LineSplitter(self._max)
         fair = FairShare(STDIO_LINES_PER_YIELD)
+        loop = asyncio.get_running_loop()
+        told = False  # the unfinished line was pointed out (once per line)
         while True:
-            await fair.tick()
-            try:
-                line = await stream.readuntil(b"\n")
-            except asyncio.IncompleteReadError as exc:
-                line = exc.partial  # the last line before EOF, without its newline
-                if not line:
-                    break
-            except asyncio.LimitOverrunError:
-                await self._skip_long_line(stream)
-                continue
-            self._last_line_at = asyncio.get_running_loop().time()
-            text = line.decode("utf-8", errors="replace").rstrip("\r\n")
-            if text.strip():
-                try:
-                    self._route(text)
-                except Exception as exc:  # one line must never end the reader: every request would hang
-                    self.record(WireEvent(direction="transport", raw="",
-                                          note=f"a stdout line could not be routed ({type(exc).__name__}: {exc})"))
+            if fair.due():
+                await fair.give_way()
+            if lines.pending and not told:
+                try:  # a cancelled read loses nothing: what came stays in the stream's buffer
+                    chunk = await asyncio.wait_for(stream.read(PIPE_READ_BYTES), UNFINISHED_LINE_S)
+                except TimeoutError:
+                    told = True
+                    self._unfinished_line(lines)
+                    continue
+            else:
+                chunk = await stream.read(PIPE_READ_BYTES)
+            if not chunk:
+                last = lines.end()
+                if last is not None:
+                    self._stdout_line(last)  # the last line before EOF, without its newline
+                break
+            self._last_line_at = loop.time()  # still reading (a long line too): the exit watcher waits
+            for line in lines.feed(chunk):
+                told = False  # a line ended: the one pending now is another
+                self._stdout_line(line)
+                if fair.due():
+                    await fair.give_way()
         if self._ended:
             return
         if not await self._exits_within(self._grace):
@@ -247,23 +284,51 @@ class StdioTransport:
         for exchange in list(self._pending.values()):
             exchange.queue.put_nowait(_EXITED)
 
-    async def _skip_long_line(self, stream: asyncio.StreamReader) -> None:
-        """Drop one over-long line up to and including its newline, and nothing after it."""
-        dropped = 0
-        while True:
+    def _unfinished_line(self, lines: LineSplitter) -> None:
+        """A line without its newline for a while: a server that leaves off the newline after a message (or does
+        not flush it) looked to the console like one that never answered. Said on the request it would answer."""
+        target = self._answered_by(lines.head(512))
+        note = (f"stdout has {lines.pending} bytes with no newline after them for {UNFINISHED_LINE_S:g} s: a stdio "
+                "message ends with a newline, and nothing is read until it comes (has the server flushed it?)")
+        self.record(WireEvent(direction="transport", raw="", exchange=target.key if target else None, note=note))
+
+    def _stdout_line(self, line: Line) -> None:
+        if line.cut:
+            self._drop_long_line(line)
+            return
+        text = line.data.decode("utf-8", errors="replace").rstrip("\r")
+        if text.strip():
             try:
-                rest = await stream.readuntil(b"\n")
-                dropped += len(rest)
-                break
-            except asyncio.LimitOverrunError as exc:
-                chunk = await stream.readexactly(exc.consumed)
-                dropped += len(chunk)
-                self._last_line_at = asyncio.get_running_loop().time()  # still reading: the exit watcher waits
-            except asyncio.IncompleteReadError as exc:
-                dropped += len(exc.partial)
-                break
-        self.record(WireEvent(direction="transport", raw="",
-                              note=f"stdout line of {dropped} bytes is over the {self._max}-byte limit; dropped"))
+                self._route(text)
+            except Exception as exc:  # one line must never end the reader: every request would hang
+                self.record(WireEvent(direction="transport", raw="",
+                                      note=f"a stdout line could not be routed ({type(exc).__name__}: {exc})"))
+
+    def _drop_long_line(self, line: Line) -> None:
+        """Drop a line over max_message_bytes. When its start shows it answers a request in flight, that request
+        fails now, as an over-long HTTP body does: left waiting, it waited out its idle deadline with nothing on
+        its entry to say why."""
+        note = f"stdout line of {line.size} bytes is over the {self._max}-byte limit; dropped"
+        target = self._answered_by(line.data[:512])
+        if target is None:
+            self.record(WireEvent(direction="transport", raw="", note=note))
+            return
+        target.bound_note = f"its answer, a {note} (setting max_message_bytes)"
+        self.record(WireEvent(direction="transport", raw="", exchange=target.key, note=target.bound_note))
+        target.answered = True  # a second answer after this one is flagged as such
+        target.queue.put_nowait(_UNREADABLE)
+
+    def _answered_by(self, head: bytes) -> StdioExchange | None:
+        """The request in flight a line starting with `head` answers, when its start says so."""
+        match = _ANSWER_HEAD.match(head)
+        if match is None:
+            return None
+        try:
+            request_id = json.loads(match.group(1))
+        except ValueError:
+            return None
+        target = self._pending.get(_key(request_id))
+        return target if target is not None and not target.is_listen and not target.answered else None
 
     def _route(self, text: str) -> None:
         frame = parse_line(text)
@@ -326,6 +391,15 @@ class StdioTransport:
     def _route_invalid(self, text: str, frame: Frame) -> None:
         """A line that is no message carries no id: every ordinary request waiting may be the one it
         broke (or the one whose server is printing instead of answering), so each gets the warning."""
+        target = self._answered_by(text[:512].encode("utf-8", errors="replace"))
+        if target is not None:
+            # Its start says it answers this request (a result the parser refuses: nested too deep, a number of
+            # too many digits): the request ends now with the reason, rather than wait out its idle deadline.
+            self.record(WireEvent(direction="in", raw=text, frame=frame, exchange=target.key))
+            target.bound_note = f"its answer could not be read: {frame.problem}"
+            target.answered = True
+            target.queue.put_nowait(_UNREADABLE)
+            return
         waiting = [x for x in self._pending.values() if not x.is_listen]
         # Recorded once for the session (it belongs to no single request), then told to each waiting one.
         self.record(WireEvent(direction="in", raw=text, frame=frame))
@@ -366,15 +440,30 @@ class StdioTransport:
         return None
 
     async def _read_stderr(self) -> None:
+        """Record each stderr line, its start only when it is long. Gives way to the loop once per slice, as the
+        stdout reader does: a flood of buffered short lines stalled every timer for hundreds of ms."""
         assert self._proc and self._proc.stderr
+        stream = self._proc.stderr
+        lines = LineSplitter(self._max_stderr_line)
+        fair = FairShare(STDIO_LINES_PER_YIELD)
         while True:
-            try:
-                line = await self._proc.stderr.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                continue
-            if not line:
+            if fair.due():
+                await fair.give_way()
+            chunk = await stream.read(PIPE_READ_BYTES)
+            if not chunk:
+                last = lines.end()
+                if last is not None:
+                    self._record_stderr(last)
                 return
-            self.record(WireEvent(direction="stderr", raw=line.decode("utf-8", errors="replace").rstrip("\r\n")))
+            for line in lines.feed(chunk):
+                self._record_stderr(line)
+                if fair.due():
+                    await fair.give_way()
+
+    def _record_stderr(self, line: Line) -> None:
+        text, dropped = stderr_text(line.data, line.size)
+        self.record(WireEvent(direction="stderr", raw=text,
+                              note=f"{dropped} more bytes of this line not kept" if dropped else None))
 
     async def _write(self, message: dict[str, Any], key: str) -> None:
         if not self.alive or self._proc is None or self._proc.stdin is None:

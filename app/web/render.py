@@ -208,7 +208,10 @@ def to_json(value: Any, indent: int | None = 2) -> str:
 
 # Characters that reorder or hide text: bidi embeddings, overrides, isolates and marks, and zero-width ones.
 # A server could use them to make `invoice\u202eexe.pdf` read as `invoicefdp.exe`, or two names look alike.
-INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b-\u200d\u2060\ufeff]")
+# And the C0 and C1 controls but tab and line ends, and DEL: a browser draws none of them, so a terminal escape
+# on a stdio server's stderr (ESC, a C1 CSI, BEL) vanished and left its "[31m" looking like the server's text.
+INVISIBLE = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b-\u200d\u2060\ufeff"
+                       "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def _shown_char(match: re.Match[str]) -> str:

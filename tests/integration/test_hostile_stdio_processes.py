@@ -235,3 +235,125 @@ async def test_a_listen_on_a_dead_stdio_server_waits_for_the_reconnect_instead_o
         return sub if sub["total"] >= 2 else None
 
     await eventually(listened_again, 20.0, "the subscription to listen again after the reconnect")
+
+
+# Writes one 50 MB stderr line (no newline in it until the end) before it answers anything, then a short one.
+HUGE_STDERR_LINE = textwrap.dedent('''
+    import json, sys
+    for _ in range(50):
+        sys.stderr.buffer.write(b"x" * (1 << 20))
+    sys.stderr.buffer.write(b"\\nready\\n")
+    sys.stderr.buffer.flush()
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        result = {"server/discover": DISCOVER,
+                  "tools/list": {"resultType": "complete", "tools": []}}.get(message["method"], {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+''')
+
+
+async def test_a_50_mb_stderr_line_shows_its_start_in_the_session_and_says_how_many_bytes_were_not_kept(
+        console: Console, tmp_path: Path) -> None:
+    from tests.integration.conftest import eventually
+
+    script = tmp_path / "huge_stderr.py"
+    script.write_text(HUGE_STDERR_LINE)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+
+    async def both() -> list[str] | None:
+        stderr: list[str] = (await console.session(s["id"]))["stderr"]
+        return stderr if "ready" in stderr else None
+
+    stderr = await eventually(both, 30.0, "the stderr line after the huge one")
+    [huge] = [line for line in stderr if line.startswith("x")]
+    assert len(huge) < 3000, len(huge)
+    assert huge.endswith(" more bytes of this line not kept]"), huge[-80:]
+    dropped = int(huge.rsplit("[", 1)[1].split()[0])
+    assert dropped == 50 * (1 << 20) - huge.index(" ")
+
+
+# Its stderr log holds markup, terminal escapes (colour, a window title, a bell) and a bidi override.
+HOSTILE_STDERR_TEXT = textwrap.dedent(r'''
+    import json, sys
+    sys.stderr.write("<img src=x onerror=alert(1)>\n")
+    sys.stderr.write("\x1b[31mred\x1b[0m \x1b]0;owned\x07 bell\x07 c1\x9b2J\n")
+    sys.stderr.write("invoice\u202eexe.pdf\n")
+    sys.stderr.write("ready\n")
+    sys.stderr.flush()
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        result = {"server/discover": DISCOVER,
+                  "tools/list": {"resultType": "complete", "tools": []}}.get(message["method"], {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+''')
+
+
+async def test_markup_terminal_escapes_and_bidi_overrides_on_stderr_are_shown_as_text_never_obeyed_or_hidden(
+        console: Console, tmp_path: Path) -> None:
+    from app.web.render import make_env
+    from tests.integration.conftest import eventually
+
+    script = tmp_path / "hostile_stderr.py"
+    script.write_text(HOSTILE_STDERR_TEXT)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+
+    async def ready() -> list[str] | None:
+        stderr: list[str] = (await console.session(s["id"]))["stderr"]
+        return stderr if "ready" in stderr else None
+
+    lines = await eventually(ready, 20.0, "the server's stderr lines")
+    page = (await console.http.get(f"/sessions/{s['id']}")).text
+    pushed = make_env().get_template("_push_stderr.html").render(lines=lines, dropped=0, seq=1)
+    for html in (page, pushed):
+        box = html[html.index('id="stderr-lines"'):] if 'id="stderr-lines"' in html else html
+        assert "<img" not in box and "&lt;img src=x onerror=alert(1)&gt;" in box
+        # No control or format character reaches the browser as itself: ESC, BEL and a C1 CSI are invisible there
+        # (the colour codes' text shows, the ESC that made them codes does not), a bidi override reorders the line.
+        assert not any(ch in box for ch in "\x1b\x07\x9b\u202e"), repr(box[:400])
+        assert "⟨U+001B⟩</span>[31mred" in box and "⟨U+0007⟩" in box and "⟨U+009B⟩" in box
+        assert "invoice<span class=\"invisible-char\" title=\"RIGHT-TO-LEFT OVERRIDE\">⟨U+202E⟩</span>exe.pdf" in box
+
+
+# Its one tool answers with a number of 5,000 digits: JSON, but more digits than the console's parser reads.
+ANSWERS_A_HUGE_NUMBER = textwrap.dedent('''
+    import json, sys
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    TOOLS = [{"name": "count", "inputSchema": {"type": "object"}}]
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        if message["method"] == "tools/call":
+            head = json.dumps({"jsonrpc": "2.0", "id": message["id"]})[:-1]
+            print(head + ', "result": {"resultType": "complete", "content": [], "n": ' + "9" * 5000 + "}}",
+                  flush=True)
+            continue
+        result = {"server/discover": DISCOVER,
+                  "tools/list": {"resultType": "complete", "tools": TOOLS}}.get(message["method"], {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+''')
+
+
+async def test_a_call_whose_answer_the_parser_refuses_ends_as_an_error_that_says_why_within_seconds(
+        make_console: Callable[..., Console], tmp_path: Path) -> None:
+    console = make_console(request_idle_timeout_s=30.0)
+    script = tmp_path / "huge_number.py"
+    script.write_text(ANSWERS_A_HUGE_NUMBER)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+    started = time.monotonic()
+    reply = await asyncio.wait_for(console.call_tool(s["id"], "count"), 20)
+    assert time.monotonic() - started < 10, "the call waited for its idle deadline"
+    assert not reply["ok"]
+    assert "its answer could not be read" in str(reply) and "4300" in str(reply), reply

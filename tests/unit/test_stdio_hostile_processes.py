@@ -18,6 +18,7 @@ import time
 import pytest
 
 from app.mcp.errors import ProcessExited, ProtocolViolation
+from app.mcp.stderr import STDERR_LINE_KEEP_BYTES
 from app.mcp.stdio import StdioTransport
 from app.mcp.wire import WireEvent
 from tests.processes import wait_gone
@@ -269,3 +270,213 @@ async def test_closing_the_transport_lets_go_of_the_pipes_a_child_outside_its_pr
         if child:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGKILL)
+
+
+# Floods stderr with short lines (a debug print in a tight loop), then says it is done and waits. Short lines are
+# the worst case for a line-per-await reader: a single pipe read of 256 KiB holds tens of thousands of them.
+FLOODS_STDERR = textwrap.dedent("""
+    import sys
+    block = b"e1\\n" * (1 << 18)
+    for _ in range(int(sys.argv[1])):
+        sys.stderr.buffer.write(block)
+    sys.stderr.buffer.write(b"done\\n")
+    sys.stderr.buffer.flush()
+    sys.stdin.readline()
+""")
+# The loop's worst stall while the flood is read, as the loop thread's CPU time between two turns of a ticker: wall
+# time counts every moment another process held the core too (on a loaded 2-core machine, 100+ ms gaps with nothing
+# wrong), CPU time only what the loop itself did meanwhile. Reading line by line, with no turn between buffered lines
+# and up to 32 MB buffered (copied whole on each resize), it was 90 ms and more here; giving way every 2 ms slice with
+# a small read-ahead keeps it under 10 ms. 30 ms leaves room, and the old reader still fails it.
+STDERR_FLOOD_GAP_S = 0.030
+
+
+async def test_a_server_flooding_stderr_with_short_lines_leaves_the_event_loop_free_to_run_between_slices() -> None:
+    lines = 0
+    done = asyncio.Event()
+
+    def record(ev: WireEvent) -> None:
+        nonlocal lines
+        if ev.direction == "stderr":
+            lines += 1
+            if ev.raw == "done":
+                done.set()
+
+    worst_cpu = worst_wall = 0.0
+
+    async def ticker() -> None:  # what every timer and websocket sender sees: how long the loop kept it waiting
+        nonlocal worst_cpu, worst_wall
+        cpu, wall = time.thread_time(), time.perf_counter()
+        while not done.is_set():
+            await asyncio.sleep(0.001)
+            cpu_now, wall_now = time.thread_time(), time.perf_counter()
+            worst_cpu, worst_wall = max(worst_cpu, cpu_now - cpu), max(worst_wall, wall_now - wall)
+            cpu, wall = cpu_now, wall_now
+
+    transport = StdioTransport([sys.executable, "-c", FLOODS_STDERR, "4"], record)  # 3 MB, a million lines
+    await transport.start()
+    stamping = asyncio.create_task(ticker())
+    try:
+        await asyncio.wait_for(done.wait(), 60)
+        await stamping
+    finally:
+        stamping.cancel()
+        await transport.close()
+    assert lines == 4 * (1 << 18) + 1
+    assert worst_cpu < STDERR_FLOOD_GAP_S, (
+        f"the event loop ran {worst_cpu * 1000:.0f} ms (CPU; {worst_wall * 1000:.0f} ms wall) without a turn for "
+        "others while stderr was read")
+
+
+# One stderr "line" of 50 MB with no newline in it (a binary dump, a progress bar redrawn with \r), then a short one.
+ONE_HUGE_STDERR_LINE = textwrap.dedent("""
+    import sys
+    for _ in range(50):
+        sys.stderr.buffer.write(b"x" * (1 << 20))
+    sys.stderr.buffer.write(b"\\nafter\\n")
+    sys.stderr.buffer.flush()
+    sys.stdin.readline()
+""")
+
+
+async def test_a_50_mb_stderr_line_is_kept_as_its_start_with_how_many_bytes_were_dropped_and_the_next_line_follows(
+) -> None:
+    seen: list[WireEvent] = []
+    after = asyncio.Event()
+
+    def record(ev: WireEvent) -> None:
+        if ev.direction == "stderr":
+            seen.append(ev)
+            if ev.raw == "after":
+                after.set()
+
+    transport = StdioTransport([sys.executable, "-c", ONE_HUGE_STDERR_LINE], record)
+    await transport.start()
+    try:
+        await asyncio.wait_for(after.wait(), 60)
+    finally:
+        await transport.close()
+    [huge, last] = seen
+    assert last.raw == "after"
+    assert 0 < len(huge.raw) <= STDERR_LINE_KEEP_BYTES and set(huge.raw) == {"x"}
+    assert huge.note == f"{50 * (1 << 20) - len(huge.raw)} more bytes of this line not kept"
+
+
+# Answers with one stdout line longer than the console takes (its ids first, as most SDKs write them), then waits.
+ANSWERS_TOO_LONG = textwrap.dedent("""
+    import json, sys
+    request = json.loads(sys.stdin.readline())
+    head = json.dumps({"jsonrpc": "2.0", "id": request["id"]})[:-1]
+    sys.stdout.write(head + ', "result": {"content": [{"type": "text", "text": "' + "y" * 3_000_000 + '"}]}}\\n')
+    sys.stdout.flush()
+    sys.stdin.readline()
+""")
+
+
+@pytest.mark.parametrize("request_id", [7, "call-7"])
+async def test_an_answer_longer_than_max_message_bytes_fails_its_request_at_once_instead_of_leaving_it_waiting(
+        request_id: object) -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", ANSWERS_TOO_LONG], recorded.append,
+                               max_message_bytes=1_000_000)
+    await transport.start()
+    try:
+        exchange = await transport.open({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {}},
+                                        {}, "k7")
+        # Dropped, the answer never came: the request waited out its idle deadline (60 s in the console), its
+        # entry saying nothing of why. Over HTTP an over-long body fails the request at once; so does this.
+        with pytest.raises(ProtocolViolation, match="over the 1000000-byte limit"):
+            await asyncio.wait_for(anext(exchange.frames()), DEADLINE_S)
+        [note] = [ev for ev in recorded if "over the 1000000-byte limit" in (ev.note or "")]
+        assert note.exchange == "k7"  # on the request's own entry, not only a session notice
+    finally:
+        await transport.close()
+
+
+# Crashes on its first request, as a segfault in a native extension does.
+SEGFAULTS = textwrap.dedent("""
+    import os, signal, sys
+    sys.stdin.readline()
+    os.kill(os.getpid(), signal.SIGSEGV)
+""")
+
+
+async def test_a_server_killed_by_a_signal_is_said_to_be_killed_by_it_by_name_not_to_exit_with_a_negative_code(
+) -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", SEGFAULTS], recorded.append)
+    await transport.start()
+    try:
+        exchange = await transport.open({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}, {}, "k1")
+        # "exited (code -11)" is asyncio's way of saying it; a person reading the session looks for SIGSEGV.
+        with pytest.raises(ProcessExited, match=r"killed by signal SIGSEGV \(11\)"):
+            await asyncio.wait_for(anext(exchange.frames()), DEADLINE_S)
+        assert any("SIGSEGV" in (ev.note or "") for ev in recorded if ev.signal == "process_exited")
+    finally:
+        await transport.close()
+
+
+# Answers with JSON the console's parser refuses although it is JSON: nested deeper than it goes, or a number with
+# more digits than Python reads (4,300).
+ANSWERS_UNPARSEABLE = textwrap.dedent("""
+    import json, sys
+    request = json.loads(sys.stdin.readline())
+    head = json.dumps({"jsonrpc": "2.0", "id": request["id"]})[:-1]
+    result = "[" * 100_000 + "]" * 100_000 if sys.argv[1] == "deep" else "9" * 5000
+    sys.stdout.write(head + ', "result": ' + result + "}\\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
+""")
+
+
+@pytest.mark.parametrize(("shape", "says"), [("deep", "recursion"), ("digits", "4300")])
+async def test_an_answer_the_parser_refuses_fails_its_request_at_once_saying_why_not_that_the_server_logs_to_stdout(
+        shape: str, says: str) -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", ANSWERS_UNPARSEABLE, shape], recorded.append)
+    await transport.start()
+    try:
+        exchange = await transport.open({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {}}, {}, "k4")
+        frames = exchange.frames()
+        # It was taken for a log line on stdout ("stdio servers must log to stderr"), and the request waited out its
+        # idle deadline for an answer that had come.
+        with pytest.raises(ProtocolViolation, match=says) as caught:
+            while True:
+                await asyncio.wait_for(anext(frames), DEADLINE_S)
+        assert "log to stderr" not in str(caught.value)
+        [line] = [ev for ev in recorded if ev.direction == "in"]
+        assert line.frame is not None and line.frame.kind == "invalid" and line.exchange == "k4"
+        assert "log to stderr" not in str(line.frame.problem)
+    finally:
+        await transport.close()
+
+
+# Writes its whole answer but not the newline that ends it (a write without a "\n", flushed), then waits.
+ANSWERS_WITHOUT_A_NEWLINE = textwrap.dedent("""
+    import json, sys
+    request = json.loads(sys.stdin.readline())
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}}))
+    sys.stdout.flush()
+    sys.stdin.readline()
+""")
+
+
+async def test_an_answer_left_without_its_newline_is_pointed_out_on_its_request_while_it_waits() -> None:
+    recorded: list[WireEvent] = []
+    told = asyncio.Event()
+
+    def record(ev: WireEvent) -> None:
+        recorded.append(ev)
+        if "no newline" in (ev.note or ""):
+            told.set()
+
+    transport = StdioTransport([sys.executable, "-c", ANSWERS_WITHOUT_A_NEWLINE], record)
+    await transport.start()
+    try:
+        await transport.open({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {}}, {}, "k2")
+        # Nothing showed why the request waited out its idle deadline: the answer sat unread, waiting for its end.
+        await asyncio.wait_for(told.wait(), DEADLINE_S)
+        [note] = [ev for ev in recorded if "no newline" in (ev.note or "")]
+        assert note.exchange == "k2" and "bytes" in (note.note or "")
+    finally:
+        await transport.close()
