@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -145,11 +146,41 @@ def notification(method: str, params: dict[str, Any] | None = None) -> dict[str,
 
 
 def pretty(raw: str) -> str:
-    """Indented JSON when it parses, the raw text otherwise (for display only; see `indented`)."""
+    """The frame's own text laid out on lines, when it is JSON; the raw text otherwise (for display only).
+
+    Only the whitespace between tokens changes: every string, escape and number is the target's own spelling. A
+    decode and re-encode showed another message in the frame's place: a duplicate key lost, -0 as 0, 1e400 as
+    Infinity (not JSON at all), a lone surrogate escape as U+FFFD, "caf\\u00e9" as "café". Past the same bound
+    as `indented` (a value nested hundreds deep), the raw text is shown as it came."""
     try:
-        return indented(json.loads(raw), lambda: raw)
+        decode(raw)  # laid out only when it is JSON: anything else is shown exactly as it came
     except (ValueError, RecursionError):
         return raw
+    limit = max(PRETTY_FLOOR, PRETTY_FACTOR * len(raw))
+    pieces: list[str] = []
+    size = depth = 0
+    last = ""
+    for token in _TOKEN.findall(raw):
+        if token in "}]" and last not in "{[":
+            pieces.append("\n" + "  " * (depth - 1))
+        elif last in "{[," and last and not (token in "}]" and last in "{["):
+            pieces.append("\n" + "  " * depth)
+        if token in "{[":
+            depth += 1
+        elif token in "}]":
+            depth -= 1
+        piece = ": " if token == ":" else token
+        pieces.append(piece)
+        size += len(piece) + 2 * depth + 1
+        if size > limit:
+            return raw
+        last = token if token in "{}[],:" else "v"
+    return "".join(pieces)
+
+
+# The tokens of a JSON text: a whole string (escapes and all), a structural character, or a bare word (a number,
+# true, false, null) as written. Whitespace between them is what `pretty` lays out anew.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^\s{}\[\],:"]+', re.DOTALL)
 
 
 # Indenting multiplies a value's size by about its depth (each level a line, each line its depth's indent): a

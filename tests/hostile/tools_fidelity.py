@@ -1,0 +1,45 @@
+"""Odd but legal bytes on the wire, so a test can hold what the console shows and exports beside what was sent.
+
+- `say`: the whole HTTP answer is the test's: `parts` (base64), written one at a time with a pause between them so
+  they arrive as separate chunks (an SSE line split across reads). `@@ID@@` in a part becomes the request's id.
+- `state_echo`: an `input_required` round with only a `requestState` (the JSON text `state`, spelled exactly as
+  given, escapes and all); the retry is answered with the bytes of the request that carried it back (base64).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from typing import Any
+
+from tests.hostile.target import Ctx, Tool, text
+
+PAUSE_S = 0.05  # between parts: long enough that each is its own read on the console's side
+
+
+async def say(ctx: Ctx) -> None:
+    out: Any = ctx._out
+    rid = json.dumps(ctx.id).encode()
+    for i, part in enumerate(ctx.args.get("parts", [])):
+        if i:
+            await asyncio.sleep(PAUSE_S)
+        out.w.write(base64.b64decode(part).replace(b"@@ID@@", rid))
+        await out.w.drain()
+    out.done = True
+
+
+async def state_echo(ctx: Ctx) -> None:
+    out: Any = ctx._out
+    if "requestState" not in ctx.params:
+        state = str(ctx.args.get("state", '"s"'))
+        await ctx._out.final('{"jsonrpc":"2.0","id":' + json.dumps(ctx.id) + ',"result":{"resultType":'
+                             '"input_required","requestState":' + state + "}}")
+        return
+    await ctx.reply(text(json.dumps({"body": base64.b64encode(out.received).decode()})))
+
+
+TOOLS = [
+    Tool("say", say, {"inputSchema": {"type": "object", "properties": {"parts": {"type": "array"}}}}),
+    Tool("state_echo", state_echo, {"inputSchema": {"type": "object", "properties": {"state": {"type": "string"}}}}),
+]
