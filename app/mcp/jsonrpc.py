@@ -126,7 +126,29 @@ def encode(message: dict[str, Any]) -> str:
 
     NaN and Infinity raise ValueError: they are not JSON, and a console must never send non-JSON.
     """
-    return _ENCODER.encode(message)
+    text = _ENCODER.encode(message)
+    params = message.get("params")
+    if not text.isascii() and isinstance(params, dict) and _lone_surrogate(params.get("requestState")):
+        return _echoed_state(message, text)
+    return text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value: Any) -> bool:
+    return isinstance(value, str) and not value.isascii() and _SURROGATE.search(value) is not None
+
+
+def _echoed_state(message: dict[str, Any], text: str) -> str:
+    """The message with the lone surrogates of its requestState written as JSON escapes (\\ud800), as the server
+    wrote them: the state is the server's, echoed exactly, and as a character it has no UTF-8 form, so the retry
+    could not be sent at all. Anywhere else (arguments someone typed) a lone surrogate is still refused by the
+    transport, as before: the text is left alone when the rest of the message holds one too."""
+    rest = {**message, "params": {k: v for k, v in message["params"].items() if k != "requestState"}}
+    if _SURROGATE.search(_ENCODER.encode(rest)) is not None:
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 # What `json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)` builds on every call, built

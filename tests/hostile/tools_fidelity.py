@@ -3,7 +3,8 @@
 - `say`: the whole HTTP answer is the test's: `parts` (base64), written one at a time with a pause between them so
   they arrive as separate chunks (an SSE line split across reads). `@@ID@@` in a part becomes the request's id.
 - `state_echo`: an `input_required` round with only a `requestState` (the JSON text `state`, spelled exactly as
-  given, escapes and all); the retry is answered with the bytes of the request that carried it back (base64).
+  given, escapes and all; with `repeat`, the string made of `state` repeated that many times); the retry is
+  answered with the bytes of the request that carried it back (base64).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ async def state_echo(ctx: Ctx) -> None:
     out: Any = ctx._out
     if "requestState" not in ctx.params:
         state = str(ctx.args.get("state", '"s"'))
+        if "repeat" in ctx.args:  # a state bigger than the console takes as typed arguments
+            state = '"' + state * int(ctx.args["repeat"]) + '"'
         await ctx._out.final('{"jsonrpc":"2.0","id":' + json.dumps(ctx.id) + ',"result":{"resultType":'
                              '"input_required","requestState":' + state + "}}")
         return
@@ -41,5 +44,6 @@ async def state_echo(ctx: Ctx) -> None:
 
 TOOLS = [
     Tool("say", say, {"inputSchema": {"type": "object", "properties": {"parts": {"type": "array"}}}}),
-    Tool("state_echo", state_echo, {"inputSchema": {"type": "object", "properties": {"state": {"type": "string"}}}}),
+    Tool("state_echo", state_echo, {"inputSchema": {"type": "object", "properties": {
+        "state": {"type": "string"}, "repeat": {"type": "integer"}}}}),
 ]

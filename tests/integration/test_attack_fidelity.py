@@ -62,3 +62,43 @@ async def test_the_frame_box_shows_the_targets_own_spelling_of_every_key_and_num
     for spelled in ('"a": 1', '"a": 2', '"z": -0', '"inf": 1e400', '"f": 1.0', r'"e": "caf\u00e9"',
                     r'"lone": "\ud800"', r'"nul": "\u0000"'):
         assert spelled in shown, spelled
+
+
+async def _state_round(console: Console, sid: str, state: str, **more: int) -> tuple[dict[str, Any], bytes]:
+    """Call `state_echo` with the JSON text of a requestState; the reply and the bytes of the retry that carried it."""
+    response = await console.http.post(f"/sessions/{sid}/tools/call", headers=JSON, data={
+        "tool": "state_echo", "mode": "json", "json": json.dumps({"state": state, **more})})
+    assert response.status_code == 200, response.text
+    reply: dict[str, Any] = response.json()
+    assert reply["ok"], reply
+    said = json.loads(reply["result"]["content"][0]["text"])
+    return reply, base64.b64decode(said["body"])
+
+
+async def test_a_request_state_holding_a_lone_surrogate_escape_goes_back_as_the_same_string(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    # The escape \ud800 is legal JSON, and the string it makes has no UTF-8 form: the console's inspector measured
+    # it in UTF-8 and the call died with a 500, so the operation could never go on. It goes back as the escape.
+    sid = await console.connected_http(hostile_http("fidelity"))
+    reply, retry = await _state_round(console, sid, '"\\ud800 sealed \\udfff"')
+    assert json.loads(retry)["params"]["requestState"] == "\ud800 sealed \udfff"
+    assert b'"requestState":"\\ud800 sealed \\udfff"' in retry
+    sent = [w for w in (await console.entry(sid, reply["key"]))["wire"] if w["direction"] == "out"]
+    assert sent[-1]["raw"].encode() == retry  # and the record shows what went
+    for path in (f"/sessions/{sid}", f"/sessions/{sid}/export.har", f"/sessions/{sid}/entries/{reply['key']}.json"):
+        assert (await console.http.get(path)).status_code == 200, path
+    exported = await console.http.get(f"/sessions/{sid}/export.json")
+    imported = await console.http.post("/sessions/import", content=exported.content, headers=JSON)
+    assert imported.status_code == 200, imported.text
+    again = [w for w in (await console.entry(imported.json()["id"], reply["key"]))["wire"] if w["direction"] == "out"]
+    assert again[-1]["raw"] == sent[-1]["raw"]
+
+
+async def test_an_odd_or_huge_request_state_goes_back_as_the_same_string(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("fidelity"))
+    for state in ('"caf\\u00e9 \\u0000 \\\\ \\"q\\" \\/ \\u2028\\u2029\\ufeff"', '"{\\"a\\":1e400}"', '"007"'):
+        _, retry = await _state_round(console, sid, state)
+        assert json.loads(retry)["params"]["requestState"] == json.loads(state)
+    _, retry = await _state_round(console, sid, "Zz9+/=\\u00e9", repeat=400_000)  # 4.4 MB of JSON text
+    assert json.loads(retry)["params"]["requestState"] == "Zz9+/=\u00e9" * 400_000
