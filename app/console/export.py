@@ -18,6 +18,7 @@ from app.console.events import EXCHANGE_KINDS, TimelineEvent
 from app.console.secrets import Redactor, is_secret, mask_url, mask_value
 from app.console.store import Store, iter_events
 from app.console.target import Target
+from app.mcp.sse import SSE_REBUILT, sse_text
 
 FORMAT = "mcp-console-session"
 VERSION = 2  # 2: events are typed (event version 2); files of version 1 still import
@@ -128,7 +129,7 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
     response_headers = (head or {}).get("headers") or []
     ctype = next((v for k, v in response_headers if k.lower() == "content-type"), "")
     streamed = ctype.startswith("text/event-stream")
-    text = "".join(f"data: {f['raw']}\n\n" for f in frames) if streamed else "".join(f["raw"] for f in frames)
+    text = sse_text(f["raw"] for f in frames) if streamed else "".join(f["raw"] for f in frames)
     start = sent["wall"]
     first = head["wall"] if head else start
     last = frames[-1]["wall"] if frames else first
@@ -150,7 +151,8 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
                     "headersSize": -1, "bodySize": len(body.encode("utf-8"))},
         "response": {"status": status, "statusText": note.split(" ", 2)[2] if note.count(" ") >= 2 else "",
                      "httpVersion": "HTTP/1.1", "cookies": [], "headers": _headers(response_headers, include_secrets),
-                     "content": {"size": len(text.encode("utf-8")), "mimeType": ctype or "x-unknown", "text": text},
+                     "content": {"size": len(text.encode("utf-8")), "mimeType": ctype or "x-unknown", "text": text,
+                                 **({"comment": SSE_REBUILT} if streamed else {})},
                      "redirectURL": "", "headersSize": -1, "bodySize": len(text.encode("utf-8"))},
         "cache": {},
         "timings": {"send": 0, "wait": round((first - start) * 1000, 3), "receive": round((last - first) * 1000, 3)},

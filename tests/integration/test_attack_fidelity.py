@@ -7,11 +7,17 @@ import base64
 import html
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tests.hostile.fixtures import HostileUrl
-from tests.integration.conftest import JSON, Console
+from tests.integration.conftest import JSON, Console, child_env
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI_TIMEOUT_S = 90.0
 
 
 def _b64(data: bytes) -> str:
@@ -102,3 +108,56 @@ async def test_an_odd_or_huge_request_state_goes_back_as_the_same_string(
         assert json.loads(retry)["params"]["requestState"] == json.loads(state)
     _, retry = await _state_round(console, sid, "Zz9+/=\\u00e9", repeat=400_000)  # 4.4 MB of JSON text
     assert json.loads(retry)["params"]["requestState"] == "Zz9+/=\u00e9" * 400_000
+
+
+SSE_PARTS = (b': keep-alive\r\nevent: message\r\nid: 7\r\ndata: {"jsonrpc":"2.0","method":"notifications/message",',
+             b'"params":{"level":"info","data":"x"}}\r\n\r\n',
+             b'data: {"jsonrpc":"2.0","id":@@ID@@,\ndata: "result":{"resultType":"complete","content":[]}}\n\n')
+
+
+def _sse_data(text: str) -> list[str]:
+    """The data of each event of an SSE text, read as the SSE spec reads it (a line without a field is dropped)."""
+    events, data = [], []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if not line:
+            if data:
+                events.append("\n".join(data))
+            data = []
+        elif line.startswith("data:"):
+            data.append(line[6:] if line.startswith("data: ") else line[5:])
+    return events
+
+
+async def test_the_har_stream_of_an_event_with_several_data_lines_reads_back_as_the_same_events(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    # The HAR wrote each event as "data: " + its data: the second line of a two-line event went without its field
+    # name, so whatever reads the HAR (DevTools, a replay) dropped it. And the text is rebuilt from the events (the
+    # comment, event, id and CRLFs are not kept), which the HAR entry now says.
+    sid = await console.connected_http(hostile_http("fidelity"))
+    reply = await _say(console, sid, _answer(["Content-Type: text/event-stream"], *SSE_PARTS))
+    assert reply["ok"], reply
+    frames = [w["raw"] for w in _received(await console.entry(sid, reply["key"]))]
+    assert frames[1] == f'{{"jsonrpc":"2.0","id":{reply["id"]},\n"result":{{"resultType":"complete","content":[]}}}}'
+    har = (await console.http.get(f"/sessions/{sid}/export.har")).json()
+    (entry,) = [e for e in har["log"]["entries"] if e["_mcp"]["exchange"] == reply["key"]]
+    content = entry["response"]["content"]
+    assert _sse_data(content["text"]) == frames
+    assert "rebuilt" in content["comment"]
+
+
+def test_the_cli_har_stream_of_an_event_with_several_data_lines_reads_back_as_the_same_events(
+        hostile_http: Callable[..., HostileUrl], tmp_path: Path) -> None:
+    # `mcp-console call --har` joined a stream's frames with newlines under text/event-stream: no SSE at all.
+    url = hostile_http("fidelity")
+    har_file = tmp_path / "call.har"
+    parts = _answer(["Content-Type: text/event-stream"], *SSE_PARTS)
+    done = subprocess.run([sys.executable, "-m", "app", "call", url, "say", "--json", json.dumps({"parts": parts}),
+                           "--har", str(har_file)], cwd=ROOT, env=child_env(), capture_output=True, text=True,
+                          timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    entries = json.loads(har_file.read_text())["log"]["entries"]
+    call = next(e for e in entries if e["_mcp"]["method"] == "tools/call")
+    content = call["response"]["content"]
+    data = _sse_data(content["text"])
+    assert len(data) == 2 and json.loads(data[1])["result"]["resultType"] == "complete"
+    assert "rebuilt" in content["comment"]
