@@ -33,6 +33,8 @@ from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_STREAM_BYTES,
     ServerMessageSink,
+    replaced,
+    replaced_note,
     stream_bound_note,
     text_codec,
 )
@@ -160,6 +162,7 @@ class HttpExchange:
         # 2025-11-25 makes SSE ids unique across a session's streams: one seen again is a replay (see SeenIds).
         self._legacy = next(iter(self._protocol.values()), "") in LEGACY_VERSIONS
         self._replays = 0
+        self._said_replaced = False  # bytes not valid in the charset are said once per exchange
 
     async def frames(self) -> AsyncIterator[Frame]:
         response = self._response
@@ -226,15 +229,22 @@ class HttpExchange:
     async def _sse(self) -> AsyncIterator[Frame]:
         parser = SseParser(self._t.max_message_bytes)
         # Bytes, not text: the bound counts what crossed the wire; the decoder keeps split characters whole.
-        decoder = codecs.getincrementaldecoder(text_codec(self._response.encoding))(errors="replace")
+        codec = text_codec(self._response.encoding)
+        decoder = codecs.getincrementaldecoder(codec)(errors="replace")
         fair = FairShare()  # a flood of chunks must not keep the loop from its timers (see app/mcp/fair.py)
+        before = b""
         try:
             async for raw_chunk in body_pieces(self._response):
                 if fair.due():
                     await fair.give_way()
                 self._count(raw_chunk)
+                text = decoder.decode(raw_chunk)
+                # With the end of the chunk before: a target's own U+FFFD split across two chunks is not a replacement.
+                if not self._said_replaced and replaced(before[-2:] + raw_chunk, text, codec):
+                    self._say_replaced(codec)
+                before = raw_chunk
                 try:
-                    events = parser.feed(decoder.decode(raw_chunk))
+                    events = parser.feed(text)
                 except ValueError as exc:
                     self._record_problem(str(exc))
                     raise ProtocolViolation(str(exc)) from exc
@@ -285,7 +295,7 @@ class HttpExchange:
             if len(whole) > self._t.max_message_bytes:
                 self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
                 raise ProtocolViolation(f"response body larger than {self._t.max_message_bytes} bytes")
-            return whole.decode(text_codec(response.encoding), errors="replace")
+            return self._decoded(whole)
         chunks: list[bytes] = []
         size = 0
         try:
@@ -302,12 +312,24 @@ class HttpExchange:
             if chunks:
                 self._record_part(b"".join(chunks))
             raise
-        return b"".join(chunks).decode(text_codec(self._response.encoding), errors="replace")
+        return self._decoded(b"".join(chunks))
+
+    def _decoded(self, body: bytes) -> str:
+        """A body as text in its charset; bytes not valid there are shown as U+FFFD, and the record says so."""
+        codec = text_codec(self._response.encoding)
+        text = body.decode(codec, errors="replace")
+        if not self._said_replaced and replaced(body, text, codec):
+            self._say_replaced(codec)
+        return text
+
+    def _say_replaced(self, codec: str) -> None:
+        self._said_replaced = True
+        self._record_problem(replaced_note(codec))
 
     def _record_part(self, part: bytes) -> None:
         declared = self._response.headers.get("content-length")
         said = f" (Content-Length {declared})" if declared is not None else ""
-        self._incoming(part.decode(text_codec(self._response.encoding), errors="replace"),
+        self._incoming(self._decoded(part),
                        note=f"the body broke off after {len(part)} bytes{said}: what arrived of it")
 
     def _body_frame(self, body: str, ctype: str) -> Frame:

@@ -161,3 +161,36 @@ def test_the_cli_har_stream_of_an_event_with_several_data_lines_reads_back_as_th
     data = _sse_data(content["text"])
     assert len(data) == 2 and json.loads(data[1])["result"]["resultType"] == "complete"
     assert "rebuilt" in content["comment"]
+
+
+def _notes(entry: dict[str, Any]) -> str:
+    return " ".join(str(w.get("note") or "") for w in entry["wire"])
+
+
+def _text_result(text: bytes) -> bytes:
+    return (b'{"jsonrpc":"2.0","id":@@ID@@,"result":{"resultType":"complete","content":[{"type":"text","text":"' + text
+            + b'"}]}}')
+
+
+LATIN1_TEXT = _text_result(b"caf\xe9")
+GENUINE_FFFD = _text_result(b"\xef\xbf\xbd")
+
+
+async def test_bytes_that_are_not_utf8_are_said_to_be_shown_as_replacement_characters(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    # Decoded with errors="replace", the byte 0xE9 became U+FFFD in the frame and nothing said the target had sent
+    # something else: the record looked like the target's own U+FFFD. In a body and on a stream, split or not.
+    sid = await console.connected_http(hostile_http("fidelity"))
+    cut = LATIN1_TEXT.index(b"\xe9")
+    for ctype, body in (("application/json", [LATIN1_TEXT]),
+                        ("text/event-stream", [b"data: " + LATIN1_TEXT[:cut], LATIN1_TEXT[cut:] + b"\n\n"])):
+        reply = await _say(console, sid, _answer([f"Content-Type: {ctype}"], *body))
+        entry = await console.entry(sid, reply["key"])
+        assert "caf\ufffd" in _received(entry)[-1]["raw"]
+        assert "not valid utf-8" in _notes(entry) and "U+FFFD" in _notes(entry), (ctype, entry["wire"])
+    split = GENUINE_FFFD.index(b"\xbf")  # the target's own U+FFFD, whole and split across two reads, is no replacement
+    for ctype, body in (("application/json", [GENUINE_FFFD]),
+                        ("text/event-stream", [b"data: " + GENUINE_FFFD[:split], GENUINE_FFFD[split:] + b"\n\n"])):
+        reply = await _say(console, sid, _answer([f"Content-Type: {ctype}"], *body))
+        entry = await console.entry(sid, reply["key"])
+        assert "\ufffd" in _received(entry)[-1]["raw"] and "U+FFFD" not in _notes(entry), ctype
