@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import Any, Literal
 
 import orjson
@@ -154,6 +156,24 @@ def _echoed_state(message: dict[str, Any], text: str) -> str:
 # What `json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)` builds on every call, built
 # once: the same text (json.dumps makes exactly this encoder for those arguments), without a new one per request.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class InexactNumber(ValueError):
+    """A typed number that would go out as another number (see `exact_float`)."""
+
+
+def exact_float(text: str) -> float:
+    """The double a typed number (JSON number text) goes out as, when it is that number; else ValueError.
+
+    A double carries about 17 digits and a bounded exponent: 1e-400 became 0.0 and 3.14159265358979323846 became
+    3.141592653589793, and what reached the server was another number than the one typed, with nothing said.
+    Compared as decimals, 1e16 and 1e+16, 1.10 and 1.1 are the same number and go as typed."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise InexactNumber("a number too large for JSON (it would become Infinity)")
+    if Decimal(text) != Decimal(repr(value)):
+        raise InexactNumber(f"{text} has more digits than the console can send as a number: it would go as {value!r}")
+    return value
 
 
 def request(id_: int | str, method: str, params: dict[str, Any]) -> dict[str, Any]:

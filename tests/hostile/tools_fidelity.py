@@ -42,7 +42,17 @@ async def state_echo(ctx: Ctx) -> None:
     await ctx.reply(text(json.dumps({"body": base64.b64encode(out.received).decode()})))
 
 
+async def typed_echo(ctx: Ctx) -> None:
+    out: Any = ctx._out
+    await ctx.reply(text(json.dumps({"body": base64.b64encode(out.received).decode()})))
+
+
+TYPED = {"type": "object", "properties": {"s": {"type": "string"}, "n": {"type": "number"}, "i": {"type": "integer"},
+                                          "b": {"type": "boolean"}, "any": {}, "e": {"enum": ["1", 1, "x"]}}}
+
 TOOLS = [
+    Tool("typed_echo", typed_echo, {"description": "Says back the request's bytes; its arguments are typed.",
+                                    "inputSchema": TYPED}),
     Tool("say", say, {"inputSchema": {"type": "object", "properties": {"parts": {"type": "array"}}}}),
     Tool("state_echo", state_echo, {"inputSchema": {"type": "object", "properties": {
         "state": {"type": "string"}, "repeat": {"type": "integer"}}}}),

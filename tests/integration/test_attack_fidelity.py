@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +195,48 @@ async def test_bytes_that_are_not_utf8_are_said_to_be_shown_as_replacement_chara
         reply = await _say(console, sid, _answer([f"Content-Type: {ctype}"], *body))
         entry = await console.entry(sid, reply["key"])
         assert "\ufffd" in _received(entry)[-1]["raw"] and "U+FFFD" not in _notes(entry), ctype
+
+
+async def _typed(console: Console, sid: str, form: dict[str, str]) -> dict[str, Any]:
+    response = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "typed_echo", **form},
+                                       headers=JSON)
+    assert response.status_code == 200, response.text
+    reply: dict[str, Any] = response.json()
+    return reply
+
+
+def _arrived(reply: dict[str, Any]) -> bytes:
+    return base64.b64decode(json.loads(reply["result"]["content"][0]["text"])["body"])
+
+
+async def test_a_typed_number_a_double_cannot_carry_is_refused_not_rounded(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    # 1e-400 went out as 0.0 and 3.14159265358979323846 as 3.141592653589793: another number than the one typed,
+    # with nothing said (1e400 was refused already: it would become Infinity).
+    sid = await console.connected_http(hostile_http("fidelity"))
+    for typed in ("1e-400", "3.14159265358979323846", "0.10000000000000001"):
+        for form in ({"arg.n": typed}, {"mode": "json", "json": f'{{"n": {typed}}}'}):
+            reply = await _typed(console, sid, form)
+            assert reply.get("sent") is False, (form, reply)
+            assert "digits" in json.dumps(reply), reply
+    for typed in ("0.1", "1e16", "1.10", "-2.5E-3", "123456789012345678901234567890"):
+        for form in ({"arg.n": typed}, {"mode": "json", "json": f'{{"n": {typed}}}'}):
+            reply = await _typed(console, sid, form)
+            assert reply["ok"], (form, reply)
+            went = json.loads(_arrived(reply), parse_float=Decimal, parse_int=Decimal)["params"]["arguments"]["n"]
+            assert went == Decimal(typed), (form, went)
+
+
+def test_the_cli_refuses_an_argument_a_double_cannot_carry_instead_of_rounding_it(
+        hostile_http: Callable[..., HostileUrl]) -> None:
+    # `call --arg n=1e-400` sent 0.0; taken as "not JSON" it would go as the string "1e-400": neither is what was meant.
+    url = hostile_http("fidelity")
+    for given in (["--arg", "n=1e-400"], ["--json", '{"n": 3.14159265358979323846}']):
+        done = subprocess.run([sys.executable, "-m", "app", "call", url, "typed_echo", *given], cwd=ROOT,
+                              env=child_env(), capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode != 0 and "digits" in done.stderr, (given, done.stdout, done.stderr)
+    done = subprocess.run([sys.executable, "-m", "app", "call", url, "typed_echo", "--arg", "n=0.1"], cwd=ROOT,
+                          env=child_env(), capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
