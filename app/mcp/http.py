@@ -233,6 +233,7 @@ class HttpExchange:
         decoder = codecs.getincrementaldecoder(codec)(errors="replace")
         fair = FairShare()  # a flood of chunks must not keep the loop from its timers (see app/mcp/fair.py)
         before = b""
+        previous: str | None = None  # the id of this stream's last event
         try:
             async for raw_chunk in body_pieces(self._response):
                 if fair.due():
@@ -255,7 +256,10 @@ class HttpExchange:
                 # rows spell one wall time for the lot: see Wire.data_text).
                 mono, wall = time.monotonic(), time.time()
                 for event in events:
-                    if event.id is not None and self._legacy and not self._t.event_ids.first_time(event.id):
+                    # An event with no id of its own keeps the one before it (as SSE says): that is no replay.
+                    kept, previous = previous == event.id, event.id
+                    if event.id is not None and self._legacy and not kept and \
+                            not self._t.event_ids.first_time(event.id):
                         self._replays += 1
                         if self._replays == 1:  # said once: a resumption may replay thousands
                             self._record_problem(f"sse id={_short(event.id)} was already delivered: a replay, not "

@@ -16,6 +16,9 @@ from typing import Any
 
 from tests.hostile.fixtures import HostileUrl
 from tests.integration.conftest import JSON, Console, child_env
+from tests.legacy.fixtures import legacy_url
+
+__all__ = ["legacy_url"]  # a fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 90.0
@@ -240,3 +243,16 @@ def test_the_cli_refuses_an_argument_a_double_cannot_carry_instead_of_rounding_i
                           env=child_env(), capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
+
+
+async def test_events_after_the_only_sse_id_of_a_2025_11_25_stream_are_not_taken_for_replays(
+        console: Console, legacy_url: str) -> None:
+    # SSE keeps the last id for every later event: a server that numbers only its priming event gave the log line
+    # and the answer that id too, the console took both for replays of the priming event and dropped them, and the
+    # call never got its answer. An id is a replay when it comes again, not when an event carries none of its own.
+    s = await console.connect(kind="http", url=legacy_url)
+    assert s["status"] == "connected", s["status_message"]
+    reply = await console.call_tool(s["id"], "id_once")
+    assert reply["status"] == "complete", reply
+    frames = [json.loads(w["raw"]) for w in _received(await console.entry(s["id"], reply["key"]))]
+    assert [f.get("method", "answer") for f in frames] == ["notifications/message", "answer"]
