@@ -182,7 +182,8 @@ def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | 
         if name.lower() in CURL_SKIP:
             continue
         shown = value if include_secrets or not is_secret(name) else mask_value(name, value)
-        lines.append(f"  -H {shlex.quote(f'{name}: {shown}')}")
+        # curl reads "name:" with nothing after it as "do not send this header"; "name;" sends it empty.
+        lines.append(f"  -H {shlex.quote(f'{name}: {shown}' if shown.strip() else f'{name};')}")
     lines.append(f"  --data-raw {shlex.quote(sent['raw'])}")
     return header + " \\\n".join(lines)
 

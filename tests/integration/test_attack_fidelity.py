@@ -7,12 +7,15 @@ import base64
 import html
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.hostile.fixtures import HostileUrl
 from tests.integration.conftest import JSON, Console, child_env
@@ -256,3 +259,28 @@ async def test_events_after_the_only_sse_id_of_a_2025_11_25_stream_are_not_taken
     assert reply["status"] == "complete", reply
     frames = [json.loads(w["raw"]) for w in _received(await console.entry(s["id"], reply["key"]))]
     assert [f.get("method", "answer") for f in frames] == ["notifications/message", "answer"]
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+async def test_copy_as_curl_sends_what_the_console_sent_empty_header_values_included(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    # curl reads `-H 'name: '` as "do not send this header": an empty header value the console sent (one the owner
+    # gave the target, or an x-mcp-header argument that is "") was missing from the command's request.
+    sid = await console.connected_http(hostile_http("wire"), headers="X-Empty: \nX-Kept: 1")
+    response = await console.http.post(f"/sessions/{sid}/tools/call", headers=JSON, data={
+        "tool": "wire_echo_header", "mode": "json", "json": json.dumps({"region": ""})})
+    reply = response.json()
+    assert reply["ok"], reply
+    (sent,) = [w for w in (await console.entry(sid, reply["key"]))["wire"] if w["direction"] == "out"]
+    assert ["x-empty", ""] in sent["headers"] and ["mcp-param-region", ""] in sent["headers"]
+    command = (await console.http.get(f"/sessions/{sid}/entries/{reply['key']}/curl")).text
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    said = json.loads(json.loads(done.stdout)["result"]["content"][0]["text"])
+    lines = base64.b64decode(said["head"]).decode("latin-1").split("\r\n")[1:]
+    went = {(name.lower(), value) for name, value in (line.split(":", 1) for line in lines if line)}
+    went = {(name, value.strip()) for name, value in went}
+    skipped = {"host", "content-length", "accept-encoding", "connection"}  # curl's own, as the command says
+    assert {(name, value) for name, value in sent["headers"] if name not in skipped} <= went
+    assert base64.b64decode(said["body"]).decode() == sent["raw"]
