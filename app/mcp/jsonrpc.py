@@ -103,7 +103,10 @@ def parse_frame(raw: str, http_status: int | None = None) -> Frame:
     try:
         message = decode(raw)
     except (ValueError, RecursionError) as exc:
-        return Frame(raw=raw, kind="invalid", problem=f"malformed JSON: {exc}", http_status=http_status)
+        # An invisible U+FEFF first made "Expecting value: line 1 column 1" read as if the JSON itself were broken.
+        bom = " (it begins with a byte order mark, U+FEFF, which JSON sent over a network must not carry: " \
+              "RFC 8259 section 8.1)" if raw.startswith("\ufeff") else ""
+        return Frame(raw=raw, kind="invalid", problem=f"malformed JSON: {exc}{bom}", http_status=http_status)
     kind, problem = classify(message)
     return Frame(raw=raw, kind=kind, message=message if isinstance(message, dict) else None, problem=problem,
                  http_status=http_status)

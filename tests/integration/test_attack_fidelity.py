@@ -284,3 +284,15 @@ async def test_copy_as_curl_sends_what_the_console_sent_empty_header_values_incl
     skipped = {"host", "content-length", "accept-encoding", "connection"}  # curl's own, as the command says
     assert {(name, value) for name, value in sent["headers"] if name not in skipped} <= went
     assert base64.b64decode(said["body"]).decode() == sent["raw"]
+
+
+async def test_a_body_that_begins_with_a_byte_order_mark_is_said_to_for_what_it_is(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    # The frame read "malformed JSON: Expecting value: line 1 column 1 (char 0)" over text that looks like JSON:
+    # the mark is invisible, so the record said the server's JSON was broken and not why.
+    sid = await console.connected_http(hostile_http("fidelity"))
+    body = b'\xef\xbb\xbf{"jsonrpc":"2.0","id":@@ID@@,"result":{"resultType":"complete","content":[]}}'
+    reply = await _say(console, sid, _answer(["Content-Type: application/json"], body))
+    (frame,) = _received(await console.entry(sid, reply["key"]))
+    assert frame["raw"].startswith("\ufeff{")  # kept as it came
+    assert "byte order mark" in frame["problem"], frame
