@@ -19,6 +19,7 @@ from app.console.secrets import Redactor, is_secret, mask_url, mask_value
 from app.console.store import Store, iter_events
 from app.console.target import Target
 from app.mcp.sse import SSE_REBUILT, sse_text
+from app.mcp.transport import REPLACED
 
 FORMAT = "mcp-console-session"
 VERSION = 2  # 2: events are typed (event version 2); files of version 1 still import
@@ -117,6 +118,10 @@ def har(session_id: str, target: Target, store: Store, include_secrets: bool = F
         if sent is None or sent.get("headers") is None:
             continue  # not an HTTP exchange (stdio frames carry no headers)
         har_entry = _har_entry(key, item["entry"], url, sent, head, frames, include_secrets)
+        replaced = next((w["note"] for w in item["wire"] if (w.get("note") or "").startswith(REPLACED)), None)
+        if replaced is not None:  # the text holds U+FFFD where the server's bytes were not text: said here too
+            content = har_entry["response"]["content"]
+            content["comment"] = f"{content['comment']}; {replaced}" if "comment" in content else replaced
         har_entry["_mcp"]["findings"] = item["findings"]  # the live lint's findings on this exchange's frames
         yield sep + json.dumps(har_entry if redact is None else redact(har_entry))
         sep = ", "

@@ -50,9 +50,11 @@ def replaced(raw: bytes, text: str, codec: str) -> bool:
     return text.count("\ufffd") > genuine
 
 
+REPLACED = "the server sent bytes that are not valid "  # how the note begins (exports look for it)
+
+
 def replaced_note(codec: str) -> str:
-    return (f"the server sent bytes that are not valid {codec}: each is shown here as U+FFFD (the record keeps "
-            "text, not the bytes themselves)")
+    return f"{REPLACED}{codec}: each is shown here as U+FFFD (the record keeps text, not the bytes themselves)"
 
 
 def size_text(n: int) -> str:

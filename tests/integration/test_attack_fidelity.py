@@ -195,6 +195,9 @@ async def test_bytes_that_are_not_utf8_are_said_to_be_shown_as_replacement_chara
         entry = await console.entry(sid, reply["key"])
         assert "caf\ufffd" in _received(entry)[-1]["raw"]
         assert "not valid utf-8" in _notes(entry) and "U+FFFD" in _notes(entry), (ctype, entry["wire"])
+        har = (await console.http.get(f"/sessions/{sid}/export.har")).json()
+        (har_entry,) = [e for e in har["log"]["entries"] if e["_mcp"]["exchange"] == reply["key"]]
+        assert "U+FFFD" in har_entry["response"]["content"]["comment"]  # the HAR's text says so too
     split = GENUINE_FFFD.index(b"\xbf")  # the target's own U+FFFD, whole and split across two reads, is no replacement
     for ctype, body in (("application/json", [GENUINE_FFFD]),
                         ("text/event-stream", [b"data: " + GENUINE_FFFD[:split], GENUINE_FFFD[split:] + b"\n\n"])):
