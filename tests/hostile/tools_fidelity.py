@@ -2,6 +2,7 @@
 
 - `say`: the whole HTTP answer is the test's: `parts` (base64), written one at a time with a pause between them so
   they arrive as separate chunks (an SSE line split across reads). `@@ID@@` in a part becomes the request's id.
+- `say_line` (stdio): the answer is the line `line` (base64), written to stdout as those very bytes.
 - `state_echo`: an `input_required` round with only a `requestState` (the JSON text `state`, spelled exactly as
   given, escapes and all; with `repeat`, the string made of `state` repeated that many times); the retry is
   answered with the bytes of the request that carried it back (base64).
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import sys
 from typing import Any
 
 from tests.hostile.target import Ctx, Tool, text
@@ -28,6 +30,14 @@ async def say(ctx: Ctx) -> None:
         out.w.write(base64.b64decode(part).replace(b"@@ID@@", rid))
         await out.w.drain()
     out.done = True
+
+
+async def say_line(ctx: Ctx) -> None:
+    """stdio: the line `line` (base64) written to stdout as bytes, as the answer."""
+    line = base64.b64decode(str(ctx.args.get("line", ""))).replace(b"@@ID@@", json.dumps(ctx.id).encode())
+    sys.stdout.flush()
+    sys.stdout.buffer.write(line + b"\n")
+    sys.stdout.buffer.flush()
 
 
 async def state_echo(ctx: Ctx) -> None:
@@ -53,6 +63,7 @@ TYPED = {"type": "object", "properties": {"s": {"type": "string"}, "n": {"type":
 TOOLS = [
     Tool("typed_echo", typed_echo, {"description": "Says back the request's bytes; its arguments are typed.",
                                     "inputSchema": TYPED}),
+    Tool("say_line", say_line, {"inputSchema": {"type": "object", "properties": {"line": {"type": "string"}}}}),
     Tool("say", say, {"inputSchema": {"type": "object", "properties": {"parts": {"type": "array"}}}}),
     Tool("state_echo", state_echo, {"inputSchema": {"type": "object", "properties": {
         "state": {"type": "string"}, "repeat": {"type": "integer"}}}}),

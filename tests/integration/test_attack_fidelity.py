@@ -7,6 +7,7 @@ import base64
 import html
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.hostile.fixtures import HostileUrl
+from tests.hostile.fixtures import HostileUrl, hostile_argv
 from tests.integration.conftest import JSON, Console, child_env
 from tests.legacy.fixtures import legacy_url
 
@@ -299,3 +300,15 @@ async def test_a_body_that_begins_with_a_byte_order_mark_is_said_to_for_what_it_
     (frame,) = _received(await console.entry(sid, reply["key"]))
     assert frame["raw"].startswith("\ufeff{")  # kept as it came
     assert "byte order mark" in frame["problem"], frame
+
+
+async def test_a_stdio_line_that_is_not_utf8_is_said_to_be_shown_with_replacement_characters(
+        console: Console) -> None:
+    s = await console.connect(kind="stdio", command=shlex.join(hostile_argv("fidelity")))
+    assert s["status"] == "connected", s["status_message"]
+    # As over HTTP: a byte that is not UTF-8 is said to be shown as U+FFFD; the target's own U+FFFD is not.
+    for text, said in ((b"caf\xe9", True), (b"\xef\xbf\xbd", False)):
+        reply = await console.call_tool(s["id"], "say_line", line=_b64(_text_result(text)))
+        entry = await console.entry(s["id"], reply["key"])
+        assert "\ufffd" in _received(entry)[-1]["raw"]
+        assert ("U+FFFD" in _notes(entry)) is said, entry["wire"]
