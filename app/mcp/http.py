@@ -81,6 +81,16 @@ def _answer_headers(response: Answer) -> list[tuple[str, str]]:
     return response.header_list if isinstance(response, LeanResponse) else _header_list(response.headers)
 
 
+def _decoding(response: Answer, headers: list[tuple[str, str]]) -> str:
+    """What a note adds when a header is not ASCII: which reading shows it. HTTP gives header bytes no charset and
+    httpx reads all of an answer's headers one way (UTF-8 when they all are, else ISO-8859-1), so the same bytes
+    show differently beside different neighbours."""
+    if all(name.isascii() and value.isascii() for name, value in headers):
+        return ""
+    return (f"the answer's header values outside ASCII are shown decoded as {response.headers.encoding} (HTTP gives "
+            "header bytes no charset)")
+
+
 def _content_type(response: Answer) -> str:
     """The media type alone, lower-cased (`text/event-stream`, `application/json`, ...)."""
     value = response.content_type if isinstance(response, LeanResponse) else response.headers.get("content-type", "")
@@ -501,9 +511,11 @@ class HttpTransport:
         except BaseException:  # cancelled while connecting: the request is on the record, as it always was
             record_out()
             raise
+        answered = _answer_headers(response)
         self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
-                              headers=_answer_headers(response),
-                              note=f"HTTP {response.status_code} {response.reason_phrase}"))
+                              headers=answered, note=f"HTTP {response.status_code} {response.reason_phrase}"))
+        if decoding := _decoding(response, answered):  # its own note: the head's is the status line (HAR reads it)
+            self.record(WireEvent(direction="transport", raw="", exchange=key, note=decoding))
         try:
             self._learn_session(message, response)
         except ProtocolViolation as exc:

@@ -312,3 +312,20 @@ async def test_a_stdio_line_that_is_not_utf8_is_said_to_be_shown_with_replacemen
         entry = await console.entry(s["id"], reply["key"])
         assert "\ufffd" in _received(entry)[-1]["raw"]
         assert ("U+FFFD" in _notes(entry)) is said, entry["wire"]
+
+
+async def test_header_values_outside_ascii_say_which_decoding_shows_them(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    # HTTP gives header bytes no charset, and httpx reads all of an answer's headers one way: UTF-8 when they all
+    # are, else ISO-8859-1. The same bytes C3 A9 showed as "é" beside ASCII headers and "Ã©" beside a Latin-1 one,
+    # and nothing said which reading the page showed.
+    sid = await console.connected_http(hostile_http("fidelity"))
+    for extra, codec, shown in ((["X-Utf8: caf\u00c3\u00a9"], "utf-8", "caf\u00e9"),
+                                (["X-Utf8: caf\u00c3\u00a9", "X-Latin: caf\u00e9"], "iso-8859-1", "caf\u00c3\u00a9")):
+        reply = await _say(console, sid, _answer(["Content-Type: application/json", *extra], ODD_RESULT))
+        entry = await console.entry(sid, reply["key"])
+        (head,) = [w for w in entry["wire"] if w["direction"] == "transport" and w.get("headers")]
+        assert ["x-utf8", shown] in head["headers"] and head["note"] == "HTTP 200 OK"
+        assert f"decoded as {codec}" in _notes(entry), entry["wire"]
+    reply = await _say(console, sid, _answer(["Content-Type: application/json"], ODD_RESULT))
+    assert "decoded as" not in _notes(await console.entry(sid, reply["key"]))
