@@ -254,6 +254,12 @@ def compact_html(html: str) -> str:
     return _HELD.sub(lambda m: kept[int(m.group(1))], text) if kept else text
 
 
+def ascii_json(value: Any) -> str:
+    """A value as JSON text in ASCII alone, for a form to post back exactly: a page cannot carry a NUL (the HTML
+    parser reads U+FFFD), a CR (read as LF), a line break (posted as CRLF) or a lone surrogate as they are."""
+    return json.dumps(value)
+
+
 class CompactTemplate(Template):
     def render(self, *args: Any, **kwargs: Any) -> str:
         return compact_html(super().render(*args, **kwargs))
@@ -266,7 +272,7 @@ def make_env() -> Environment:
     env.filters.update(datetime=fmt_datetime, ms=fmt_ms, bytes=fmt_bytes, clock=fmt_time, tojson_pretty=to_json,
                        pretty=pretty,
                        header_decoded=decode_value, dom_id=dom_id, from_json=from_json,
-                       without_meta=without_meta, visible=visible)
+                       without_meta=without_meta, visible=visible, ascii_json=ascii_json)
     env.globals.update(lint_rules=LINT_RULES, error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
                        fields_for=fields_for, round_bars=round_bars, op_facts=op_facts, url_facts=url_facts,

@@ -3,6 +3,8 @@
 - `say`: the whole HTTP answer is the test's: `parts` (base64), written one at a time with a pause between them so
   they arrive as separate chunks (an SSE line split across reads). `@@ID@@` in a part becomes the request's id.
 - `say_line` (stdio): the answer is the line `line` (base64), written to stdout as those very bytes.
+- `key_echo`: the same for an `inputRequests` key (a roots/list request under the JSON text `key`).
+- `odd_keys`: form questions keyed by ODD_KEYS (NUL, LF, CR, a lone surrogate); the retry's keys come back.
 - `state_echo`: an `input_required` round with only a `requestState` (the JSON text `state`, spelled exactly as
   given, escapes and all; with `repeat`, the string made of `state` repeated that many times); the retry is
   answered with the bytes of the request that carried it back (base64).
@@ -40,6 +42,33 @@ async def say_line(ctx: Ctx) -> None:
     sys.stdout.buffer.flush()
 
 
+async def key_echo(ctx: Ctx) -> None:
+    """An `input_required` round asking roots/list under the key spelled by the JSON text `key`; the retry is
+    answered with the bytes of the request that carried the answer (base64)."""
+    out: Any = ctx._out
+    if "inputResponses" not in ctx.params:
+        key = str(ctx.args.get("key", '"k"'))
+        await ctx._out.final('{"jsonrpc":"2.0","id":' + json.dumps(ctx.id) + ',"result":{"resultType":'
+                             '"input_required","inputRequests":{' + key + ':{"method":"roots/list"}}}}')
+        return
+    await ctx.reply(text(json.dumps({"body": base64.b64encode(out.received).decode()})))
+
+
+ODD_KEYS = ["nul\u0000here", "line\nbreak", "cr\rlf"]  # inputRequests keys a page cannot carry as is
+
+
+async def odd_keys(ctx: Ctx) -> None:
+    """An `input_required` round of form questions keyed by ODD_KEYS; the retry is answered with the
+    inputResponses keys it carried, as JSON text (escaped, so a lone surrogate survives the trip)."""
+    responses = ctx.params.get("inputResponses")
+    if responses is None:
+        ask = {"method": "elicitation/create", "params": {"mode": "form", "message": "Fine?", "requestedSchema": {
+            "type": "object", "properties": {}}}}
+        await ctx.reply({"resultType": "input_required", "inputRequests": {key: ask for key in ODD_KEYS}})
+        return
+    await ctx.reply(text(json.dumps(sorted(responses))))
+
+
 async def state_echo(ctx: Ctx) -> None:
     out: Any = ctx._out
     if "requestState" not in ctx.params:
@@ -64,6 +93,8 @@ TOOLS = [
     Tool("typed_echo", typed_echo, {"description": "Says back the request's bytes; its arguments are typed.",
                                     "inputSchema": TYPED}),
     Tool("say_line", say_line, {"inputSchema": {"type": "object", "properties": {"line": {"type": "string"}}}}),
+    Tool("key_echo", key_echo, {"inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}}}),
+    Tool("odd_keys", odd_keys),
     Tool("say", say, {"inputSchema": {"type": "object", "properties": {"parts": {"type": "array"}}}}),
     Tool("state_echo", state_echo, {"inputSchema": {"type": "object", "properties": {
         "state": {"type": "string"}, "repeat": {"type": "integer"}}}}),
