@@ -133,7 +133,8 @@ def encode(message: dict[str, Any]) -> str:
     """
     text = _ENCODER.encode(message)
     params = message.get("params")
-    if not text.isascii() and isinstance(params, dict) and _lone_surrogate(params.get("requestState")):
+    if not text.isascii() and isinstance(params, dict) and (
+            _lone_surrogate(params.get("requestState")) or _lone_key(params.get("inputResponses"))):
         return _echoed_state(message, text)
     return text
 
@@ -145,12 +146,19 @@ def _lone_surrogate(value: Any) -> bool:
     return isinstance(value, str) and not value.isascii() and _SURROGATE.search(value) is not None
 
 
+def _lone_key(responses: Any) -> bool:
+    return isinstance(responses, dict) and any(_lone_surrogate(key) for key in responses)
+
+
 def _echoed_state(message: dict[str, Any], text: str) -> str:
-    """The message with the lone surrogates of its requestState written as JSON escapes (\\ud800), as the server
-    wrote them: the state is the server's, echoed exactly, and as a character it has no UTF-8 form, so the retry
-    could not be sent at all. Anywhere else (arguments someone typed) a lone surrogate is still refused by the
-    transport, as before: the text is left alone when the rest of the message holds one too."""
-    rest = {**message, "params": {k: v for k, v in message["params"].items() if k != "requestState"}}
+    """The message with the lone surrogates of its requestState and inputResponses keys written as JSON escapes
+    (\\ud800), as the server wrote them: both are the server's, echoed exactly, and as a character a lone surrogate
+    has no UTF-8 form, so the retry could not be sent at all. Anywhere else (arguments or answers someone typed) a
+    lone surrogate is still refused by the transport, as before: the text is left alone when the rest holds one."""
+    params = message["params"]
+    answers = params.get("inputResponses")
+    rest = {**message, "params": {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")},
+            "answers": list(answers.values()) if isinstance(answers, dict) else answers}
     if _SURROGATE.search(_ENCODER.encode(rest)) is not None:
         return text
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

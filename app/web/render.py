@@ -165,8 +165,9 @@ def op_facts(entry: dict[str, Any], round_snapshots: Any = None) -> dict[str, An
 
 
 def dom_id(value: Any) -> str:
-    """A stable, safe element id fragment for any string (URIs are not valid ids as they are)."""
-    return hashlib.sha1(str(value).encode("utf-8")).hexdigest()[:12]
+    """A stable, safe element id fragment for any string (URIs are not valid ids as they are). surrogatepass: a
+    server's key may hold a lone surrogate escape (\\ud800), and hashing it as UTF-8 made the session page a 500."""
+    return hashlib.sha1(str(value).encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def first_of_each(items: Any, key: str) -> tuple[list[Any], int]:

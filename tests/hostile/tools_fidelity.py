@@ -54,7 +54,7 @@ async def key_echo(ctx: Ctx) -> None:
     await ctx.reply(text(json.dumps({"body": base64.b64encode(out.received).decode()})))
 
 
-ODD_KEYS = ["nul\u0000here", "line\nbreak", "cr\rlf"]  # inputRequests keys a page cannot carry as is
+ODD_KEYS = ["nul\u0000here", "line\nbreak", "cr\rlf", "lone\ud800"]  # inputRequests keys a page cannot carry as is
 
 
 async def odd_keys(ctx: Ctx) -> None:
