@@ -18,6 +18,8 @@ from app.console.events import EXCHANGE_KINDS, TimelineEvent
 from app.console.secrets import Redactor, is_secret, mask_url, mask_value
 from app.console.store import Store, iter_events
 from app.console.target import Target
+from app.mcp.sse import SSE_REBUILT, sse_text
+from app.mcp.transport import REPLACED
 
 FORMAT = "mcp-console-session"
 VERSION = 2  # 2: events are typed (event version 2); files of version 1 still import
@@ -116,6 +118,10 @@ def har(session_id: str, target: Target, store: Store, include_secrets: bool = F
         if sent is None or sent.get("headers") is None:
             continue  # not an HTTP exchange (stdio frames carry no headers)
         har_entry = _har_entry(key, item["entry"], url, sent, head, frames, include_secrets)
+        replaced = next((w["note"] for w in item["wire"] if (w.get("note") or "").startswith(REPLACED)), None)
+        if replaced is not None:  # the text holds U+FFFD where the server's bytes were not text: said here too
+            content = har_entry["response"]["content"]
+            content["comment"] = f"{content['comment']}; {replaced}" if "comment" in content else replaced
         har_entry["_mcp"]["findings"] = item["findings"]  # the live lint's findings on this exchange's frames
         yield sep + json.dumps(har_entry if redact is None else redact(har_entry))
         sep = ", "
@@ -128,7 +134,7 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
     response_headers = (head or {}).get("headers") or []
     ctype = next((v for k, v in response_headers if k.lower() == "content-type"), "")
     streamed = ctype.startswith("text/event-stream")
-    text = "".join(f"data: {f['raw']}\n\n" for f in frames) if streamed else "".join(f["raw"] for f in frames)
+    text = sse_text(f["raw"] for f in frames) if streamed else "".join(f["raw"] for f in frames)
     start = sent["wall"]
     first = head["wall"] if head else start
     last = frames[-1]["wall"] if frames else first
@@ -150,7 +156,8 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
                     "headersSize": -1, "bodySize": len(body.encode("utf-8"))},
         "response": {"status": status, "statusText": note.split(" ", 2)[2] if note.count(" ") >= 2 else "",
                      "httpVersion": "HTTP/1.1", "cookies": [], "headers": _headers(response_headers, include_secrets),
-                     "content": {"size": len(text.encode("utf-8")), "mimeType": ctype or "x-unknown", "text": text},
+                     "content": {"size": len(text.encode("utf-8")), "mimeType": ctype or "x-unknown", "text": text,
+                                 **({"comment": SSE_REBUILT} if streamed else {})},
                      "redirectURL": "", "headersSize": -1, "bodySize": len(text.encode("utf-8"))},
         "cache": {},
         "timings": {"send": 0, "wait": round((first - start) * 1000, 3), "receive": round((last - first) * 1000, 3)},
@@ -180,7 +187,8 @@ def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | 
         if name.lower() in CURL_SKIP:
             continue
         shown = value if include_secrets or not is_secret(name) else mask_value(name, value)
-        lines.append(f"  -H {shlex.quote(f'{name}: {shown}')}")
+        # curl reads "name:" with nothing after it as "do not send this header"; "name;" sends it empty.
+        lines.append(f"  -H {shlex.quote(f'{name}: {shown}' if shown.strip() else f'{name};')}")
     lines.append(f"  --data-raw {shlex.quote(sent['raw'])}")
     return header + " \\\n".join(lines)
 

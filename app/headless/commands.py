@@ -14,6 +14,7 @@ from app.headless.report import at_or_above, har, json_report, junit, terminal_j
 from app.headless.runner import NOT_CONNECTED, Headless, elicitor, failed, reply_json
 from app.mcp.client import Reply
 from app.mcp.errors import McpError
+from app.mcp.jsonrpc import InexactNumber, exact_float
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNREACHABLE = 0, 1, 2
 MAX_PAGES = 100
@@ -33,7 +34,10 @@ def _target(args: argparse.Namespace) -> tuple[str, bool]:
 
 def _arguments(args: argparse.Namespace) -> dict[str, Any]:
     if args.json is not None:
-        value = json.loads(args.json)
+        try:
+            value = json.loads(args.json, parse_float=exact_float)
+        except InexactNumber as exc:
+            raise SystemExit(f"--json: {exc}") from exc
         if not isinstance(value, dict):
             raise SystemExit("--json must be a JSON object of arguments")
         return value
@@ -43,8 +47,10 @@ def _arguments(args: argparse.Namespace) -> dict[str, Any]:
         if not sep:
             raise SystemExit(f"--arg {pair!r}: expected k=v")
         try:
-            out[name] = json.loads(raw)  # 7 stays an integer, true a boolean; anything else is a string
-        except ValueError:
+            out[name] = json.loads(raw, parse_float=exact_float)  # 7 stays an integer, true a boolean
+        except InexactNumber as exc:  # a number, but not one a double carries: not sent as another, nor as a string
+            raise SystemExit(f"--arg {name}: {exc}") from exc
+        except ValueError:  # anything else is a string
             out[name] = raw
     return out
 

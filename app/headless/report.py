@@ -10,6 +10,7 @@ from collections import OrderedDict
 from typing import Any
 
 from app.mcp.lint import RULES, SEVERITY_RANK, Finding
+from app.mcp.sse import SSE_REBUILT, sse_text
 from app.mcp.wire import WireEvent
 
 
@@ -37,8 +38,10 @@ def _entry(key: str, group: list[WireEvent], url: str) -> dict[str, Any] | None:
         return None
     head = next((e for e in group if e.direction == "transport" and e.http_status is not None), None)
     frames = [e for e in group if e.direction == "in"]
-    body = "\n".join(e.raw for e in frames)
     ctype = next((v for k, v in (head.headers or []) if k.lower() == "content-type"), "") if head else ""
+    streamed = ctype.startswith("text/event-stream")
+    # A stream's frames as SSE again (they were joined by newlines: no SSE reader could read the events back).
+    body = sse_text(e.raw for e in frames) if streamed else "\n".join(e.raw for e in frames)
     last = frames[-1].mono if frames else sent.mono
     frame = sent.frame
     return {
@@ -48,7 +51,8 @@ def _entry(key: str, group: list[WireEvent], url: str) -> dict[str, Any] | None:
                     "postData": {"mimeType": "application/json", "text": sent.raw}},
         "response": {"status": head.http_status if head else 0, "statusText": head.note or "" if head else "",
                      "httpVersion": "HTTP/1.1", "headers": _pairs(head.headers if head else None), "cookies": [],
-                     "content": {"size": len(body.encode()), "mimeType": ctype, "text": body},
+                     "content": {"size": len(body.encode()), "mimeType": ctype, "text": body,
+                                 **({"comment": SSE_REBUILT} if streamed else {})},
                      "redirectURL": "", "headersSize": -1, "bodySize": len(body.encode())},
         "cache": {}, "timings": {"send": 0, "wait": round((last - sent.mono) * 1000, 3), "receive": 0},
         "_mcp": {"exchange": key, "method": frame.method if frame else None, "id": frame.id if frame else None},

@@ -33,6 +33,8 @@ from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_STREAM_BYTES,
     ServerMessageSink,
+    replaced,
+    replaced_note,
     stream_bound_note,
     text_codec,
 )
@@ -77,6 +79,16 @@ def _header_list(headers: httpx.Headers) -> list[tuple[str, str]]:
 
 def _answer_headers(response: Answer) -> list[tuple[str, str]]:
     return response.header_list if isinstance(response, LeanResponse) else _header_list(response.headers)
+
+
+def _decoding(response: Answer, headers: list[tuple[str, str]]) -> str:
+    """What a note adds when a header is not ASCII: which reading shows it. HTTP gives header bytes no charset and
+    httpx reads all of an answer's headers one way (UTF-8 when they all are, else ISO-8859-1), so the same bytes
+    show differently beside different neighbours."""
+    if all(name.isascii() and value.isascii() for name, value in headers):
+        return ""
+    return (f"the answer's header values outside ASCII are shown decoded as {response.headers.encoding} (HTTP gives "
+            "header bytes no charset)")
 
 
 def _content_type(response: Answer) -> str:
@@ -160,6 +172,7 @@ class HttpExchange:
         # 2025-11-25 makes SSE ids unique across a session's streams: one seen again is a replay (see SeenIds).
         self._legacy = next(iter(self._protocol.values()), "") in LEGACY_VERSIONS
         self._replays = 0
+        self._said_replaced = False  # bytes not valid in the charset are said once per exchange
 
     async def frames(self) -> AsyncIterator[Frame]:
         response = self._response
@@ -226,15 +239,23 @@ class HttpExchange:
     async def _sse(self) -> AsyncIterator[Frame]:
         parser = SseParser(self._t.max_message_bytes)
         # Bytes, not text: the bound counts what crossed the wire; the decoder keeps split characters whole.
-        decoder = codecs.getincrementaldecoder(text_codec(self._response.encoding))(errors="replace")
+        codec = text_codec(self._response.encoding)
+        decoder = codecs.getincrementaldecoder(codec)(errors="replace")
         fair = FairShare()  # a flood of chunks must not keep the loop from its timers (see app/mcp/fair.py)
+        before = b""
+        previous: str | None = None  # the id of this stream's last event
         try:
             async for raw_chunk in body_pieces(self._response):
                 if fair.due():
                     await fair.give_way()
                 self._count(raw_chunk)
+                text = decoder.decode(raw_chunk)
+                # With the end of the chunk before: a target's own U+FFFD split across two chunks is not a replacement.
+                if not self._said_replaced and replaced(before[-2:] + raw_chunk, text, codec):
+                    self._say_replaced(codec)
+                before = raw_chunk
                 try:
-                    events = parser.feed(decoder.decode(raw_chunk))
+                    events = parser.feed(text)
                 except ValueError as exc:
                     self._record_problem(str(exc))
                     raise ProtocolViolation(str(exc)) from exc
@@ -245,7 +266,10 @@ class HttpExchange:
                 # rows spell one wall time for the lot: see Wire.data_text).
                 mono, wall = time.monotonic(), time.time()
                 for event in events:
-                    if event.id is not None and self._legacy and not self._t.event_ids.first_time(event.id):
+                    # An event with no id of its own keeps the one before it (as SSE says): that is no replay.
+                    kept, previous = previous == event.id, event.id
+                    if event.id is not None and self._legacy and not kept and \
+                            not self._t.event_ids.first_time(event.id):
                         self._replays += 1
                         if self._replays == 1:  # said once: a resumption may replay thousands
                             self._record_problem(f"sse id={_short(event.id)} was already delivered: a replay, not "
@@ -285,7 +309,7 @@ class HttpExchange:
             if len(whole) > self._t.max_message_bytes:
                 self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
                 raise ProtocolViolation(f"response body larger than {self._t.max_message_bytes} bytes")
-            return whole.decode(text_codec(response.encoding), errors="replace")
+            return self._decoded(whole)
         chunks: list[bytes] = []
         size = 0
         try:
@@ -302,12 +326,24 @@ class HttpExchange:
             if chunks:
                 self._record_part(b"".join(chunks))
             raise
-        return b"".join(chunks).decode(text_codec(self._response.encoding), errors="replace")
+        return self._decoded(b"".join(chunks))
+
+    def _decoded(self, body: bytes) -> str:
+        """A body as text in its charset; bytes not valid there are shown as U+FFFD, and the record says so."""
+        codec = text_codec(self._response.encoding)
+        text = body.decode(codec, errors="replace")
+        if not self._said_replaced and replaced(body, text, codec):
+            self._say_replaced(codec)
+        return text
+
+    def _say_replaced(self, codec: str) -> None:
+        self._said_replaced = True
+        self._record_problem(replaced_note(codec))
 
     def _record_part(self, part: bytes) -> None:
         declared = self._response.headers.get("content-length")
         said = f" (Content-Length {declared})" if declared is not None else ""
-        self._incoming(part.decode(text_codec(self._response.encoding), errors="replace"),
+        self._incoming(self._decoded(part),
                        note=f"the body broke off after {len(part)} bytes{said}: what arrived of it")
 
     def _body_frame(self, body: str, ctype: str) -> Frame:
@@ -475,9 +511,11 @@ class HttpTransport:
         except BaseException:  # cancelled while connecting: the request is on the record, as it always was
             record_out()
             raise
+        answered = _answer_headers(response)
         self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
-                              headers=_answer_headers(response),
-                              note=f"HTTP {response.status_code} {response.reason_phrase}"))
+                              headers=answered, note=f"HTTP {response.status_code} {response.reason_phrase}"))
+        if decoding := _decoding(response, answered):  # its own note: the head's is the status line (HAR reads it)
+            self.record(WireEvent(direction="transport", raw="", exchange=key, note=decoding))
         try:
             self._learn_session(message, response)
         except ProtocolViolation as exc:

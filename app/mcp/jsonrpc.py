@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import Any, Literal
 
 import orjson
@@ -100,7 +103,10 @@ def parse_frame(raw: str, http_status: int | None = None) -> Frame:
     try:
         message = decode(raw)
     except (ValueError, RecursionError) as exc:
-        return Frame(raw=raw, kind="invalid", problem=f"malformed JSON: {exc}", http_status=http_status)
+        # An invisible U+FEFF first made "Expecting value: line 1 column 1" read as if the JSON itself were broken.
+        bom = " (it begins with a byte order mark, U+FEFF, which JSON sent over a network must not carry: " \
+              "RFC 8259 section 8.1)" if raw.startswith("\ufeff") else ""
+        return Frame(raw=raw, kind="invalid", problem=f"malformed JSON: {exc}{bom}", http_status=http_status)
     kind, problem = classify(message)
     return Frame(raw=raw, kind=kind, message=message if isinstance(message, dict) else None, problem=problem,
                  http_status=http_status)
@@ -128,12 +134,60 @@ def encode(message: dict[str, Any]) -> str:
 
     NaN and Infinity raise ValueError: they are not JSON, and a console must never send non-JSON.
     """
-    return _ENCODER.encode(message)
+    text = _ENCODER.encode(message)
+    params = message.get("params")
+    if not text.isascii() and isinstance(params, dict) and (
+            _lone_surrogate(params.get("requestState")) or _lone_key(params.get("inputResponses"))):
+        return _echoed_state(message, text)
+    return text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value: Any) -> bool:
+    return isinstance(value, str) and not value.isascii() and _SURROGATE.search(value) is not None
+
+
+def _lone_key(responses: Any) -> bool:
+    return isinstance(responses, dict) and any(_lone_surrogate(key) for key in responses)
+
+
+def _echoed_state(message: dict[str, Any], text: str) -> str:
+    """The message with the lone surrogates of its requestState and inputResponses keys written as JSON escapes
+    (\\ud800), as the server wrote them: both are the server's, echoed exactly, and as a character a lone surrogate
+    has no UTF-8 form, so the retry could not be sent at all. Anywhere else (arguments or answers someone typed) a
+    lone surrogate is still refused by the transport, as before: the text is left alone when the rest holds one."""
+    params = message["params"]
+    answers = params.get("inputResponses")
+    rest = {**message, "params": {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")},
+            "answers": list(answers.values()) if isinstance(answers, dict) else answers}
+    if _SURROGATE.search(_ENCODER.encode(rest)) is not None:
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 # What `json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)` builds on every call, built
 # once: the same text (json.dumps makes exactly this encoder for those arguments), without a new one per request.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class InexactNumber(ValueError):
+    """A typed number that would go out as another number (see `exact_float`)."""
+
+
+def exact_float(text: str) -> float:
+    """The double a typed number (JSON number text) goes out as, when it is that number; else ValueError.
+
+    A double carries about 17 digits and a bounded exponent: 1e-400 became 0.0 and 3.14159265358979323846 became
+    3.141592653589793, and what reached the server was another number than the one typed, with nothing said.
+    Compared as decimals, 1e16 and 1e+16, 1.10 and 1.1 are the same number and go as typed."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise InexactNumber("a number too large for JSON (it would become Infinity)")
+    if Decimal(text) != Decimal(repr(value)):
+        raise InexactNumber(f"{text} has more digits than the console can send as a number: it would go as {value!r}")
+    return value
 
 
 def request(id_: int | str, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -148,11 +202,41 @@ def notification(method: str, params: dict[str, Any] | None = None) -> dict[str,
 
 
 def pretty(raw: str) -> str:
-    """Indented JSON when it parses, the raw text otherwise (for display only; see `indented`)."""
+    """The frame's own text laid out on lines, when it is JSON; the raw text otherwise (for display only).
+
+    Only the whitespace between tokens changes: every string, escape and number is the target's own spelling. A
+    decode and re-encode showed another message in the frame's place: a duplicate key lost, -0 as 0, 1e400 as
+    Infinity (not JSON at all), a lone surrogate escape as U+FFFD, "caf\\u00e9" as "café". Past the same bound
+    as `indented` (a value nested hundreds deep), the raw text is shown as it came."""
     try:
-        return indented(json.loads(raw), lambda: raw)
+        decode(raw)  # laid out only when it is JSON: anything else is shown exactly as it came
     except (ValueError, RecursionError):
         return raw
+    limit = max(PRETTY_FLOOR, PRETTY_FACTOR * len(raw))
+    pieces: list[str] = []
+    size = depth = 0
+    last = ""
+    for token in _TOKEN.findall(raw):
+        if token in "}]" and last not in "{[":
+            pieces.append("\n" + "  " * (depth - 1))
+        elif last in "{[," and last and not (token in "}]" and last in "{["):
+            pieces.append("\n" + "  " * depth)
+        if token in "{[":
+            depth += 1
+        elif token in "}]":
+            depth -= 1
+        piece = ": " if token == ":" else token
+        pieces.append(piece)
+        size += len(piece) + 2 * depth + 1
+        if size > limit:
+            return raw
+        last = token if token in "{}[],:" else "v"
+    return "".join(pieces)
+
+
+# The tokens of a JSON text: a whole string (escapes and all), a structural character, or a bare word (a number,
+# true, false, null) as written. Whitespace between them is what `pretty` lays out anew.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^\s{}\[\],:"]+', re.DOTALL)
 
 
 # Indenting multiplies a value's size by about its depth (each level a line, each line its depth's indent): a

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import deque
+from collections.abc import Iterable
 from typing import NamedTuple
 
 SEEN_IDS_KEPT = 4096  # the ids a session remembers (a replay comes soon after the original: a reopen)
@@ -193,3 +194,15 @@ def sendable_id(event_id: str) -> bool:
     """Whether an SSE id can go back in a Last-Event-ID header (an SSE id may hold any text but NUL and line ends;
     a header cannot: an id like "événement-1" failed every reopen of the stream that carried it)."""
     return _SENDABLE_ID.fullmatch(event_id) is not None
+
+
+# What a HAR's SSE text is: the events as the console read them, written out again (the console keeps each event's
+# data, not the stream's bytes), so the file does not pass it off as the stream itself.
+SSE_REBUILT = ("rebuilt from the events as read: each event's data, as data lines; the stream's comments, event, "
+               "id and retry fields and its line endings are not kept (the frames' notes give the ids)")
+
+
+def sse_text(events: Iterable[str]) -> str:
+    """Events' data as SSE text, a `data:` line per line of each (one `data:` before data with a newline in it
+    left its later lines without a field name, and any SSE reader drops those)."""
+    return "".join("".join(f"data: {line}\n" for line in data.split("\n")) + "\n" for data in events)

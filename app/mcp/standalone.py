@@ -140,6 +140,7 @@ class StandaloneStream:
         decoder = codecs.getincrementaldecoder(text_codec(response.encoding))(errors="replace")
         delivered = False
         self._replayed, self._first_replayed = 0, ""  # this GET's replays: counted, the first id kept
+        self._kept_id: str | None = None  # the id this GET's last event had (SSE keeps it for events without one)
         try:
             async for chunk in body_pieces(response):
                 for event in parser.feed(decoder.decode(chunk)):
@@ -172,7 +173,10 @@ class StandaloneStream:
                 self._said_unsendable = True
                 self._note(f"standalone GET stream: sse id {_excerpt(event.id)} cannot be sent back as Last-Event-ID "
                            "(not printable ASCII, or over 1024 characters); a reopen resumes from the last id that can")
-            if not self._t.event_ids.first_time(event.id):
+            # An event with no id of its own keeps the one before it (as SSE says): that is no replay. An id that
+            # comes again with a new `id:` line, or first on a reopened stream, is.
+            kept, self._kept_id = self._kept_id == event.id, event.id
+            if not kept and not self._t.event_ids.first_time(event.id):
                 self._replayed += 1
                 self._first_replayed = self._first_replayed or event.id
                 return False

@@ -50,7 +50,9 @@ def entropy_bits_per_char(text: str) -> float:
 
 
 def analyze(state: str) -> dict[str, Any]:
-    info: dict[str, Any] = {"size": len(state.encode("utf-8")), "entropy": round(entropy_bits_per_char(state), 2),
+    # surrogatepass: a server's state may hold a lone surrogate escape (\\ud800); measured in UTF-8 it raised.
+    size = len(state.encode("utf-8", "surrogatepass"))
+    info: dict[str, Any] = {"size": size, "entropy": round(entropy_bits_per_char(state), 2),
                             "encoding": "opaque", "decoded": None, "note": ""}
     parts = state.split(".")
     if len(parts) == 3 and all(_B64URL.match(p) for p in parts[:2]):

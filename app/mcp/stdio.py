@@ -26,6 +26,8 @@ from app.mcp.transport import (
     DEFAULT_MAX_STREAM_BYTES,
     SESSION_MESSAGE_NOTE,
     ServerMessageSink,
+    replaced,
+    replaced_note,
     stream_bound_note,
 )
 from app.mcp.wire import Recorder, WireEvent
@@ -299,7 +301,7 @@ class StdioTransport:
         text = line.data.decode("utf-8", errors="replace").rstrip("\r")
         if text.strip():
             try:
-                self._route(text)
+                self._route(text, replaced_note("utf-8") if replaced(line.data, text, "utf-8") else None)
             except Exception as exc:  # one line must never end the reader: every request would hang
                 self.record(WireEvent(direction="transport", raw="",
                                       note=f"a stdout line could not be routed ({type(exc).__name__}: {exc})"))
@@ -330,7 +332,8 @@ class StdioTransport:
         target = self._pending.get(_key(request_id))
         return target if target is not None and not target.is_listen and not target.answered else None
 
-    def _route(self, text: str) -> None:
+    def _route(self, text: str, replacing: str | None = None) -> None:
+        """File one stdout line; `replacing` says the line's bytes were not all UTF-8 (shown as U+FFFD)."""
         frame = parse_line(text)
         if frame.kind == "invalid":
             self._route_invalid(text, frame)
@@ -347,13 +350,15 @@ class StdioTransport:
             return
         if target is None and frame.kind in ("notification", "request") and self.on_server_message is not None:
             # list_changed, resources/updated, a log line or a ping outside any request: the session's, not a stray.
-            self.record(WireEvent(direction="in", raw=text, frame=frame, note=SESSION_MESSAGE_NOTE,
-                                  signal="session_message"))
+            self.record(WireEvent(direction="in", raw=text, frame=frame, signal="session_message",
+                                  note=f"{SESSION_MESSAGE_NOTE}; {replacing}" if replacing else SESSION_MESSAGE_NOTE))
             self.on_server_message(frame)
             return
         late = target is None and frame.kind in ("response", "error") and _key(frame.id) in self.cancelled_ids
         note = None if target else (
             "arrived after its request was cancelled" if late else "matches no request in flight")
+        if replacing is not None:
+            note = f"{note}; {replacing}" if note else replacing
         self.record(WireEvent(direction="in", raw=text, frame=frame, exchange=target.key if target else None,
                               note=note))
         if target is not None:

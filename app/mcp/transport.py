@@ -38,6 +38,25 @@ def text_codec(charset: str | None) -> str:
     return charset if isinstance(probe, str) else "utf-8"
 
 
+def replaced(raw: bytes, text: str, codec: str) -> bool:
+    """Whether `text`, decoded from `raw` with errors="replace", holds a U+FFFD the bytes did not spell: bytes that
+    are not valid in `codec`, which the record can only show as that character. An ASCII text is told at once."""
+    if text.isascii() or "\ufffd" not in text:
+        return False
+    try:
+        genuine = raw.count("\ufffd".encode(codec))
+    except (UnicodeError, LookupError):  # a codec with no U+FFFD: every one is a replacement
+        genuine = 0
+    return text.count("\ufffd") > genuine
+
+
+REPLACED = "the server sent bytes that are not valid "  # how the note begins (exports look for it)
+
+
+def replaced_note(codec: str) -> str:
+    return f"{REPLACED}{codec}: each is shown here as U+FFFD (the record keeps text, not the bytes themselves)"
+
+
 def size_text(n: int) -> str:
     """A byte count as people read settings: 64 MiB, 512 KiB, 1000 bytes."""
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):

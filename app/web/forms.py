@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from app.mcp.jsonrpc import exact_float
+
 PRIMITIVES = ("string", "number", "integer", "boolean")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S*$")
@@ -151,7 +153,7 @@ def _no_constant(name: str) -> Any:
 def strict_json(text: str) -> Any:
     """Parse what a person typed as JSON, refusing NaN/Infinity (Python would accept and resend them,
     and what went on the wire would not be JSON)."""
-    value = json.loads(text, parse_constant=_no_constant)
+    value = json.loads(text, parse_constant=_no_constant, parse_float=exact_float)
     _check_finite(value)
     return value
 
@@ -241,10 +243,12 @@ def convert(f: FormField, text: str) -> Any:
         t = text.strip()
         if not _NUMBER.match(t):
             raise ValueError("Enter a number.")
-        value = int(t) if _INT.match(t) else float(t)
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError("That number is too large to send as JSON.")
-        return value
+        if _INT.match(t):
+            return int(t)
+        try:
+            return exact_float(t)
+        except ValueError as exc:
+            raise ValueError(f"{exc}.") from exc
     if f.kind == "json":
         try:
             return strict_json(text)

@@ -8,6 +8,7 @@ owner's list.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
@@ -80,7 +81,7 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
     s = connected(w, session_id)
     op = find_op(s, op_id)
     form = await form_input(request)
-    key = form.first("key") or ""
+    key = posted_key(form)
     input_request = op.pending.get(key)
     if input_request is None:
         return dialogs_response(w, request, s, op)  # answered already (perhaps in another tab)
@@ -95,6 +96,20 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
         return dialogs_response(w, request, s, op)
     await s.operations.answer(op, key, value)
     return dialogs_response(w, request, s, op)
+
+
+def posted_key(form: FormInput) -> str:
+    """The input request's key as the server gave it: from `key_json` (ASCII JSON text, which survives the page),
+    else from `key` as posted (a client that sends the plain field)."""
+    text = form.first("key_json")
+    if text:
+        try:
+            key = json.loads(text)
+        except ValueError:
+            key = None
+        if isinstance(key, str):
+            return key
+    return form.first("key") or ""
 
 
 def checked_answer(s: ConsoleSession, input_request: dict[str, Any], form: FormInput) -> Any:

@@ -165,8 +165,9 @@ def op_facts(entry: dict[str, Any], round_snapshots: Any = None) -> dict[str, An
 
 
 def dom_id(value: Any) -> str:
-    """A stable, safe element id fragment for any string (URIs are not valid ids as they are)."""
-    return hashlib.sha1(str(value).encode("utf-8")).hexdigest()[:12]
+    """A stable, safe element id fragment for any string (URIs are not valid ids as they are). surrogatepass: a
+    server's key may hold a lone surrogate escape (\\ud800), and hashing it as UTF-8 made the session page a 500."""
+    return hashlib.sha1(str(value).encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def first_of_each(items: Any, key: str) -> tuple[list[Any], int]:
@@ -257,6 +258,12 @@ def compact_html(html: str) -> str:
     return _HELD.sub(lambda m: kept[int(m.group(1))], text) if kept else text
 
 
+def ascii_json(value: Any) -> str:
+    """A value as JSON text in ASCII alone, for a form to post back exactly: a page cannot carry a NUL (the HTML
+    parser reads U+FFFD), a CR (read as LF), a line break (posted as CRLF) or a lone surrogate as they are."""
+    return json.dumps(value)
+
+
 class CompactTemplate(Template):
     def render(self, *args: Any, **kwargs: Any) -> str:
         return compact_html(super().render(*args, **kwargs))
@@ -269,7 +276,7 @@ def make_env() -> Environment:
     env.filters.update(datetime=fmt_datetime, ms=fmt_ms, bytes=fmt_bytes, clock=fmt_time, tojson_pretty=to_json,
                        pretty=pretty,
                        header_decoded=decode_value, dom_id=dom_id, from_json=from_json,
-                       without_meta=without_meta, visible=visible)
+                       without_meta=without_meta, visible=visible, ascii_json=ascii_json)
     env.globals.update(lint_rules=LINT_RULES, error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
                        fields_for=fields_for, round_bars=round_bars, op_facts=op_facts, url_facts=url_facts,

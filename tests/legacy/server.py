@@ -7,7 +7,8 @@ Tools: `echo` (text), `headers` (the HTTP headers of that very call), and tools 
 call's own stream and return, as JSON text, the response they got ({"id": …, "result": …} or {"id": …, "error": …}):
 `ask` (form-mode `elicitation/create` without `mode`), `ask_form` (with `"mode": "form"`), `ask_url` (URL mode),
 `sample` (`sampling/createMessage`) and `roots` (`roots/list`); `wait` (one progress report, then waits until a
-`notifications/cancelled` names its request, and then sends no answer) and `cancellations` (the
+`notifications/cancelled` names its request, and then sends no answer), `id_once` (an SSE id on the priming
+event only, then a log line and the answer without ids of their own) and `cancellations` (the
 `notifications/cancelled` params it has received, as JSON text, with the session id each came on); `flood`
 (about 5 MB of progress notifications, stopping early once cancelled).
 Only ever binds 127.0.0.1.
@@ -28,7 +29,7 @@ VERSION = "2025-11-25"
 ANSWER_WAIT_S = 60.0
 TOOLS = [{"name": name, "inputSchema": {"type": "object", "properties": props}} for name, props in (
     ("echo", {"text": {"type": "string"}}), ("headers", {}), ("ask", {}), ("ask_form", {}), ("ask_url", {}),
-    ("sample", {}), ("roots", {}), ("wait", {}), ("cancellations", {}), ("flood", {}))]
+    ("sample", {}), ("roots", {}), ("wait", {}), ("cancellations", {}), ("flood", {}), ("id_once", {}))]
 FLOOD_FRAMES = 5000  # progress notifications of ~1 KB each that `flood` sends unless cancelled first
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "minLength": 2}}, "required": ["name"]}
 # What each asking tool sends: the method and its params.
@@ -95,6 +96,10 @@ class Server:
                 return _text(str(args.get("text", "")))
             if name == "headers":
                 return _text(json.dumps(headers, sort_keys=True))
+            if name == "id_once":  # ids on the priming event only: every later event keeps it, as SSE says
+                emit({"jsonrpc": "2.0", "method": "notifications/message",
+                      "params": {"level": "info", "logger": "legacy", "data": "after the primed id"}})
+                return _text("answered without an id of its own")
             if name == "cancellations":
                 with self.arrived:
                     return _text(json.dumps(self.cancellations))
@@ -133,6 +138,7 @@ def serve_http(port: int) -> None:
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        ids = True  # whether each event carries an SSE id of its own (`id_once`: the priming event only)
 
         def do_DELETE(self) -> None:
             server.sessions.discard(self.headers.get("Mcp-Session-Id", ""))
@@ -165,6 +171,7 @@ def serve_http(port: int) -> None:
                 server.sessions.add(session)
                 self.send_header("Mcp-Session-Id", session)
             self.end_headers()
+            self.ids = (body.get("params") or {}).get("name") != "id_once"
             self._event({})  # a priming event with empty data, as the TypeScript servers send
             try:
                 outcome = server.handle(body, {k.lower(): v for k, v in self.headers.items()}, self._event)
@@ -176,7 +183,8 @@ def serve_http(port: int) -> None:
 
         def _event(self, message: dict[str, Any]) -> None:
             data = json.dumps(message) if message else ""
-            chunk = f"id: {uuid.uuid4().hex}\ndata: {data}\n\n".encode()
+            field = f"id: {uuid.uuid4().hex}\n" if self.ids or not message else ""
+            chunk = f"{field}data: {data}\n\n".encode()
             self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
             self.wfile.flush()
 
