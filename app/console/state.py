@@ -113,14 +113,20 @@ class OperationRecord:
                    final=FinalReply(ev.final) if ev.final is not None else None, validation=ev.validation,
                    log_level=ev.log_level)
 
-    def to_json(self) -> Json:
-        """The JSON twin's operation: the snapshot keys, the input requests, errors and the final reply."""
-        return {"key": self.key, "op": self.id, "method": self.method, "name": self.name, "status": self.status,
+    def to_json(self, with_final: bool = True) -> Json:
+        """The JSON twin's operation: the snapshot keys, the input requests, errors and the final reply.
+
+        `with_final=False` leaves the final reply out, for an answer that carries that reply itself (a script's
+        call): it was every byte of the answer twice, and the client's parse of it is part of every call's time.
+        """
+        data = {"key": self.key, "op": self.id, "method": self.method, "name": self.name, "status": self.status,
                 "message": self.message, "started": self.started, "rounds": self.rounds,
                 "pending": sorted(self.pending), "answered": sorted(self.answers),
                 "required_capabilities": self.required_capabilities, "replay_of": self.replay_of,
-                "pending_requests": self.pending, "errors": self.errors,
-                "final": self.final.data if self.final is not None else None}
+                "pending_requests": self.pending, "errors": self.errors}
+        if with_final:
+            data["final"] = self.final.data if self.final is not None else None
+        return data
 
 
 @dataclass(slots=True)

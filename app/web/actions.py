@@ -69,8 +69,11 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
             task = w.manager.tasks.spawn(f"op-{op.id}", s.operations.run(op))
             await asyncio.wait({task}, timeout=QUICK_ANSWER_S)
         record = s.operations.record_of(op)
+        # The answer is the final reply with its operation beside it; the operation's own copy of that reply is
+        # left out (GET .../operations/<id>.json has it), so the answer says each thing once.
         data = {**(reply_json(op.final) if op.final else {"ok": False, "result": None}),
-                "status": record.status, "operation": operation_json(record), "output_validation": op.validation}
+                "status": record.status, "operation": operation_json(record, with_final=False),
+                "output_validation": op.validation}
         if as_json:
             return respond(request, True, data, None)
         s.timeline.flush()  # the card shows the entry's progress and logs from the fold

@@ -48,5 +48,5 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
     }
 
 
-def operation_json(op: OperationRecord) -> dict[str, Any]:
-    return op.to_json()
+def operation_json(op: OperationRecord, with_final: bool = True) -> dict[str, Any]:
+    return op.to_json(with_final)

@@ -116,7 +116,9 @@ async def test_a_calls_answer_goes_out_before_its_last_events_are_stored_and_the
     assert [w["direction"] for w in data["wire"] if w["direction"] in ("out", "in")] == ["out", "in"]
     assert session.timeline._pending == []
     op = session.state.operations[reply["operation"]["op"]]
-    assert op.status == "complete" and op.to_json() == reply["operation"]  # the answer was the fold's record
+    # The answer was the fold's record: its operation, and (once, at the top) the final reply.
+    assert op.status == "complete" and op.to_json(with_final=False) == reply["operation"]
+    assert op.final is not None and {k: reply[k] for k in op.final.data} == op.final.data
     assert console.manager.store.count(s["id"]) > stored_before
 
 
