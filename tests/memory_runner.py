@@ -99,9 +99,10 @@ class MemoryRunner:
                   stream: bool = False, log_level: str | None = None) -> Reply:
         key = self.client.new_key()
         message = self.client.build(method, params, log_level=log_level)
+        then = on_start(key, message["id"]) if on_start is not None else None
         self.timeline.append(ExchangeStarted(key=key, method=method, id=message["id"], op=op, round=round_))
-        if on_start is not None:
-            on_start(key, message["id"])
+        if then is not None:
+            then()
         reply = await self.client.request(method, message=message, key=key, on_notification=on_notification,
                                           stream=stream)
         self.timeline.append(ExchangeFinished(key=key, status="ok" if reply.error is None else "error",

@@ -9,6 +9,7 @@ reconnect is simply a new listen request with a new id.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import deque
 from collections.abc import Callable
@@ -239,9 +240,9 @@ class Listeners:
         sub.opened_at = time.monotonic()
         watchdog = asyncio.get_running_loop().call_later(self.ack_deadline_s, self._no_ack, sub)
 
-        def started(key: str, request_id: Any) -> None:
+        def started(key: str, request_id: Any) -> Callable[[], None]:
             sub.exchange_key, sub.subscription_id = key, request_id
-            self._record(sub)
+            return functools.partial(self._record, sub)
 
         try:
             return await self.runner.run("subscriptions/listen", {"notifications": sub.requested},

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -240,9 +242,9 @@ class OperationDriver:
             rnd = Round(n=n, key="", request_id="", sent=time.time())
             op.rounds.append(rnd)
 
-            def started(key: str, request_id: Any, rnd: Round = rnd) -> None:
+            def started(key: str, request_id: Any, rnd: Round = rnd) -> Callable[[], None]:
                 rnd.key, rnd.request_id = key, request_id
-                self._record(op)
+                return functools.partial(self._record, op)
 
             reply = await self.runner.run(op.method, params, op=op.id, round_=n, on_start=started,
                                            log_level=op.log_level)

@@ -14,8 +14,11 @@ from typing import Any, Protocol
 from app.mcp.client import Reply
 from app.mcp.jsonrpc import Frame
 
-# Called with an exchange's key and JSON-RPC id once its ExchangeStarted is recorded, before it is sent.
-OnStart = Callable[[str, Any], Any]
+# Called with an exchange's key and JSON-RPC id at once, before anything is recorded or sent (a cancel that comes
+# while the request is still being sent needs the key). What it returns, if anything, runs once the exchange's
+# ExchangeStarted is recorded, which is just before its first frame: the caller's own record of the start goes
+# there, after the exchange's, as it always did.
+OnStart = Callable[[str, Any], Callable[[], None] | None]
 
 
 class RequestRunner(Protocol):

@@ -125,6 +125,7 @@ class ConsoleSession:
         self._saved_at = 0.0
         self._closing = False
         self._bytes_in: dict[str, int] = {}
+        self._before_first_wire: dict[str, Callable[[], None]] = {}  # exchange key → the record of its start
         self._strays_listed = 0  # stray-frame notices in the current window
         self._strays_counted = 0  # and those only counted
         self._stray_timer: asyncio.TimerHandle | None = None
@@ -259,6 +260,8 @@ class ConsoleSession:
         if event.direction == "stderr":
             self.stderr_batch.add(event.raw, event.note)  # batched: never one event (or render) per line
             return
+        if event.exchange is not None and (begin := self._before_first_wire.pop(event.exchange, None)) is not None:
+            begin()  # the exchange's start goes before its first frame (see run)
         record = wire_record(event)
         if event.exchange is not None:
             if event.direction == "in":
@@ -584,10 +587,19 @@ class ConsoleSession:
         name = params.get("name") or params.get("uri")
         if not stream:  # armed before the entry is first shown, so it shows the countdown from the start
             client.arm(key, self.idle_timeout_s, self.max_s)
-        self.timeline.append(ExchangeStarted(key=key, method=method, name=name, id=message["id"], op=op,
-                                             round=round_, replay_of=replay_of))
-        if on_start is not None:
-            on_start(key, message["id"])
+        then = on_start(key, message["id"]) if on_start is not None else None
+        timeline = self.timeline
+
+        def begin() -> None:
+            timeline.append(ExchangeStarted(key=key, method=method, name=name, id=message["id"], op=op,
+                                            round=round_, replay_of=replay_of))
+            if then is not None:
+                then()
+
+        # The start is recorded when the exchange's first frame (or note) is, or when the request ends without one:
+        # the same events in the same order, but after the request's bytes are on the socket (the lean client
+        # records its frame right after the write), so the target reads them while the console records.
+        self._before_first_wire[key] = begin
 
         def on_frame(frame: Frame) -> None:
             if frame.method == "notifications/progress":
@@ -600,8 +612,12 @@ class ConsoleSession:
             if on_notification is not None:
                 on_notification(frame)
 
-        reply = await client.request(method, message=message, key=key, on_notification=on_frame, stream=stream,
-                                     idle_timeout_s=self.idle_timeout_s, max_s=self.max_s)
+        try:
+            reply = await client.request(method, message=message, key=key, on_notification=on_frame, stream=stream,
+                                         idle_timeout_s=self.idle_timeout_s, max_s=self.max_s)
+        finally:
+            if (unrecorded := self._before_first_wire.pop(key, None)) is not None:
+                unrecorded()  # nothing reached the wire (refused before it, or cancelled while connecting)
         self.progress.done(target)
         self.log_budget.done(target)
         self.server_requests.end_of(key)  # a question its stream carried cannot be answered any more

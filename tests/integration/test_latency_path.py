@@ -16,6 +16,7 @@ import pytest
 
 from app.console import timeline as timeline_module
 from app.console.events import TimelineEvent
+from app.mcp import lean_http
 from app.web import wire_writes
 from tests.integration.conftest import JSON, Console, Served
 
@@ -151,3 +152,43 @@ async def test_a_call_refused_before_the_wire_beside_one_that_went_out_leaves_no
     while not any(e.kind == "exchange_finished" and e.record.key == reply["key"] for e in published):
         done.clear()
         await asyncio.wait_for(done.wait(), timeout=5)
+
+
+async def test_a_calls_start_is_recorded_once_its_request_is_on_the_socket_and_still_before_its_first_frame(
+        console: Console, demo_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exchange's start and the operation's round are recorded after the write (the target reads the request
+    meanwhile), yet in the order they always had: start, the operation's round with its key, the request's frame."""
+    s = await console.connect(kind="http", url=demo_url, headers="")
+    session = console.manager.get(s["id"])
+    assert session is not None
+    on_socket = [False]
+    real_request = lean_http.LeanPool.request
+
+    async def request(self: lean_http.LeanPool, *args: Any, on_sent: Callable[[], None] | None = None,
+                      **kwargs: Any) -> Any:
+        def sent() -> None:
+            on_socket[0] = True
+            if on_sent is not None:
+                on_sent()
+        on_socket[0] = False
+        return await real_request(self, *args, on_sent=sent, **kwargs)
+
+    monkeypatch.setattr(lean_http.LeanPool, "request", request)
+    order: list[tuple[str, bool]] = []
+    timeline = session.timeline
+    append, add_frame = timeline.append, timeline.add_frame
+
+    def appended(record: Any) -> Any:
+        order.append((type(record).__name__, on_socket[0]))
+        return append(record)
+
+    def framed(record: Any) -> Any:
+        order.append((f"frame {record.direction}", on_socket[0]))
+        return add_frame(record)
+
+    monkeypatch.setattr(timeline, "append", appended)
+    monkeypatch.setattr(timeline, "add_frame", framed)
+    reply = await console.call_tool(s["id"], "echo", text="hi")
+    assert reply["ok"] and reply["operation"]["rounds"][0]["key"] == reply["key"]
+    before_answer = order[:order.index(("frame in", True))]
+    assert before_answer[:3] == [("ExchangeStarted", True), ("OperationChanged", True), ("frame out", True)], order
