@@ -237,13 +237,8 @@ async def test_a_listen_on_a_dead_stdio_server_waits_for_the_reconnect_instead_o
     await eventually(listened_again, 20.0, "the subscription to listen again after the reconnect")
 
 
-# Writes one 50 MB stderr line (no newline in it until the end) before it answers anything, then a short one.
-HUGE_STDERR_LINE = textwrap.dedent('''
-    import json, sys
-    for _ in range(50):
-        sys.stderr.buffer.write(b"x" * (1 << 20))
-    sys.stderr.buffer.write(b"\\nready\\n")
-    sys.stderr.buffer.flush()
+# The rest of each script below: a stdio server that answers server/discover and an empty tools/list.
+ANSWERS_DISCOVER_AND_LISTS = textwrap.dedent('''
     DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
                 "ttlMs": 0, "cacheScope": "public"}
     for line in sys.stdin:
@@ -254,6 +249,15 @@ HUGE_STDERR_LINE = textwrap.dedent('''
                   "tools/list": {"resultType": "complete", "tools": []}}.get(message["method"], {})
         print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
 ''')
+
+# Writes one 50 MB stderr line (no newline in it until the end) before it answers anything, then a short one.
+HUGE_STDERR_LINE = textwrap.dedent('''
+    import json, sys
+    for _ in range(50):
+        sys.stderr.buffer.write(b"x" * (1 << 20))
+    sys.stderr.buffer.write(b"\\nready\\n")
+    sys.stderr.buffer.flush()
+''') + ANSWERS_DISCOVER_AND_LISTS
 
 
 async def test_a_50_mb_stderr_line_shows_its_start_in_the_session_and_says_how_many_bytes_were_not_kept(
@@ -285,16 +289,7 @@ HOSTILE_STDERR_TEXT = textwrap.dedent(r'''
     sys.stderr.write("invoice\u202eexe.pdf\n")
     sys.stderr.write("ready\n")
     sys.stderr.flush()
-    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
-                "ttlMs": 0, "cacheScope": "public"}
-    for line in sys.stdin:
-        message = json.loads(line)
-        if "id" not in message:
-            continue
-        result = {"server/discover": DISCOVER,
-                  "tools/list": {"resultType": "complete", "tools": []}}.get(message["method"], {})
-        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
-''')
+''') + ANSWERS_DISCOVER_AND_LISTS
 
 
 async def test_markup_terminal_escapes_and_bidi_overrides_on_stderr_are_shown_as_text_never_obeyed_or_hidden(
