@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
-from app.console.operations import Operation
+from app.console.operations import Operation, is_stale
 from app.console.session import ConsoleSession
 from app.mcp import mrtr
 from app.web.answers import NotAnswered, elicitation_answer, raw_answer, sampling_answer
@@ -82,6 +82,9 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
     op = find_op(s, op_id)
     form = await form_input(request)
     key = posted_key(form)
+    round_ = posted_round(form)
+    if is_stale(op, round_) and op.status == "awaiting_input":
+        raise stale_round(op, round_)
     input_request = op.pending.get(key)
     if input_request is None:
         return dialogs_response(w, request, s, op)  # answered already (perhaps in another tab)
@@ -92,10 +95,24 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
     try:
         value = checked_answer(s, input_request, form)
     except NotAnswered as exc:
-        s.operations.refuse(op, key, exc.errors, {name: list(values) for name, values in form.items()})
+        s.operations.refuse(op, key, exc.errors, {name: list(values) for name, values in form.items()}, round_)
         return dialogs_response(w, request, s, op)
-    await s.operations.answer(op, key, value)
+    taken = await s.operations.answer(op, key, value, round_)
+    if not taken and is_stale(op, round_) and op.status == "awaiting_input":
+        raise stale_round(op, round_)  # another tab's answer moved the operation on while this one waited
     return dialogs_response(w, request, s, op)
+
+
+def posted_round(form: FormInput) -> int | None:
+    """The round a dialog was shown for (its form says); None from a client that does not say."""
+    text = form.first("round") or ""
+    return int(text) if text.isdigit() else None
+
+
+def stale_round(op: Operation, round_: int | None) -> HTTPException:
+    return HTTPException(409, f"That answer was written for round {round_} of operation {op.id}, which is now at "
+                              f"round {len(op.rounds)} (perhaps answered in another tab): nothing was sent. "
+                              "Its current question is under Awaiting your input.")
 
 
 def posted_key(form: FormInput) -> str:
