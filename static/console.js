@@ -175,6 +175,32 @@
     var slot = evt.target.closest && evt.target.closest(".dialog-slot");
     if (slot) slot.dataset.sent = "1";
   });
+  // Forms pushed to every tab alike (client settings, the subscription form) are marked data-keep-typed: one
+  // that a person here has changed and not sent stays as it is when another tab's change is pushed (its node
+  // is moved into the fresh copy), so a push never wipes what is being written. Sending it makes it fresh again.
+  function markTyped(evt) {
+    var kept = evt.target.closest && evt.target.closest("[data-keep-typed][id]");
+    if (kept) kept.dataset.typed = "1";
+  }
+  document.addEventListener("input", markTyped);
+  document.addEventListener("change", markTyped);
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var kept = evt.target.closest && evt.target.closest("[data-keep-typed][id]");
+    if (kept) delete kept.dataset.typed;
+  });
+  document.addEventListener("htmx:oobBeforeSwap", function (evt) {
+    var fragment = evt.detail.fragment, target = evt.detail.target;
+    if (!fragment || !target || !fragment.querySelectorAll) return;
+    var top = fragment.firstElementChild;
+    if (top && top.id && top.id === target.id && top.hasAttribute("data-keep-typed")) {
+      if (target.dataset.typed === "1") evt.detail.shouldSwap = false;
+      return;
+    }
+    Array.prototype.forEach.call(fragment.querySelectorAll("[data-keep-typed][id]"), function (fresh) {
+      var old = document.getElementById(fresh.id);
+      if (old && old.dataset.typed === "1" && target.contains(old)) fresh.replaceWith(old);
+    });
+  });
   // The tab that started an operation brings its dialogs into view once both its card and they are here.
   var bringInbox = null;
   function showInbox() {

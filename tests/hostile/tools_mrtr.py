@@ -1,6 +1,6 @@
 """Hostile Multi Round-Trip Requests: one key asked again every round (a new question each time); a round asking
-for thousands of inputs at once, one that
-asks again forever (rotating its requestState); and progress on a request's stream under another request's token."""
+for thousands of inputs at once, one that asks again forever (rotating its requestState); and progress on a
+request's stream under another request's token."""
 
 from __future__ import annotations
 

@@ -1,0 +1,82 @@
+"""Several tabs on one session, attacked: what one tab has typed and not sent survives what another tab pushes.
+
+Two owner tabs on a new session on the demo server in real Chromium; one types into the client settings (roots,
+the capabilities JSON) and the other saves capabilities or roots, which every tab is pushed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import BrowserContext, Page, expect
+
+from tests.browser.conftest import Console
+from tests.browser.test_live_feeds import open_subscriptions, second_tab
+from tests.browser.test_mrtr_dialogs import open_client_settings, own_tab, session_id
+
+pytestmark = pytest.mark.browser
+__all__ = ["own_tab"]  # the fixture, used by name
+
+ROOTS_LABEL = "Roots (one file://URI optional name per line)"
+
+
+@pytest.fixture
+def other(context: BrowserContext, own_tab: Page, console: Console) -> Iterator[Page]:
+    tab = second_tab(context, console, own_tab.url)
+    yield tab
+    tab.close()
+
+
+def test_roots_typed_in_one_tab_survive_capabilities_saved_in_another(own_tab: Page, other: Page) -> None:
+    typed = "file:///home/ada/half-typed"
+    settings = open_client_settings(own_tab)
+    roots = settings.get_by_label(ROOTS_LABEL, exact=True)
+    roots.fill(typed)
+    seq = own_tab.locator("#ws-seq").get_attribute("data-seq")
+
+    theirs = open_client_settings(other)
+    theirs.get_by_label("sampling", exact=True).uncheck()
+    theirs.get_by_role("button", name="Save capabilities", exact=True).click()
+    expect(theirs.locator("p[role=status]")).to_have_text("Saved.")
+
+    # The push has reached this tab (its sequence moved and the checkbox follows the other tab's save)…
+    expect(own_tab.locator("#ws-seq")).not_to_have_attribute("data-seq", seq or "")
+    expect(settings.get_by_label("sampling", exact=True)).not_to_be_checked()
+    # …and what was typed here and never sent is still here.
+    expect(roots).to_have_value(typed)
+
+
+def test_a_capabilities_json_being_edited_survives_roots_saved_in_another_tab(
+        own_tab: Page, other: Page, console: Console) -> None:
+    settings = open_client_settings(own_tab)
+    settings.locator("details.caps-editor > summary").click()
+    editor = settings.get_by_label("Client capabilities (JSON)", exact=True)
+    editor.fill('{"elicitation": {"form": {}}, "experimental": {"half": {}')
+
+    theirs = open_client_settings(other)
+    theirs.get_by_label(ROOTS_LABEL, exact=True).fill("file:///srv/from-the-other-tab")
+    theirs.get_by_role("button", name="Save roots", exact=True).click()
+    expect(theirs.locator("p[role=status]")).to_have_text("Saved.")
+
+    expect(own_tab.locator("#client-settings .link-only")).to_contain_text("from-the-other-tab")
+    expect(editor).to_have_value('{"elicitation": {"form": {}}, "experimental": {"half": {}')
+    saved = own_tab.request.get(console.url(f"/sessions/{session_id(own_tab)}.json")).json()
+    assert saved["roots"] == [{"uri": "file:///srv/from-the-other-tab"}]
+
+
+def test_a_subscription_being_set_up_in_one_tab_survives_lists_refreshed_from_another(
+        own_tab: Page, other: Page) -> None:
+    panel = open_subscriptions(own_tab)
+    form = panel.get_by_role("form", name="Start a subscription")
+    form.get_by_label("tool list changes", exact=True).uncheck()
+    uris = form.get_by_label("Other URIs (one per line)", exact=True)
+    uris.fill("demo://half/typed")
+    # This tab is made to show an older echo, so the refreshed list visibly reaches it (marked "changed").
+    own_tab.evaluate("() => { document.querySelector('details.item[data-tool=\"echo\"]').dataset.sig = 'older'; }")
+
+    other.get_by_role("button", name="Refresh lists", exact=True).click()
+
+    expect(own_tab.locator('details.item[data-tool="echo"]')).to_have_attribute("data-mark", "changed")
+    expect(uris).to_have_value("demo://half/typed")
+    expect(form.get_by_label("tool list changes", exact=True)).not_to_be_checked()
