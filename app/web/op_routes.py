@@ -219,6 +219,8 @@ async def set_capabilities(request: Request, session_id: str, w: Owner) -> Respo
     extensions, experimental…); or replace the whole object from the JSON editor."""
     s = session_or_404(w, session_id)
     form = await form_input(request)
+    if changed_since(form, s.capabilities):
+        return _caps_page(w, request, s, [changed_elsewhere("capabilities")])
     raw = (form.first("caps_json") or "").strip()
     if form.first("mode") == "json":
         try:
@@ -231,6 +233,23 @@ async def set_capabilities(request: Request, session_id: str, w: Owner) -> Respo
         caps = _toggled(s.capabilities, set(form.get("cap", [])))
     s.set_capabilities(caps)
     return _caps_page(w, request, s, [])
+
+
+def changed_since(form: FormInput, current: Any) -> bool:
+    """The form says what it was made from (`based_on`), and that is no longer what the session has: another tab
+    saved in between, and saving this form (all of it, not just what was changed here) would undo that save."""
+    text = form.first("based_on")
+    if text is None:
+        return False  # a client that does not say: last save wins, as before
+    try:
+        return bool(json.loads(text) != current)
+    except ValueError:
+        return True
+
+
+def changed_elsewhere(what: str) -> str:
+    return (f"The {what} were changed in another tab after this form was shown, so nothing was saved (saving it "
+            f"would have undone that change). They are shown below as they are now: make your change again.")
 
 
 def _toggled(current: dict[str, Any], chosen: set[str]) -> dict[str, Any]:
@@ -256,6 +275,10 @@ def _caps_page(w: Web, request: Request, s: ConsoleSession, problems: list[str])
 async def set_roots(request: Request, session_id: str, w: Owner) -> Response:
     s = session_or_404(w, session_id)
     form = await form_input(request)
+    if changed_since(form, s.roots):
+        problem = changed_elsewhere("roots")
+        return respond(request, False, {"roots": s.roots, "problems": [problem]},
+                       w.render("_client_settings.html", s=s, saved=False, problems=[problem]))
     roots: list[dict[str, str]] = []
     problems: list[str] = []
     for line in (form.first("roots") or "").splitlines():

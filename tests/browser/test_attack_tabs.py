@@ -1,4 +1,5 @@
-"""Several tabs on one session, attacked: what one tab has typed and not sent survives what another tab pushes.
+"""Several tabs on one session, attacked: what one tab has typed and not sent survives what another tab pushes, and
+a save from a form shown before another tab's save is refused rather than undoing it.
 
 Two owner tabs on a new session on the demo server in real Chromium; one types into the client settings (roots,
 the capabilities JSON) and the other saves capabilities or roots, which every tab is pushed.
@@ -80,3 +81,38 @@ def test_a_subscription_being_set_up_in_one_tab_survives_lists_refreshed_from_an
     expect(own_tab.locator('details.item[data-tool="echo"]')).to_have_attribute("data-mark", "changed")
     expect(uris).to_have_value("demo://half/typed")
     expect(form.get_by_label("tool list changes", exact=True)).not_to_be_checked()
+
+
+def test_capabilities_saved_from_a_form_shown_before_another_tabs_save_do_not_undo_that_save(
+        own_tab: Page, other: Page, console: Console) -> None:
+    mine = open_client_settings(own_tab)
+    mine.get_by_label("sampling", exact=True).uncheck()  # being changed here, not sent yet
+
+    theirs = open_client_settings(other)
+    theirs.get_by_label("elicitation: url", exact=True).uncheck()
+    theirs.get_by_role("button", name="Save capabilities", exact=True).click()
+    expect(theirs.locator("p[role=status]")).to_have_text("Saved.")
+    expect(own_tab.locator("#client-settings .link-only")).to_be_attached()  # the push has come and gone
+
+    mine.get_by_role("button", name="Save capabilities", exact=True).click()
+    expect(own_tab.locator("#client-settings p[role=alert]")).to_contain_text("changed in another tab")
+    caps = own_tab.request.get(console.url(f"/sessions/{session_id(own_tab)}.json")).json()["client_capabilities"]
+    assert "url" not in caps.get("elicitation", {}), caps  # the other tab's save stands
+    assert "sampling" in caps, caps  # and nothing of this tab's stale form was applied
+
+
+def test_roots_saved_from_a_form_shown_before_another_tabs_save_do_not_undo_that_save(
+        own_tab: Page, other: Page, console: Console) -> None:
+    mine = open_client_settings(own_tab)
+    mine.get_by_label(ROOTS_LABEL, exact=True).fill("file:///mine")
+
+    theirs = open_client_settings(other)
+    theirs.get_by_label(ROOTS_LABEL, exact=True).fill("file:///theirs")
+    theirs.get_by_role("button", name="Save roots", exact=True).click()
+    expect(theirs.locator("p[role=status]")).to_have_text("Saved.")
+    expect(own_tab.locator("#client-settings .link-only")).to_contain_text("file:///theirs")
+
+    mine.get_by_role("button", name="Save roots", exact=True).click()
+    expect(own_tab.locator("#client-settings p[role=alert]")).to_contain_text("changed in another tab")
+    roots = own_tab.request.get(console.url(f"/sessions/{session_id(own_tab)}.json")).json()["roots"]
+    assert roots == [{"uri": "file:///theirs"}], roots
