@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.browser.conftest import Console
+from tests.browser.conftest import Console, is_loopback_url
 from tests.browser.test_live_feeds import open_subscriptions, second_tab
 from tests.browser.test_mrtr_dialogs import open_client_settings, own_tab, session_id
+from tests.browser.test_sharing import create_link, open_as_viewer, revoke
 
 pytestmark = pytest.mark.browser
 __all__ = ["own_tab"]  # the fixture, used by name
@@ -116,3 +117,29 @@ def test_roots_saved_from_a_form_shown_before_another_tabs_save_do_not_undo_that
     expect(own_tab.locator("#client-settings p[role=alert]")).to_contain_text("changed in another tab")
     roots = own_tab.request.get(console.url(f"/sessions/{session_id(own_tab)}.json")).json()["roots"]
     assert roots == [{"uri": "file:///theirs"}], roots
+
+
+@pytest.fixture
+def viewer_context(browser: Browser) -> Iterator[BrowserContext]:
+    """A second browser (its own cookies), for whoever was sent a link."""
+    context = browser.new_context()
+    context.set_default_timeout(15_000)
+    context.route(lambda url: not is_loopback_url(url), lambda route: route.abort())
+    yield context
+    context.close()
+
+
+def test_a_viewer_who_shows_a_hidden_button_in_devtools_and_presses_it_is_told_plainly_it_is_refused(
+        page: Page, viewer_context: BrowserContext, console: Console) -> None:
+    url, link_id = create_link(page, "viewer")
+    viewer = viewer_context.new_page()
+    open_as_viewer(viewer, console, url)
+    refreshes = page.locator('#timeline-list > li.entry[data-method="tools/list"]')
+    before = refreshes.count()
+    # What devtools would do: drop the class that hides every action from a viewer.
+    viewer.evaluate("() => document.body.classList.remove('role-viewer')")
+    viewer.get_by_role("button", name="Refresh lists", exact=True).click()
+    expect(viewer.get_by_role("alert").filter(has_text="read-only")).to_be_visible()
+    expect(refreshes).to_have_count(before)
+    revoke(page, link_id)
+
