@@ -143,3 +143,29 @@ def test_a_viewer_who_shows_a_hidden_button_in_devtools_and_presses_it_is_told_p
     expect(refreshes).to_have_count(before)
     revoke(page, link_id)
 
+
+def test_a_target_being_edited_after_a_failed_connect_survives_roots_saved_in_another_tab(
+        context: BrowserContext, page: Page, console: Console) -> None:
+    page.goto(console.url("/"))
+    page.get_by_label("Server URL").fill("http://127.0.0.1:9/mcp")
+    page.get_by_role("button", name="Connect", exact=True).click()
+    problem = page.get_by_role("region", name="Connection problem")
+    expect(problem).to_contain_text("Could not connect", timeout=30_000)
+    problem.get_by_label("Server URL").fill("http://127.0.0.1:9/half-typed")
+    seq = page.locator("#ws-seq").get_attribute("data-seq")
+
+    other = context.new_page()
+    other.goto(page.url)
+    theirs = open_client_settings(other)
+    theirs.get_by_label(ROOTS_LABEL, exact=True).fill("file:///srv/from-the-other-tab")
+    theirs.get_by_role("button", name="Save roots", exact=True).click()
+    expect(theirs.locator("p[role=status]")).to_have_text("Saved.")
+
+    expect(page.locator("#ws-seq")).not_to_have_attribute("data-seq", seq or "")  # the push came here
+    expect(page.get_by_role("region", name="Connection problem").get_by_label("Server URL")).to_have_value(
+        "http://127.0.0.1:9/half-typed")
+    sid = page.url.rsplit("/", 1)[-1]
+    deleted = page.request.post(console.url(f"/sessions/{sid}/delete"), headers={"Origin": console.base},
+                                max_redirects=0)
+    assert deleted.status == 303, deleted.status
+    other.close()
