@@ -83,6 +83,8 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
     form = await form_input(request)
     key = posted_key(form)
     round_ = posted_round(form)
+    if op.status not in ("awaiting_input", "running"):
+        raise ended(op)
     if is_stale(op, round_) and op.status == "awaiting_input":
         raise stale_round(op, round_)
     input_request = op.pending.get(key)
@@ -98,6 +100,8 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
         s.operations.refuse(op, key, exc.errors, {name: list(values) for name, values in form.items()}, round_)
         return dialogs_response(w, request, s, op)
     taken = await s.operations.answer(op, key, value, round_)
+    if not taken and op.status not in ("awaiting_input", "running"):
+        raise ended(op)  # another tab's answer (or Abandon) ended it while this one waited
     if not taken and is_stale(op, round_) and op.status == "awaiting_input":
         raise stale_round(op, round_)  # another tab's answer moved the operation on while this one waited
     return dialogs_response(w, request, s, op)
@@ -107,6 +111,11 @@ def posted_round(form: FormInput) -> int | None:
     """The round a dialog was shown for (its form says); None from a client that does not say."""
     text = form.first("round") or ""
     return int(text) if text.isdigit() else None
+
+
+def ended(op: Operation) -> HTTPException:
+    return HTTPException(409, f"Operation {op.id} is already {op.status.replace('_', ' ')} (perhaps in another "
+                              "tab): this answer was not taken and nothing was sent.")
 
 
 def stale_round(op: Operation, round_: int | None) -> HTTPException:

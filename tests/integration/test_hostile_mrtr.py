@@ -93,3 +93,15 @@ async def test_an_answer_posted_for_an_earlier_round_is_not_given_to_the_questio
     assert status == 409 and "now at round 2" in said, said
     state = (await console.http.get(f"/sessions/{sid}/operations/{op}.json", headers=JSON)).json()
     assert len(state["rounds"]) == 2 and state["status"] == "awaiting_input" and not state["answered"], state
+
+
+async def test_an_answer_to_an_operation_another_tab_abandoned_is_refused_saying_so(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    op = (await _call(console, sid, "same_key", {}))["operation"]["op"]
+    abandoned = await console.http.post(f"/sessions/{sid}/operations/{op}/abandon", headers=JSON)
+    assert abandoned.status_code == 200 and abandoned.json()["status"] == "abandoned", abandoned.text
+    status, said = await _answer(console, sid, op, 1, True)
+    assert status == 409 and "abandoned" in said and "nothing was sent" in said, said
+    state = (await console.http.get(f"/sessions/{sid}/operations/{op}.json", headers=JSON)).json()
+    assert len(state["rounds"]) == 1 and state["status"] == "abandoned", state
