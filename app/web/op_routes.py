@@ -228,16 +228,17 @@ async def set_capabilities(request: Request, session_id: str, w: Owner) -> Respo
     extensions, experimental…); or replace the whole object from the JSON editor."""
     s = session_or_404(w, session_id)
     form = await form_input(request)
+    draft = form.first("caps_json") if form.first("mode") == "json" else None  # kept when refused
     if changed_since(form, s.capabilities):
-        return _caps_page(w, request, s, [changed_elsewhere("capabilities")])
+        return _caps_page(w, request, s, [changed_elsewhere("capabilities")], draft)
     raw = (form.first("caps_json") or "").strip()
     if form.first("mode") == "json":
         try:
             caps = strict_json(raw or "{}")
         except ValueError as exc:
-            return _caps_page(w, request, s, [f"Not valid JSON: {exc}"])
+            return _caps_page(w, request, s, [f"Not valid JSON: {exc}"], draft)
         if not isinstance(caps, dict) or not all(isinstance(v, dict) for v in caps.values()):
-            return _caps_page(w, request, s, ["Capabilities must be an object of objects"])
+            return _caps_page(w, request, s, ["Capabilities must be an object of objects"], draft)
     else:
         caps = _toggled(s.capabilities, set(form.get("cap", [])))
     s.set_capabilities(caps)
@@ -275,9 +276,11 @@ def _toggled(current: dict[str, Any], chosen: set[str]) -> dict[str, Any]:
     return caps
 
 
-def _caps_page(w: Web, request: Request, s: ConsoleSession, problems: list[str]) -> Response:
+def _caps_page(w: Web, request: Request, s: ConsoleSession, problems: list[str],
+               draft_json: str | None = None) -> Response:
     return respond(request, False, {"client_capabilities": s.capabilities, "problems": problems},
-                   w.render("_client_settings.html", s=s, saved=not problems, problems=problems))
+                   w.render("_client_settings.html", s=s, saved=not problems, problems=problems,
+                            draft_json=draft_json))
 
 
 @router.post("/sessions/{session_id}/roots")
@@ -287,7 +290,8 @@ async def set_roots(request: Request, session_id: str, w: Owner) -> Response:
     if changed_since(form, s.roots):
         problem = changed_elsewhere("roots")
         return respond(request, False, {"roots": s.roots, "problems": [problem]},
-                       w.render("_client_settings.html", s=s, saved=False, problems=[problem]))
+                       w.render("_client_settings.html", s=s, saved=False, problems=[problem],
+                                draft_roots=form.first("roots")))
     roots: list[dict[str, str]] = []
     problems: list[str] = []
     for line in (form.first("roots") or "").splitlines():
@@ -301,4 +305,5 @@ async def set_roots(request: Request, session_id: str, w: Owner) -> Response:
     if not problems:
         s.set_roots(roots)
     return respond(request, False, {"roots": s.roots, "problems": problems},
-                   w.render("_client_settings.html", s=s, saved=not problems, problems=problems))
+                   w.render("_client_settings.html", s=s, saved=not problems, problems=problems,
+                            draft_roots=form.first("roots") if problems else None))

@@ -115,6 +115,8 @@ def test_roots_saved_from_a_form_shown_before_another_tabs_save_do_not_undo_that
 
     mine.get_by_role("button", name="Save roots", exact=True).click()
     expect(own_tab.locator("#client-settings p[role=alert]")).to_contain_text("changed in another tab")
+    # Refused, what was typed is still there to save again.
+    expect(own_tab.locator("#client-settings").get_by_label(ROOTS_LABEL, exact=True)).to_have_value("file:///mine")
     roots = own_tab.request.get(console.url(f"/sessions/{session_id(own_tab)}.json")).json()["roots"]
     assert roots == [{"uri": "file:///theirs"}], roots
 
@@ -169,3 +171,14 @@ def test_a_target_being_edited_after_a_failed_connect_survives_roots_saved_in_an
                                 max_redirects=0)
     assert deleted.status == 303, deleted.status
     other.close()
+
+
+def test_capabilities_json_refused_as_not_json_stays_in_the_editor_as_typed(own_tab: Page) -> None:
+    settings = open_client_settings(own_tab)
+    settings.locator("details.caps-editor > summary").click()
+    settings.get_by_label("Client capabilities (JSON)", exact=True).fill('{"sampling": {}, "roots": ')
+    settings.get_by_role("button", name="Save capabilities JSON", exact=True).click()
+    expect(own_tab.locator("#client-settings p[role=alert]")).to_contain_text("Not valid JSON")
+    editor = own_tab.locator("#client-settings").get_by_label("Client capabilities (JSON)", exact=True)
+    expect(editor).to_be_visible()
+    expect(editor).to_have_value('{"sampling": {}, "roots": ')
