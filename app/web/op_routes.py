@@ -153,8 +153,19 @@ def checked_answer(s: ConsoleSession, input_request: dict[str, Any], form: FormI
                                         "the client must refuse (decline instead)."})
         return sampling_answer(form)
     if kind == "roots":
+        shown = form.first("roots_shown")
+        if shown is not None and _json_or_none(shown) != s.roots:
+            raise NotAnswered({"roots": "The roots were changed (in another tab) after this request was shown, so "
+                                        "nothing was sent. The list to be sent is shown again: check it and send."})
         return {"roots": [dict(r) for r in s.roots]}
     return raw_answer(form)
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 @router.post("/sessions/{session_id}/server-requests/{sr_id}/answer")
