@@ -175,6 +175,47 @@
     var slot = evt.target.closest && evt.target.closest(".dialog-slot");
     if (slot) slot.dataset.sent = "1";
   });
+  // An action whose answer swaps nothing (hx-swap="none": it comes back over the live feed) would fail silently:
+  // a refusal (a viewer's link is read-only, an answer for a round already past) is said in #action-problems.
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    var xhr = evt.detail.xhr, elt = evt.detail.elt, box = document.getElementById("action-problems");
+    if (!box || !xhr || !elt || !elt.closest) return;
+    var swapper = elt.closest("[hx-swap]");
+    if (!swapper || swapper.getAttribute("hx-swap") !== "none") return;
+    if (xhr.status < 400) { box.replaceChildren(); return; }
+    var said = new DOMParser().parseFromString(xhr.responseText || "", "text/html").body.textContent || "";
+    var alert = document.createElement("p");
+    alert.className = "alert error";
+    alert.setAttribute("role", "alert");
+    alert.textContent = said.trim() || ("Error " + xhr.status + ": the console refused this action.");
+    box.replaceChildren(alert);
+  });
+  // Forms pushed to every tab alike (client settings, the subscription form) are marked data-keep-typed: one
+  // that a person here has changed and not sent stays as it is when another tab's change is pushed (its node
+  // is moved into the fresh copy), so a push never wipes what is being written. Sending it makes it fresh again.
+  function markTyped(evt) {
+    var kept = evt.target.closest && evt.target.closest("[data-keep-typed][id]");
+    if (kept) kept.dataset.typed = "1";
+  }
+  document.addEventListener("input", markTyped);
+  document.addEventListener("change", markTyped);
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var kept = evt.target.closest && evt.target.closest("[data-keep-typed][id]");
+    if (kept) delete kept.dataset.typed;
+  });
+  document.addEventListener("htmx:oobBeforeSwap", function (evt) {
+    var fragment = evt.detail.fragment, target = evt.detail.target;
+    if (!fragment || !target || !fragment.querySelectorAll) return;
+    var top = fragment.firstElementChild;
+    if (top && top.id && top.id === target.id && top.hasAttribute("data-keep-typed")) {
+      if (target.dataset.typed === "1") evt.detail.shouldSwap = false;
+      return;
+    }
+    Array.prototype.forEach.call(fragment.querySelectorAll("[data-keep-typed][id]"), function (fresh) {
+      var old = document.getElementById(fresh.id);
+      if (old && old.dataset.typed === "1" && target.contains(old)) fresh.replaceWith(old);
+    });
+  });
   // The tab that started an operation brings its dialogs into view once both its card and they are here.
   var bringInbox = null;
   function showInbox() {

@@ -145,6 +145,11 @@ def _error_json(reply: Reply) -> dict[str, Any] | None:
     return data
 
 
+def is_stale(op: Operation, round_: int | None) -> bool:
+    """An answer written for another round than the one now asking (None: the caller did not say)."""
+    return round_ is not None and round_ != len(op.rounds)
+
+
 class OperationDriver:
     """Runs rounds for a session's operations and keeps them (pending ones survive a page reload).
 
@@ -185,9 +190,10 @@ class OperationDriver:
             return OperationRecord.of(op.recorded)
         return self.timeline.state.operations.get(op.id) or OperationRecord.of(op.snapshot())
 
-    def refuse(self, op: Operation, key: str, errors: dict[str, str], drafts: dict[str, list[str]]) -> None:
+    def refuse(self, op: Operation, key: str, errors: dict[str, str], drafts: dict[str, list[str]],
+               round_: int | None = None) -> None:
         """An answer that did not pass the checks: keep what was typed and say why, in every tab."""
-        if op.status != "awaiting_input" or key not in op.pending:
+        if op.status != "awaiting_input" or key not in op.pending or is_stale(op, round_):
             return
         op.errors[key], op.drafts[key] = errors, drafts
         self._record(op)
@@ -315,22 +321,27 @@ class OperationDriver:
         op.pending = requests
         return True
 
-    async def answer(self, op: Operation, key: str, value: Any) -> None:
-        """Record one answer; when every input request of the round is answered, send the retry."""
+    async def answer(self, op: Operation, key: str, value: Any, round_: int | None = None) -> bool:
+        """Record one answer; when every input request of the round is answered, send the retry.
+
+        `round_` is the round the answer was written for: servers may ask again under the same key, and an answer
+        to the last round's question (another tab's, or one that waited on the lock while the retry ran) must not
+        become the answer to a question nobody here has read. False when nothing was taken."""
         async with op.lock:
-            if op.status != "awaiting_input" or key not in op.pending:
-                return
+            if op.status != "awaiting_input" or key not in op.pending or is_stale(op, round_):
+                return False
             op.answers[key] = value
             op.errors.pop(key, None)
             op.drafts.pop(key, None)
             rnd = op.last
             if set(op.answers) < set(op.pending):
                 self._record(op)
-                return
+                return True
             assert rnd is not None
             rnd.answered = time.time()
             params = mrtr.retry_params(op.params, dict(op.answers), rnd.state)
             await self._run_round(op, params)
+            return True
 
     async def abandon(self, op: Operation, why: str) -> None:
         async with op.lock:

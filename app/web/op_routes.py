@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
-from app.console.operations import Operation
+from app.console.operations import Operation, is_stale
 from app.console.session import ConsoleSession
 from app.mcp import mrtr
 from app.web.answers import NotAnswered, elicitation_answer, raw_answer, sampling_answer
@@ -82,6 +82,11 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
     op = find_op(s, op_id)
     form = await form_input(request)
     key = posted_key(form)
+    round_ = posted_round(form)
+    if op.status not in ("awaiting_input", "running"):
+        raise ended(op)
+    if is_stale(op, round_) and op.status == "awaiting_input":
+        raise stale_round(op, round_)
     input_request = op.pending.get(key)
     if input_request is None:
         return dialogs_response(w, request, s, op)  # answered already (perhaps in another tab)
@@ -92,10 +97,31 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
     try:
         value = checked_answer(s, input_request, form)
     except NotAnswered as exc:
-        s.operations.refuse(op, key, exc.errors, {name: list(values) for name, values in form.items()})
+        s.operations.refuse(op, key, exc.errors, {name: list(values) for name, values in form.items()}, round_)
         return dialogs_response(w, request, s, op)
-    await s.operations.answer(op, key, value)
+    taken = await s.operations.answer(op, key, value, round_)
+    if not taken and op.status not in ("awaiting_input", "running"):
+        raise ended(op)  # another tab's answer (or Abandon) ended it while this one waited
+    if not taken and is_stale(op, round_) and op.status == "awaiting_input":
+        raise stale_round(op, round_)  # another tab's answer moved the operation on while this one waited
     return dialogs_response(w, request, s, op)
+
+
+def posted_round(form: FormInput) -> int | None:
+    """The round a dialog was shown for (its form says); None from a client that does not say."""
+    text = form.first("round") or ""
+    return int(text) if text.isdigit() else None
+
+
+def ended(op: Operation) -> HTTPException:
+    return HTTPException(409, f"Operation {op.id} is already {op.status.replace('_', ' ')} (perhaps in another "
+                              "tab): this answer was not taken and nothing was sent.")
+
+
+def stale_round(op: Operation, round_: int | None) -> HTTPException:
+    return HTTPException(409, f"That answer was written for round {round_} of operation {op.id}, which is now at "
+                              f"round {len(op.rounds)} (perhaps answered in another tab): nothing was sent. "
+                              "Its current question is under Awaiting your input.")
 
 
 def posted_key(form: FormInput) -> str:
@@ -127,8 +153,19 @@ def checked_answer(s: ConsoleSession, input_request: dict[str, Any], form: FormI
                                         "the client must refuse (decline instead)."})
         return sampling_answer(form)
     if kind == "roots":
+        shown = form.first("roots_shown")
+        if shown is not None and _json_or_none(shown) != s.roots:
+            raise NotAnswered({"roots": "The roots were changed (in another tab) after this request was shown, so "
+                                        "nothing was sent. The list to be sent is shown again: check it and send."})
         return {"roots": [dict(r) for r in s.roots]}
     return raw_answer(form)
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 @router.post("/sessions/{session_id}/server-requests/{sr_id}/answer")
@@ -202,18 +239,38 @@ async def set_capabilities(request: Request, session_id: str, w: Owner) -> Respo
     extensions, experimental…); or replace the whole object from the JSON editor."""
     s = session_or_404(w, session_id)
     form = await form_input(request)
+    draft = form.first("caps_json") if form.first("mode") == "json" else None  # kept when refused
+    if changed_since(form, s.capabilities):
+        return _caps_page(w, request, s, [changed_elsewhere("capabilities")], draft)
     raw = (form.first("caps_json") or "").strip()
     if form.first("mode") == "json":
         try:
             caps = strict_json(raw or "{}")
         except ValueError as exc:
-            return _caps_page(w, request, s, [f"Not valid JSON: {exc}"])
+            return _caps_page(w, request, s, [f"Not valid JSON: {exc}"], draft)
         if not isinstance(caps, dict) or not all(isinstance(v, dict) for v in caps.values()):
-            return _caps_page(w, request, s, ["Capabilities must be an object of objects"])
+            return _caps_page(w, request, s, ["Capabilities must be an object of objects"], draft)
     else:
         caps = _toggled(s.capabilities, set(form.get("cap", [])))
     s.set_capabilities(caps)
     return _caps_page(w, request, s, [])
+
+
+def changed_since(form: FormInput, current: Any) -> bool:
+    """The form says what it was made from (`based_on`), and that is no longer what the session has: another tab
+    saved in between, and saving this form (all of it, not just what was changed here) would undo that save."""
+    text = form.first("based_on")
+    if text is None:
+        return False  # a client that does not say: last save wins, as before
+    try:
+        return bool(json.loads(text) != current)
+    except ValueError:
+        return True
+
+
+def changed_elsewhere(what: str) -> str:
+    return (f"The {what} were changed in another tab after this form was shown, so nothing was saved (saving it "
+            f"would have undone that change). They are shown below as they are now: make your change again.")
 
 
 def _toggled(current: dict[str, Any], chosen: set[str]) -> dict[str, Any]:
@@ -230,15 +287,22 @@ def _toggled(current: dict[str, Any], chosen: set[str]) -> dict[str, Any]:
     return caps
 
 
-def _caps_page(w: Web, request: Request, s: ConsoleSession, problems: list[str]) -> Response:
+def _caps_page(w: Web, request: Request, s: ConsoleSession, problems: list[str],
+               draft_json: str | None = None) -> Response:
     return respond(request, False, {"client_capabilities": s.capabilities, "problems": problems},
-                   w.render("_client_settings.html", s=s, saved=not problems, problems=problems))
+                   w.render("_client_settings.html", s=s, saved=not problems, problems=problems,
+                            draft_json=draft_json))
 
 
 @router.post("/sessions/{session_id}/roots")
 async def set_roots(request: Request, session_id: str, w: Owner) -> Response:
     s = session_or_404(w, session_id)
     form = await form_input(request)
+    if changed_since(form, s.roots):
+        problem = changed_elsewhere("roots")
+        return respond(request, False, {"roots": s.roots, "problems": [problem]},
+                       w.render("_client_settings.html", s=s, saved=False, problems=[problem],
+                                draft_roots=form.first("roots")))
     roots: list[dict[str, str]] = []
     problems: list[str] = []
     for line in (form.first("roots") or "").splitlines():
@@ -252,4 +316,5 @@ async def set_roots(request: Request, session_id: str, w: Owner) -> Response:
     if not problems:
         s.set_roots(roots)
     return respond(request, False, {"roots": s.roots, "problems": problems},
-                   w.render("_client_settings.html", s=s, saved=not problems, problems=problems))
+                   w.render("_client_settings.html", s=s, saved=not problems, problems=problems,
+                            draft_roots=form.first("roots") if problems else None))

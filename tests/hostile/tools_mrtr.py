@@ -1,7 +1,10 @@
-"""Hostile Multi Round-Trip Requests: an input_required round asking for thousands of inputs at once, one that
-asks again forever (rotating its requestState); and progress on a request's stream under another request's token."""
+"""Hostile Multi Round-Trip Requests: one key asked again every round (a new question each time); a round asking
+for thousands of inputs at once, one that asks again forever (rotating its requestState); and progress on a
+request's stream under another request's token."""
 
 from __future__ import annotations
+
+import asyncio
 
 from tests.hostile.target import Ctx, Tool, text
 
@@ -23,6 +26,21 @@ async def forever(ctx: Ctx) -> None:
     await ctx.reply({"resultType": "input_required", "requestState": str(rounds)})
 
 
+async def same_key(ctx: Ctx) -> None:
+    """Asks under the one key "q" every round, a new question each time (keys are the server's to reuse), and
+    takes its time over a retry, so a second tab's answer to the old question arrives while the new one is
+    being asked. Three rounds, then it echoes the last answer."""
+    rounds = int(ctx.params.get("requestState") or 0)
+    given = (ctx.params.get("inputResponses") or {}).get("q")
+    if rounds >= 1:
+        await asyncio.sleep(0.5)  # the server thinking: the window in which the other tab's answer lands
+    if rounds >= 3:
+        await ctx.reply(text(f"last answer: {given}"))
+        return
+    await ctx.reply({"resultType": "input_required", "inputRequests": {"q": _ask(rounds + 1)},
+                     "requestState": str(rounds + 1)})
+
+
 async def foreign_progress(ctx: Ctx) -> None:
     await ctx.progress(1, 100, "mine")
     await ctx.event({"jsonrpc": "2.0", "method": "notifications/progress",
@@ -30,4 +48,5 @@ async def foreign_progress(ctx: Ctx) -> None:
     await ctx.reply(text("done"))
 
 
-TOOLS = [Tool("foreign_progress", foreign_progress), Tool("many_inputs", many_inputs), Tool("forever", forever)]
+TOOLS = [Tool("same_key", same_key),
+         Tool("foreign_progress", foreign_progress), Tool("many_inputs", many_inputs), Tool("forever", forever)]

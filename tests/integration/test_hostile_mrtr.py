@@ -3,6 +3,7 @@ that asks again forever. Each ends in a bounded operation, and the session page 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -58,3 +59,49 @@ async def test_progress_under_another_requests_token_is_not_shown_as_this_calls_
     assert shown and all(p["message"] == "mine" for p in shown), shown
     entry = await console.entry(sid, reply["operation"]["rounds"][0]["key"])
     assert any("not mine" in w["raw"] for w in entry["wire"])  # still on the record, as it came
+
+
+async def _answer(console: Console, sid: str, op: str, round_: int | None, ok: bool) -> tuple[int, str]:
+    form = {"key": "q", "key_json": '"q"', "action": "accept", "ok": "true" if ok else "false"}
+    if round_ is not None:
+        form["round"] = str(round_)  # what a dialog's form posts: the round it was shown for
+    response = await console.http.post(f"/sessions/{sid}/operations/{op}/answer", headers=JSON, data=form)
+    return response.status_code, response.text
+
+
+async def test_two_tabs_answering_the_same_dialog_at_once_leave_the_next_rounds_question_unanswered(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    reply = await _call(console, sid, "same_key", {})
+    assert reply["status"] == "awaiting_input", reply["status"]
+    op = reply["operation"]["op"]
+    # Both tabs saw round 1's question under key "q"; the server asks round 2's under "q" too.
+    answers = await asyncio.gather(_answer(console, sid, op, 1, True), _answer(console, sid, op, 1, False))
+    assert sorted(status for status, _ in answers) == [200, 409], answers
+    assert "written for round 1" in max(answers)[1] and "nothing was sent" in max(answers)[1], answers
+    state = (await console.http.get(f"/sessions/{sid}/operations/{op}.json", headers=JSON)).json()
+    assert len(state["rounds"]) == 2, [r["status"] for r in state["rounds"]]
+    assert state["status"] == "awaiting_input" and not state["answered"], state
+
+
+async def test_an_answer_posted_for_an_earlier_round_is_not_given_to_the_question_asked_now(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    op = (await _call(console, sid, "same_key", {}))["operation"]["op"]
+    assert (await _answer(console, sid, op, 1, True))[0] == 200
+    status, said = await _answer(console, sid, op, 1, False)  # a tab that still shows round 1, late
+    assert status == 409 and "now at round 2" in said, said
+    state = (await console.http.get(f"/sessions/{sid}/operations/{op}.json", headers=JSON)).json()
+    assert len(state["rounds"]) == 2 and state["status"] == "awaiting_input" and not state["answered"], state
+
+
+async def test_an_answer_to_an_operation_another_tab_abandoned_is_refused_saying_so(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    op = (await _call(console, sid, "same_key", {}))["operation"]["op"]
+    abandoned = await console.http.post(f"/sessions/{sid}/operations/{op}/abandon", headers=JSON)
+    assert abandoned.status_code == 200 and abandoned.json()["status"] == "abandoned", abandoned.text
+    status, said = await _answer(console, sid, op, 1, True)
+    assert status == 409 and "abandoned" in said and "nothing was sent" in said, said
+    state = (await console.http.get(f"/sessions/{sid}/operations/{op}.json", headers=JSON)).json()
+    assert len(state["rounds"]) == 1 and state["status"] == "abandoned", state

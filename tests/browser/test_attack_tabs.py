@@ -1,0 +1,184 @@
+"""Several tabs on one session, attacked: what one tab has typed and not sent survives what another tab pushes, and
+a save from a form shown before another tab's save is refused rather than undoing it.
+
+Two owner tabs on a new session on the demo server in real Chromium; one types into the client settings (roots,
+the capabilities JSON) and the other saves capabilities or roots, which every tab is pushed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, expect
+
+from tests.browser.conftest import Console, is_loopback_url
+from tests.browser.test_live_feeds import open_subscriptions, second_tab
+from tests.browser.test_mrtr_dialogs import open_client_settings, own_tab, session_id
+from tests.browser.test_sharing import create_link, open_as_viewer, revoke
+
+pytestmark = pytest.mark.browser
+__all__ = ["own_tab"]  # the fixture, used by name
+
+ROOTS_LABEL = "Roots (one file://URI optional name per line)"
+
+
+@pytest.fixture
+def other(context: BrowserContext, own_tab: Page, console: Console) -> Iterator[Page]:
+    tab = second_tab(context, console, own_tab.url)
+    yield tab
+    tab.close()
+
+
+def test_roots_typed_in_one_tab_survive_capabilities_saved_in_another(own_tab: Page, other: Page) -> None:
+    typed = "file:///home/ada/half-typed"
+    settings = open_client_settings(own_tab)
+    roots = settings.get_by_label(ROOTS_LABEL, exact=True)
+    roots.fill(typed)
+    seq = own_tab.locator("#ws-seq").get_attribute("data-seq")
+
+    theirs = open_client_settings(other)
+    theirs.get_by_label("sampling", exact=True).uncheck()
+    theirs.get_by_role("button", name="Save capabilities", exact=True).click()
+    expect(theirs.locator("p[role=status]")).to_have_text("Saved.")
+
+    # The push has reached this tab (its sequence moved and the checkbox follows the other tab's save)…
+    expect(own_tab.locator("#ws-seq")).not_to_have_attribute("data-seq", seq or "")
+    expect(settings.get_by_label("sampling", exact=True)).not_to_be_checked()
+    # …and what was typed here and never sent is still here.
+    expect(roots).to_have_value(typed)
+
+
+def test_a_capabilities_json_being_edited_survives_roots_saved_in_another_tab(
+        own_tab: Page, other: Page, console: Console) -> None:
+    settings = open_client_settings(own_tab)
+    settings.locator("details.caps-editor > summary").click()
+    editor = settings.get_by_label("Client capabilities (JSON)", exact=True)
+    editor.fill('{"elicitation": {"form": {}}, "experimental": {"half": {}')
+
+    theirs = open_client_settings(other)
+    theirs.get_by_label(ROOTS_LABEL, exact=True).fill("file:///srv/from-the-other-tab")
+    theirs.get_by_role("button", name="Save roots", exact=True).click()
+    expect(theirs.locator("p[role=status]")).to_have_text("Saved.")
+
+    expect(own_tab.locator("#client-settings .link-only")).to_contain_text("from-the-other-tab")
+    expect(editor).to_have_value('{"elicitation": {"form": {}}, "experimental": {"half": {}')
+    saved = own_tab.request.get(console.url(f"/sessions/{session_id(own_tab)}.json")).json()
+    assert saved["roots"] == [{"uri": "file:///srv/from-the-other-tab"}]
+
+
+def test_a_subscription_being_set_up_in_one_tab_survives_lists_refreshed_from_another(
+        own_tab: Page, other: Page) -> None:
+    panel = open_subscriptions(own_tab)
+    form = panel.get_by_role("form", name="Start a subscription")
+    form.get_by_label("tool list changes", exact=True).uncheck()
+    uris = form.get_by_label("Other URIs (one per line)", exact=True)
+    uris.fill("demo://half/typed")
+    # This tab is made to show an older echo, so the refreshed list visibly reaches it (marked "changed").
+    own_tab.evaluate("() => { document.querySelector('details.item[data-tool=\"echo\"]').dataset.sig = 'older'; }")
+
+    other.get_by_role("button", name="Refresh lists", exact=True).click()
+
+    expect(own_tab.locator('details.item[data-tool="echo"]')).to_have_attribute("data-mark", "changed")
+    expect(uris).to_have_value("demo://half/typed")
+    expect(form.get_by_label("tool list changes", exact=True)).not_to_be_checked()
+
+
+def test_capabilities_saved_from_a_form_shown_before_another_tabs_save_do_not_undo_that_save(
+        own_tab: Page, other: Page, console: Console) -> None:
+    mine = open_client_settings(own_tab)
+    mine.get_by_label("sampling", exact=True).uncheck()  # being changed here, not sent yet
+
+    theirs = open_client_settings(other)
+    theirs.get_by_label("elicitation: url", exact=True).uncheck()
+    theirs.get_by_role("button", name="Save capabilities", exact=True).click()
+    expect(theirs.locator("p[role=status]")).to_have_text("Saved.")
+    expect(own_tab.locator("#client-settings .link-only")).to_be_attached()  # the push has come and gone
+
+    mine.get_by_role("button", name="Save capabilities", exact=True).click()
+    expect(own_tab.locator("#client-settings p[role=alert]")).to_contain_text("changed in another tab")
+    caps = own_tab.request.get(console.url(f"/sessions/{session_id(own_tab)}.json")).json()["client_capabilities"]
+    assert "url" not in caps.get("elicitation", {}), caps  # the other tab's save stands
+    assert "sampling" in caps, caps  # and nothing of this tab's stale form was applied
+
+
+def test_roots_saved_from_a_form_shown_before_another_tabs_save_do_not_undo_that_save(
+        own_tab: Page, other: Page, console: Console) -> None:
+    mine = open_client_settings(own_tab)
+    mine.get_by_label(ROOTS_LABEL, exact=True).fill("file:///mine")
+
+    theirs = open_client_settings(other)
+    theirs.get_by_label(ROOTS_LABEL, exact=True).fill("file:///theirs")
+    theirs.get_by_role("button", name="Save roots", exact=True).click()
+    expect(theirs.locator("p[role=status]")).to_have_text("Saved.")
+    expect(own_tab.locator("#client-settings .link-only")).to_contain_text("file:///theirs")
+
+    mine.get_by_role("button", name="Save roots", exact=True).click()
+    expect(own_tab.locator("#client-settings p[role=alert]")).to_contain_text("changed in another tab")
+    # Refused, what was typed is still there to save again.
+    expect(own_tab.locator("#client-settings").get_by_label(ROOTS_LABEL, exact=True)).to_have_value("file:///mine")
+    roots = own_tab.request.get(console.url(f"/sessions/{session_id(own_tab)}.json")).json()["roots"]
+    assert roots == [{"uri": "file:///theirs"}], roots
+
+
+@pytest.fixture
+def viewer_context(browser: Browser) -> Iterator[BrowserContext]:
+    """A second browser (its own cookies), for whoever was sent a link."""
+    context = browser.new_context()
+    context.set_default_timeout(15_000)
+    context.route(lambda url: not is_loopback_url(url), lambda route: route.abort())
+    yield context
+    context.close()
+
+
+def test_a_viewer_who_shows_a_hidden_button_in_devtools_and_presses_it_is_told_plainly_it_is_refused(
+        page: Page, viewer_context: BrowserContext, console: Console) -> None:
+    url, link_id = create_link(page, "viewer")
+    viewer = viewer_context.new_page()
+    open_as_viewer(viewer, console, url)
+    refreshes = page.locator('#timeline-list > li.entry[data-method="tools/list"]')
+    before = refreshes.count()
+    # What devtools would do: drop the class that hides every action from a viewer.
+    viewer.evaluate("() => document.body.classList.remove('role-viewer')")
+    viewer.get_by_role("button", name="Refresh lists", exact=True).click()
+    expect(viewer.get_by_role("alert").filter(has_text="read-only")).to_be_visible()
+    expect(refreshes).to_have_count(before)
+    revoke(page, link_id)
+
+
+def test_a_target_being_edited_after_a_failed_connect_survives_roots_saved_in_another_tab(
+        context: BrowserContext, page: Page, console: Console) -> None:
+    page.goto(console.url("/"))
+    page.get_by_label("Server URL").fill("http://127.0.0.1:9/mcp")
+    page.get_by_role("button", name="Connect", exact=True).click()
+    problem = page.get_by_role("region", name="Connection problem")
+    expect(problem).to_contain_text("Could not connect", timeout=30_000)
+    problem.get_by_label("Server URL").fill("http://127.0.0.1:9/half-typed")
+    seq = page.locator("#ws-seq").get_attribute("data-seq")
+
+    other = context.new_page()
+    other.goto(page.url)
+    theirs = open_client_settings(other)
+    theirs.get_by_label(ROOTS_LABEL, exact=True).fill("file:///srv/from-the-other-tab")
+    theirs.get_by_role("button", name="Save roots", exact=True).click()
+    expect(theirs.locator("p[role=status]")).to_have_text("Saved.")
+
+    expect(page.locator("#ws-seq")).not_to_have_attribute("data-seq", seq or "")  # the push came here
+    expect(page.get_by_role("region", name="Connection problem").get_by_label("Server URL")).to_have_value(
+        "http://127.0.0.1:9/half-typed")
+    sid = page.url.rsplit("/", 1)[-1]
+    deleted = page.request.post(console.url(f"/sessions/{sid}/delete"), headers={"Origin": console.base},
+                                max_redirects=0)
+    assert deleted.status == 303, deleted.status
+    other.close()
+
+
+def test_capabilities_json_refused_as_not_json_stays_in_the_editor_as_typed(own_tab: Page) -> None:
+    settings = open_client_settings(own_tab)
+    settings.locator("details.caps-editor > summary").click()
+    settings.get_by_label("Client capabilities (JSON)", exact=True).fill('{"sampling": {}, "roots": ')
+    settings.get_by_role("button", name="Save capabilities JSON", exact=True).click()
+    expect(own_tab.locator("#client-settings p[role=alert]")).to_contain_text("Not valid JSON")
+    editor = own_tab.locator("#client-settings").get_by_label("Client capabilities (JSON)", exact=True)
+    expect(editor).to_be_visible()
+    expect(editor).to_have_value('{"sampling": {}, "roots": ')
