@@ -12,40 +12,16 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import uvicorn
-
-from app.console.session import Target
-from app.console.store import mask_url
 from app.headless.commands import add_parsers as add_headless_parsers
 from app.headless.commands import run as run_headless
 from app.mcp.stdio import inherited_env
-from app.process_tuning import tune_for_serving
 from app.settings import Settings
-from app.web.app import create_app
 from app.web.public_host import validated
-from app.web.render import compile_all
 from app.web.security import WILDCARDS, token_problem
-from app.web.wire_writes import CoalescingHttpToolsProtocol
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_READY = re.compile(r"demo server listening on (http://\S+)")
-
-
-class LaunchingServer(uvicorn.Server):
-    """Prints the launch URL once the socket is bound, so nobody opens a URL that does not answer yet."""
-
-    def __init__(self, config: uvicorn.Config, launch: Any) -> None:
-        super().__init__(config)
-        self._launch = launch
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        if self.started:
-            port = next((s.getsockname()[1] for srv in getattr(self, "servers", []) for s in srv.sockets),
-                        self.config.port)
-            self._launch(port)
 
 
 def _add_serve_options(p: argparse.ArgumentParser) -> None:
@@ -109,33 +85,6 @@ def binds_everywhere(host: str) -> bool:
     return any(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_unspecified for info in infos)
 
 
-def serve(settings: Settings, initial: list[Target] | None = None) -> None:
-    app = create_app(settings, initial_targets=initial)
-
-    def launch(port: int) -> None:
-        # The real port (with --port 0 only the bound socket knows it): share links are built from it.
-        settings.port = app.state.web.guard.port = port
-        first = app.state.initial_sessions[0] if app.state.initial_sessions else None
-        suffix = f"&next=/sessions/{first}" if first else ""
-        url = app.state.web.guard.public_url(f"/?token={settings.token}{suffix}", port)
-        if settings.database_url:
-            print(f"Store: PostgreSQL at {mask_url(settings.database_url)}", flush=True)
-        # Started up: every template compiled now, not on its first use mid-flood (app/web/render.py), and
-        # then what exists lives as long as the process (app/process_tuning.py).
-        compile_all(app.state.web.env)
-        tune_for_serving()
-        print(f"MCP Console is running. Open: {url}", flush=True)
-
-    # proxy_headers off: nothing sits in front of the console, so X-Forwarded-* from a local client must not
-    # change the scheme or client address the security checks see.
-    # http: uvicorn's httptools protocol with each answer's header and body writes joined (app/web/wire_writes.py).
-    # access_log off: at log level warning its lines are never shown, but uvicorn still formatted the client address
-    # and path for each of them on every answer.
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio",
-                            lifespan="on", proxy_headers=False, http=CoalescingHttpToolsProtocol, access_log=False)
-    LaunchingServer(config, launch).run()
-
-
 def start_demo_server(port: int) -> tuple[subprocess.Popen[str], str]:
     """Start the demo server as its own process (as any target would be) and wait for its ready line."""
     proc = subprocess.Popen([sys.executable, "-m", "app.demo", "--port", str(port)], cwd=str(ROOT),
@@ -182,6 +131,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.command in ("call", "check"):
         sys.exit(run_headless(args))
     settings = settings_from(args)
+    # The web stack (uvicorn, FastAPI, the console's app) only for the commands that serve: imported up front, it
+    # cost every `call`, `check` and refused `serve` about a second before its first line of work.
+    from app.console.session import Target
+    from app.serving import serve
+
     if args.command == "serve":
         serve(settings)
         return

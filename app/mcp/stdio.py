@@ -249,8 +249,13 @@ class StdioTransport:
         # What it wrote before it exited is still read: until stdout ends, or no line came for EXIT_DRAIN_S (a big
         # last answer takes as long as it takes; a child holding the pipe and writing nothing does not).
         loop = asyncio.get_running_loop()
+        # The quiet counts from the exit at the earliest: a line read before it says nothing of what comes after.
+        # Counted from the last line alone, a writer it left behind whose first line came after the exit was seen
+        # (its interpreter slow to start, under load) had been "quiet" since the session began: its request ended
+        # at once, with ProcessExited, and the answer came to no one.
+        exited_at = loop.time()
         while not reader.done():
-            quiet = loop.time() - self._last_line_at
+            quiet = loop.time() - max(self._last_line_at, exited_at)
             if quiet >= EXIT_DRAIN_S:
                 break
             with contextlib.suppress(TimeoutError):

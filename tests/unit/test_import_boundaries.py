@@ -128,6 +128,20 @@ def test_importing_every_core_module_loads_no_web_framework() -> None:
     assert done.stdout.strip() == ""
 
 
+def test_the_headless_commands_and_the_argument_checks_load_no_web_server() -> None:
+    # `call`, `check` and a refused `serve` run as processes in many tests and in CI scripts: uvicorn, FastAPI and
+    # the console's app loaded up front cost each one about a second before its first line of work.
+    code = ("import sys\n"
+            "import app.cli\n"
+            "app.cli.parser().parse_args(['check', 'http://127.0.0.1:9/mcp'])\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('uvicorn', 'fastapi')\n"
+            "             or m in ('app.web.app', 'app.serving'))\n"
+            "print(','.join(bad))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
+
+
 def test_only_the_cli_demo_server_command_imports_app_demo() -> None:
     outside = sorted(p for p in APP.rglob("*.py") if APP / "demo" not in p.parents)
     assert len(outside) >= 20  # the walk really found the rest of the app

@@ -19,7 +19,7 @@ import pytest
 
 from app.mcp.errors import ProcessExited, ProtocolViolation
 from app.mcp.stderr import STDERR_LINE_KEEP_BYTES
-from app.mcp.stdio import StdioTransport
+from app.mcp.stdio import EXIT_DRAIN_S, EXIT_POLL_S, StdioTransport
 from app.mcp.wire import WireEvent
 from tests.processes import wait_gone
 
@@ -206,6 +206,41 @@ async def test_after_the_server_exits_its_stdout_is_still_read_while_lines_keep_
         while frame.kind == "invalid":
             frame = await asyncio.wait_for(anext(frames), DEADLINE_S)
         assert frame.kind == "response" and frame.id == 5
+    finally:
+        await asyncio.wait_for(transport.close(), DEADLINE_S)
+
+
+# Exits once what it leaves behind is running; that one writes its answer only a while after the exit, long enough
+# for the transport to have seen it (every EXIT_POLL_S), well within the EXIT_DRAIN_S that stdout may still deliver.
+# Under load, the writer's interpreter starting slowly did the same to LEAVES_A_WRITER: no line came before the
+# exit was seen, the drain counted its quiet from "no line ever" and ended the request at once.
+WRITES_ONLY_AFTER_THE_EXIT = textwrap.dedent('''
+    import json, subprocess, sys
+    request = json.loads(sys.stdin.readline())
+    answer = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}})
+    writer = "\\n".join([
+        "import sys, time",
+        "print('ready', file=sys.stderr, flush=True)",
+        "sys.stdin.read()",  # its end of a pipe only the server writes to: EOF when the server has exited
+        "time.sleep(AFTER_S)",
+        f"print({answer!r}, flush=True)",
+    ])
+    child = subprocess.Popen([sys.executable, "-c", writer], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stderr.readline()  # running (its interpreter's start, slow under load, is no part of the wait)
+    sys.exit(0)
+''').replace("AFTER_S", repr(EXIT_DRAIN_S / 2))
+
+
+async def test_a_line_that_comes_only_after_the_exit_was_seen_is_still_read_within_the_drain() -> None:
+    assert 2 * EXIT_POLL_S < EXIT_DRAIN_S / 2  # the exit is seen before the line comes
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", WRITES_ONLY_AFTER_THE_EXIT], recorded.append,
+                               shutdown_grace_s=0.5)
+    await transport.start()
+    try:
+        exchange = await transport.open({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {}}, {}, "k6")
+        frame = await asyncio.wait_for(anext(exchange.frames()), DEADLINE_S)
+        assert frame.kind == "response" and frame.id == 6
     finally:
         await asyncio.wait_for(transport.close(), DEADLINE_S)
 
