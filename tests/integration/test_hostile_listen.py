@@ -33,4 +33,6 @@ async def test_a_burst_of_list_changed_on_a_listen_fetches_the_list_again_a_few_
 
     s = await eventually(all_taken, 30.0, "every notification taken and the refreshes done")
     refreshes = len(_lists(s)) - before
-    assert 1 <= refreshes <= 20, f"{refreshes} tools/list requests for {LISTEN_BURST} list_changed"
+    # One re-list runs for all the notices that came before it starts, so how many run depends on how the burst's
+    # frames spread over time (on a loaded machine they came in more bursts: 22 once). Once each would be 1,000.
+    assert 1 <= refreshes <= LISTEN_BURST // 20, f"{refreshes} tools/list requests for {LISTEN_BURST} list_changed"
