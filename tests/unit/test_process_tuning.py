@@ -30,9 +30,9 @@ def test_what_exists_after_start_up_is_frozen_out_of_every_collection_and_young_
 def test_the_serving_command_compiles_the_templates_and_tunes_the_process_once_it_has_started() -> None:
     import inspect
 
-    from app import cli
+    from app import serving
 
-    source = inspect.getsource(cli.serve)
+    source = inspect.getsource(serving.serve)
     assert source.index("compile_all(") < source.index("tune_for_serving()")  # compiled, then frozen
 
 
