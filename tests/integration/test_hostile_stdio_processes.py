@@ -250,6 +250,22 @@ ANSWERS_DISCOVER_AND_LISTS = textwrap.dedent('''
         print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
 ''')
 
+async def stderr_until_ready(console: Console, script: Path, source: str,
+                             timeout_s: float) -> tuple[dict[str, Any], list[str]]:
+    """Connect to the stdio server `source` (written to `script`) and wait for "ready" among its stderr lines."""
+    from tests.integration.conftest import eventually
+
+    script.write_text(source)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+
+    async def ready() -> list[str] | None:
+        stderr: list[str] = (await console.session(s["id"]))["stderr"]
+        return stderr if "ready" in stderr else None
+
+    return s, await eventually(ready, timeout_s, "the server's stderr lines up to \"ready\"")
+
+
 # Writes one 50 MB stderr line (no newline in it until the end) before it answers anything, then a short one.
 HUGE_STDERR_LINE = textwrap.dedent('''
     import json, sys
@@ -262,18 +278,7 @@ HUGE_STDERR_LINE = textwrap.dedent('''
 
 async def test_a_50_mb_stderr_line_shows_its_start_in_the_session_and_says_how_many_bytes_were_not_kept(
         console: Console, tmp_path: Path) -> None:
-    from tests.integration.conftest import eventually
-
-    script = tmp_path / "huge_stderr.py"
-    script.write_text(HUGE_STDERR_LINE)
-    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
-    assert s["status"] == "connected", s["status_message"]
-
-    async def both() -> list[str] | None:
-        stderr: list[str] = (await console.session(s["id"]))["stderr"]
-        return stderr if "ready" in stderr else None
-
-    stderr = await eventually(both, 30.0, "the stderr line after the huge one")
+    _, stderr = await stderr_until_ready(console, tmp_path / "huge_stderr.py", HUGE_STDERR_LINE, 30.0)
     [huge] = [line for line in stderr if line.startswith("x")]
     assert len(huge) < 3000, len(huge)
     assert huge.endswith(" more bytes of this line not kept]"), huge[-80:]
@@ -295,18 +300,8 @@ HOSTILE_STDERR_TEXT = textwrap.dedent(r'''
 async def test_markup_terminal_escapes_and_bidi_overrides_on_stderr_are_shown_as_text_never_obeyed_or_hidden(
         console: Console, tmp_path: Path) -> None:
     from app.web.render import make_env
-    from tests.integration.conftest import eventually
 
-    script = tmp_path / "hostile_stderr.py"
-    script.write_text(HOSTILE_STDERR_TEXT)
-    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
-    assert s["status"] == "connected", s["status_message"]
-
-    async def ready() -> list[str] | None:
-        stderr: list[str] = (await console.session(s["id"]))["stderr"]
-        return stderr if "ready" in stderr else None
-
-    lines = await eventually(ready, 20.0, "the server's stderr lines")
+    s, lines = await stderr_until_ready(console, tmp_path / "hostile_stderr.py", HOSTILE_STDERR_TEXT, 20.0)
     page = (await console.http.get(f"/sessions/{s['id']}")).text
     pushed = make_env().get_template("_push_stderr.html").render(lines=lines, dropped=0, seq=1)
     for html in (page, pushed):
