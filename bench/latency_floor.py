@@ -1,12 +1,17 @@
 """What stands in the way of the latency goal: the console against the least a Python proxy could do, and direct.
 
-Three series in one run, interleaved (the order reversed every other round): the direct httpx POST to the demo
-server and the console's `tools/call` exactly as `bench.latency` makes them, and the same call through
-`bench/floor_proxy.py`, a bare ASGI app on the console's own parts (uvicorn, httptools, uvloop, the lean client)
-that forwards the one request and answers JSON, recording and checking nothing. The floor's ratio to the direct
-call is what a second Python hop costs on this machine before the console does anything of its own; the console's
-distance above the floor is all of its own work (access checks, the form, the operation, the wire records, the
-answer). Prints medians and p95 of each, the ratios, each process's CPU time per call, and one JSON line.
+Four series in one run, interleaved (the order reversed every other round): the direct httpx POST to the demo
+server and the console's `tools/call` exactly as `bench.latency` makes them, and the same call through two bare
+forwarders that record and check nothing:
+
+- `bench/floor_proxy.py` ("floor"), an ASGI app on the console's own parts (uvicorn, httptools, uvloop, the lean
+  client): what a second Python hop costs on this machine as an ASGI app, before the console does anything;
+- `bench/raw_floor.py` ("raw floor"), asyncio Protocols with no ASGI server, no task and no await: the request
+  parsed and the target's request written in one callback, the answer in another. The least any Python hop costs.
+
+The console's distance above the floor is all of its own work (access checks, the form, the operation, the wire
+records, the answer). Prints medians and p95 of each, the ratios, each process's CPU time per call, and one JSON
+line.
 
     .venv/bin/python -m bench.latency_floor [--calls 1000] [--warmup 30]
 """
@@ -29,14 +34,17 @@ FLOOR_READY = re.compile(r"floor proxy listening on (http://\S+)")
 
 
 def run(calls: int, warmup: int) -> dict[str, Any]:
-    with Rig() as rig, httpx.Client(timeout=30.0) as direct, httpx.Client(timeout=30.0) as floor_client:
+    with Rig() as rig, httpx.Client(timeout=30.0) as direct, httpx.Client(timeout=30.0) as floor_client, \
+            httpx.Client(timeout=30.0) as raw_client:
         session_id = rig.open_demo_session()
         body, headers = request_template(rig, session_id)
-        port = free_port()
-        floor = Proc("floor", [sys.executable, "-m", "bench.floor_proxy", rig.demo_url, json.dumps(headers),
-                               json.dumps(body), str(port)])
+        args = [rig.demo_url, json.dumps(headers), json.dumps(body)]
+        floor = Proc("floor", [sys.executable, "-m", "bench.floor_proxy", *args, str(free_port())])
+        raw = Proc("raw floor", [sys.executable, "-m", "bench.raw_floor", *args, str(free_port())])
         try:
-            floor_url = floor.wait_for(FLOOR_READY).group(1) + f"/sessions/{session_id}/tools/call"
+            path = f"/sessions/{session_id}/tools/call"
+            floor_url = floor.wait_for(FLOOR_READY).group(1) + path
+            raw_url = raw.wait_for(FLOOR_READY).group(1) + path
             next_id = [1_000_000]
 
             def one_direct() -> float:
@@ -45,41 +53,48 @@ def run(calls: int, warmup: int) -> dict[str, Any]:
                 direct_call(direct, rig.demo_url, {**body, "id": next_id[0]}, headers)
                 return (time.perf_counter() - t0) * 1000
 
-            def one_floor() -> float:
+            def through(client: httpx.Client, url: str) -> float:
                 t0 = time.perf_counter()
-                reply = floor_client.post(floor_url, data={"tool": "echo", "arg.text": "hi"},
-                                          headers={"Accept": "application/json"})
+                reply = client.post(url, data={"tool": "echo", "arg.text": "hi"},
+                                    headers={"Accept": "application/json"})
                 reply.raise_for_status()
                 if reply.json()["result"]["content"][0]["text"] != "hi":
                     raise RuntimeError(f"floor call failed: {reply.text}")
                 return (time.perf_counter() - t0) * 1000
+
+            def one_floor() -> float:
+                return through(floor_client, floor_url)
+
+            def one_raw() -> float:
+                return through(raw_client, raw_url)
 
             def one_console() -> float:
                 t0 = time.perf_counter()
                 console_call(rig, session_id)
                 return (time.perf_counter() - t0) * 1000
 
-            series: dict[str, list[float]] = {"direct": [], "floor": [], "console": []}
-            order = [("direct", one_direct), ("floor", one_floor), ("console", one_console)]
+            series: dict[str, list[float]] = {"direct": [], "raw floor": [], "floor": [], "console": []}
+            order = [("direct", one_direct), ("raw floor", one_raw), ("floor", one_floor), ("console", one_console)]
             for _ in range(warmup):
                 for _, call in order:
                     call()
             assert rig.console is not None
-            cpu0 = {"floor": cpu_seconds(floor.pid), "console": cpu_seconds(rig.console.pid)}
+            pids = {"raw floor": raw.pid, "floor": floor.pid, "console": rig.console.pid}
+            cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
             for i in range(calls):
                 for name, call in (order if i % 2 == 0 else order[::-1]):
                     series[name].append(call())
-            cpu = {"floor": (cpu_seconds(floor.pid) - cpu0["floor"]) * 1000 / calls,
-                   "console": (cpu_seconds(rig.console.pid) - cpu0["console"]) * 1000 / calls}
+            cpu = {name: (cpu_seconds(pid) - cpu0[name]) * 1000 / calls for name, pid in pids.items()}
         finally:
             floor.stop()
+            raw.stop()
 
     d50, d95 = median(series["direct"]), percentile(series["direct"], 95)
     rows, figures = [], {}
     for name, values in series.items():
         m, p = median(values), percentile(values, 95)
         rows.append([name, m, p, f"{m / d50:.2f}×", f"{p / d95:.2f}×", f"{cpu[name]:.2f}" if name in cpu else "—"])
-        figures[name] = {"median_ms": r(m, 3), "p95_ms": r(p, 3), "ratio_median": r(m / d50, 3),
+        figures[name.replace(" ", "_")] = {"median_ms": r(m, 3), "p95_ms": r(p, 3), "ratio_median": r(m / d50, 3),
                          "ratio_p95": r(p / d95, 3), **({"cpu_ms_per_call": r(cpu[name], 3)} if name in cpu else {})}
     print_table(f"tools/call echo, {calls} calls each, interleaved; ms", ["path", "median", "p95", "× direct (median)",
                                                                         "× direct (p95)", "CPU ms/call"], rows)
