@@ -47,7 +47,11 @@ def _count(frame: FrameType, event: str, arg: Any) -> None:
     if step is None:
         return
     if event == "call":
-        _python[step][f"{_where(frame.f_code.co_filename)}:{frame.f_code.co_name}"] += 1
+        code = frame.f_code
+        where = _where(code.co_filename)
+        if where == "<string>" and "self" in frame.f_locals:  # a dataclass's generated __init__: name its class
+            where = f"<string> {type(frame.f_locals['self']).__qualname__}"
+        _python[step][f"{where}:{code.co_name}"] += 1
     elif event == "c_call":
         _native[step][getattr(arg, "__qualname__", repr(arg))] += 1
 

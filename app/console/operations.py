@@ -282,15 +282,16 @@ class OperationDriver:
                 op.required_capabilities = data.get("requiredCapabilities")
             return False
         result = reply.result or {}
-        if reply.result_type not in KNOWN_RESULT_TYPES:
+        result_type = reply.result_type  # read once: a property that looks into the result each time
+        if result_type not in KNOWN_RESULT_TYPES:
             # The spec: a resultType the client does not recognise MUST be treated as invalid.
             rnd.status = op.status = "error"
             op.final = reply
-            old = ' (the pre-release name of "input_required")' if reply.result_type == "incomplete" else ""
-            op.message = f"Invalid result: unknown resultType {reply.result_type!r}{old}."
+            old = ' (the pre-release name of "input_required")' if result_type == "incomplete" else ""
+            op.message = f"Invalid result: unknown resultType {result_type!r}{old}."
             return False
-        if reply.result_type != "input_required":
-            rnd.status = reply.result_type or "complete"
+        if result_type != "input_required":
+            rnd.status = result_type or "complete"
             op.final = reply
             op.status = "complete"
             if result.get("isError") is True:  # the tool ran and failed: a result, but an error one

@@ -85,7 +85,7 @@ def _decoding(response: Answer, headers: list[tuple[str, str]]) -> str:
     """What a note adds when a header is not ASCII: which reading shows it. HTTP gives header bytes no charset and
     httpx reads all of an answer's headers one way (UTF-8 when they all are, else ISO-8859-1), so the same bytes
     show differently beside different neighbours."""
-    if all(name.isascii() and value.isascii() for name, value in headers):
+    if "".join([name + value for name, value in headers]).isascii():  # one call, not one per header
         return ""
     return (f"the answer's header values outside ASCII are shown decoded as {response.headers.encoding} (HTTP gives "
             "header bytes no charset)")
@@ -128,11 +128,12 @@ class _LeanRoute:
                 known[(name, value)] = low
             mine.append((name, low, value))
         taken = {low for _, low, _ in mine}
-        return [("Host", "host", self.host), *(d for d in self.defaults if d[1] not in taken), *mine,
+        # Comprehensions, not generators: a generator costs a call per item it yields, on every request.
+        return [("Host", "host", self.host), *[d for d in self.defaults if d[1] not in taken], *mine,
                 ("Content-Length", "content-length", str(length))]
 
     def head(self, headers: list[tuple[str, str, str]]) -> bytes:
-        lines = "".join(f"{name}: {value}\r\n" for name, _, value in headers)
+        lines = "".join([f"{name}: {value}\r\n" for name, _, value in headers])
         return self.request_line + lines.encode("ascii") + b"\r\n"
 
 

@@ -15,7 +15,7 @@ from app.console.live import LOG_LEVELS
 from app.console.session import ConsoleSession
 from app.mcp.client import Reply
 from app.web.deps import Web, connected, form_input, operator_post, respond, wants_json
-from app.web.forms import fields_for, parse_form, strict_json
+from app.web.forms import fields_for_kept, parse_form, strict_json
 from app.web.views import operation_json, reply_json
 
 router = APIRouter()
@@ -91,7 +91,7 @@ async def call_tool(request: Request, session_id: str, w: Web) -> Response:
         if problem or arguments is None:
             return _not_sent(w, request, {"json": problem or "invalid"}, {"json": "Arguments (JSON)"})
     else:
-        fields = fields_for(tool.get("inputSchema"))
+        fields = fields_for_kept(tool.get("inputSchema"))
         arguments, errors = parse_form(fields, form)
         if errors:
             return _not_sent(w, request, errors, {f.name: f.label for f in fields})

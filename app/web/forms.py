@@ -146,6 +146,25 @@ def fields_for(schema: Any) -> list[FormField]:
     return [field_for(name, sub, name in required) for name, sub in props.items()]
 
 
+# The fields of the schemas forms were last read against: a script calling one tool again and again read the same
+# schema into the same fields on every call (a dozen calls for one string field). Keyed by the schema object itself,
+# held here so its id cannot be reused while kept; a re-listed tool is a new object. Fields are read, never changed.
+_FIELDS_KEPT = 256
+_fields_of: dict[int, tuple[Any, list[FormField]]] = {}
+
+
+def fields_for_kept(schema: Any) -> list[FormField]:
+    """`fields_for(schema)`, read once per schema object."""
+    kept = _fields_of.get(id(schema))
+    if kept is not None and kept[0] is schema:
+        return kept[1]
+    fields = fields_for(schema)
+    if len(_fields_of) >= _FIELDS_KEPT:
+        _fields_of.clear()
+    _fields_of[id(schema)] = (schema, fields)
+    return fields
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON (JSON has no NaN or Infinity)")
 

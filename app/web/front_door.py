@@ -31,10 +31,18 @@ from app.web.limits import BodyLimits, content_length
 from app.web.security import NO_STORE, SECURITY_HEADERS
 
 
-def _framed_otherwise(scope: Scope) -> bool:
-    """A Transfer-Encoding beside the Content-Length: the declared length may not be what arrives, so the body
-    limit must count it (the HTTP parser should have refused it already; this layer does not rely on that)."""
-    return any(name.lower() == b"transfer-encoding" for name, _ in scope["headers"])
+def _framing_and_cookie(scope: Scope) -> tuple[bool, str]:
+    """Whether a Transfer-Encoding stands beside the Content-Length (the declared length may not be what arrives,
+    so the body limit must count it: the HTTP parser should have refused it already, and this layer does not rely
+    on that), and the cookies as Starlette reads them (its first Cookie header). One pass over the headers."""
+    framed, cookie = False, None
+    for name, value in scope["headers"]:
+        low = name.lower()
+        if low == b"transfer-encoding":
+            framed = True
+        elif low == b"cookie" and cookie is None:
+            cookie = value.decode("latin-1")
+    return framed, cookie or ""
 
 
 class FrontDoor:
@@ -81,14 +89,16 @@ class FrontDoor:
             return None
         limit, _ = self.limits.limit_for(scope["path"])
         declared = content_length(scope)
-        if declared is None or declared < 0 or declared > limit or _framed_otherwise(scope):
+        if declared is None or declared < 0 or declared > limit:
             return None  # streamed, unreadable or too large: the body limit counts or refuses it
         screened = self.web.guard.screen(scope)
         if screened.problem is not None:
             return None
         scope = screened.scope
-        # The cookies as Starlette reads them (its first Cookie header); gone already when not on the public host.
-        cookie = next((v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"cookie"), "")
+        # The cookies are read from the screened scope: gone already when not on the public host.
+        framed, cookie = _framing_and_cookie(scope)
+        if framed:
+            return None
         who = identify(self.web, screened.headers, cookie_parser(cookie))
         if who is None:
             return None  # the full stack says 401, or that the link ended

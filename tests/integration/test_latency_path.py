@@ -192,3 +192,16 @@ async def test_a_calls_start_is_recorded_once_its_request_is_on_the_socket_and_s
     assert reply["ok"] and reply["operation"]["rounds"][0]["key"] == reply["key"]
     before_answer = order[:order.index(("frame in", True))]
     assert before_answer[:3] == [("ExchangeStarted", True), ("OperationChanged", True), ("frame out", True)], order
+
+
+def test_a_scripts_tools_call_runs_no_more_of_the_consoles_own_python_calls_than_its_path_needs() -> None:
+    """The length of the call's path, counted (bench/call_path.py): under bench.latency each Python call on it
+    costs about 1.5 µs with cold caches, so a call that grows the path by a few dozen shows as a slower console.
+    Only calls in app/ are counted, so a library's update does not move the figure. When a change needs more,
+    raise the bound in the same commit and say why."""
+    from bench.call_path import run
+
+    figures = run(at=30, top=1)
+    # 106 and 124 on 2026-12-02, after the trims that took them from 121 and 130.
+    assert figures["in"]["console"]["app_calls"] <= 115, figures["in"]
+    assert figures["out"]["console"]["app_calls"] <= 135, figures["out"]
