@@ -20,11 +20,12 @@ is not restarted: that stays the owner's deliberate Reconnect.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from app.console.cluster import FAILURES as DIRECTORY_FAILURES
-from app.console.events import RECORDS, Restored, TakenOver, TimelineEvent
+from app.console.events import RECORDS, LinkRevoked, Restored, TakenOver, TimelineEvent
 from app.console.hub import Serialized
 from app.console.ownership import ProcessInfo
 from app.console.session import ConsoleSession
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 # Everything but frames: a replica shows entries; frames are read from the store when an entry is opened.
 FOLDED_KINDS = tuple(k for k in RECORDS if k != "wire")
 LINK_KINDS = ("link_created", "link_revoked")
+log = logging.getLogger("mcp_console.replica")
 STDIO_NOTE = ("The console process that ran this stdio server stopped, and its server with it. "
               "Reconnect to start it again here.")
 OWNER_LOOKUP_S = 1.0  # a page waits at most this long for the directory before it is drawn without it
@@ -65,6 +67,8 @@ class Replicas:
         # again from a store whose delete may not have committed yet (a session id is never reused; one short
         # string per deleted session is kept for the process's life).
         self.deleted: set[str] = set()
+        self._links_reading = False  # a re-read of the share links is under way (see _reload_links)
+        self._links_again = False
 
     def is_replica(self, session_id: str) -> bool:
         return session_id in self.ids
@@ -83,7 +87,34 @@ class Replicas:
         session.timeline.fold(event)
         session.last_activity = event.at
         if event.kind in LINK_KINDS:  # a link made or revoked on the owner opens (or stops opening) here too
-            self._manager.links.reload()
+            if isinstance(event.record, LinkRevoked):
+                self._manager.links.revoked_elsewhere(event.record.id, event.record.revoked)
+            self._reload_links()
+
+    def _reload_links(self) -> None:
+        """Every share link read again from the store, on a worker thread: a new link's token hash is only there
+        (its event carries none). On the loop, a silent PostgreSQL made every page and websocket of this process
+        wait for the read. Reads do not pile up: news that comes during one asks for one more after it."""
+        if self._links_reading:
+            self._links_again = True
+            return
+        self._links_reading = True
+        self._manager.tasks.spawn("links-reload", self._read_links())
+
+    async def _read_links(self) -> None:
+        try:
+            while True:
+                self._links_again = False
+                try:
+                    rows = await asyncio.to_thread(self._manager.store.links)
+                except Exception:  # the store is down: the next link news, or a restart, reads them again
+                    log.warning("share links could not be read again from the store", exc_info=True)
+                    return
+                self._manager.links.apply(rows)
+                if not self._links_again:
+                    return
+        finally:
+            self._links_reading = False
 
     def load(self, session_id: str) -> ConsoleSession | None:
         """A replica from the store (blocking read: startup, or what `load_off_loop` did not load first)."""

@@ -38,13 +38,26 @@ class LinkRegistry:
         self.apply(self._store.links())
 
     def apply(self, rows: list[dict[str, Any]]) -> None:
-        """What `reload` does with links already read (a worker thread read them with a replica's session)."""
+        """What `reload` does with links already read (a worker thread read them with a replica's session).
+
+        A revoke is for good: a row read before it was stored (a read that started first and ended after the
+        revoke's event came) does not open the link again."""
         for raw in rows:
             link = ShareLink.from_dict(raw)
             known = self._by_hash.get(link.token_hash)
+            if known is not None and known.revoked is not None and link.revoked is None:
+                link.revoked = known.revoked
             self._by_hash[link.token_hash] = link
             if link.revoked is not None and (known is None or known.revoked is None):
                 self._hub.close_link(link.id, "this share link was revoked")
+
+    def revoked_elsewhere(self, link_id: str, revoked: float) -> None:
+        """Another process revoked a link (its event says which and when): it stops opening here at once, with
+        no store read, and its sockets on this process are cut. A link not known here has nothing to stop."""
+        link = self.get(link_id)
+        if link is not None and link.revoked is None:
+            link.revoked = revoked
+            self._hub.close_link(link.id, "this share link was revoked")
 
     def find(self, token: str | None) -> ShareLink | None:
         """The active link for a token; None for unknown, revoked or expired tokens."""

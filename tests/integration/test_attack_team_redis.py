@@ -20,7 +20,7 @@ import redis.asyncio as aioredis
 from app.console import replica
 from app.console.hub_redis import RedisHub
 from app.console.manager import SessionManager
-from tests.integration.conftest import Console, eventually
+from tests.integration.conftest import JSON, Console, create_link, eventually, link_token
 from tests.tcp_gate import TcpGate
 
 SILENT_S = 8.0  # how long the gate keeps B's store silent before it opens by itself (bounds the failing case)
@@ -162,3 +162,38 @@ async def test_a_gap_read_again_from_a_silent_store_keeps_the_process_answering_
     assert session_b.timeline.seq == session_a.timeline.seq
     ring = [slot[0] for slot in hub_b._rings.get(sid, ())]
     assert ring == sorted(set(ring)), "B's ring holds each event once, in seq order"
+
+
+async def test_a_link_made_or_revoked_on_another_process_reaches_it_off_its_event_loop_while_its_store_is_silent(
+        pg_gate: TcpGate, make_console: Callable[..., Console], redis_url: str, redis_prefix: str,
+        pg_database: str, demo_url: str) -> None:
+    # B read every share link again from its store, on the event loop, when A made or revoked one: with
+    # PostgreSQL silent every page and websocket of B waited with it, and a revoke waited for the store to count.
+    a = _member(make_console, redis_url, redis_prefix, pg_database, "a")
+    b = _member(make_console, redis_url, redis_prefix, _through(pg_gate, pg_database), "b")
+    for console in (a, b):
+        await console.manager.start_services()
+    sid = await a.connected_http(demo_url)
+    first = await create_link(a, sid)
+    first_token = link_token(first)
+    await eventually(lambda: asyncio.sleep(0, b.manager.links.find(first_token) is not None),
+                     what="B to learn of the first link")
+    pg_gate.shut(SILENT_S)
+    try:
+        second = await create_link(a, sid)
+        revoked = await a.http.post(f"/sessions/{sid}/links/{first['id']}/revoke", headers=JSON)
+        assert revoked.status_code == 200, revoked.text
+        # The revoke counts on B from the event itself: its store is not asked.
+        await eventually(lambda: asyncio.sleep(0, b.manager.links.find(first_token) is None),
+                         what="B to refuse the revoked link")
+        started = time.monotonic()
+        listing = await b.http.get("/sessions.json")
+        took = time.monotonic() - started
+        assert listing.status_code == 200, listing.text
+        assert pg_gate.is_shut and not pg_gate.gave_up, "B's event loop waited for its store read"
+        assert took < PROMPT_S, f"a page on B took {took:.2f} s while its store was silent"
+    finally:
+        pg_gate.open()
+    await eventually(lambda: asyncio.sleep(0, b.manager.links.find(link_token(second)) is not None),
+                     what="B to learn of the second link once its store answers")
+    assert b.manager.links.find(first_token) is None, "a row read before the revoke must not open the link again"
