@@ -46,6 +46,16 @@ def _member(make_console: Callable[..., Console], redis_url: str, redis_prefix: 
                         advertise_url=f"http://127.0.0.1:1/{name}")
 
 
+async def _pair_with_b_gated(make_console: Callable[..., Console], redis_url: str, redis_prefix: str, database: str,
+                             gate: TcpGate) -> tuple[Console, Console]:
+    """Two members of one team, A and B, started; B reaches PostgreSQL through the gate."""
+    a = _member(make_console, redis_url, redis_prefix, database, "a")
+    b = _member(make_console, redis_url, redis_prefix, _through(gate, database), "b")
+    for console in (a, b):
+        await console.manager.start_services()
+    return a, b
+
+
 def _calls(console: Console, session_id: str) -> list[str]:
     session = console.manager.get(session_id)
     if session is None:
@@ -117,10 +127,7 @@ async def test_a_gap_read_again_from_a_silent_store_keeps_the_process_answering_
         pg_database: str, demo_url: str) -> None:
     # B read its replica again after a gap on the event loop: with PostgreSQL silent (the gate holds B's bytes; a
     # database that is down makes the pool wait up to 30 s) every page and websocket of B waited with it.
-    a = _member(make_console, redis_url, redis_prefix, pg_database, "a")
-    b = _member(make_console, redis_url, redis_prefix, _through(pg_gate, pg_database), "b")
-    for console in (a, b):
-        await console.manager.start_services()
+    a, b = await _pair_with_b_gated(make_console, redis_url, redis_prefix, pg_database, pg_gate)
     hub_a, hub_b = a.manager.hub, b.manager.hub
     assert isinstance(hub_a, RedisHub) and isinstance(hub_b, RedisHub)
     sid = await a.connected_http(demo_url)
@@ -169,10 +176,7 @@ async def test_a_link_made_or_revoked_on_another_process_reaches_it_off_its_even
         pg_database: str, demo_url: str) -> None:
     # B read every share link again from its store, on the event loop, when A made or revoked one: with
     # PostgreSQL silent every page and websocket of B waited with it, and a revoke waited for the store to count.
-    a = _member(make_console, redis_url, redis_prefix, pg_database, "a")
-    b = _member(make_console, redis_url, redis_prefix, _through(pg_gate, pg_database), "b")
-    for console in (a, b):
-        await console.manager.start_services()
+    a, b = await _pair_with_b_gated(make_console, redis_url, redis_prefix, pg_database, pg_gate)
     sid = await a.connected_http(demo_url)
     first = await create_link(a, sid)
     first_token = link_token(first)
