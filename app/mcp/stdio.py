@@ -16,6 +16,7 @@ import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
+from app.mcp import descendants
 from app.mcp.errors import ConnectFailed, ProcessExited, ProtocolViolation, StreamTooLarge
 from app.mcp.fair import FairShare
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, parse_line
@@ -152,6 +153,7 @@ class StdioTransport:
         self._ended = False  # the process exited or its stdout closed: its requests were told, nothing more comes
         self._end_reason = ""
         self._proc: asyncio.subprocess.Process | None = None
+        self._started_at: int | None = None
         self._pending: dict[Any, StdioExchange] = {}
         self._by_token: dict[Any, StdioExchange] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -174,6 +176,7 @@ class StdioTransport:
             note = f"could not start {self.target!r}: {exc.strerror or exc}"
             self.record(WireEvent(direction="transport", raw="", note=note))
             raise ConnectFailed(note) from exc
+        self._started_at = descendants.start_time(self._proc.pid)  # which process the pid is (see close)
         self.record(WireEvent(direction="transport", raw="", note=f"started pid {self._proc.pid}: {self.target}",
                               signal="process_started"))
         loop = asyncio.get_running_loop()
@@ -529,27 +532,52 @@ class StdioTransport:
             if owner is exchange:
                 del self._by_token[token]
 
+    def _descendants(self) -> descendants.Found:
+        """The server's descendants while it runs; once it has exited (and its pid may be reused), none."""
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return {}
+        return descendants.descendants(proc.pid, self._started_at)
+
+    async def _end_descendants(self, found: descendants.Found) -> None:
+        """SIGTERM the descendants still running, then SIGKILL what is left after the grace period."""
+        if not descendants.living(found):
+            return
+        descendants.send(found, signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._grace
+        while descendants.living(found) and loop.time() < deadline:
+            await asyncio.sleep(min(EXIT_POLL_S, max(0.0, deadline - loop.time())))
+        descendants.send(found, signal.SIGKILL)
+
     async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
         await self._write(message, key)
 
     async def close(self) -> None:
-        """Close stdin, wait; then SIGTERM, wait; then SIGKILL. Every wait is bounded."""
+        """Close stdin, wait; then SIGTERM, wait; then SIGKILL. Every wait is bounded. Its descendants outside its
+        process group (a setsid() daemon) are found first and ended too (app/mcp/descendants.py)."""
         proc = self._proc
         if proc is None:
             return
+        found: descendants.Found = {}
         if proc.returncode is None:
+            # Before its stdin closes: a server that exits then leaves its children re-parented, found by nothing.
+            found = self._descendants()
             if proc.stdin:
                 with contextlib.suppress(Exception):
                     proc.stdin.close()
             for sig in (None, signal.SIGTERM, signal.SIGKILL):
                 if sig is not None:
+                    found.update(self._descendants())  # any it started while it was asked to stop
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(proc.pid, sig)
+                    descendants.send(found, sig)
                 if await self._exits_within(self._grace):
                     break
         # What the server left behind in its process group (a child holding its pipes) ends with it.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
+        await self._end_descendants(found)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
