@@ -21,7 +21,7 @@ from app.mcp.errors import ConnectFailed, ProcessExited, ProtocolViolation, Stre
 from app.mcp.fair import FairShare
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, parse_line
 from app.mcp.lines import Line, LineSplitter
-from app.mcp.stderr import STDERR_LINE_KEEP_BYTES, stderr_text
+from app.mcp.stderr import STDERR_LINE_KEEP_BYTES, ShownLine, TerminalLines, stderr_text
 from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_STREAM_BYTES,
@@ -457,8 +457,9 @@ class StdioTransport:
         stdout reader does: a flood of buffered short lines stalled every timer for hundreds of ms."""
         assert self._proc and self._proc.stderr
         stream = self._proc.stderr
-        lines = LineSplitter(self._max_stderr_line)
+        lines = TerminalLines(self._max_stderr_line)
         fair = FairShare(STDIO_LINES_PER_YIELD)
+        shown: bytes | None = None  # the unfinished line's view last told, to tell only a change
         while True:
             if fair.due():
                 await fair.give_way()
@@ -469,14 +470,25 @@ class StdioTransport:
                     self._record_stderr(last)
                 return
             for line in lines.feed(chunk):
+                shown = None  # a line ended: the console shows no unfinished one until told again
                 self._record_stderr(line)
                 if fair.due():
                     await fair.give_way()
+            # At most once a read, and only when it changed: what a terminal shows now of the line not yet ended.
+            view = lines.shown()
+            if view is not None and view.data != shown:
+                shown = view.data
+                text, dropped = stderr_text(view.data, view.size)
+                self.record(WireEvent(direction="stderr", raw=text, signal="stderr_unfinished",
+                                      note=f"{dropped} more bytes of this line not kept" if dropped else None))
 
     def _record_stderr(self, line: Line) -> None:
         text, dropped = stderr_text(line.data, line.size)
-        self.record(WireEvent(direction="stderr", raw=text,
-                              note=f"{dropped} more bytes of this line not kept" if dropped else None))
+        notes = [f"{dropped} more bytes of this line not kept"] if dropped else []
+        if isinstance(line, ShownLine) and line.redrawn:
+            # Redrawn with \r (a progress bar): a terminal shows the last segment, and so does the console.
+            notes.append(f"{line.redrawn} bytes drawn over before this")
+        self.record(WireEvent(direction="stderr", raw=text, note="; ".join(notes) if notes else None))
 
     async def _write(self, message: dict[str, Any], key: str) -> None:
         if not self.alive or self._proc is None or self._proc.stdin is None:

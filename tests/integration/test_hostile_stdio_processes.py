@@ -410,3 +410,55 @@ async def test_closing_the_console_stops_a_grandchild_that_left_for_its_own_sess
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(grandchild, signal.SIGKILL)
+
+
+# Draws a progress bar on stderr the way tqdm does (\r, no newline), then answers; a tools/call ends the bar.
+DRAWS_A_PROGRESS_BAR = textwrap.dedent('''
+    import json, sys
+    for percent in range(0, 51):
+        sys.stderr.write(f"\\rdownloading {percent:3d}%|{'#' * (percent // 10):<10}|")
+        sys.stderr.flush()
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        if message["method"] == "tools/call":
+            sys.stderr.write("\\rdownloading 100%|##########|\\n")
+            sys.stderr.flush()
+        result = {"server/discover": DISCOVER,
+                  "tools/list": {"resultType": "complete", "tools": [{"name": "finish", "inputSchema": {}}]},
+                  "tools/call": {"resultType": "complete", "content": []}}.get(message["method"], {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+''')
+
+
+async def test_a_progress_bar_redrawn_with_carriage_returns_on_stderr_shows_its_latest_state_before_the_line_ends(
+        console: Console, tmp_path: Path) -> None:
+    from tests.integration.conftest import eventually
+
+    script = tmp_path / "bar.py"
+    script.write_text(DRAWS_A_PROGRESS_BAR)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+
+    async def drawn() -> dict[str, Any] | None:
+        now = await console.session(s["id"])
+        return now if now["stderr_current"] == "downloading  50%|#####     |" else None
+
+    now = await eventually(drawn, 15.0, "the bar's latest state as the unfinished stderr line")
+    assert now["stderr"] == []  # no line per redraw
+    page = (await console.http.get(f"/sessions/{s['id']}")).text
+    assert "downloading  50%|#####     |" in page
+    reply = await console.call_tool(s["id"], "finish")
+    assert reply["ok"] is True, reply["error"]
+
+    async def ended() -> dict[str, Any] | None:
+        now = await console.session(s["id"])
+        return now if now["stderr"] else None
+
+    now = await eventually(ended, 15.0, "the bar's line once it ended")
+    drawn_over = 51 * len("\rdownloading  50%|#####     |") + 1  # the 51 redraws before it, and its own \r
+    assert now["stderr"] == [f"downloading 100%|##########| … [{drawn_over} bytes drawn over before this]"]
+    assert now["stderr_current"] == ""
