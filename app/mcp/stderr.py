@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from app.mcp.lines import Line, LineSplitter
 
-# The most of one stderr line kept; the rest is counted. A log line longer than this is a dump (a binary blob, a
-# progress bar redrawn with \r for minutes), and its start says what it was.
+# The most of one stderr line kept; the rest is counted. A log line longer than this is a dump (a binary blob), and
+# its start says what it was. (A progress bar redrawn with \r for minutes is kept as its last segment: TerminalLines.)
 STDERR_LINE_KEEP_BYTES = 2000
 
 

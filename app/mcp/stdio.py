@@ -544,12 +544,13 @@ class StdioTransport:
             if owner is exchange:
                 del self._by_token[token]
 
-    def _descendants(self) -> descendants.Found:
-        """The server's descendants while it runs; once it has exited (and its pid may be reused), none."""
+    async def _descendants(self) -> descendants.Found:
+        """The server's descendants while it runs; once it has exited (and its pid may be reused), none. Read off
+        the loop: a walk of /proc reads every process's stat, tens of ms on a busy host."""
         proc = self._proc
         if proc is None or proc.returncode is not None:
             return {}
-        return descendants.descendants(proc.pid, self._started_at)
+        return await asyncio.to_thread(descendants.descendants, proc.pid, self._started_at)
 
     async def _end_descendants(self, found: descendants.Found) -> None:
         """SIGTERM the descendants still running, then SIGKILL what is left after the grace period."""
@@ -574,13 +575,13 @@ class StdioTransport:
         found: descendants.Found = {}
         if proc.returncode is None:
             # Before its stdin closes: a server that exits then leaves its children re-parented, found by nothing.
-            found = self._descendants()
+            found = await self._descendants()
             if proc.stdin:
                 with contextlib.suppress(Exception):
                     proc.stdin.close()
             for sig in (None, signal.SIGTERM, signal.SIGKILL):
                 if sig is not None:
-                    found.update(self._descendants())  # any it started while it was asked to stop
+                    found.update(await self._descendants())  # any it started while it was asked to stop
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(proc.pid, sig)
                     descendants.send(found, sig)
