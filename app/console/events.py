@@ -231,12 +231,14 @@ class Notice(Record):
 
 @dataclass(slots=True)
 class Stderr(Record):
-    """A batch of stderr lines (one event per window, never one per line), with the count dropped so far."""
+    """A batch of stderr lines (one event per window, never one per line), with the count dropped so far and
+    what a terminal shows now of the line not yet ended (a progress bar redrawn with \r; "" for none)."""
 
     KIND = "stderr"
     kind: Literal["stderr"] = field(default="stderr", init=False)
     lines: list[str] = field(default_factory=list)
     dropped: int = 0
+    current: str = ""
 
 
 @dataclass(slots=True)

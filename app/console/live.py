@@ -24,6 +24,8 @@ STDERR_LINE_KEEP_CHARS = 2000
 STDERR_WINDOW_S = 0.1
 STDERR_BATCH_LINES = 200
 STDERR_DROPPED_EVERY_S = 1.0  # past the cap, the dropped count is re-announced at most this often
+# A redraw of the unfinished line (a progress bar) goes out at most this often on its own; with lines, at once.
+STDERR_CURRENT_EVERY_S = 0.5
 
 
 class ProgressCoalescer:
@@ -114,7 +116,9 @@ class StderrBatcher:
 
     Adding a line costs a list append: nothing is rendered or published per line, so a server
     that writes thousands of lines a second cannot delay the timeline. Past `max_lines` stored
-    lines, lines are only counted; the count is shown as "N lines dropped".
+    lines, lines are only counted; the count is shown as "N lines dropped". The line the server is still
+    drawing (`current`, a progress bar redrawn with \r) is one value, replaced: every event carries it, a redraw
+    alone makes an event at most every STDERR_CURRENT_EVERY_S, and a line that ends clears it.
     """
 
     def __init__(self, emit: Emit, max_lines: int, stored: int = 0, dropped: int = 0) -> None:
@@ -125,10 +129,15 @@ class StderrBatcher:
         self._lines: list[str] = []
         self._announced = dropped
         self._announced_at = 0.0
+        self._current = ""  # what a terminal shows now of the line not yet ended ("" for none)
+        self._current_news = False  # changed since the last event
+        self._current_at = -STDERR_CURRENT_EVERY_S  # loop time of the last event that carried a change of it
         self._timer: asyncio.TimerHandle | None = None
 
     def add(self, line: str, cut: str | None = None) -> None:
         """One line; `cut` says what the transport did not keep of it (a line past its bound), shown after it."""
+        if self._current:  # it ended: this line is what it became
+            self._current, self._current_news = "", True
         if self.stored + len(self._lines) >= self._max:
             self.dropped += 1
         else:
@@ -140,6 +149,19 @@ class StderrBatcher:
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(STDERR_WINDOW_S, self._tick)
 
+    def current(self, line: str, cut: str | None = None) -> None:
+        """What a terminal shows now of the line not yet ended; replaces the one before (nothing is stored per
+        redraw)."""
+        kept = _cut(line, STDERR_LINE_KEEP_CHARS)
+        self._current, self._current_news = f"{kept} … [{cut}]" if cut else kept, True
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(STDERR_WINDOW_S, self._tick)
+
+    def new_process(self) -> None:
+        """The server was started again: the line its last process left unfinished shows no more."""
+        if self._current:
+            self.current("")
+
     def _tick(self) -> None:
         self._timer = None
         self.flush(final=False)
@@ -147,11 +169,15 @@ class StderrBatcher:
     def flush(self, final: bool = True) -> None:
         """Record what is pending. Past the cap the dropped count goes out at most once a second (always when final)."""
         loop = asyncio.get_running_loop()
+        now = loop.time()
         news = self.dropped != self._announced
-        due = final or loop.time() - self._announced_at >= STDERR_DROPPED_EVERY_S
-        if not self._lines and not (news and due):
-            if news and self._timer is None:
-                self._timer = loop.call_later(STDERR_WINDOW_S, self._tick)  # come back for the count
+        due = final or now - self._announced_at >= STDERR_DROPPED_EVERY_S
+        redraw_at = self._current_at + STDERR_CURRENT_EVERY_S  # when a redraw alone may go out
+        redraw = self._current_news and (final or now >= redraw_at)
+        if not self._lines and not (news and due) and not redraw:
+            if (news or self._current_news) and self._timer is None:  # come back for the count, or the redraw
+                wait = max(redraw_at - now, STDERR_WINDOW_S) if self._current_news and not news else STDERR_WINDOW_S
+                self._timer = loop.call_later(wait, self._tick)
             return
         if self._timer is not None:
             self._timer.cancel()
@@ -160,4 +186,9 @@ class StderrBatcher:
         self.stored += len(lines)
         if news and due:
             self._announced, self._announced_at = self.dropped, loop.time()
-        self._emit("stderr", {"lines": lines, "dropped": self._announced})
+        if self._current_news:
+            self._current_news, self._current_at = False, now
+        self._emit("stderr", {"lines": lines, "dropped": self._announced, "current": self._current})
+        if self.dropped != self._announced and self._timer is None:
+            # The count was not due with this event (lines, or a redraw, took it out): come back for it.
+            self._timer = loop.call_later(STDERR_WINDOW_S, self._tick)

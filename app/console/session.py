@@ -258,7 +258,10 @@ class ConsoleSession:
     # -- recording --------------------------------------------------------
     def on_wire(self, event: WireEvent) -> None:
         if event.direction == "stderr":
-            self.stderr_batch.add(event.raw, event.note)  # batched: never one event (or render) per line
+            if event.signal == "stderr_unfinished":  # a redraw of the line not yet ended: replaces the last one
+                self.stderr_batch.current(event.raw, event.note)
+            else:
+                self.stderr_batch.add(event.raw, event.note)  # batched: never one event (or render) per line
             return
         if event.exchange is not None and (begin := self._before_first_wire.pop(event.exchange, None)) is not None:
             begin()  # the exchange's start goes before its first frame (see run)
@@ -292,6 +295,8 @@ class ConsoleSession:
             self.timeline.notice("info" if info else "warning", event.note)
             if event.signal == "process_exited":
                 self.stderr_batch.flush()  # its last words first
+            if event.signal == "process_started":
+                self.stderr_batch.new_process()  # a line the one before left unfinished is no part of this one's
             if event.signal == "process_exited" and self.status == "connected" and not self._closing:
                 self._set_status("unreachable", f"{event.note}; reconnect to start it again")
 

@@ -231,6 +231,7 @@ class SessionState:
     stderr: list[str] = field(default_factory=list)
     stderr_stored: int = 0   # lines recorded in all, against max_stderr_lines
     stderr_dropped: int = 0  # lines past max_stderr_lines: counted, not stored
+    stderr_current: str = ""  # the line the server is still drawing, as a terminal shows it now (replaced)
     store_quota_reached: bool = False
     seq: int = 0
     # The timeline window: key → entry; rounds of operations nest under their operation.
@@ -424,6 +425,7 @@ def _stderr(state: SessionState, ev: Stderr, _e: TimelineEvent) -> None:
     del state.stderr[:-STDERR_LINES]
     state.stderr_stored += len(ev.lines)
     state.stderr_dropped = max(state.stderr_dropped, ev.dropped)
+    state.stderr_current = ev.current
 
 
 def _subscription(state: SessionState, ev: SubscriptionChanged, _e: TimelineEvent) -> None:
@@ -508,7 +510,7 @@ def projection(state: SessionState) -> Json:
         "request_settings": [state.log_level, state.progress_enabled, state.auto_refresh, state.idle_timeout_s,
                              state.max_s],
         "status_since": state.status_since, "findings": state.findings,
-        "stderr_counts": [state.stderr_stored, state.stderr_dropped],
+        "stderr_counts": [state.stderr_stored, state.stderr_dropped], "stderr_current": state.stderr_current,
         "operations": [op.to_json() for op in state.operations.values()],
         "subscriptions": [{**s.snapshot(), "notifications": s.notifications} for s in state.subscriptions.values()],
         "server_requests": [r.to_json() for r in state.server_requests.values()],

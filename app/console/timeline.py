@@ -106,6 +106,10 @@ class Timeline:
         return self.state.stderr_dropped
 
     @property
+    def stderr_current(self) -> str:
+        return self.state.stderr_current
+
+    @property
     def evicted(self) -> int:
         return self.state.evicted
 

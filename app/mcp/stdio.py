@@ -16,11 +16,12 @@ import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
+from app.mcp import descendants
 from app.mcp.errors import ConnectFailed, ProcessExited, ProtocolViolation, StreamTooLarge
 from app.mcp.fair import FairShare
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, parse_line
 from app.mcp.lines import Line, LineSplitter
-from app.mcp.stderr import STDERR_LINE_KEEP_BYTES, stderr_text
+from app.mcp.stderr import STDERR_LINE_KEEP_BYTES, ShownLine, TerminalLines, stderr_text
 from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_STREAM_BYTES,
@@ -152,6 +153,7 @@ class StdioTransport:
         self._ended = False  # the process exited or its stdout closed: its requests were told, nothing more comes
         self._end_reason = ""
         self._proc: asyncio.subprocess.Process | None = None
+        self._started_at: int | None = None
         self._pending: dict[Any, StdioExchange] = {}
         self._by_token: dict[Any, StdioExchange] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -174,6 +176,7 @@ class StdioTransport:
             note = f"could not start {self.target!r}: {exc.strerror or exc}"
             self.record(WireEvent(direction="transport", raw="", note=note))
             raise ConnectFailed(note) from exc
+        self._started_at = descendants.start_time(self._proc.pid)  # which process the pid is (see close)
         self.record(WireEvent(direction="transport", raw="", note=f"started pid {self._proc.pid}: {self.target}",
                               signal="process_started"))
         loop = asyncio.get_running_loop()
@@ -454,8 +457,9 @@ class StdioTransport:
         stdout reader does: a flood of buffered short lines stalled every timer for hundreds of ms."""
         assert self._proc and self._proc.stderr
         stream = self._proc.stderr
-        lines = LineSplitter(self._max_stderr_line)
+        lines = TerminalLines(self._max_stderr_line)
         fair = FairShare(STDIO_LINES_PER_YIELD)
+        shown: bytes | None = None  # the unfinished line's view last told, to tell only a change
         while True:
             if fair.due():
                 await fair.give_way()
@@ -466,14 +470,25 @@ class StdioTransport:
                     self._record_stderr(last)
                 return
             for line in lines.feed(chunk):
+                shown = None  # a line ended: the console shows no unfinished one until told again
                 self._record_stderr(line)
                 if fair.due():
                     await fair.give_way()
+            # At most once a read, and only when it changed: what a terminal shows now of the line not yet ended.
+            view = lines.shown()
+            if view is not None and view.data != shown:
+                shown = view.data
+                text, dropped = stderr_text(view.data, view.size)
+                self.record(WireEvent(direction="stderr", raw=text, signal="stderr_unfinished",
+                                      note=f"{dropped} more bytes of this line not kept" if dropped else None))
 
     def _record_stderr(self, line: Line) -> None:
         text, dropped = stderr_text(line.data, line.size)
-        self.record(WireEvent(direction="stderr", raw=text,
-                              note=f"{dropped} more bytes of this line not kept" if dropped else None))
+        notes = [f"{dropped} more bytes of this line not kept"] if dropped else []
+        if isinstance(line, ShownLine) and line.redrawn:
+            # Redrawn with \r (a progress bar): a terminal shows the last segment, and so does the console.
+            notes.append(f"{line.redrawn} bytes drawn over before this")
+        self.record(WireEvent(direction="stderr", raw=text, note="; ".join(notes) if notes else None))
 
     async def _write(self, message: dict[str, Any], key: str) -> None:
         if not self.alive or self._proc is None or self._proc.stdin is None:
@@ -529,27 +544,53 @@ class StdioTransport:
             if owner is exchange:
                 del self._by_token[token]
 
+    async def _descendants(self) -> descendants.Found:
+        """The server's descendants while it runs; once it has exited (and its pid may be reused), none. Read off
+        the loop: a walk of /proc reads every process's stat, tens of ms on a busy host."""
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return {}
+        return await asyncio.to_thread(descendants.descendants, proc.pid, self._started_at)
+
+    async def _end_descendants(self, found: descendants.Found) -> None:
+        """SIGTERM the descendants still running, then SIGKILL what is left after the grace period."""
+        if not descendants.living(found):
+            return
+        descendants.send(found, signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._grace
+        while descendants.living(found) and loop.time() < deadline:
+            await asyncio.sleep(min(EXIT_POLL_S, max(0.0, deadline - loop.time())))
+        descendants.send(found, signal.SIGKILL)
+
     async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
         await self._write(message, key)
 
     async def close(self) -> None:
-        """Close stdin, wait; then SIGTERM, wait; then SIGKILL. Every wait is bounded."""
+        """Close stdin, wait; then SIGTERM, wait; then SIGKILL. Every wait is bounded. Its descendants outside its
+        process group (a setsid() daemon) are found first and ended too (app/mcp/descendants.py)."""
         proc = self._proc
         if proc is None:
             return
+        found: descendants.Found = {}
         if proc.returncode is None:
+            # Before its stdin closes: a server that exits then leaves its children re-parented, found by nothing.
+            found = await self._descendants()
             if proc.stdin:
                 with contextlib.suppress(Exception):
                     proc.stdin.close()
             for sig in (None, signal.SIGTERM, signal.SIGKILL):
                 if sig is not None:
+                    found.update(await self._descendants())  # any it started while it was asked to stop
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(proc.pid, sig)
+                    descendants.send(found, sig)
                 if await self._exits_within(self._grace):
                     break
         # What the server left behind in its process group (a child holding its pipes) ends with it.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
+        await self._end_descendants(found)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -10,7 +10,9 @@ from typing import Any, Literal
 from app.mcp.jsonrpc import Frame
 
 Direction = Literal["out", "in", "stderr", "transport"]
-Signal = Literal["process_started", "process_exited", "session_message", "standalone_stream"]
+# stderr_unfinished: a stderr event whose raw is what a terminal shows now of a line not yet ended (a progress bar
+# redrawn with \r), replaced by the next such event, and by the line itself once it ends.
+Signal = Literal["process_started", "process_exited", "session_message", "standalone_stream", "stderr_unfinished"]
 
 
 @dataclass(slots=True)

@@ -364,7 +364,7 @@ class EventRenderer:
                        op=None)
             return self.env.get_template("_push_server_request.html").render(ctx)
         if event.kind == "stderr":
-            ctx.update(lines=data["lines"], dropped=data["dropped"])
+            ctx.update(lines=data["lines"], dropped=data["dropped"], current=data.get("current", ""))
             return self.env.get_template("_push_stderr.html").render(ctx)
         if event.kind in SESSION_KINDS:
             only = data.get("only")

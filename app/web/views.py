@@ -45,6 +45,7 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
         "timeline": entries if entries is not None else s.timeline.recent(),
         "stderr": s.timeline.stderr[-100:],
         "stderr_dropped": s.timeline.stderr_dropped,
+        "stderr_current": s.timeline.stderr_current,
     }
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import shlex
+import sys
+import textwrap
 import time
+from pathlib import Path
 
 from playwright.sync_api import BrowserContext, expect
 
@@ -47,3 +50,49 @@ def test_during_a_stderr_flood_the_box_stays_capped_and_an_echo_result_appears_w
     assert max(counts) <= BOX_CAP, f"the stderr box held {counts} lines"
     expect(lines.last).to_contain_text("stderr storm line")
     expect(page.locator("#stderr-lines b")).to_have_count(0)  # server text stays text
+
+
+# Each call of `step` redraws a progress bar on stderr the way tqdm does (\r, no newline); `finish` ends its line.
+REDRAWS_ON_EACH_CALL = textwrap.dedent('''
+    import json, sys
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("step", "finish")]
+    steps = 0
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        if message["method"] == "tools/call":
+            if message["params"]["name"] == "step":
+                steps += 1
+                sys.stderr.write(f"\\rstep {steps} of 3")
+            else:
+                sys.stderr.write("\\rall 3 steps done\\n")
+            sys.stderr.flush()
+        result = {"server/discover": DISCOVER, "tools/list": {"resultType": "complete", "tools": TOOLS},
+                  "tools/call": {"resultType": "complete", "content": []}}.get(message["method"], {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+''')
+
+
+def test_a_progress_bar_redrawn_on_stderr_shows_live_as_one_line_replaced_then_stays_as_its_final_line(
+        context: BrowserContext, console: Console, tmp_path: Path) -> None:
+    script = tmp_path / "redraws.py"
+    script.write_text(REDRAWS_ON_EACH_CALL)
+    page = context.new_page()
+    open_launch_url(page, console)
+    page.goto(console.url("/"))
+    page.get_by_label("Command to start the server").fill(shlex.join([sys.executable, str(script)]))
+    page.get_by_role("button", name="Start and connect").click()
+    wait_live(page)
+
+    current, lines = page.locator("#stderr-current"), page.locator("#stderr-lines > span")
+    for step in (1, 2):
+        open_tool(page, "step").get_by_role("button", name="Call step", exact=True).click()
+        expect(current).to_have_text(f"step {step} of 3")  # pushed as it is drawn, without a reload
+    expect(lines.filter(has_text="step")).to_have_count(0)  # no line per redraw
+    open_tool(page, "finish").get_by_role("button", name="Call finish", exact=True).click()
+    expect(lines.last).to_contain_text("all 3 steps done")
+    expect(current).to_have_text("")
+    expect(current).to_be_hidden()

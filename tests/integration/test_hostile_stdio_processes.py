@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import shlex
+import signal
 import sys
 import textwrap
 import time
@@ -12,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tests.integration.test_console_stdio import _pid
 from tests.processes import gone as _gone
+from tests.processes import wait_gone
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -347,3 +351,114 @@ async def test_a_call_whose_answer_the_parser_refuses_ends_as_an_error_that_says
     assert time.monotonic() - started < 10, "the call waited for its idle deadline"
     assert not reply["ok"]
     assert "its answer could not be read" in str(reply) and "4300" in str(reply), reply
+
+
+# Starts a child in its own process group, which starts a grandchild that calls setsid() (a daemon's way out of the
+# group and the session), writes its pid to the file named in argv[1] and sleeps. Then it answers as usual.
+SPAWNS_A_SETSID_GRANDCHILD = textwrap.dedent('''
+    import json, os, subprocess, sys
+    GRANDCHILD = (
+        "import os, sys, time\\n"
+        "os.setsid()\\n"
+        "with open(sys.argv[1] + '.tmp', 'w') as f:\\n"
+        "    f.write(str(os.getpid()))\\n"
+        "os.replace(sys.argv[1] + '.tmp', sys.argv[1])\\n"
+        "time.sleep(120)\\n"
+    )
+    CHILD = ("import subprocess, sys, time\\n"
+             "subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]], stdin=subprocess.DEVNULL)\\n"
+             "time.sleep(120)\\n")
+    subprocess.Popen([sys.executable, "-c", CHILD, GRANDCHILD, sys.argv[1]], stdin=subprocess.DEVNULL)
+''') + ANSWERS_DISCOVER_AND_LISTS
+
+
+async def _setsid_grandchild(console: Console, tmp_path: Path) -> tuple[dict[str, Any], int]:
+    """A session on SPAWNS_A_SETSID_GRANDCHILD, and the grandchild's pid once it has written it."""
+    from tests.integration.conftest import eventually
+
+    script, pid_file = tmp_path / "spawns.py", tmp_path / "grandchild.pid"
+    script.write_text(SPAWNS_A_SETSID_GRANDCHILD)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script), str(pid_file)]))
+    assert s["status"] == "connected", s["status_message"]
+
+    async def written() -> int:
+        return int(pid_file.read_text()) if pid_file.exists() else 0
+
+    return s, await eventually(written, 15.0, "the grandchild's pid file")
+
+
+async def test_deleting_a_stdio_session_stops_a_grandchild_that_left_for_its_own_session_with_setsid(
+        console: Console, tmp_path: Path) -> None:
+    s, grandchild = await _setsid_grandchild(console, tmp_path)
+    try:
+        assert not _gone(grandchild)
+        response = await console.http.post(f"/sessions/{s['id']}/delete")
+        assert response.status_code == 303
+        assert await wait_gone(grandchild, 15.0), f"the setsid grandchild {grandchild} outlived its session"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(grandchild, signal.SIGKILL)
+
+
+async def test_closing_the_console_stops_a_grandchild_that_left_for_its_own_session_with_setsid(
+        make_console: Callable[..., Console], tmp_path: Path) -> None:
+    console = make_console(stdio_shutdown_grace_s=0.5)
+    _, grandchild = await _setsid_grandchild(console, tmp_path)
+    try:
+        await asyncio.wait_for(console.close(), 30)
+        assert await wait_gone(grandchild, 15.0), f"the setsid grandchild {grandchild} outlived the console"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(grandchild, signal.SIGKILL)
+
+
+# Draws a progress bar on stderr the way tqdm does (\r, no newline), then answers; a tools/call ends the bar.
+DRAWS_A_PROGRESS_BAR = textwrap.dedent('''
+    import json, sys
+    for percent in range(0, 51):
+        sys.stderr.write(f"\\rdownloading {percent:3d}%|{'#' * (percent // 10):<10}|")
+        sys.stderr.flush()
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                "ttlMs": 0, "cacheScope": "public"}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        if message["method"] == "tools/call":
+            sys.stderr.write("\\rdownloading 100%|##########|\\n")
+            sys.stderr.flush()
+        result = {"server/discover": DISCOVER,
+                  "tools/list": {"resultType": "complete", "tools": [{"name": "finish", "inputSchema": {}}]},
+                  "tools/call": {"resultType": "complete", "content": []}}.get(message["method"], {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+''')
+
+
+async def test_a_progress_bar_redrawn_with_carriage_returns_on_stderr_shows_its_latest_state_before_the_line_ends(
+        console: Console, tmp_path: Path) -> None:
+    from tests.integration.conftest import eventually
+
+    script = tmp_path / "bar.py"
+    script.write_text(DRAWS_A_PROGRESS_BAR)
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+
+    async def drawn() -> dict[str, Any] | None:
+        now = await console.session(s["id"])
+        return now if now["stderr_current"] == "downloading  50%|#####     |" else None
+
+    now = await eventually(drawn, 15.0, "the bar's latest state as the unfinished stderr line")
+    assert now["stderr"] == []  # no line per redraw
+    page = (await console.http.get(f"/sessions/{s['id']}")).text
+    assert "downloading  50%|#####     |" in page
+    reply = await console.call_tool(s["id"], "finish")
+    assert reply["ok"] is True, reply["error"]
+
+    async def ended() -> dict[str, Any] | None:
+        now = await console.session(s["id"])
+        return now if now["stderr"] else None
+
+    now = await eventually(ended, 15.0, "the bar's line once it ended")
+    drawn_over = 51 * len("\rdownloading  50%|#####     |") + 1  # the 51 redraws before it, and its own \r
+    assert now["stderr"] == [f"downloading 100%|##########| … [{drawn_over} bytes drawn over before this]"]
+    assert now["stderr_current"] == ""

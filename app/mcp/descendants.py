@@ -1,0 +1,102 @@
+"""The processes a stdio server started, and theirs: found while it runs, so that closing it can end them too.
+
+A process-group kill misses a descendant that called setsid() or setpgid() (a daemon's double fork, a tool's
+worker); once the server is gone such a process is re-parented and nothing links it to the server any more. So the
+tree is read from /proc (each process's parent in /proc/<pid>/stat) while the server still runs. Each process found
+is kept with its start time: a pid is signalled only while the same process still holds it, never one reused since.
+Where there is no /proc (not Linux) nothing is found, and closing does what the process-group kill does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+PROC = Path("/proc")
+# Fields of /proc/<pid>/stat after the command name (which is in parentheses and may hold anything, ")" too).
+_STATE, _PPID, _STARTTIME = 0, 1, 19
+
+Found = dict[int, int]  # pid -> its start time (clock ticks after boot), which tells a reused pid apart
+
+
+def _stat(pid: int | str) -> list[str] | None:
+    try:
+        text = (PROC / str(pid) / "stat").read_bytes()
+    except OSError:  # gone in between, or not ours to read
+        return None
+    _, _, rest = text.rpartition(b")")
+    fields = rest.decode("ascii", errors="replace").split()
+    return fields if len(fields) > _STARTTIME else None
+
+
+def start_time(pid: int) -> int | None:
+    """When the process `pid` started (what `descendants` checks it by); None when it is gone or there is no /proc."""
+    fields = _stat(pid)
+    return int(fields[_STARTTIME]) if fields is not None else None
+
+
+def descendants(pid: int, started: int | None) -> Found:
+    """Every living descendant of `pid` (its children, theirs, and so on), whatever their group or session; none
+    unless `pid` is still the process that started at `started` (an exited server's pid may be another's by now)."""
+    if started is None or start_time(pid) != started:
+        return {}
+    children: dict[int, list[tuple[int, int]]] = {}
+    try:
+        names = os.listdir(PROC)
+    except OSError:
+        return {}
+    for name in names:
+        if not name.isdigit():
+            continue
+        fields = _stat(name)
+        if fields is None or fields[_STATE] in ("Z", "X"):
+            continue
+        children.setdefault(int(fields[_PPID]), []).append((int(name), int(fields[_STARTTIME])))
+    found: Found = {}
+    todo = [pid]
+    while todo:
+        for child, started in children.get(todo.pop(), ()):
+            if child not in found and child != pid:
+                found[child] = started
+                todo.append(child)
+    return found
+
+
+def living(found: Found) -> Found:
+    """Those of `found` still running as the same process (not exited, not a zombie, pid not reused)."""
+    alive: Found = {}
+    for pid, started in found.items():
+        fields = _stat(pid)
+        if fields is not None and fields[_STATE] not in ("Z", "X") and int(fields[_STARTTIME]) == started:
+            alive[pid] = started
+    return alive
+
+
+def send(found: Found, sig: signal.Signals) -> None:
+    """Signal each of `found` that is still the process found; one that is gone in between is fine."""
+    for pid, started in found.items():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            _send(pid, started, sig)
+
+
+def _send(pid: int, started: int, sig: signal.Signals) -> None:
+    # Through a pidfd where there is one: opened first, it holds the process that had the pid then, so a start
+    # time checked after it is that process's, and no reuse can come between the check and the signal.
+    pidfd_open = getattr(os, "pidfd_open", None)
+    send_signal = getattr(signal, "pidfd_send_signal", None)
+    fd = -1
+    if pidfd_open is not None and send_signal is not None:
+        with contextlib.suppress(OSError):
+            fd = pidfd_open(pid)
+    try:
+        if pid not in living({pid: started}):
+            return
+        if fd >= 0 and send_signal is not None:
+            send_signal(fd, sig)
+        else:
+            os.kill(pid, sig)
+    finally:
+        if fd >= 0:
+            os.close(fd)
