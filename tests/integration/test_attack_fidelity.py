@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from tests.hostile.fixtures import HostileUrl, hostile_argv
-from tests.integration.conftest import JSON, Console, child_env
-from tests.legacy.fixtures import legacy_url
+from tests.integration.conftest import JSON, Console, child_env, eventually
+from tests.legacy.fixtures import legacy_server, legacy_url
 
-__all__ = ["legacy_url"]  # a fixture
+__all__ = ["legacy_server", "legacy_url"]  # fixtures
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 90.0
@@ -312,6 +312,51 @@ async def test_a_stdio_line_that_is_not_utf8_is_said_to_be_shown_with_replacemen
         entry = await console.entry(s["id"], reply["key"])
         assert "\ufffd" in _received(entry)[-1]["raw"]
         assert ("U+FFFD" in _notes(entry)) is said, entry["wire"]
+
+
+def _session_wire(console: Console, sid: str) -> list[Any]:
+    """The session's wire records as stored, oldest first (frames of no request are on no entry)."""
+    session = console.manager.get(sid)
+    return [e.record for e in session.store.events(sid, kinds=("wire",))]
+
+
+def _session_notices(console: Console, sid: str) -> str:
+    session = console.manager.get(sid)
+    return " ".join(str(getattr(e.record, "message", "")) for e in session.store.events(sid, kinds=("notice",)))
+
+
+def _log_event(text: bytes) -> bytes:
+    return (b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"t",'
+            b'"data":"' + text + b'"}}\n\n')
+
+
+async def _pushed(console: Console, sid: str, data: bytes, mark: str) -> Any:
+    """Push `data` onto the server-to-client stream; the wire record of the frame whose text holds `mark`."""
+    reply = await console.call_tool(sid, "push", data=_b64(data))
+    assert reply["status"] == "complete", reply
+
+    async def arrived() -> Any:
+        return next((w for w in _session_wire(console, sid) if w.direction == "in" and mark in w.raw), None)
+
+    return await eventually(arrived, what=f"the pushed frame {mark!r} to be recorded")
+
+
+async def test_bytes_that_are_not_utf8_on_the_standalone_get_stream_are_said_to_be_shown_as_replacement_characters(
+        console: Console, legacy_server: Callable[..., str]) -> None:
+    # The GET stream of a 2025-11-25 session was decoded with errors="replace" and nothing said so: a log line
+    # the server sent as Latin-1 read as if the server had sent U+FFFD itself. The target's own U+FFFD is no
+    # replacement; the frame is still shown and used.
+    s = await console.connect(kind="http", url=legacy_server("--standalone"), headers="")
+    assert s["status"] == "connected" and s["era"]["era"] == "legacy", s["status_message"]
+    sid = s["id"]
+    genuine = await _pushed(console, sid, _log_event(b"\xef\xbf\xbd GENUINE-MARK"), "GENUINE-MARK")
+    assert genuine.raw.count("\ufffd") == 1 and genuine.frame_kind == "notification"
+    assert "U+FFFD" not in _session_notices(console, sid)
+    latin = await _pushed(console, sid, _log_event(b"caf\xe9 LATIN-MARK"), "LATIN-MARK")
+    assert "caf\ufffd LATIN-MARK" in latin.raw and latin.frame_kind == "notification", latin
+    said = [w for w in _session_wire(console, sid) if w.direction == "transport" and "U+FFFD" in (w.note or "")]
+    assert len(said) == 1 and "not valid utf-8" in said[0].note, said
+    assert "not valid utf-8" in _session_notices(console, sid)  # told on the session, as its frames are
 
 
 async def test_header_values_outside_ascii_say_which_decoding_shows_them(
