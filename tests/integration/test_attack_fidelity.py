@@ -359,6 +359,26 @@ async def test_bytes_that_are_not_utf8_on_the_standalone_get_stream_are_said_to_
     assert "not valid utf-8" in _session_notices(console, sid)  # told on the session, as its frames are
 
 
+async def test_bytes_that_are_not_utf8_on_a_2024_sse_stream_are_said_to_be_shown_as_replacement_characters(
+        console: Console, legacy_server: Callable[..., str]) -> None:
+    # The one stream of the 2024-11-05 transport carries every answer: a byte that is not UTF-8 in a call's answer
+    # is said on that call's entry, one in a frame of no request on the session; the target's own
+    # U+FFFD is not.
+    s = await console.connect(kind="http", url=legacy_server("--sse-2024"), headers="", era="sse-2024")
+    assert s["status"] == "connected", s["status_message"]
+    sid = s["id"]
+    for text, said in ((b"\xef\xbf\xbd", False), (b"caf\xe9", True)):
+        reply = await console.call_tool(sid, "push", data=_b64(b"data: " + _text_result(text) + b"\n\n"))
+        assert reply["status"] == "complete", reply
+        entry = await console.entry(sid, reply["key"])
+        assert "\ufffd" in _received(entry)[-1]["raw"]
+        assert ("U+FFFD" in _notes(entry)) is said and ("not valid utf-8" in _notes(entry)) is said, entry["wire"]
+    assert "U+FFFD" not in _session_notices(console, sid)
+    latin = await _pushed(console, sid, _log_event(b"caf\xe9 LATIN-MARK"), "LATIN-MARK")
+    assert "caf\ufffd LATIN-MARK" in latin.raw and "for the session" in (latin.note or ""), latin
+    assert "not valid utf-8" in _session_notices(console, sid) and "U+FFFD" in _session_notices(console, sid)
+
+
 async def test_header_values_outside_ascii_say_which_decoding_shows_them(
         console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
     # HTTP gives header bytes no charset, and httpx reads all of an answer's headers one way: UTF-8 when they all
