@@ -590,12 +590,16 @@ class HttpTransport:
             self.standalone = StandaloneStream(self, headers)
             self.standalone.start()
         try:
-            body = (await self._bounded_body(response)).decode("utf-8", errors="replace")
+            raw = await self._bounded_body(response)
         except httpx.HTTPError as exc:
             raise TransportError(f"notification answer broke: {exc!r}") from exc
         finally:
             await response.aclose()
+        codec = text_codec(response.encoding)  # read as a request's answer is: in its charset, said when replaced
+        body = raw.decode(codec, errors="replace")
         if body:
+            if replaced(raw, body, codec):
+                self.record(WireEvent(direction="transport", raw="", exchange=key, note=replaced_note(codec)))
             self.record(WireEvent(direction="in", raw=body, frame=parse_frame(body), exchange=key,
                                   http_status=response.status_code))
         if message.get("method") == "notifications/initialized" and not response.is_success:

@@ -379,6 +379,35 @@ async def test_bytes_that_are_not_utf8_on_a_2024_sse_stream_are_said_to_be_shown
     assert "not valid utf-8" in _session_notices(console, sid) and "U+FFFD" in _session_notices(console, sid)
 
 
+def _refusal(text: bytes) -> bytes:
+    return b'{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"' + text + b'"}}'
+
+
+def _exchange_of(wire: list[Any], sent: str) -> list[Any]:
+    """The wire records of the exchange that sent `sent` (its method): what its entry shows."""
+    (out,) = [w for w in wire if w.direction == "out" and sent in w.raw]
+    return [w for w in wire if w.exchange == out.exchange]
+
+
+def _notes_on(wire: list[Any], sent: str) -> str:
+    return " ".join(str(w.note or "") for w in _exchange_of(wire, sent))
+
+
+async def test_an_answer_to_a_notification_that_is_not_utf8_is_said_to_be_shown_with_replacement_characters(
+        console: Console, legacy_server: Callable[..., str]) -> None:
+    # A server refusing notifications/initialized with a Latin-1 message: its answer's frame showed U+FFFD with
+    # nothing to say the server had sent other bytes (a request's answer said so; a notification's did not).
+    for text, said in ((b"\xef\xbf\xbd", False), (b"refus\xe9", True)):
+        url = legacy_server("--refuse-initialized", _b64(_refusal(text)))
+        s = await console.connect(kind="http", url=url, headers="")
+        assert s["status"] == "failed", s["status"]
+        wire = _session_wire(console, s["id"])
+        (answer,) = [w for w in _exchange_of(wire, "notifications/initialized") if w.direction == "in"]
+        assert "\ufffd" in answer.raw and answer.frame_kind == "error", answer
+        notes = _notes_on(wire, "notifications/initialized")
+        assert ("U+FFFD" in notes and "not valid utf-8" in notes) is said, (text, notes)
+
+
 async def test_header_values_outside_ascii_say_which_decoding_shows_them(
         console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
     # HTTP gives header bytes no charset, and httpx reads all of an answer's headers one way: UTF-8 when they all

@@ -4,6 +4,7 @@
     python -m tests.legacy.server --port 0 --standalone   # the same, with a standalone GET stream per session
     python -m tests.legacy.server --port 0 --sse-2024     # the 2024-11-05 HTTP+SSE transport on 127.0.0.1:…/sse
     python -m tests.legacy.server --stdio
+    --refuse-initialized B64: (HTTP, either) notifications/initialized is answered HTTP 400 with those bytes
 
 Tools: `echo` (text), `headers` (the HTTP headers of that very call), and tools that send a request on the
 call's own stream and return, as JSON text, the response they got ({"id": …, "result": …} or {"id": …, "error": …}):
@@ -155,7 +156,7 @@ def _text(text: str) -> dict[str, Any]:
     return {"result": {"content": [{"type": "text", "text": text}]}}
 
 
-def serve_http(port: int, standalone: bool = False) -> None:
+def serve_http(port: int, standalone: bool = False, refusal: bytes | None = None) -> None:
     server = Server()
     streams: dict[str, queue.Queue[bytes]] = {}  # --standalone: what each session's GET stream is to carry
 
@@ -199,6 +200,9 @@ def serve_http(port: int, standalone: bool = False) -> None:
                 return
             if "id" not in body:
                 server.take_notification(body, session)
+                if refusal is not None and body.get("method") == "notifications/initialized":
+                    self._reply(400, refusal, "application/json")
+                    return
                 self._reply(202, b"", "text/plain")
                 return
             self.send_response(200)
@@ -243,7 +247,7 @@ def serve_http(port: int, standalone: bool = False) -> None:
     httpd.serve_forever()
 
 
-def serve_sse_2024(port: int) -> None:
+def serve_sse_2024(port: int, refusal: bytes | None = None) -> None:
     """The 2024-11-05 HTTP+SSE transport: GET /sse is the one stream (its first event names /messages?sessionId=…
     to POST to); every POST is answered 202 and what it asks for is answered on that stream."""
     server = Server()
@@ -271,6 +275,10 @@ def serve_sse_2024(port: int) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
             if session not in streams:
                 self.wfile.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                return
+            if refusal is not None and body.get("method") == "notifications/initialized":
+                self.wfile.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                                 + f"Content-Length: {len(refusal)}\r\n\r\n".encode() + refusal)
                 return
             self.wfile.write(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
             self.wfile.flush()
@@ -334,13 +342,16 @@ def main() -> None:
     parser.add_argument("--stdio", action="store_true")
     parser.add_argument("--standalone", action="store_true", help="offer a standalone GET stream per session")
     parser.add_argument("--sse-2024", action="store_true", help="the 2024-11-05 HTTP+SSE transport instead")
+    parser.add_argument("--refuse-initialized", metavar="B64", help="answer notifications/initialized HTTP 400 "
+                                                                    "with these bytes (base64)")
     args = parser.parse_args()
+    refusal = base64.b64decode(args.refuse_initialized) if args.refuse_initialized is not None else None
     if args.stdio:
         serve_stdio()
     elif args.sse_2024:
-        serve_sse_2024(args.port)
+        serve_sse_2024(args.port, refusal)
     else:
-        serve_http(args.port, args.standalone)
+        serve_http(args.port, args.standalone, refusal)
 
 
 if __name__ == "__main__":
