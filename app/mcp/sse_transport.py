@@ -28,7 +28,6 @@ from app.mcp.transport import (
     StreamText,
     replaced_note,
     stream_bound_note,
-    text_codec,
 )
 from app.mcp.wire import Recorder, WireEvent
 
@@ -252,7 +251,11 @@ class HttpSseTransport:
             raise ConnectFailed(f"could not POST to {self._shown_endpoint()}: {type(exc).__name__}: {exc}") from exc
         self._note(f"HTTP {response.status_code} {response.reason_phrase}", key, response.status_code)
         if not response.is_success:
-            text = response.content[:200].decode(text_codec(response.encoding), "replace")
+            # Its start, without a character the cut at 200 bytes split (a U+FFFD the server never sent).
+            start = StreamText(response.encoding)
+            text, was = start.decode(response.content[:200])
+            if was:
+                self._note(replaced_note(start.codec), key)
             raise TransportError(f"POST {self._shown_endpoint()}: HTTP {response.status_code} {text!r}")
 
     async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> SseExchange:

@@ -408,6 +408,21 @@ async def test_an_answer_to_a_notification_that_is_not_utf8_is_said_to_be_shown_
         assert ("U+FFFD" in notes and "not valid utf-8" in notes) is said, (text, notes)
 
 
+async def test_a_refused_post_on_a_2024_sse_server_whose_answer_is_not_utf8_says_so(
+        console: Console, legacy_server: Callable[..., str]) -> None:
+    # The 2024-11-05 transport puts the start of a refused POST's answer in the error: bytes that are not UTF-8 there
+    # showed as U+FFFD with nothing said, and the cut at 200 bytes could split a character into a U+FFFD of its own.
+    prefix = len(_refusal(b"")) - len(b'"}}')
+    split = b"x" * (199 - prefix) + "\u00e9".encode()  # the cut falls inside the é
+    for text, said in ((b"\xef\xbf\xbd", False), (split, False), (b"refus\xe9", True)):
+        url = legacy_server("--sse-2024", "--refuse-initialized", _b64(_refusal(text)))
+        s = await console.connect(kind="http", url=url, headers="", era="sse-2024")
+        assert s["status"] == "failed" and "HTTP 400" in s["status_message"], s["status_message"]
+        assert ("\ufffd" in s["status_message"]) is (text != split), s["status_message"]
+        notes = _notes_on(_session_wire(console, s["id"]), "notifications/initialized")
+        assert ("U+FFFD" in notes and "not valid utf-8" in notes) is said, (text, notes)
+
+
 async def test_header_values_outside_ascii_say_which_decoding_shows_them(
         console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
     # HTTP gives header bytes no charset, and httpx reads all of an answer's headers one way: UTF-8 when they all
