@@ -472,8 +472,10 @@ class StdioTransport:
 
     def _record_stderr(self, line: Line) -> None:
         text, dropped = stderr_text(line.data, line.size)
-        self.record(WireEvent(direction="stderr", raw=text,
-                              note=f"{dropped} more bytes of this line not kept" if dropped else None))
+        notes = [f"{dropped} more bytes of this line not kept"] if dropped else []
+        if replaced(line.data, text, "utf-8"):  # as a stdout line says it (not for a character the cut split)
+            notes.append(replaced_note("utf-8"))
+        self.record(WireEvent(direction="stderr", raw=text, note="; ".join(notes) or None))
 
     async def _write(self, message: dict[str, Any], key: str) -> None:
         if not self.alive or self._proc is None or self._proc.stdin is None:
