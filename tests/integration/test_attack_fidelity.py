@@ -207,6 +207,27 @@ async def test_bytes_that_are_not_utf8_are_said_to_be_shown_as_replacement_chara
         assert "\ufffd" in _received(entry)[-1]["raw"] and "U+FFFD" not in _notes(entry), ctype
 
 
+def test_the_cli_har_of_an_answer_that_is_not_utf8_says_its_text_shows_replacement_characters(
+        hostile_http: Callable[..., HostileUrl], tmp_path: Path) -> None:
+    # The console's HAR says so in the content's comment; `mcp-console call --har` wrote the U+FFFD and nothing more.
+    url = hostile_http("fidelity")
+    for text, said in ((b"\xef\xbf\xbd", False), (b"caf\xe9", True)):
+        for ctype, rebuilt in (("application/json", False), ("text/event-stream", True)):
+            har_file = tmp_path / "call.har"
+            body = _text_result(text) if not rebuilt else b"data: " + _text_result(text) + b"\n\n"
+            parts = _answer([f"Content-Type: {ctype}"], body)
+            done = subprocess.run([sys.executable, "-m", "app", "call", url, "say", "--json",
+                                   json.dumps({"parts": parts}), "--har", str(har_file)], cwd=ROOT, env=child_env(),
+                                  capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            assert done.returncode == 0, done.stderr
+            entries = json.loads(har_file.read_text())["log"]["entries"]
+            content = next(e for e in entries if e["_mcp"]["method"] == "tools/call")["response"]["content"]
+            assert "\ufffd" in content["text"], content
+            comment = content.get("comment", "")
+            assert ("U+FFFD" in comment and "not valid utf-8" in comment) is said, (text, ctype, comment)
+            assert ("rebuilt" in comment) is rebuilt, comment  # the stream's own comment is kept
+
+
 async def _typed(console: Console, sid: str, form: dict[str, str]) -> dict[str, Any]:
     response = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "typed_echo", **form},
                                        headers=JSON)
