@@ -207,6 +207,19 @@ async def test_bytes_that_are_not_utf8_are_said_to_be_shown_as_replacement_chara
         assert "\ufffd" in _received(entry)[-1]["raw"] and "U+FFFD" not in _notes(entry), ctype
 
 
+async def test_a_stream_that_ends_inside_a_character_says_its_last_frame_shows_a_replacement_character(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    # The bytes of a character the stream ended inside are shown as U+FFFD (the decoder's last word), and that one
+    # went unsaid: only the pieces read before it were checked.
+    sid = await console.connected_http(hostile_http("fidelity"))
+    cut = _text_result("caf\u00e9".encode())
+    cut = cut[:cut.index(b"\xa9")]  # the stream ends after the first byte of the é
+    reply = await _say(console, sid, _answer(["Content-Type: text/event-stream"], b"data: " + cut))
+    entry = await console.entry(sid, reply["key"])
+    assert _received(entry)[-1]["raw"].endswith("caf\ufffd"), _received(entry)
+    assert "not valid utf-8" in _notes(entry) and "U+FFFD" in _notes(entry), entry["wire"]
+
+
 def test_the_cli_har_of_an_answer_that_is_not_utf8_says_its_text_shows_replacement_characters(
         hostile_http: Callable[..., HostileUrl], tmp_path: Path) -> None:
     # The console's HAR says so in the content's comment; `mcp-console call --har` wrote the U+FFFD and nothing more.
