@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.mcp.jsonrpc import Frame
+from app.mcp.transport import REPLACED
 
 # "" means: ask for no logs (without the _meta key the server must send none).
 LOG_LEVELS = ("", "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -135,14 +136,16 @@ class StderrBatcher:
         self._timer: asyncio.TimerHandle | None = None
 
     def add(self, line: str, cut: str | None = None) -> None:
-        """One line; `cut` says what the transport did not keep of it (a line past its bound), shown after it."""
+        """One line; `cut` says what the transport did not keep of it (a line past its bound), shown after it, or
+        only that its bytes were not all UTF-8 (shown as U+FFFD): then no "…", the transport kept all of it."""
         if self._current:  # it ended: this line is what it became
             self._current, self._current_news = "", True
         if self.stored + len(self._lines) >= self._max:
             self.dropped += 1
         else:
             kept = _cut(line, STDERR_LINE_KEEP_CHARS)
-            self._lines.append(f"{kept} … [{cut}]" if cut else kept)
+            self._lines.append(kept if not cut else f"{kept} [{cut}]" if cut.startswith(REPLACED) else
+                               f"{kept} … [{cut}]")
             if len(self._lines) >= STDERR_BATCH_LINES:
                 self.flush()
                 return

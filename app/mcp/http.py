@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import codecs
 import re
 import time
 from collections.abc import AsyncIterator
@@ -33,6 +32,7 @@ from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_STREAM_BYTES,
     ServerMessageSink,
+    StreamText,
     replaced,
     replaced_note,
     stream_bound_note,
@@ -240,21 +240,17 @@ class HttpExchange:
     async def _sse(self) -> AsyncIterator[Frame]:
         parser = SseParser(self._t.max_message_bytes)
         # Bytes, not text: the bound counts what crossed the wire; the decoder keeps split characters whole.
-        codec = text_codec(self._response.encoding)
-        decoder = codecs.getincrementaldecoder(codec)(errors="replace")
+        stream = StreamText(self._response.encoding)
         fair = FairShare()  # a flood of chunks must not keep the loop from its timers (see app/mcp/fair.py)
-        before = b""
         previous: str | None = None  # the id of this stream's last event
         try:
             async for raw_chunk in body_pieces(self._response):
                 if fair.due():
                     await fair.give_way()
                 self._count(raw_chunk)
-                text = decoder.decode(raw_chunk)
-                # With the end of the chunk before: a target's own U+FFFD split across two chunks is not a replacement.
-                if not self._said_replaced and replaced(before[-2:] + raw_chunk, text, codec):
-                    self._say_replaced(codec)
-                before = raw_chunk
+                text, was = stream.decode(raw_chunk)  # a target's own U+FFFD split across chunks is no replacement
+                if was and not self._said_replaced:
+                    self._say_replaced(stream.codec)
                 try:
                     events = parser.feed(text)
                 except ValueError as exc:
@@ -288,7 +284,9 @@ class HttpExchange:
             if part:
                 self._incoming(part, note="the stream broke off inside this event: what arrived of it")
             raise
-        tail = decoder.decode(b"", final=True)
+        tail, was = stream.decode(b"", final=True)  # a character the stream ended inside: shown as U+FFFD
+        if was and not self._said_replaced:
+            self._say_replaced(stream.codec)
         try:  # the last event, without its blank line, is only whole (and may only pass the bound) here
             ended = parser.feed(tail) if tail else []
             unended = parser.finish()
@@ -591,12 +589,16 @@ class HttpTransport:
             self.standalone = StandaloneStream(self, headers)
             self.standalone.start()
         try:
-            body = (await self._bounded_body(response)).decode("utf-8", errors="replace")
+            raw = await self._bounded_body(response)
         except httpx.HTTPError as exc:
             raise TransportError(f"notification answer broke: {exc!r}") from exc
         finally:
             await response.aclose()
+        codec = text_codec(response.encoding)  # read as a request's answer is: in its charset, said when replaced
+        body = raw.decode(codec, errors="replace")
         if body:
+            if replaced(raw, body, codec):
+                self.record(WireEvent(direction="transport", raw="", exchange=key, note=replaced_note(codec)))
             self.record(WireEvent(direction="in", raw=body, frame=parse_frame(body), exchange=key,
                                   http_status=response.status_code))
         if message.get("method") == "notifications/initialized" and not response.is_success:

@@ -9,7 +9,6 @@ flight, the rest to `on_server_message`).
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -26,8 +25,9 @@ from app.mcp.transport import (
     DEFAULT_MAX_STREAM_BYTES,
     SESSION_MESSAGE_NOTE,
     ServerMessageSink,
+    StreamText,
+    replaced_note,
     stream_bound_note,
-    text_codec,
 )
 from app.mcp.wire import Recorder, WireEvent
 
@@ -47,6 +47,7 @@ class SseExchange:
         self.bytes_in = 0  # what the one stream carried for this request, counted against max_stream_bytes
         self.bound_note = ""
         self.token: Any = None
+        self.said_replaced = False  # its frames held bytes shown as U+FFFD, and its entry says so (once)
 
     async def frames(self) -> AsyncIterator[Frame]:
         try:
@@ -99,6 +100,7 @@ class HttpSseTransport:
         self._response: httpx.Response | None = None
         self._reader: asyncio.Task[None] | None = None
         self._endpoint_known = asyncio.Event()
+        self._said_replaced = False  # the same, for what is no request's (said on the session, once)
 
     def _note(self, note: str, key: str | None = None, status: int | None = None) -> None:
         self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=status, note=note))
@@ -130,14 +132,23 @@ class HttpSseTransport:
 
     async def _read(self, response: httpx.Response) -> None:
         parser = SseParser(self._max)
-        decoder = codecs.getincrementaldecoder(text_codec(response.encoding))(errors="replace")
+        stream = StreamText(response.encoding)
+        # Bytes not valid in the charset were read into an event not yet ended. The one stream carries every
+        # request's frames: it is said where the frame holding the U+FFFD goes (a frame of the same piece with the
+        # target's own U+FFFD is told so too: the text cannot tell them apart).
+        replacing = False
         try:
             async for chunk in body_pieces(response):
-                for event in parser.feed(decoder.decode(chunk)):
+                text, was = stream.decode(chunk)
+                replacing = replacing or was
+                for event in parser.feed(text):
+                    shown = stream.codec if replacing and "\ufffd" in event.data else None
                     if event.event == "endpoint":
-                        self._take_endpoint(event.data)
+                        self._take_endpoint(event.data, shown)
                     elif event.data:
-                        self._route(event.data)
+                        self._route(event.data, shown)
+                if replacing:  # still so only when the event not ended yet holds it
+                    replacing = "\ufffd" in (parser.unfinished() or "")
             self.lost_reason = "the server ended the SSE stream"
         except (httpx.HTTPError, ValueError) as exc:
             self.lost_reason = f"the SSE stream broke: {type(exc).__name__}: {exc}"
@@ -147,7 +158,20 @@ class HttpSseTransport:
             for exchange in list(self._pending.values()):
                 exchange.queue.put_nowait(_LOST)
 
-    def _take_endpoint(self, data: str) -> None:
+    def _say_replaced(self, codec: str, exchange: SseExchange | None) -> None:
+        """Bytes not valid in the stream's charset are shown as U+FFFD: said once on the request's entry (as on a
+        2026-07-28 request's stream), once on the session for what is no request's."""
+        if exchange is None:
+            if not self._said_replaced:
+                self._said_replaced = True
+                self._note(replaced_note(codec))
+        elif not exchange.said_replaced:
+            exchange.said_replaced = True
+            self._note(replaced_note(codec), exchange.key)
+
+    def _take_endpoint(self, data: str, replacing: str | None = None) -> None:
+        if replacing is not None:
+            self._say_replaced(replacing, None)
         url = urljoin(self.target, data.strip())
         ours, theirs = urlsplit(self.target), urlsplit(url)
         if (theirs.scheme, theirs.netloc) != (ours.scheme, ours.netloc):
@@ -164,7 +188,8 @@ class HttpSseTransport:
         parts = urlsplit(self.endpoint or "")
         return f"{parts.scheme}://{parts.netloc}{parts.path}" + ("?…" if parts.query else "")
 
-    def _route(self, data: str) -> None:
+    def _route(self, data: str, replacing: str | None = None) -> None:
+        """File one frame; `replacing` (the codec) says its text shows bytes not valid there as U+FFFD."""
         frame = parse_frame(data)
         target: SseExchange | None = None
         owner: Any = None  # the id or token that names the request this frame belongs to
@@ -185,6 +210,8 @@ class HttpSseTransport:
             if target.bytes_in > self._max_stream:
                 self._stop_reading(target)
                 return
+        if replacing is not None:
+            self._say_replaced(replacing, target)
         if target is None and frame.kind in ("notification", "request") and self.on_server_message is not None:
             self.record(WireEvent(direction="in", raw=data, frame=frame, note=SESSION_MESSAGE_NOTE,
                                   signal="session_message"))
@@ -224,7 +251,11 @@ class HttpSseTransport:
             raise ConnectFailed(f"could not POST to {self._shown_endpoint()}: {type(exc).__name__}: {exc}") from exc
         self._note(f"HTTP {response.status_code} {response.reason_phrase}", key, response.status_code)
         if not response.is_success:
-            text = response.content[:200].decode(text_codec(response.encoding), "replace")
+            # Its start, without a character the cut at 200 bytes split (a U+FFFD the server never sent).
+            start = StreamText(response.encoding)
+            text, was = start.decode(response.content[:200])
+            if was:
+                self._note(replaced_note(start.codec), key)
             raise TransportError(f"POST {self._shown_endpoint()}: HTTP {response.status_code} {text!r}")
 
     async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> SseExchange:

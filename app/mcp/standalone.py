@@ -10,7 +10,6 @@ SSE id seen) so a resumable server replays what was missed; consecutive failures
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
 from typing import TYPE_CHECKING
 
@@ -20,7 +19,7 @@ from app.mcp.errors import expired_note
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import parse_frame
 from app.mcp.sse import SseEvent, SseParser, sendable_id
-from app.mcp.transport import SESSION_MESSAGE_NOTE, text_codec
+from app.mcp.transport import SESSION_MESSAGE_NOTE, StreamText, replaced_note
 from app.mcp.wire import WireEvent
 
 if TYPE_CHECKING:
@@ -137,13 +136,18 @@ class StandaloneStream:
     async def _read(self, response: httpx.Response) -> bool:
         """Route every event until the stream ends or breaks; True when at least one event came."""
         parser = SseParser(self._t.max_message_bytes)
-        decoder = codecs.getincrementaldecoder(text_codec(response.encoding))(errors="replace")
+        stream = StreamText(response.encoding)
+        said_replaced = False  # said once per GET, as on a request's stream once per exchange
         delivered = False
         self._replayed, self._first_replayed = 0, ""  # this GET's replays: counted, the first id kept
         self._kept_id: str | None = None  # the id this GET's last event had (SSE keeps it for events without one)
         try:
             async for chunk in body_pieces(response):
-                for event in parser.feed(decoder.decode(chunk)):
+                text, was = stream.decode(chunk)
+                if was and not said_replaced:
+                    said_replaced = True
+                    self._say_replaced(stream.codec)
+                for event in parser.feed(text):
                     delivered = self._take(event, response.status_code) or delivered
             for event in parser.finish():
                 if event.data:
@@ -163,6 +167,10 @@ class StandaloneStream:
             self._note(f"standalone GET stream: {self._replayed} replayed events (ids already delivered, the first "
                        f"{_excerpt(self._first_replayed)}) were not delivered again")
         return delivered
+
+    def _say_replaced(self, codec: str) -> None:
+        """The stream held bytes not valid in its charset, shown as U+FFFD: a warning, as on a request's stream."""
+        self._t.record(WireEvent(direction="transport", raw="", note=replaced_note(codec)))
 
     def _take(self, event: SseEvent, status: int) -> bool:
         """Deliver one event unless its id was delivered before; True when it was new."""

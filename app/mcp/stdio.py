@@ -488,7 +488,9 @@ class StdioTransport:
         if isinstance(line, ShownLine) and line.redrawn:
             # Redrawn with \r (a progress bar): a terminal shows the last segment, and so does the console.
             notes.append(f"{line.redrawn} bytes drawn over before this")
-        self.record(WireEvent(direction="stderr", raw=text, note="; ".join(notes) if notes else None))
+        if replaced(line.data, text, "utf-8"):  # as a stdout line says it (not for a character the cut split)
+            notes.append(replaced_note("utf-8"))
+        self.record(WireEvent(direction="stderr", raw=text, note="; ".join(notes) or None))
 
     async def _write(self, message: dict[str, Any], key: str) -> None:
         if not self.alive or self._proc is None or self._proc.stdin is None:

@@ -57,6 +57,25 @@ def replaced_note(codec: str) -> str:
     return f"{REPLACED}{codec}: each is shown here as U+FFFD (the record keeps text, not the bytes themselves)"
 
 
+class StreamText:
+    """A stream's bytes as text, a piece at a time, in its charset (see text_codec) with errors="replace": a
+    character split across pieces is kept whole, and `decode` says whether the piece held bytes not valid there
+    (shown as U+FFFD). The target's own U+FFFD, whole or split across two pieces, is no replacement."""
+
+    def __init__(self, charset: str | None) -> None:
+        self.codec = text_codec(charset)
+        self._decoder = codecs.getincrementaldecoder(self.codec)(errors="replace")
+        self._before = b""  # the last two bytes read
+
+    def decode(self, piece: bytes, final: bool = False) -> tuple[str, bool]:
+        text = self._decoder.decode(piece, final)
+        before, self._before = self._before, (self._before + piece[-2:])[-2:]
+        if text.isascii() or "\ufffd" not in text:  # nearly every piece: no copy of it made
+            return text, False
+        # With the bytes before it: a U+FFFD split across pieces is spelled by them together.
+        return text, replaced(before + piece, text, self.codec)
+
+
 def size_text(n: int) -> str:
     """A byte count as people read settings: 64 MiB, 512 KiB, 1000 bytes."""
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from tests.hostile.fixtures import HostileUrl, hostile_argv
-from tests.integration.conftest import JSON, Console, child_env
-from tests.legacy.fixtures import legacy_url
+from tests.integration.conftest import JSON, Console, child_env, eventually
+from tests.legacy.fixtures import legacy_server, legacy_url
 
-__all__ = ["legacy_url"]  # a fixture
+__all__ = ["legacy_server", "legacy_url"]  # fixtures
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 90.0
@@ -207,6 +207,40 @@ async def test_bytes_that_are_not_utf8_are_said_to_be_shown_as_replacement_chara
         assert "\ufffd" in _received(entry)[-1]["raw"] and "U+FFFD" not in _notes(entry), ctype
 
 
+async def test_a_stream_that_ends_inside_a_character_says_its_last_frame_shows_a_replacement_character(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    # The bytes of a character the stream ended inside are shown as U+FFFD (the decoder's last word), and that one
+    # went unsaid: only the pieces read before it were checked.
+    sid = await console.connected_http(hostile_http("fidelity"))
+    cut = _text_result("caf\u00e9".encode())
+    cut = cut[:cut.index(b"\xa9")]  # the stream ends after the first byte of the é
+    reply = await _say(console, sid, _answer(["Content-Type: text/event-stream"], b"data: " + cut))
+    entry = await console.entry(sid, reply["key"])
+    assert _received(entry)[-1]["raw"].endswith("caf\ufffd"), _received(entry)
+    assert "not valid utf-8" in _notes(entry) and "U+FFFD" in _notes(entry), entry["wire"]
+
+
+def test_the_cli_har_of_an_answer_that_is_not_utf8_says_its_text_shows_replacement_characters(
+        hostile_http: Callable[..., HostileUrl], tmp_path: Path) -> None:
+    # The console's HAR says so in the content's comment; `mcp-console call --har` wrote the U+FFFD and nothing more.
+    url = hostile_http("fidelity")
+    for text, said in ((b"\xef\xbf\xbd", False), (b"caf\xe9", True)):
+        for ctype, rebuilt in (("application/json", False), ("text/event-stream", True)):
+            har_file = tmp_path / "call.har"
+            body = _text_result(text) if not rebuilt else b"data: " + _text_result(text) + b"\n\n"
+            parts = _answer([f"Content-Type: {ctype}"], body)
+            done = subprocess.run([sys.executable, "-m", "app", "call", url, "say", "--json",
+                                   json.dumps({"parts": parts}), "--har", str(har_file)], cwd=ROOT, env=child_env(),
+                                  capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            assert done.returncode == 0, done.stderr
+            entries = json.loads(har_file.read_text())["log"]["entries"]
+            content = next(e for e in entries if e["_mcp"]["method"] == "tools/call")["response"]["content"]
+            assert "\ufffd" in content["text"], content
+            comment = content.get("comment", "")
+            assert ("U+FFFD" in comment and "not valid utf-8" in comment) is said, (text, ctype, comment)
+            assert ("rebuilt" in comment) is rebuilt, comment  # the stream's own comment is kept
+
+
 async def _typed(console: Console, sid: str, form: dict[str, str]) -> dict[str, Any]:
     response = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "typed_echo", **form},
                                        headers=JSON)
@@ -312,6 +346,115 @@ async def test_a_stdio_line_that_is_not_utf8_is_said_to_be_shown_with_replacemen
         entry = await console.entry(s["id"], reply["key"])
         assert "\ufffd" in _received(entry)[-1]["raw"]
         assert ("U+FFFD" in _notes(entry)) is said, entry["wire"]
+
+
+def _session_wire(console: Console, sid: str) -> list[Any]:
+    """The session's wire records as stored, oldest first (frames of no request are on no entry)."""
+    session = console.manager.get(sid)
+    return [e.record for e in session.store.events(sid, kinds=("wire",))]
+
+
+def _session_notices(console: Console, sid: str) -> str:
+    session = console.manager.get(sid)
+    return " ".join(str(getattr(e.record, "message", "")) for e in session.store.events(sid, kinds=("notice",)))
+
+
+def _log_event(text: bytes) -> bytes:
+    return (b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"t",'
+            b'"data":"' + text + b'"}}\n\n')
+
+
+async def _pushed(console: Console, sid: str, data: bytes, mark: str) -> Any:
+    """Push `data` onto the server-to-client stream; the wire record of the frame whose text holds `mark`."""
+    reply = await console.call_tool(sid, "push", data=_b64(data))
+    assert reply["status"] == "complete", reply
+
+    async def arrived() -> Any:
+        return next((w for w in _session_wire(console, sid) if w.direction == "in" and mark in w.raw), None)
+
+    return await eventually(arrived, what=f"the pushed frame {mark!r} to be recorded")
+
+
+async def test_bytes_that_are_not_utf8_on_the_standalone_get_stream_are_said_to_be_shown_as_replacement_characters(
+        console: Console, legacy_server: Callable[..., str]) -> None:
+    # The GET stream of a 2025-11-25 session was decoded with errors="replace" and nothing said so: a log line
+    # the server sent as Latin-1 read as if the server had sent U+FFFD itself. The target's own U+FFFD is no
+    # replacement; the frame is still shown and used.
+    s = await console.connect(kind="http", url=legacy_server("--standalone"), headers="")
+    assert s["status"] == "connected" and s["era"]["era"] == "legacy", s["status_message"]
+    sid = s["id"]
+    genuine = await _pushed(console, sid, _log_event(b"\xef\xbf\xbd GENUINE-MARK"), "GENUINE-MARK")
+    assert genuine.raw.count("\ufffd") == 1 and genuine.frame_kind == "notification"
+    assert "U+FFFD" not in _session_notices(console, sid)
+    latin = await _pushed(console, sid, _log_event(b"caf\xe9 LATIN-MARK"), "LATIN-MARK")
+    assert "caf\ufffd LATIN-MARK" in latin.raw and latin.frame_kind == "notification", latin
+    said = [w for w in _session_wire(console, sid) if w.direction == "transport" and "U+FFFD" in (w.note or "")]
+    assert len(said) == 1 and "not valid utf-8" in said[0].note, said
+    assert "not valid utf-8" in _session_notices(console, sid)  # told on the session, as its frames are
+
+
+async def test_bytes_that_are_not_utf8_on_a_2024_sse_stream_are_said_to_be_shown_as_replacement_characters(
+        console: Console, legacy_server: Callable[..., str]) -> None:
+    # The one stream of the 2024-11-05 transport carries every answer: a byte that is not UTF-8 in a call's answer
+    # is said on that call's entry, one in a frame of no request on the session; the target's own
+    # U+FFFD is not.
+    s = await console.connect(kind="http", url=legacy_server("--sse-2024"), headers="", era="sse-2024")
+    assert s["status"] == "connected", s["status_message"]
+    sid = s["id"]
+    for text, said in ((b"\xef\xbf\xbd", False), (b"caf\xe9", True)):
+        reply = await console.call_tool(sid, "push", data=_b64(b"data: " + _text_result(text) + b"\n\n"))
+        assert reply["status"] == "complete", reply
+        entry = await console.entry(sid, reply["key"])
+        assert "\ufffd" in _received(entry)[-1]["raw"]
+        assert ("U+FFFD" in _notes(entry)) is said and ("not valid utf-8" in _notes(entry)) is said, entry["wire"]
+    assert "U+FFFD" not in _session_notices(console, sid)
+    latin = await _pushed(console, sid, _log_event(b"caf\xe9 LATIN-MARK"), "LATIN-MARK")
+    assert "caf\ufffd LATIN-MARK" in latin.raw and "for the session" in (latin.note or ""), latin
+    assert "not valid utf-8" in _session_notices(console, sid) and "U+FFFD" in _session_notices(console, sid)
+
+
+def _refusal(text: bytes) -> bytes:
+    return b'{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"' + text + b'"}}'
+
+
+def _exchange_of(wire: list[Any], sent: str) -> list[Any]:
+    """The wire records of the exchange that sent `sent` (its method): what its entry shows."""
+    (out,) = [w for w in wire if w.direction == "out" and sent in w.raw]
+    return [w for w in wire if w.exchange == out.exchange]
+
+
+def _notes_on(wire: list[Any], sent: str) -> str:
+    return " ".join(str(w.note or "") for w in _exchange_of(wire, sent))
+
+
+async def test_an_answer_to_a_notification_that_is_not_utf8_is_said_to_be_shown_with_replacement_characters(
+        console: Console, legacy_server: Callable[..., str]) -> None:
+    # A server refusing notifications/initialized with a Latin-1 message: its answer's frame showed U+FFFD with
+    # nothing to say the server had sent other bytes (a request's answer said so; a notification's did not).
+    for text, said in ((b"\xef\xbf\xbd", False), (b"refus\xe9", True)):
+        url = legacy_server("--refuse-initialized", _b64(_refusal(text)))
+        s = await console.connect(kind="http", url=url, headers="")
+        assert s["status"] == "failed", s["status"]
+        wire = _session_wire(console, s["id"])
+        (answer,) = [w for w in _exchange_of(wire, "notifications/initialized") if w.direction == "in"]
+        assert "\ufffd" in answer.raw and answer.frame_kind == "error", answer
+        notes = _notes_on(wire, "notifications/initialized")
+        assert ("U+FFFD" in notes and "not valid utf-8" in notes) is said, (text, notes)
+
+
+async def test_a_refused_post_on_a_2024_sse_server_whose_answer_is_not_utf8_says_so(
+        console: Console, legacy_server: Callable[..., str]) -> None:
+    # The 2024-11-05 transport puts the start of a refused POST's answer in the error: bytes that are not UTF-8 there
+    # showed as U+FFFD with nothing said, and the cut at 200 bytes could split a character into a U+FFFD of its own.
+    prefix = len(_refusal(b"")) - len(b'"}}')
+    split = b"x" * (199 - prefix) + "\u00e9".encode()  # the cut falls inside the é
+    for text, said in ((b"\xef\xbf\xbd", False), (split, False), (b"refus\xe9", True)):
+        url = legacy_server("--sse-2024", "--refuse-initialized", _b64(_refusal(text)))
+        s = await console.connect(kind="http", url=url, headers="", era="sse-2024")
+        assert s["status"] == "failed" and "HTTP 400" in s["status_message"], s["status_message"]
+        assert ("\ufffd" in s["status_message"]) is (text != split), s["status_message"]
+        notes = _notes_on(_session_wire(console, s["id"]), "notifications/initialized")
+        assert ("U+FFFD" in notes and "not valid utf-8" in notes) is said, (text, notes)
 
 
 async def test_header_values_outside_ascii_say_which_decoding_shows_them(

@@ -290,6 +290,30 @@ async def test_a_50_mb_stderr_line_shows_its_start_in_the_session_and_says_how_m
     assert dropped == 50 * (1 << 20) - huge.index(" ")
 
 
+# Writes a Latin-1 stderr line, one with its own U+FFFD, and a long one cut inside a Latin-1 byte's run.
+STDERR_NOT_UTF8 = textwrap.dedent('''
+    import json, sys
+    sys.stderr.buffer.write(b"caf\\xe9 latin\\n")
+    sys.stderr.buffer.write(b"\\xef\\xbf\\xbd genuine\\n")
+    sys.stderr.buffer.write(b"long " + b"\\xe9" * 5000 + b"\\n")
+    sys.stderr.buffer.write(b"ready\\n")
+    sys.stderr.buffer.flush()
+''') + ANSWERS_DISCOVER_AND_LISTS
+
+
+async def test_a_stderr_line_that_is_not_utf8_is_said_to_be_shown_with_replacement_characters(
+        console: Console, tmp_path: Path) -> None:
+    # As on stdout: a stderr byte that is not UTF-8 showed as U+FFFD with nothing said, as if the server had
+    # written U+FFFD itself; its own U+FFFD is not said to be a replacement, and a cut line says both.
+    _, lines = await stderr_until_ready(console, tmp_path / "latin_stderr.py", STDERR_NOT_UTF8, 20.0)
+    [latin] = [line for line in lines if "latin" in line]
+    [genuine] = [line for line in lines if "genuine" in line]
+    [long] = [line for line in lines if line.startswith("long")]
+    assert latin.startswith("caf\ufffd latin [") and "not valid utf-8" in latin and "U+FFFD" in latin, latin
+    assert genuine == "\ufffd genuine", genuine
+    assert "more bytes of this line not kept" in long and "not valid utf-8" in long, long[-300:]
+
+
 # Its stderr log holds markup, terminal escapes (colour, a window title, a bell) and a bidi override.
 HOSTILE_STDERR_TEXT = textwrap.dedent(r'''
     import json, sys

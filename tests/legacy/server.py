@@ -1,7 +1,10 @@
 """A tiny 2025-11-25-only MCP server for the era tests: it refuses server/discover as server-everything does.
 
     python -m tests.legacy.server --port 8123   # Streamable HTTP on 127.0.0.1:8123/mcp (prints "listening on URL")
+    python -m tests.legacy.server --port 0 --standalone   # the same, with a standalone GET stream per session
+    python -m tests.legacy.server --port 0 --sse-2024     # the 2024-11-05 HTTP+SSE transport on 127.0.0.1:…/sse
     python -m tests.legacy.server --stdio
+    --refuse-initialized B64: (HTTP, either) notifications/initialized is answered HTTP 400 with those bytes
 
 Tools: `echo` (text), `headers` (the HTTP headers of that very call), and tools that send a request on the
 call's own stream and return, as JSON text, the response they got ({"id": …, "result": …} or {"id": …, "error": …}):
@@ -10,26 +13,32 @@ call's own stream and return, as JSON text, the response they got ({"id": …, "
 `notifications/cancelled` names its request, and then sends no answer), `id_once` (an SSE id on the priming
 event only, then a log line and the answer without ids of their own) and `cancellations` (the
 `notifications/cancelled` params it has received, as JSON text, with the session id each came on); `flood`
-(about 5 MB of progress notifications, stopping early once cancelled).
+(about 5 MB of progress notifications, stopping early once cancelled); `push` (the bytes `data`, base64, written
+as they are on the server-to-client stream: the session's standalone GET stream with --standalone, the one stream
+with --sse-2024; `@@ID@@` in them becomes the call's id, and then they are its answer, else it answers "pushed").
 Only ever binds 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import queue
 import sys
 import threading
 import uuid
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 VERSION = "2025-11-25"
 ANSWER_WAIT_S = 60.0
 TOOLS = [{"name": name, "inputSchema": {"type": "object", "properties": props}} for name, props in (
     ("echo", {"text": {"type": "string"}}), ("headers", {}), ("ask", {}), ("ask_form", {}), ("ask_url", {}),
-    ("sample", {}), ("roots", {}), ("wait", {}), ("cancellations", {}), ("flood", {}), ("id_once", {}))]
+    ("sample", {}), ("roots", {}), ("wait", {}), ("cancellations", {}), ("flood", {}), ("id_once", {}),
+    ("push", {"data": {"type": "string"}}))]
 FLOOD_FRAMES = 5000  # progress notifications of ~1 KB each that `flood` sends unless cancelled first
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "minLength": 2}}, "required": ["name"]}
 # What each asking tool sends: the method and its params.
@@ -46,6 +55,12 @@ ASKS: dict[str, tuple[str, dict[str, Any]]] = {
     "roots": ("roots/list", {}),
 }
 Emit = Callable[[dict[str, Any]], None]
+Push = Callable[[bytes], None]  # raw bytes onto the session's server-to-client stream
+NO_ANSWER: dict[str, Any] = {}  # what `handle` returns for a request that gets no answer (cancelled, or pushed)
+
+
+def answered(outcome: dict[str, Any]) -> bool:
+    return "result" in outcome or "error" in outcome
 
 
 class Server:
@@ -80,8 +95,10 @@ class Server:
             self.arrived.wait_for(lambda: request_id in self.answers, ANSWER_WAIT_S)
             return self.answers.pop(request_id, None)
 
-    def handle(self, message: dict[str, Any], headers: dict[str, str], emit: Emit) -> dict[str, Any]:
-        """The result (or error) object of one request; `emit` sends a frame on the request's own stream."""
+    def handle(self, message: dict[str, Any], headers: dict[str, str], emit: Emit,
+               push: Push | None = None) -> dict[str, Any]:
+        """The result (or error) object of one request; `emit` sends a frame on the request's own stream, `push`
+        bytes on the session's server-to-client stream (None: it has none)."""
         method, params = message.get("method"), message.get("params") or {}
         if method == "initialize":
             return {"result": {"protocolVersion": VERSION, "capabilities": {"tools": {}, "logging": {}},
@@ -100,13 +117,19 @@ class Server:
                 emit({"jsonrpc": "2.0", "method": "notifications/message",
                       "params": {"level": "info", "logger": "legacy", "data": "after the primed id"}})
                 return _text("answered without an id of its own")
+            if name == "push":
+                if push is None:
+                    return _text("no server-to-client stream to push on")
+                data = base64.b64decode(str(args.get("data", "")))
+                push(data.replace(b"@@ID@@", json.dumps(message.get("id")).encode()))
+                return NO_ANSWER if b"@@ID@@" in data else _text("pushed")
             if name == "cancellations":
                 with self.arrived:
                     return _text(json.dumps(self.cancellations))
             if name == "flood":
                 for n in range(FLOOD_FRAMES):
                     if self.was_cancelled(message.get("id")):
-                        return {"cancelled": True}
+                        return NO_ANSWER
                     emit({"jsonrpc": "2.0", "method": "notifications/progress",
                           "params": {"progressToken": "flood", "progress": n, "message": "x" * 1000}})
                 return _text("flooded")
@@ -116,7 +139,7 @@ class Server:
                     emit({"jsonrpc": "2.0", "method": "notifications/progress",
                           "params": {"progressToken": token, "progress": 1, "total": 2}})
                 if self.wait_cancelled(message.get("id")):
-                    return {"cancelled": True}  # a cancelled request gets no answer (2025-11-25)
+                    return NO_ANSWER  # a cancelled request gets no answer (2025-11-25)
                 return _text("never cancelled")
             if name in ASKS:
                 asked = f"{name}-{uuid.uuid4().hex[:8]}"
@@ -133,8 +156,9 @@ def _text(text: str) -> dict[str, Any]:
     return {"result": {"content": [{"type": "text", "text": text}]}}
 
 
-def serve_http(port: int) -> None:
+def serve_http(port: int, standalone: bool = False, refusal: bytes | None = None) -> None:
     server = Server()
+    streams: dict[str, queue.Queue[bytes]] = {}  # --standalone: what each session's GET stream is to carry
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -145,7 +169,22 @@ def serve_http(port: int) -> None:
             self._reply(200, b"", "text/plain")
 
         def do_GET(self) -> None:
-            self._reply(405, b"", "text/plain")  # no standalone stream
+            session = self.headers.get("Mcp-Session-Id", "")
+            if not standalone or session not in streams:
+                self._reply(405, b"", "text/plain")  # no standalone stream
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            try:
+                while True:  # until the console closes it (or the process ends)
+                    chunk = streams[session].get()
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    self.wfile.flush()
+            except OSError:
+                return
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
@@ -161,6 +200,9 @@ def serve_http(port: int) -> None:
                 return
             if "id" not in body:
                 server.take_notification(body, session)
+                if refusal is not None and body.get("method") == "notifications/initialized":
+                    self._reply(400, refusal, "application/json")
+                    return
                 self._reply(202, b"", "text/plain")
                 return
             self.send_response(200)
@@ -169,13 +211,15 @@ def serve_http(port: int) -> None:
             if body["method"] == "initialize":
                 session = uuid.uuid4().hex
                 server.sessions.add(session)
+                streams[session] = queue.Queue()
                 self.send_header("Mcp-Session-Id", session)
             self.end_headers()
             self.ids = (body.get("params") or {}).get("name") != "id_once"
             self._event({})  # a priming event with empty data, as the TypeScript servers send
             try:
-                outcome = server.handle(body, {k.lower(): v for k, v in self.headers.items()}, self._event)
-                if "cancelled" not in outcome:
+                pushed = streams[session].put if standalone and session in streams else None
+                outcome = server.handle(body, {k.lower(): v for k, v in self.headers.items()}, self._event, pushed)
+                if answered(outcome):
                     self._event({"jsonrpc": "2.0", "id": body["id"], **outcome})
                 self.wfile.write(b"0\r\n\r\n")
             except OSError:
@@ -203,6 +247,68 @@ def serve_http(port: int) -> None:
     httpd.serve_forever()
 
 
+def serve_sse_2024(port: int, refusal: bytes | None = None) -> None:
+    """The 2024-11-05 HTTP+SSE transport: GET /sse is the one stream (its first event names /messages?sessionId=…
+    to POST to); every POST is answered 202 and what it asks for is answered on that stream."""
+    server = Server()
+    streams: dict[str, queue.Queue[bytes]] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            session = uuid.uuid4().hex
+            streams[session] = out = queue.Queue()
+            self.close_connection = True
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                             + f"event: endpoint\ndata: /messages?sessionId={session}\n\n".encode())
+            self.wfile.flush()
+            try:
+                while True:  # until the console closes it (or the process ends)
+                    self.wfile.write(out.get())
+                    self.wfile.flush()
+            except OSError:
+                return
+
+        def do_POST(self) -> None:
+            session = parse_qs(urlsplit(self.path).query).get("sessionId", [""])[0]
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+            if session not in streams:
+                self.wfile.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                return
+            if refusal is not None and body.get("method") == "notifications/initialized":
+                self.wfile.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                                 + f"Content-Length: {len(refusal)}\r\n\r\n".encode() + refusal)
+                return
+            self.wfile.write(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+            self.wfile.flush()
+            out = streams[session]
+            if "method" not in body:
+                server.take_answer(body)
+            elif "id" not in body:
+                server.take_notification(body, session)
+            else:  # a thread per request: `ask` waits for an answer that comes as a later POST
+                threading.Thread(target=self._run, args=(body, out), daemon=True).start()
+
+        def _run(self, message: dict[str, Any], out: queue.Queue[bytes]) -> None:
+            def emit(frame: dict[str, Any]) -> None:
+                out.put(f"data: {json.dumps(frame)}\n\n".encode())
+
+            outcome = server.handle(message, {k.lower(): v for k, v in self.headers.items()}, emit, out.put)
+            if message.get("method") == "initialize" and "result" in outcome:
+                outcome["result"]["protocolVersion"] = "2024-11-05"
+            if answered(outcome):
+                emit({"jsonrpc": "2.0", "id": message["id"], **outcome})
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    httpd.daemon_threads = True
+    print(f"listening on http://127.0.0.1:{httpd.server_address[1]}/sse", flush=True)
+    httpd.serve_forever()
+
+
 def serve_stdio() -> None:
     server = Server()
     lock = threading.Lock()
@@ -214,7 +320,7 @@ def serve_stdio() -> None:
 
     def run(message: dict[str, Any]) -> None:
         outcome = server.handle(message, {}, emit)
-        if "cancelled" not in outcome:
+        if answered(outcome):
             emit({"jsonrpc": "2.0", "id": message["id"], **outcome})
 
     for line in sys.stdin:
@@ -234,8 +340,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--stdio", action="store_true")
+    parser.add_argument("--standalone", action="store_true", help="offer a standalone GET stream per session")
+    parser.add_argument("--sse-2024", action="store_true", help="the 2024-11-05 HTTP+SSE transport instead")
+    parser.add_argument("--refuse-initialized", metavar="B64", help="answer notifications/initialized HTTP 400 "
+                                                                    "with these bytes (base64)")
     args = parser.parse_args()
-    serve_stdio() if args.stdio else serve_http(args.port)
+    refusal = base64.b64decode(args.refuse_initialized) if args.refuse_initialized is not None else None
+    if args.stdio:
+        serve_stdio()
+    elif args.sse_2024:
+        serve_sse_2024(args.port, refusal)
+    else:
+        serve_http(args.port, args.standalone, refusal)
 
 
 if __name__ == "__main__":
