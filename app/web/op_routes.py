@@ -92,7 +92,10 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
     input_request = op.pending[key]
     if mrtr.kind_of(input_request) == "sampling" and form.first("action") == "decline":
         # No error replay exists in MRTR: declining simply stops; the server is not waiting.
-        await s.operations.abandon(op, "The sampling request was declined; nothing was sent.")
+        if not await s.operations.abandon(op, "The sampling request was declined; nothing was sent.", round_):
+            problem = not_taken(op, key, round_)  # another tab's answer moved it on while this one waited
+            if problem is not None:
+                raise problem
         return dialogs_response(w, request, s, op)
     try:
         value = checked_answer(s, input_request, form)
@@ -250,10 +253,26 @@ async def wait_longer(request: Request, session_id: str, key: str, w: Operator) 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/abandon")
 async def abandon(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
+    """Give up an operation awaiting input; nothing is sent to the server.
+
+    The Abandon buttons post the `round` their tab shows. If the operation has moved on to another round since
+    (another tab answered and the server asked again), nothing is abandoned: 409, saying so. A client that posts
+    no round abandons whatever round is asked now, as before. Abandoning an operation that is over changes
+    nothing and shows it as it is.
+    """
     s = session_or_404(w, session_id)
     op = find_op(s, op_id)
-    await s.operations.abandon(op, "Abandoned by the user; no retry was sent.")
+    round_ = posted_round(await form_input(request))
+    if not await s.operations.abandon(op, "Abandoned by the user; no retry was sent.", round_) \
+            and op.status == "awaiting_input" and is_stale(op, round_):
+        raise stale_abandon(op, round_)
     return op_response(w, request, s, op)
+
+
+def stale_abandon(op: Operation, round_: int | None) -> HTTPException:
+    return HTTPException(409, f"Abandon was pressed on round {round_} of operation {op.id}, which is now at round "
+                              f"{len(op.rounds)} (perhaps answered in another tab): nothing was abandoned. Its "
+                              "current question is under Awaiting your input.")
 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/enable-and-retry")

@@ -1,6 +1,7 @@
 """Two tabs acting on one session through the demo server: a roots request answered in one tab (an operator's,
 say) while the owner changes the roots in another sends only what the answering tab was shown; an answer for a key
-the operation's round does not ask for is refused with nothing sent."""
+the operation's round does not ask for, and an Abandon from a tab that shows an earlier round, are refused with
+nothing sent."""
 
 from __future__ import annotations
 
@@ -156,3 +157,58 @@ async def _running(console: Console, sid: str, op: str) -> None:
     async def check() -> bool:
         return (await _op(console, sid, op))["status"] == "running"
     await eventually(check, what=f"operation {op} to be running its retry")
+
+
+# --- Abandon says which round it gives up -------------------------------------------------------------------------
+
+
+async def _abandon(console: Console, sid: str, op: str, round_: int | None,
+                   headers: dict[str, str] = JSON) -> httpx.Response:
+    data = {} if round_ is None else {"round": str(round_)}  # what the Abandon button posts: the round shown
+    return await console.http.post(f"/sessions/{sid}/operations/{op}/abandon", data=data, headers=headers)
+
+
+async def test_an_abandon_from_a_tab_still_showing_an_earlier_round_is_refused_and_the_operation_waits_on(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    op = (await console.call_tool(sid, "same_key"))["operation"]["op"]
+    assert (await _post_answer(console, sid, op, "q", 1)).status_code == 200  # another tab answered round 1
+    before = await _recorded(console, sid, op)
+
+    refused = await _abandon(console, sid, op, 1)
+    assert refused.status_code == 409, refused.text
+    said = refused.json()["error"]
+    assert "round 1" in said and "now at round 2" in said and "nothing was abandoned" in said, said
+    shown = await _abandon(console, sid, op, 1, headers=HTMX)
+    assert shown.status_code == 409 and 'role="alert"' in shown.text and "round 1" in shown.text, shown.text
+    assert await _recorded(console, sid, op) == before
+
+    abandoned = await _abandon(console, sid, op, 2)  # from a tab that shows the round now asked
+    assert abandoned.status_code == 200 and abandoned.json()["status"] == "abandoned", abandoned.text
+
+
+async def test_an_abandon_posted_while_another_tabs_answer_is_retried_is_refused_once_the_server_asks_again(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    op = (await console.call_tool(sid, "same_key"))["operation"]["op"]
+    answered = asyncio.create_task(_post_answer(console, sid, op, "q", 1))
+    await _running(console, sid, op)
+
+    refused = await _abandon(console, sid, op, 1)
+
+    assert (await answered).status_code == 200
+    assert refused.status_code == 409 and "now at round 2" in refused.json()["error"], refused.text
+    state = await _op(console, sid, op)
+    assert len(state["rounds"]) == 2 and state["status"] == "awaiting_input", state
+
+
+async def test_an_abandon_that_says_no_round_gives_up_the_operation_at_whatever_round_it_is(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    op = (await console.call_tool(sid, "same_key"))["operation"]["op"]
+    assert (await _post_answer(console, sid, op, "q", 1)).status_code == 200
+
+    abandoned = await _abandon(console, sid, op, None)
+
+    assert abandoned.status_code == 200 and abandoned.json()["status"] == "abandoned", abandoned.text
+    assert len(abandoned.json()["rounds"]) == 2, abandoned.json()
