@@ -252,6 +252,7 @@ def test_abandon_pressed_in_a_tab_still_showing_round_1_after_another_tab_answer
     abandon.click()
     settle(own_tab, card, "abandoned")
     expect(mine.locator(f"#inbox-op-{op}")).to_have_count(0)
+    expect(mine.locator("#action-problems [role=alert]")).to_have_count(0)  # the refusal is not left standing
     mine.close()
 
 
