@@ -177,6 +177,13 @@
   });
   // An action whose answer swaps nothing (hx-swap="none": it comes back over the live feed) would fail silently:
   // a refusal (a viewer's link is read-only, an answer for a round already past) is said in #action-problems.
+  // A new action clears what the last one was refused for: its own answer may never reach the document (a push
+  // can replace the button before the response comes, and a detached element's events do not bubble up here).
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var elt = evt.detail.elt, box = document.getElementById("action-problems");
+    var swapper = box && elt && elt.closest && elt.closest("[hx-swap]");
+    if (swapper && swapper.getAttribute("hx-swap") === "none") box.replaceChildren();
+  });
   document.addEventListener("htmx:afterRequest", function (evt) {
     var xhr = evt.detail.xhr, elt = evt.detail.elt, box = document.getElementById("action-problems");
     if (!box || !xhr || !elt || !elt.closest) return;

@@ -344,11 +344,16 @@ class OperationDriver:
             await self._run_round(op, params)
             return True
 
-    async def abandon(self, op: Operation, why: str) -> None:
+    async def abandon(self, op: Operation, why: str, round_: int | None = None) -> bool:
+        """Give up an operation awaiting input. `round_` is the round the person giving up was shown (None: not
+        said): once another tab's answer has brought a new question, giving up is for that one to decide, not
+        for a tab that has not read it. False when nothing was abandoned."""
         async with op.lock:
-            if op.status == "awaiting_input":
-                op.status, op.message, op.pending = "abandoned", why, {}
-                self._record(op)
+            if op.status != "awaiting_input" or is_stale(op, round_):
+                return False
+            op.status, op.message, op.pending = "abandoned", why, {}
+            self._record(op)
+            return True
 
     async def enable_and_retry(self, op: Operation) -> None:
         """After -32021: merge the capabilities the server asked for, then run the operation again."""

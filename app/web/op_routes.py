@@ -83,28 +83,43 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
     form = await form_input(request)
     key = posted_key(form)
     round_ = posted_round(form)
-    if op.status not in ("awaiting_input", "running"):
-        raise ended(op)
-    if is_stale(op, round_) and op.status == "awaiting_input":
-        raise stale_round(op, round_)
-    input_request = op.pending.get(key)
-    if input_request is None:
-        return dialogs_response(w, request, s, op)  # answered already (perhaps in another tab)
+    if op.status == "running" and key not in op.pending:
+        async with op.lock:  # the retry in flight decides what the next round asks; wait for it
+            pass
+    problem = not_taken(op, key, round_)
+    if problem is not None:
+        raise problem
+    input_request = op.pending[key]
     if mrtr.kind_of(input_request) == "sampling" and form.first("action") == "decline":
         # No error replay exists in MRTR: declining simply stops; the server is not waiting.
-        await s.operations.abandon(op, "The sampling request was declined; nothing was sent.")
+        if not await s.operations.abandon(op, "The sampling request was declined; nothing was sent.", round_):
+            problem = not_taken(op, key, round_)  # another tab's answer moved it on while this one waited
+            if problem is not None:
+                raise problem
         return dialogs_response(w, request, s, op)
     try:
         value = checked_answer(s, input_request, form)
     except NotAnswered as exc:
         s.operations.refuse(op, key, exc.errors, {name: list(values) for name, values in form.items()}, round_)
         return dialogs_response(w, request, s, op)
-    taken = await s.operations.answer(op, key, value, round_)
-    if not taken and op.status not in ("awaiting_input", "running"):
-        raise ended(op)  # another tab's answer (or Abandon) ended it while this one waited
-    if not taken and is_stale(op, round_) and op.status == "awaiting_input":
-        raise stale_round(op, round_)  # another tab's answer moved the operation on while this one waited
+    if not await s.operations.answer(op, key, value, round_):
+        # Another tab's answer (or Abandon) ended the operation or moved it on while this one waited.
+        problem = not_taken(op, key, round_)
+        if problem is not None:
+            raise problem
     return dialogs_response(w, request, s, op)
+
+
+def not_taken(op: Operation, key: str, round_: int | None) -> HTTPException | None:
+    """Why an answer for `key`, written for `round_`, cannot be taken now (None: it can): the operation is over,
+    the answer was written for another round, or the round now asking does not ask for that key."""
+    if op.status not in ("awaiting_input", "running"):
+        return ended(op)
+    if is_stale(op, round_) and op.status == "awaiting_input":
+        return stale_round(op, round_)
+    if key not in op.pending:
+        return not_asked(op, key)
+    return None
 
 
 def posted_round(form: FormInput) -> int | None:
@@ -122,6 +137,27 @@ def stale_round(op: Operation, round_: int | None) -> HTTPException:
     return HTTPException(409, f"That answer was written for round {round_} of operation {op.id}, which is now at "
                               f"round {len(op.rounds)} (perhaps answered in another tab): nothing was sent. "
                               "Its current question is under Awaiting your input.")
+
+
+SHOWN_KEYS = 5  # keys a refusal names (a round may ask for up to MAX_INPUT_REQUESTS)
+SHOWN_KEY_CHARS = 60
+
+
+def shown_key(key: str) -> str:
+    """A key as a refusal names it: JSON with every non-ASCII character escaped (a bidi override or a zero-width
+    space is shown, not obeyed), cut short when long."""
+    cut = key if len(key) <= SHOWN_KEY_CHARS else key[:SHOWN_KEY_CHARS]
+    return json.dumps(cut) + ("…" if cut != key else "")
+
+
+def not_asked(op: Operation, key: str) -> HTTPException:
+    asked = list(op.pending) if op.status == "awaiting_input" else []
+    named = ", ".join(shown_key(k) for k in asked[:SHOWN_KEYS])
+    if len(asked) > SHOWN_KEYS:
+        named += f" and {len(asked) - SHOWN_KEYS} more"
+    what = f"it asks for {named}" if asked else "it asks for nothing yet"
+    return HTTPException(409, f"Operation {op.id} is at round {len(op.rounds)}, which does not ask for "
+                              f"{shown_key(key)} ({what}): this answer was not taken and nothing was sent.")
 
 
 def posted_key(form: FormInput) -> str:
@@ -217,10 +253,26 @@ async def wait_longer(request: Request, session_id: str, key: str, w: Operator) 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/abandon")
 async def abandon(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
+    """Give up an operation awaiting input; nothing is sent to the server.
+
+    The Abandon buttons post the `round` their tab shows. If the operation has moved on to another round since
+    (another tab answered and the server asked again), nothing is abandoned: 409, saying so. A client that posts
+    no round abandons whatever round is asked now, as before. Abandoning an operation that is over changes
+    nothing and shows it as it is.
+    """
     s = session_or_404(w, session_id)
     op = find_op(s, op_id)
-    await s.operations.abandon(op, "Abandoned by the user; no retry was sent.")
+    round_ = posted_round(await form_input(request))
+    if not await s.operations.abandon(op, "Abandoned by the user; no retry was sent.", round_) \
+            and op.status == "awaiting_input" and is_stale(op, round_):
+        raise stale_abandon(op, round_)
     return op_response(w, request, s, op)
+
+
+def stale_abandon(op: Operation, round_: int | None) -> HTTPException:
+    return HTTPException(409, f"Abandon was pressed on round {round_} of operation {op.id}, which is now at round "
+                              f"{len(op.rounds)} (perhaps answered in another tab): nothing was abandoned. Its "
+                              "current question is under Awaiting your input.")
 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/enable-and-retry")

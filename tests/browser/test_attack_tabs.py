@@ -2,19 +2,31 @@
 a save from a form shown before another tab's save is refused rather than undoing it.
 
 Two owner tabs on a new session on the demo server in real Chromium; one types into the client settings (roots,
-the capabilities JSON) and the other saves capabilities or roots, which every tab is pushed.
+the capabilities JSON) and the other saves capabilities or roots, which every tab is pushed. A tab whose live feed
+lags (its pushes held back) presses Abandon on a round another tab has already answered.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, WebSocketRoute, expect
 
-from tests.browser.conftest import Console, is_loopback_url
+from tests.browser.conftest import Console, is_loopback_url, wait_live
 from tests.browser.test_live_feeds import open_subscriptions, second_tab
-from tests.browser.test_mrtr_dialogs import open_client_settings, own_tab, session_id
+from tests.browser.test_mrtr_dialogs import (
+    call_tool,
+    dialog,
+    op_json,
+    open_client_settings,
+    own_tab,
+    press,
+    session_id,
+    settle,
+    track,
+)
 from tests.browser.test_sharing import create_link, open_as_viewer, revoke
 
 pytestmark = pytest.mark.browser
@@ -182,3 +194,73 @@ def test_capabilities_json_refused_as_not_json_stays_in_the_editor_as_typed(own_
     editor = own_tab.locator("#client-settings").get_by_label("Client capabilities (JSON)", exact=True)
     expect(editor).to_be_visible()
     expect(editor).to_have_value('{"sampling": {}, "roots": ')
+
+
+class LaggingFeed:
+    """A tab's websocket with the console's pushes held back while `holding`, then let through in order: a tab that
+    still shows what it was last pushed."""
+
+    def __init__(self) -> None:
+        self.holding = False
+        self.held: list[str | bytes] = []
+        self.page_side: WebSocketRoute | None = None
+
+    def route(self, ws: WebSocketRoute) -> None:
+        self.page_side = ws
+        server = ws.connect_to_server()  # what the page sends still goes straight through
+        server.on_message(self.from_console)
+
+    def from_console(self, message: str | bytes) -> None:
+        if self.holding:
+            self.held.append(message)
+        elif self.page_side is not None:
+            self.page_side.send(message)
+
+    def release(self) -> None:
+        self.holding = False
+        assert self.page_side is not None
+        for message in self.held:
+            self.page_side.send(message)
+        self.held.clear()
+
+
+def test_abandon_pressed_in_a_tab_still_showing_round_1_after_another_tab_answered_it_abandons_nothing(
+        context: BrowserContext, own_tab: Page, console: Console) -> None:
+    feed = LaggingFeed()
+    mine = context.new_page()
+    mine.route_web_socket(re.compile(r"/ws$"), feed.route)
+    mine.goto(own_tab.url)
+    wait_live(mine)
+    track(mine)
+    card = settle(own_tab, call_tool(own_tab, "always_more"), "awaiting_input")
+    op = card.get_attribute("data-op")
+    abandon = mine.locator(f"#inbox-op-{op}").get_by_role("button", name=f"Abandon operation {op} (send nothing)",
+                                                           exact=True)
+    expect(abandon).to_be_visible()  # round 1 has reached this tab
+
+    feed.holding = True
+    press(own_tab, dialog(card, "more_1"), "Decline")  # the other tab answers; the server asks round 2
+    expect(dialog(card, "more_2")).to_have_count(1)
+    abandon.click()  # this tab still shows round 1
+
+    expect(mine.locator("#action-problems [role=alert]")).to_contain_text("nothing was abandoned")
+    data = op_json(own_tab, console, card)
+    assert data["status"] == "awaiting_input" and len(data["rounds"]) == 2, data
+
+    feed.release()  # the pushes arrive: this tab shows round 2, and Abandon there gives it up
+    expect(mine.locator('#inbox section[role=dialog][data-key="more_2"]')).to_have_count(1)
+    abandon.click()
+    settle(own_tab, card, "abandoned")
+    expect(mine.locator(f"#inbox-op-{op}")).to_have_count(0)
+    expect(mine.locator("#action-problems [role=alert]")).to_have_count(0)  # the refusal is not left standing
+    mine.close()
+
+
+def test_abandon_on_an_operations_card_gives_it_up_and_the_pushed_card_says_so(own_tab: Page, console: Console) -> None:
+    card = settle(own_tab, call_tool(own_tab, "always_more"), "awaiting_input")
+
+    card.get_by_role("button", name="Abandon this operation (send nothing)", exact=True).click()
+
+    settle(own_tab, card, "abandoned")
+    expect(card.get_by_role("alert")).to_contain_text("Abandoned by the user")
+    assert op_json(own_tab, console, card)["status"] == "abandoned"

@@ -1,6 +1,6 @@
 """Hostile Multi Round-Trip Requests: one key asked again every round (a new question each time); a round asking
-for thousands of inputs at once, one that asks again forever (rotating its requestState); and progress on a
-request's stream under another request's token."""
+for thousands of inputs at once, one that asks again forever (rotating its requestState); keys that are markup,
+a bidi override and quotes; and progress on a request's stream under another request's token."""
 
 from __future__ import annotations
 
@@ -41,6 +41,15 @@ async def same_key(ctx: Ctx) -> None:
                      "requestState": str(rounds + 1)})
 
 
+ODD_KEYS = ["<b>bold</b>", "\u202eevil", 'say "hi" & go']
+
+
+async def odd_keys(ctx: Ctx) -> None:
+    """Asks under keys that are markup, a bidi override and quotes: keys are the server's strings, shown as data."""
+    await ctx.reply({"resultType": "input_required", "inputRequests": {k: _ask(i) for i, k in enumerate(ODD_KEYS)},
+                     "requestState": "s"})
+
+
 async def foreign_progress(ctx: Ctx) -> None:
     await ctx.progress(1, 100, "mine")
     await ctx.event({"jsonrpc": "2.0", "method": "notifications/progress",
@@ -48,5 +57,5 @@ async def foreign_progress(ctx: Ctx) -> None:
     await ctx.reply(text("done"))
 
 
-TOOLS = [Tool("same_key", same_key),
+TOOLS = [Tool("same_key", same_key), Tool("odd_keys", odd_keys),
          Tool("foreign_progress", foreign_progress), Tool("many_inputs", many_inputs), Tool("forever", forever)]

@@ -1,11 +1,21 @@
 """Two tabs acting on one session through the demo server: a roots request answered in one tab (an operator's,
-say) while the owner changes the roots in another sends only what the answering tab was shown."""
+say) while the owner changes the roots in another sends only what the answering tab was shown; an answer for a key
+the operation's round does not ask for, and an Abandon from a tab that shows an earlier round, are refused with
+nothing sent."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
+from typing import Any
 
-from tests.integration.conftest import JSON, Console
+import httpx
+
+from app.console.operations import MAX_INPUT_REQUESTS
+from tests.hostile.fixtures import HostileUrl
+from tests.hostile.tools_mrtr import ODD_KEYS
+from tests.integration.conftest import JSON, Console, eventually
 
 SHOWN = [{"uri": "file:///tmp/shown", "name": "Shown"}]
 CHANGED = [{"uri": "file:///tmp/changed-meanwhile"}]
@@ -35,3 +45,170 @@ async def test_roots_changed_after_a_roots_dialog_was_shown_are_not_sent_under_i
     done = (await console.http.post(f"/sessions/{sid}/operations/{op['op']}/answer", data=form, headers=JSON)).json()
     assert done["status"] == "complete", done
     assert done["final"]["result"]["structuredContent"] == {"roots": CHANGED}, done["final"]["result"]
+
+
+# --- an answer for a key the round does not ask for -----------------------------------------------------------------
+
+HTMX = {"HX-Request": "true", "Accept": "text/html"}
+
+
+async def _post_answer(console: Console, sid: str, op: str, key: str, round_: int | None = None,
+                       headers: dict[str, str] = JSON, **fields: str) -> httpx.Response:
+    form = {"key": key, "key_json": json.dumps(key), "action": "decline", **fields}
+    if round_ is not None:
+        form["round"] = str(round_)  # what a dialog's form posts: the round it was shown for
+    return await console.http.post(f"/sessions/{sid}/operations/{op}/answer", data=form, headers=headers)
+
+
+async def _op(console: Console, sid: str, op: str) -> dict[str, Any]:
+    response = await console.http.get(f"/sessions/{sid}/operations/{op}.json", headers=JSON)
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+async def _recorded(console: Console, sid: str, op: str) -> tuple[int, dict[str, Any]]:
+    """What the session has recorded: its last sequence number and the operation as the fold knows it."""
+    return (await console.session(sid))["seq"], await _op(console, sid, op)
+
+
+async def test_an_answer_for_a_key_the_round_does_not_ask_for_is_refused_naming_it_and_what_the_round_asks(
+        console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    op = (await console.call_tool(sid, "always_more"))["operation"]
+    assert op["status"] == "awaiting_input" and op["pending"] == ["more_1"], op
+    before = await _recorded(console, sid, op["op"])
+
+    refused = await _post_answer(console, sid, op["op"], "made_up", 1)
+
+    assert refused.status_code == 409, refused.text
+    said = refused.json()["error"]
+    assert '"made_up"' in said and '"more_1"' in said and "round 1" in said and "nothing was sent" in said, said
+    assert await _recorded(console, sid, op["op"]) == before  # nothing sent, nothing recorded
+
+
+async def test_an_answer_for_a_key_only_an_earlier_round_asked_is_refused_once_the_server_asks_another(
+        console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    op = (await console.call_tool(sid, "always_more"))["operation"]["op"]
+    assert (await _post_answer(console, sid, op, "more_1", 1)).status_code == 200
+    state = await _op(console, sid, op)
+    assert len(state["rounds"]) == 2 and state["pending"] == ["more_2"], state
+    before = await _recorded(console, sid, op)
+
+    for round_ in (None, 2):  # a client that does not say its round; one that says the current round
+        refused = await _post_answer(console, sid, op, "more_1", round_)
+        assert refused.status_code == 409, refused.text
+        said = refused.json()["error"]
+        assert '"more_1"' in said and '"more_2"' in said and "round 2" in said, said
+    assert await _recorded(console, sid, op) == before
+
+
+async def test_a_refused_key_is_said_to_an_htmx_caller_as_an_alert_with_the_servers_keys_escaped(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    op = (await console.call_tool(sid, "odd_keys"))["operation"]
+    assert op["pending"] == sorted(ODD_KEYS), op
+    before = await _recorded(console, sid, op["op"])
+
+    refused = await _post_answer(console, sid, op["op"], "<i>mine</i>", 1, headers=HTMX)
+
+    assert refused.status_code == 409, refused.text
+    assert 'role="alert"' in refused.text and "nothing was sent" in refused.text, refused.text
+    assert "<b>" not in refused.text and "<i>" not in refused.text, refused.text
+    assert "&lt;b&gt;bold&lt;/b&gt;" in refused.text and "&lt;i&gt;mine&lt;/i&gt;" in refused.text, refused.text
+    assert "\u202e" not in refused.text and "\\u202eevil" in refused.text, refused.text  # shown, not obeyed
+    assert await _recorded(console, sid, op["op"]) == before
+
+
+async def test_the_refusal_of_a_long_made_up_key_in_a_round_asking_a_hundred_inputs_stays_short(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    reply = await console.http.post(f"/sessions/{sid}/tools/call", headers=JSON, data={
+        "tool": "many_inputs", "mode": "json", "json": json.dumps({"count": MAX_INPUT_REQUESTS})})
+    op = reply.json()["operation"]["op"]
+
+    refused = await _post_answer(console, sid, op, "x" * 10_000, 1)
+
+    assert refused.status_code == 409, refused.text
+    said = refused.json()["error"]
+    assert len(said) < 1_000 and '"q0"' in said and "more" in said, said
+
+
+async def test_an_answer_for_a_made_up_key_posted_while_a_retry_runs_is_refused_once_the_server_has_asked(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    op = (await console.call_tool(sid, "same_key"))["operation"]["op"]
+    first = asyncio.create_task(_post_answer(console, sid, op, "q", 1))
+    await _running(console, sid, op)
+
+    refused = await _post_answer(console, sid, op, "nope")
+
+    assert (await first).status_code == 200
+    assert refused.status_code == 409, refused.text
+    said = refused.json()["error"]
+    assert '"nope"' in said and '"q"' in said and "round 2" in said, said
+    state = await _op(console, sid, op)
+    assert len(state["rounds"]) == 2 and state["status"] == "awaiting_input" and not state["answered"], state
+
+
+async def _running(console: Console, sid: str, op: str) -> None:
+    """Waits until the operation's retry is with the server (the hostile same_key takes its time over it)."""
+    async def check() -> bool:
+        return (await _op(console, sid, op))["status"] == "running"
+    await eventually(check, what=f"operation {op} to be running its retry")
+
+
+# --- Abandon says which round it gives up -------------------------------------------------------------------------
+
+
+async def _abandon(console: Console, sid: str, op: str, round_: int | None,
+                   headers: dict[str, str] = JSON) -> httpx.Response:
+    data = {} if round_ is None else {"round": str(round_)}  # what the Abandon button posts: the round shown
+    return await console.http.post(f"/sessions/{sid}/operations/{op}/abandon", data=data, headers=headers)
+
+
+async def test_an_abandon_from_a_tab_still_showing_an_earlier_round_is_refused_and_the_operation_waits_on(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    op = (await console.call_tool(sid, "same_key"))["operation"]["op"]
+    assert (await _post_answer(console, sid, op, "q", 1)).status_code == 200  # another tab answered round 1
+    before = await _recorded(console, sid, op)
+
+    refused = await _abandon(console, sid, op, 1)
+    assert refused.status_code == 409, refused.text
+    said = refused.json()["error"]
+    assert "round 1" in said and "now at round 2" in said and "nothing was abandoned" in said, said
+    shown = await _abandon(console, sid, op, 1, headers=HTMX)
+    assert shown.status_code == 409 and 'role="alert"' in shown.text and "round 1" in shown.text, shown.text
+    assert await _recorded(console, sid, op) == before
+
+    abandoned = await _abandon(console, sid, op, 2)  # from a tab that shows the round now asked
+    assert abandoned.status_code == 200 and abandoned.json()["status"] == "abandoned", abandoned.text
+
+
+async def test_an_abandon_posted_while_another_tabs_answer_is_retried_is_refused_once_the_server_asks_again(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    op = (await console.call_tool(sid, "same_key"))["operation"]["op"]
+    answered = asyncio.create_task(_post_answer(console, sid, op, "q", 1))
+    await _running(console, sid, op)
+
+    refused = await _abandon(console, sid, op, 1)
+
+    assert (await answered).status_code == 200
+    assert refused.status_code == 409 and "now at round 2" in refused.json()["error"], refused.text
+    state = await _op(console, sid, op)
+    assert len(state["rounds"]) == 2 and state["status"] == "awaiting_input", state
+
+
+async def test_an_abandon_that_says_no_round_gives_up_the_operation_at_whatever_round_it_is(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("mrtr"))
+    op = (await console.call_tool(sid, "same_key"))["operation"]["op"]
+    assert (await _post_answer(console, sid, op, "q", 1)).status_code == 200
+
+    abandoned = await _abandon(console, sid, op, None)
+
+    assert abandoned.status_code == 200 and abandoned.json()["status"] == "abandoned", abandoned.text
+    assert len(abandoned.json()["rounds"]) == 2, abandoned.json()
