@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 import shlex
 import time
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
+
+import httpx
 
 from app import __version__
 from app.console.events import EXCHANGE_KINDS, TimelineEvent
@@ -181,16 +184,55 @@ def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | 
     sent, _, _ = _parts(wire)
     if sent is None or sent.get("headers") is None:
         return None
-    lines = [f"curl -sS -X POST {shlex.quote(url if include_secrets else mask_url(url))}"]
+    # --globoff: curl reads {a,b} and [1-3] in a URL as patterns and sends one request for each URL they make.
+    # --path-as-is: the path goes as the console sent it (httpx has already taken its dot segments out).
+    shown_url = _as_sent(url) if include_secrets else mask_url(_as_sent(url))
+    lines = [f"curl -sS --globoff --path-as-is -X POST {shell_word(shown_url)}"]
     header = LIVE_SESSION_NOTE + "\n" if needs_live_session(sent.get("headers")) else ""
     for name, value in sent["headers"]:
         if name.lower() in CURL_SKIP:
             continue
         shown = value if include_secrets or not is_secret(name) else mask_value(name, value)
         # curl reads "name:" with nothing after it as "do not send this header"; "name;" sends it empty.
-        lines.append(f"  -H {shlex.quote(f'{name}: {shown}' if shown.strip() else f'{name};')}")
-    lines.append(f"  --data-raw {shlex.quote(sent['raw'])}")
+        lines.append(f"  -H {shell_word(f'{name}: {shown}' if shown.strip() else f'{name};')}")
+    lines.append(f"  --data-raw {shell_word(sent['raw'])}")
     return header + " \\\n".join(lines)
+
+
+def _as_sent(url: str) -> str:
+    """The URL as the request line had it: httpx percent-encodes what a URL may not hold (curl refuses a space)
+    and drops the fragment, which never leaves the client."""
+    try:
+        return str(httpx.URL(url).copy_with(fragment=None))
+    except (httpx.InvalidURL, TypeError, ValueError):  # no request went to it either: shown as it was typed
+        return url
+
+
+def shell_word(text: str) -> str:
+    """`text` as one bash word that reads back as exactly its UTF-8 bytes and holds no control or format character.
+
+    shlex.quote keeps every character as it is: a target's tool name holding DEL, pasted into a shell that reads
+    the paste as typed keys, rubbed out the quote that reopens the word after an escaped `'`, and the rest of the
+    name ran as a command (ESC and C1 controls act on the terminal; a bidi override makes the line read as
+    another). Such text goes as bash's $'...', each of those characters as its bytes (backslash, x, 2 hex digits).
+    """
+    if not any(_unprintable(char) for char in text):
+        return shlex.quote(text)
+    return "$'" + "".join(_escaped(char) for char in text) + "'"
+
+
+def _unprintable(char: str) -> bool:
+    # Cc, Cf, Cs, Co, Cn (controls, format characters such as bidi and zero-width ones, surrogates, private use,
+    # unassigned), Zl, Zp, and every space but the ASCII one: each acts on a terminal, hides, or looks like another.
+    return char != " " and unicodedata.category(char)[0] in "CZ"
+
+
+def _escaped(char: str) -> str:
+    if char in "\\'":
+        return "\\" + char
+    if _unprintable(char):
+        return "".join(f"\\x{byte:02x}" for byte in char.encode("utf-8", "surrogatepass"))
+    return char
 
 
 def needs_live_session(headers: list[list[str]] | list[tuple[str, str]] | None) -> bool:

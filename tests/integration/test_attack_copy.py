@@ -1,0 +1,115 @@
+"""Attack: what leaves the console to be run somewhere else. A copied cURL, pasted into a shell, must send what
+the console sent and run nothing else, whatever the target put in its tool names (`tools_copy`)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pty
+import select
+import shutil
+import subprocess
+import time
+import unicodedata
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.hostile.fixtures import HostileUrl
+from tests.hostile.tools_copy import PASTE_NAME, RAN, SHELL_NAME
+from tests.integration.conftest import JSON, Console, child_env
+
+pytestmark = pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None,
+                                reason="needs curl and bash")
+RUN_TIMEOUT_S = 60.0
+CURL_OWN = {"host", "content-length", "accept-encoding", "connection"}  # headers the command leaves to curl
+
+
+async def _copied(console: Console, sid: str, tool: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Call `tool`; its cURL command and what the console recorded as sent."""
+    response = await console.http.post(f"/sessions/{sid}/tools/call", headers=JSON, data={
+        "tool": tool, "mode": "json", "json": json.dumps(arguments)})
+    reply = response.json()
+    assert reply["ok"], reply
+    (sent,) = [w for w in (await console.entry(sid, reply["key"]))["wire"] if w["direction"] == "out"]
+    command = await console.http.get(f"/sessions/{sid}/entries/{reply['key']}/curl")
+    assert command.status_code == 200, command.text
+    return command.text, sent
+
+
+def _arrived(curl_stdout: str) -> tuple[str, list[str], bytes]:
+    """The request line, header lines and body that reached the target (as `wire_echo` says them back)."""
+    said = json.loads(json.loads(curl_stdout)["result"]["content"][0]["text"])
+    request_line, *headers = base64.b64decode(said["head"]).decode("latin-1").split("\r\n")
+    return request_line, [h for h in headers if h], base64.b64decode(said["body"])
+
+
+def _typed_into_bash(command: str) -> str:
+    """What an interactive bash prints when `command` reaches it as typed keys (a paste with no bracketed paste:
+    an older bash, or a terminal that does not wrap it), then a line whose answer says the shell is done."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: an interactive bash with no startup files
+        os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], {**child_env(), "PS1": "$ ", "TERM": "dumb"})
+    seen = b""
+    try:
+        os.write(fd, command.encode() + b"\necho DONE-$((1+1))\n")
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while b"DONE-2" not in seen.replace(b"DONE-$((1+1))", b""):
+            left = deadline - time.monotonic()
+            assert left > 0, f"the shell never got to the line after the command: {seen!r}"
+            if select.select([fd], [], [], left)[0]:
+                seen += os.read(fd, 65536)
+    finally:
+        os.close(fd)
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    return seen.decode("utf-8", "replace")
+
+
+def _unprintable(command: str) -> list[str]:
+    return [c for c in command if c not in "\n " and unicodedata.category(c)[0] in "CZ"]
+
+
+async def test_a_copied_curl_typed_into_a_shell_does_not_run_the_command_in_a_tool_name(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    # The name is `paste'` DEL `; echo $((6*7))…  #`. shlex.quote kept DEL as it is; typed, DEL rubbed out the `'`
+    # that reopens the quoted word after the escaped quote, and the shell ran the echo (the `#` hid the rest).
+    sid = await console.connected_http(hostile_http("copy"))
+    command, _sent = await _copied(console, sid, PASTE_NAME, {})
+    assert _unprintable(command) == []
+    assert f"42{RAN}" not in _typed_into_bash(command)
+
+
+@pytest.mark.parametrize("tool", [PASTE_NAME, SHELL_NAME])
+async def test_a_copied_curl_sends_the_bytes_the_console_sent_for_a_hostile_tool_name_and_arguments(
+        console: Console, hostile_http: Callable[..., HostileUrl], tool: str) -> None:
+    sid = await console.connected_http(hostile_http("copy"))
+    value = "a'b\"c $(x) `y` \\ \x7f \u0085 \u2028 \u200b \u00a0 \u202e caf\u00e9"
+    command, sent = await _copied(console, sid, tool, {"v": value})
+    assert _unprintable(command) == []
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    _line, headers, body = _arrived(done.stdout)
+    assert body == sent["raw"].encode()
+    went = {(name.lower(), value.strip()) for name, value in (h.split(":", 1) for h in headers)}
+    assert {(name, value) for name, value in sent["headers"] if name not in CURL_OWN} <= went
+
+
+async def test_a_copied_curl_sends_one_request_to_the_url_the_console_sent_it_to(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    # curl reads {a,b} and [1-2] in a URL as patterns: the command sent the call four times, to four other URLs.
+    # And a space (the console sends it as %20) made curl refuse the URL.
+    sid = await console.connected_http(hostile_http("copy") + "?q={a,b}&r=[1-2]&s=a b")
+    console_said = await console.http.post(f"/sessions/{sid}/tools/call", headers=JSON, data={
+        "tool": SHELL_NAME, "mode": "json", "json": "{}"})
+    reply = console_said.json()
+    command = (await console.http.get(f"/sessions/{sid}/entries/{reply['key']}/curl")).text
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    curl_line, _headers, _body = _arrived(done.stdout)  # one answer: json.loads refuses a second one after it
+    console_line, _headers, _body = _arrived(json.dumps({"result": reply["result"]}))
+    assert curl_line == console_line == "POST /mcp?q={a,b}&r=[1-2]&s=a%20b HTTP/1.1"
