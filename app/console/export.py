@@ -29,6 +29,9 @@ VERSION = 2  # 2: events are typed (event version 2); files of version 1 still i
 # Headers curl sets itself, or that would change what comes back (compressed bytes on a terminal).
 CURL_SKIP = frozenset({"host", "content-length", "accept-encoding", "connection"})
 SESSION_HEADER = "mcp-session-id"
+# Linux execs no argument longer than 128 KiB (MAX_ARG_STRLEN): a body that long goes through a pipe from
+# bash's own printf (a builtin, so never exec'd), not as curl's --data-raw argument, which failed to run.
+ARGUMENT_ROOM = 100_000
 OPEN_LIMIT = 1000  # exchanges a HAR export holds while an earlier one is still open
 # The first line of a cURL whose request was sent inside a 2025-11-25 session: the id in it lives only as long
 # as that session, so the command alone is not a reproduction (a 2026-07-28 request needs nothing before it).
@@ -195,8 +198,12 @@ def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | 
         shown = value if include_secrets or not is_secret(name) else mask_value(name, value)
         # curl reads "name:" with nothing after it as "do not send this header"; "name;" sends it empty.
         lines.append(f"  -H {shell_word(f'{name}: {shown}' if shown.strip() else f'{name};')}")
-    lines.append(f"  --data-raw {shell_word(sent['raw'])}")
-    return header + " \\\n".join(lines)
+    body = shell_word(sent["raw"])
+    if len(body.encode("utf-8", "surrogatepass")) <= ARGUMENT_ROOM:
+        lines.append(f"  --data-raw {body}")
+        return header + " \\\n".join(lines)
+    lines.append("  --data-binary @-")  # read whole before it is sent: a Content-Length, as the console sent
+    return header + f"printf %s {body} |\n" + " \\\n".join(lines)
 
 
 def _as_sent(url: str) -> str:

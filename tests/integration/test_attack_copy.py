@@ -39,6 +39,11 @@ async def _copied(console: Console, sid: str, tool: str, arguments: dict[str, An
     return command.text, sent
 
 
+def _bash(command: str) -> subprocess.CompletedProcess[str]:
+    """Run a copied command as a script bash reads from its stdin (a -c argument is bounded as any exec's is)."""
+    return subprocess.run(["bash"], input=command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+
+
 def _arrived(curl_stdout: str) -> tuple[str, list[str], bytes]:
     """The request line, header lines and body that reached the target (as `wire_echo` says them back)."""
     said = json.loads(json.loads(curl_stdout)["result"]["content"][0]["text"])
@@ -89,8 +94,7 @@ async def test_a_copied_curl_sends_the_bytes_the_console_sent_for_a_hostile_tool
     value = "a'b\"c $(x) `y` \\ \x7f \u0085 \u2028 \u200b \u00a0 \u202e caf\u00e9"
     command, sent = await _copied(console, sid, tool, {"v": value})
     assert _unprintable(command) == []
-    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-                          stdin=subprocess.DEVNULL)
+    done = _bash(command)
     assert done.returncode == 0, done.stderr
     _line, headers, body = _arrived(done.stdout)
     assert body == sent["raw"].encode()
@@ -107,9 +111,21 @@ async def test_a_copied_curl_sends_one_request_to_the_url_the_console_sent_it_to
         "tool": SHELL_NAME, "mode": "json", "json": "{}"})
     reply = console_said.json()
     command = (await console.http.get(f"/sessions/{sid}/entries/{reply['key']}/curl")).text
-    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-                          stdin=subprocess.DEVNULL)
+    done = _bash(command)
     assert done.returncode == 0, done.stderr
     curl_line, _headers, _body = _arrived(done.stdout)  # one answer: json.loads refuses a second one after it
     console_line, _headers, _body = _arrived(json.dumps({"result": reply["result"]}))
     assert curl_line == console_line == "POST /mcp?q={a,b}&r=[1-2]&s=a%20b HTTP/1.1"
+
+
+async def test_a_copied_curl_of_a_body_longer_than_one_exec_argument_runs_and_sends_it_whole(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    # Linux execs no argument over 128 KiB: as --data-raw's argument, a 200 KB body made bash say "Argument list
+    # too long" and send nothing.
+    sid = await console.connected_http(hostile_http("copy"))
+    command, sent = await _copied(console, sid, SHELL_NAME, {"v": "\u202e" + "x" * 200_000})
+    done = _bash(command)
+    assert done.returncode == 0, done.stderr[-500:]
+    _line, headers, body = _arrived(done.stdout)
+    assert body == sent["raw"].encode() and len(body) > 200_000
+    assert f"content-length: {len(body)}" in [h.lower() for h in headers]
