@@ -84,8 +84,13 @@ def _escaped(match: re.Match[str]) -> str:
 # C0 controls (json.dumps escapes these itself), then DEL, C1 and the format characters that reorder or hide
 # text (bidi marks, overrides and isolates, zero-width ones, the byte-order mark), the line separators, and
 # what no UTF-8 stream or XML file can carry (a lone surrogate from a JSON "\\ud800", U+FFFE and U+FFFF).
+# Then the rest of Unicode's format characters (category Cf), which a terminal shows as nothing: the soft
+# hyphen, the Arabic number signs, the deprecated format controls and the tag characters (U+E0020-E007F), in
+# which a server could spell whole hidden sentences beside the text a reader sees.
 _C0 = "\x00-\x1f"
-_OTHERS = "\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ud800-\udfff\ufeff\ufff9-\ufffb\ufffe\uffff"
+_OTHERS = ("\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ud800-\udfff\ufeff\ufff9-\ufffb\ufffe\uffff"
+           "\u00ad\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u180e\u206a-\u206f\U000110bd\U000110cd"
+           "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
 _UNSAFE = re.compile(f"[{_C0}{_OTHERS}]")
 _UNSAFE_IN_JSON = re.compile(f"[{_OTHERS}]")
 
