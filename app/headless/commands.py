@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.headless.report import at_or_above, har, json_report, junit, terminal_json, terminal_text, text_report
+from app.headless.report import at_or_above, har, json_report, json_text, junit, terminal_text, text_report
 from app.headless.runner import NOT_CONNECTED, Headless, elicitor, failed, outcome, reply_json
 from app.mcp.client import Reply
 from app.mcp.errors import McpError
@@ -73,7 +73,7 @@ async def call(args: argparse.Namespace) -> int:
                 tools = listed.result.get("tools")
                 session.client.learn_tools(tools if isinstance(tools, list) else [])
             elif isinstance(listed.error, NOT_CONNECTED):
-                print(terminal_json(json.dumps(reply_json(listed))), file=sys.stderr)
+                print(json_text(reply_json(listed)), file=sys.stderr)
                 return EXIT_UNREACHABLE
             reply = await session.operation("tools/call", {"name": args.tool, "arguments": _arguments(args)},
                                             answer)
@@ -83,7 +83,7 @@ async def call(args: argparse.Namespace) -> int:
     finally:
         if args.har:
             Path(args.har).write_text(json.dumps(har(session.events, target), indent=2), encoding="utf-8")
-    print(terminal_json(json.dumps(reply_json(reply), indent=2, ensure_ascii=False)))
+    print(json_text(reply_json(reply)))
     return EXIT_FINDINGS if failed(reply) else EXIT_CLEAN
 
 

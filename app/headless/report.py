@@ -59,6 +59,22 @@ def _entry(key: str, group: list[WireEvent], url: str) -> dict[str, Any] | None:
     }
 
 
+NOT_JSON_NUMBERS = "the server sent NaN or Infinity, bare words that are not JSON: printed as null"
+
+
+def json_text(value: Any) -> str:
+    """`value` as indented JSON for a terminal. A server's bare NaN or Infinity (which Python's parser takes) was
+    printed as it is, and `call`'s output was no JSON a CI step could read: here it is null, and said to be."""
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # the C encoder and decoder, not a recursion of ours: as deep as the answer was parsed
+        value = json.loads(json.dumps(value), parse_constant=lambda _word: None)
+        if isinstance(value, dict):
+            value["warnings"] = [*value.get("warnings", []), NOT_JSON_NUMBERS]
+        text = json.dumps(value, indent=2, ensure_ascii=False)
+    return terminal_json(text)
+
+
 def at_or_above(findings: list[Finding], fail_on: str) -> list[Finding]:
     return [f for f in findings if SEVERITY_RANK[f.severity] >= SEVERITY_RANK[fail_on]]
 

@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from tests.hostile.fixtures import hostile_argv
 from tests.integration.conftest import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,3 +91,16 @@ def test_a_call_the_server_answers_with_input_requests_round_after_round_does_no
     assert done.returncode == 1, done.stdout
     checked = mcp_console("check", "--stdio", server, "--call-tools", "--settle", "0", "--listen-wait", "0.1")
     assert "tools/call 't': did not complete (resultType 'input_required')" in checked.stdout, checked.stdout
+
+
+def test_a_result_holding_nan_and_infinity_prints_as_json_with_nulls_and_says_so() -> None:
+    # Python's parser takes the bare words NaN and Infinity; `call` printed them back, and its output was no JSON.
+    done = mcp_console("call", "--stdio", shlex.join(hostile_argv("text")), "not_a_number")
+
+    def refuse(word: str) -> None:
+        raise AssertionError(f"{word} is not JSON: {done.stdout}")
+
+    reply = json.loads(done.stdout, parse_constant=refuse)
+    assert reply["result"]["structuredContent"] == {"nan": None, "inf": None}
+    assert any("NaN or Infinity" in warning for warning in reply["warnings"]), reply
+    assert done.returncode == 0, done.stderr
