@@ -129,3 +129,20 @@ async def test_a_copied_curl_of_a_body_longer_than_one_exec_argument_runs_and_se
     _line, headers, body = _arrived(done.stdout)
     assert body == sent["raw"].encode() and len(body) > 200_000
     assert f"content-length: {len(body)}" in [h.lower() for h in headers]
+
+
+@pytest.mark.parametrize("headers", [[["x-a"]], [["x-a", "1", "2"]], [[]]])
+async def test_a_session_file_whose_request_headers_are_not_name_value_pairs_is_refused_with_400(
+        console: Console, hostile_http: Callable[..., HostileUrl], headers: list[list[str]]) -> None:
+    # Lists of strings, as the record types them, but not pairs: the file imported, and the entry's cURL, its page's
+    # HAR and the session's HAR export answered 500 from then on.
+    sid = await console.connected_http(hostile_http("copy"))
+    _command, _sent = await _copied(console, sid, SHELL_NAME, {})
+    exported = json.loads((await console.http.get(f"/sessions/{sid}/export.json")).text)
+    for event in exported["events"]:
+        if event["kind"] == "wire" and event["data"]["direction"] == "out":
+            event["data"]["headers"] = headers
+    response = await console.http.post("/sessions/import", content=json.dumps(exported).encode(),
+                                       headers={**JSON, "content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert "'headers' is not of its type" in response.text
