@@ -14,13 +14,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
-
 from app import __version__
 from app.console.events import EXCHANGE_KINDS, TimelineEvent
 from app.console.secrets import Redactor, is_secret, mask_url, mask_value
 from app.console.store import Store, iter_events
 from app.console.target import Target
+from app.mcp.http import request_url
 from app.mcp.sse import SSE_REBUILT, sse_text
 from app.mcp.transport import REPLACED
 
@@ -115,7 +114,7 @@ def _headers(pairs: list[list[str]] | None, include_secrets: bool) -> list[dict[
 def har(session_id: str, target: Target, store: Store, include_secrets: bool = False) -> Iterator[str]:
     """The HAR 1.2 log as pieces of text (joined, one JSON document), an exchange at a time."""
     redact = None if include_secrets else Redactor(target)  # typed values, wherever they were echoed
-    url = target.url if include_secrets else mask_url(target.url)
+    url = request_url(target.url) if include_secrets else mask_url(request_url(target.url))  # no fragment: HAR 1.2
     yield json.dumps({"log": {"version": "1.2", "creator": {"name": "MCP Console", "version": __version__},
                               "pages": []}})[:-2] + ', "entries": ['
     sep = ""
@@ -189,7 +188,7 @@ def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | 
         return None
     # --globoff: curl reads {a,b} and [1-3] in a URL as patterns and sends one request for each URL they make.
     # --path-as-is: the path goes as the console sent it (httpx has already taken its dot segments out).
-    shown_url = _as_sent(url) if include_secrets else mask_url(_as_sent(url))
+    shown_url = request_url(url) if include_secrets else mask_url(request_url(url))  # (curl refuses a space)
     lines = [f"curl -sS --globoff --path-as-is -X POST {shell_word(shown_url)}"]
     header = LIVE_SESSION_NOTE + "\n" if needs_live_session(sent.get("headers")) else ""
     for name, value in sent["headers"]:
@@ -204,15 +203,6 @@ def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | 
         return header + " \\\n".join(lines)
     lines.append("  --data-binary @-")  # read whole before it is sent: a Content-Length, as the console sent
     return header + f"printf %s {body} |\n" + " \\\n".join(lines)
-
-
-def _as_sent(url: str) -> str:
-    """The URL as the request line had it: httpx percent-encodes what a URL may not hold (curl refuses a space)
-    and drops the fragment, which never leaves the client."""
-    try:
-        return str(httpx.URL(url).copy_with(fragment=None))
-    except (httpx.InvalidURL, TypeError, ValueError):  # no request went to it either: shown as it was typed
-        return url
 
 
 def shell_word(text: str) -> str:

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from typing import Any
 
+from app.mcp.http import request_url
 from app.mcp.lint import RULES, SEVERITY_RANK, Finding
 from app.mcp.sse import SSE_REBUILT, sse_text
 from app.mcp.wire import WireEvent
@@ -28,6 +29,7 @@ def har(events: list[WireEvent], url: str) -> dict[str, Any]:
     for event in events:
         if event.exchange is not None:
             groups.setdefault(event.exchange, []).append(event)
+    url = request_url(url) if url.startswith(("http://", "https://")) else url  # a stdio command line as it is
     entries = [entry for key, group in groups.items() if (entry := _entry(key, group, url)) is not None]
     return {"log": {"version": "1.2", "creator": {"name": "mcp-console", "version": "0.1.0"}, "entries": entries}}
 

@@ -10,9 +10,11 @@ import pty
 import select
 import shutil
 import subprocess
+import sys
 import time
 import unicodedata
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +25,7 @@ from tests.integration.conftest import JSON, Console, child_env
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None,
                                 reason="needs curl and bash")
+ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 60.0
 CURL_OWN = {"host", "content-length", "accept-encoding", "connection"}  # headers the command leaves to curl
 
@@ -146,3 +149,27 @@ async def test_a_session_file_whose_request_headers_are_not_name_value_pairs_is_
                                        headers={**JSON, "content-type": "application/json"})
     assert response.status_code == 400, response.text
     assert "'headers' is not of its type" in response.text
+
+
+async def test_the_har_exports_name_the_url_the_request_went_to_without_its_fragment(
+        console: Console, hostile_http: Callable[..., HostileUrl], tmp_path: Path) -> None:
+    # HAR 1.2: "Absolute URL of the request (fragments are not included)". The session's HAR named the URL as
+    # typed (a space in it, and the fragment, masked or not), and `call --har` too: neither went on the wire.
+    url = hostile_http("copy")
+    typed = url + "?s=a b#part"
+    sid = await console.connected_http(typed)
+    response = await console.http.post(f"/sessions/{sid}/tools/call", headers=JSON, data={
+        "tool": SHELL_NAME, "mode": "json", "json": "{}"})
+    line, _headers, _body = _arrived(json.dumps({"result": response.json()["result"]}))
+    assert line == "POST /mcp?s=a%20b HTTP/1.1"
+    for query in ("", "?secrets=1"):
+        har = json.loads((await console.http.get(f"/sessions/{sid}/export.har{query}")).text)
+        urls = {entry["request"]["url"] for entry in har["log"]["entries"]}
+        assert urls == {url + ("?s=a%20b" if query else "?s=\u2022\u2022\u2022\u2022\u2022\u2022")}, urls
+    har_file = str(tmp_path / "call.har")
+    done = subprocess.run([sys.executable, "-m", "app", "call", typed, SHELL_NAME, "--har", har_file], cwd=ROOT,
+                          env=child_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    entries = json.loads(Path(har_file).read_text(encoding="utf-8"))["log"]["entries"]
+    assert {entry["request"]["url"] for entry in entries} == {url + "?s=a%20b"}
