@@ -51,7 +51,7 @@ def _entry(key: str, group: list[WireEvent], url: str) -> dict[str, Any] | None:
         "request": {"method": "POST", "url": url, "httpVersion": "HTTP/1.1", "headers": _pairs(sent.headers),
                     "queryString": [], "cookies": [], "headersSize": -1, "bodySize": len(sent.raw.encode()),
                     "postData": {"mimeType": "application/json", "text": sent.raw}},
-        "response": {"status": head.http_status if head else 0, "statusText": head.note or "" if head else "",
+        "response": {"status": head.http_status if head else 0, "statusText": _reason(head),
                      "httpVersion": "HTTP/1.1", "headers": _pairs(head.headers if head else None), "cookies": [],
                      "content": {"size": len(body.encode()), "mimeType": ctype, "text": body,
                                  **({"comment": SSE_REBUILT} if streamed else {})},
@@ -75,6 +75,12 @@ def json_text(value: Any) -> str:
             value["warnings"] = [*value.get("warnings", []), NOT_JSON_NUMBERS]
         text = json.dumps(value, indent=2, ensure_ascii=False)
     return terminal_json(text)
+
+
+def _reason(head: WireEvent | None) -> str:
+    """The reason phrase: the head's note is the whole status line ("HTTP 200 OK"), HAR's statusText only "OK"."""
+    note = (head.note or "") if head else ""
+    return note.split(" ", 2)[2] if note.startswith("HTTP ") and note.count(" ") >= 2 else ""
 
 
 def at_or_above(findings: list[Finding], fail_on: str) -> list[Finding]:

@@ -173,3 +173,5 @@ async def test_the_har_exports_name_the_url_the_request_went_to_without_its_frag
     assert done.returncode == 0, done.stdout + done.stderr
     entries = json.loads(Path(har_file).read_text(encoding="utf-8"))["log"]["entries"]
     assert {entry["request"]["url"] for entry in entries} == {url + "?s=a%20b"}
+    assert {entry["response"]["statusText"] for entry in entries} == {"OK"}  # not "HTTP 200 OK": the web HAR's too
+    assert {entry["response"]["statusText"] for entry in har["log"]["entries"]} == {"OK"}
