@@ -12,6 +12,7 @@ from typing import Any
 from app.mcp.http import request_url
 from app.mcp.lint import RULES, SEVERITY_RANK, Finding
 from app.mcp.sse import SSE_REBUILT, sse_text
+from app.mcp.transport import REPLACED
 from app.mcp.wire import WireEvent
 
 
@@ -46,6 +47,9 @@ def _entry(key: str, group: list[WireEvent], url: str) -> dict[str, Any] | None:
     body = sse_text(e.raw for e in frames) if streamed else "\n".join(e.raw for e in frames)
     last = frames[-1].mono if frames else sent.mono
     frame = sent.frame
+    # The text holds U+FFFD where the server's bytes were not text: said in the HAR too, as the session's HAR does.
+    notes = [note for note in ((SSE_REBUILT if streamed else None),
+                               next((e.note for e in group if (e.note or "").startswith(REPLACED)), None)) if note]
     return {
         "startedDateTime": _iso(sent.wall), "time": round((last - sent.mono) * 1000, 3),
         "request": {"method": "POST", "url": url, "httpVersion": "HTTP/1.1", "headers": _pairs(sent.headers),
@@ -54,7 +58,7 @@ def _entry(key: str, group: list[WireEvent], url: str) -> dict[str, Any] | None:
         "response": {"status": head.http_status if head else 0, "statusText": _reason(head),
                      "httpVersion": "HTTP/1.1", "headers": _pairs(head.headers if head else None), "cookies": [],
                      "content": {"size": len(body.encode()), "mimeType": ctype, "text": body,
-                                 **({"comment": SSE_REBUILT} if streamed else {})},
+                                 **({"comment": "; ".join(notes)} if notes else {})},
                      "redirectURL": "", "headersSize": -1, "bodySize": len(body.encode())},
         "cache": {}, "timings": {"send": 0, "wait": round((last - sent.mono) * 1000, 3), "receive": 0},
         "_mcp": {"exchange": key, "method": frame.method if frame else None, "id": frame.id if frame else None},

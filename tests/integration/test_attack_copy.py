@@ -175,3 +175,22 @@ async def test_the_har_exports_name_the_url_the_request_went_to_without_its_frag
     assert {entry["request"]["url"] for entry in entries} == {url + "?s=a%20b"}
     assert {entry["response"]["statusText"] for entry in entries} == {"OK"}  # not "HTTP 200 OK": the web HAR's too
     assert {entry["response"]["statusText"] for entry in har["log"]["entries"]} == {"OK"}
+
+
+def test_call_har_says_where_the_servers_bytes_were_not_text(hostile_http: Callable[..., HostileUrl],
+                                                              tmp_path: Path) -> None:
+    # The session's HAR says so in content.comment; `call --har` held the U+FFFD and said nothing, as if the server
+    # had sent that character.
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+    body = (b'{"jsonrpc":"2.0","id":@@ID@@,"result":{"resultType":"complete",'
+            b'"content":[{"type":"text","text":"caf\xe9"}]}}')
+    parts = [base64.b64encode(piece).decode() for piece in (head, body)]
+    har_file = tmp_path / "call.har"
+    done = subprocess.run([sys.executable, "-m", "app", "call", hostile_http("fidelity"), "say", "--json",
+                           json.dumps({"parts": parts}), "--har", str(har_file)], cwd=ROOT, env=child_env(),
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    assert "caf\ufffd" in done.stdout, done.stdout + done.stderr
+    (entry,) = [e for e in json.loads(har_file.read_text(encoding="utf-8"))["log"]["entries"]
+                if e["_mcp"]["method"] == "tools/call"]
+    assert "\ufffd" in entry["response"]["content"]["text"]
+    assert "not valid" in entry["response"]["content"].get("comment", ""), entry["response"]["content"]
