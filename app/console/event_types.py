@@ -50,6 +50,8 @@ def _record_checkers(kind: str) -> dict[str, FieldCheck]:
     checkers = {name: _field(hint) for name, hint in hints.items() if name not in ("kind", "KIND")}
     for name, shape in _ITEMS.get(kind, {}).items():
         checkers[name] = _list_of(_shape(shape))
+    for name in _PAIRS.get(kind, ()):
+        checkers[name] = _none_or(_list_of(_pair))
     return {name: check for name, check in checkers.items() if check is not _ANY}
 
 
@@ -95,12 +97,23 @@ def _list_of(item: Check) -> Check:
     return lambda v: type(v) is list and all(item(x) for x in v)
 
 
+def _none_or(check: Check) -> Check:
+    return lambda v: v is None or check(v)
+
+
+def _pair(value: Any) -> bool:
+    return type(value) is list and len(value) == 2 and type(value[0]) is str and type(value[1]) is str
+
+
 def _shape(fields: dict[str, Any]) -> Check:
     """An object with (at least) these keys, each of its type: what a page reads of it by name."""
     checks = {name: _checker(hint) for name, hint in fields.items()}
     return lambda v: type(v) is dict and all(name in v and check(v[name]) for name, check in checks.items())
 
 
+# Lists of [name, value] pairs, which a record can type only as lists of strings: a wire event's headers of
+# another length (["a"]) imported, and its entry's cURL, its HAR and the session's HAR export raised on them.
+_PAIRS: dict[str, tuple[str, ...]] = {"wire": ("headers",)}
 # Items of a list a record types only as JSON objects, and that the pages read key by key: an operation's rounds
 # (as `operations._round_data` writes them) and a subscription's notifications (as `listen` records them).
 _ITEMS: dict[str, dict[str, dict[str, Any]]] = {

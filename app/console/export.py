@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shlex
 import time
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from app.console.events import EXCHANGE_KINDS, TimelineEvent
 from app.console.secrets import Redactor, is_secret, mask_url, mask_value
 from app.console.store import Store, iter_events
 from app.console.target import Target
+from app.mcp.http import request_url
 from app.mcp.sse import SSE_REBUILT, sse_text
 from app.mcp.transport import REPLACED
 
@@ -26,6 +28,9 @@ VERSION = 2  # 2: events are typed (event version 2); files of version 1 still i
 # Headers curl sets itself, or that would change what comes back (compressed bytes on a terminal).
 CURL_SKIP = frozenset({"host", "content-length", "accept-encoding", "connection"})
 SESSION_HEADER = "mcp-session-id"
+# Linux execs no argument longer than 128 KiB (MAX_ARG_STRLEN): a body that long goes through a pipe from
+# bash's own printf (a builtin, so never exec'd), not as curl's --data-raw argument, which failed to run.
+ARGUMENT_ROOM = 100_000
 OPEN_LIMIT = 1000  # exchanges a HAR export holds while an earlier one is still open
 # The first line of a cURL whose request was sent inside a 2025-11-25 session: the id in it lives only as long
 # as that session, so the command alone is not a reproduction (a 2026-07-28 request needs nothing before it).
@@ -109,7 +114,7 @@ def _headers(pairs: list[list[str]] | None, include_secrets: bool) -> list[dict[
 def har(session_id: str, target: Target, store: Store, include_secrets: bool = False) -> Iterator[str]:
     """The HAR 1.2 log as pieces of text (joined, one JSON document), an exchange at a time."""
     redact = None if include_secrets else Redactor(target)  # typed values, wherever they were echoed
-    url = target.url if include_secrets else mask_url(target.url)
+    url = request_url(target.url) if include_secrets else mask_url(request_url(target.url))  # no fragment: HAR 1.2
     yield json.dumps({"log": {"version": "1.2", "creator": {"name": "MCP Console", "version": __version__},
                               "pages": []}})[:-2] + ', "entries": ['
     sep = ""
@@ -181,16 +186,50 @@ def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | 
     sent, _, _ = _parts(wire)
     if sent is None or sent.get("headers") is None:
         return None
-    lines = [f"curl -sS -X POST {shlex.quote(url if include_secrets else mask_url(url))}"]
+    # --globoff: curl reads {a,b} and [1-3] in a URL as patterns and sends one request for each URL they make.
+    # --path-as-is: the path goes as the console sent it (httpx has already taken its dot segments out).
+    shown_url = request_url(url) if include_secrets else mask_url(request_url(url))  # (curl refuses a space)
+    lines = [f"curl -sS --globoff --path-as-is -X POST {shell_word(shown_url)}"]
     header = LIVE_SESSION_NOTE + "\n" if needs_live_session(sent.get("headers")) else ""
     for name, value in sent["headers"]:
         if name.lower() in CURL_SKIP:
             continue
         shown = value if include_secrets or not is_secret(name) else mask_value(name, value)
         # curl reads "name:" with nothing after it as "do not send this header"; "name;" sends it empty.
-        lines.append(f"  -H {shlex.quote(f'{name}: {shown}' if shown.strip() else f'{name};')}")
-    lines.append(f"  --data-raw {shlex.quote(sent['raw'])}")
-    return header + " \\\n".join(lines)
+        lines.append(f"  -H {shell_word(f'{name}: {shown}' if shown.strip() else f'{name};')}")
+    body = shell_word(sent["raw"])
+    if len(body.encode("utf-8", "surrogatepass")) <= ARGUMENT_ROOM:
+        lines.append(f"  --data-raw {body}")
+        return header + " \\\n".join(lines)
+    lines.append("  --data-binary @-")  # read whole before it is sent: a Content-Length, as the console sent
+    return header + f"printf %s {body} |\n" + " \\\n".join(lines)
+
+
+def shell_word(text: str) -> str:
+    """`text` as one bash word that reads back as exactly its UTF-8 bytes and holds no control or format character.
+
+    shlex.quote keeps every character as it is: a target's tool name holding DEL, pasted into a shell that reads
+    the paste as typed keys, rubbed out the quote that reopens the word after an escaped `'`, and the rest of the
+    name ran as a command (ESC and C1 controls act on the terminal; a bidi override makes the line read as
+    another). Such text goes as bash's $'...', each of those characters as its bytes (backslash, x, 2 hex digits).
+    """
+    if not any(_unprintable(char) for char in text):
+        return shlex.quote(text)
+    return "$'" + "".join(_escaped(char) for char in text) + "'"
+
+
+def _unprintable(char: str) -> bool:
+    # Cc, Cf, Cs, Co, Cn (controls, format characters such as bidi and zero-width ones, surrogates, private use,
+    # unassigned), Zl, Zp, and every space but the ASCII one: each acts on a terminal, hides, or looks like another.
+    return char != " " and unicodedata.category(char)[0] in "CZ"
+
+
+def _escaped(char: str) -> str:
+    if char in "\\'":
+        return "\\" + char
+    if _unprintable(char):
+        return "".join(f"\\x{byte:02x}" for byte in char.encode("utf-8", "surrogatepass"))
+    return char
 
 
 def needs_live_session(headers: list[list[str]] | list[tuple[str, str]] | None) -> bool:

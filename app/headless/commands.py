@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.headless.report import at_or_above, har, json_report, junit, terminal_json, terminal_text, text_report
-from app.headless.runner import NOT_CONNECTED, Headless, elicitor, failed, reply_json
+from app.headless.report import at_or_above, har, json_report, json_text, junit, terminal_text, text_report
+from app.headless.runner import NOT_CONNECTED, Headless, elicitor, failed, outcome, reply_json
 from app.mcp.client import Reply
 from app.mcp.errors import McpError
 from app.mcp.jsonrpc import InexactNumber, exact_float
@@ -73,7 +73,7 @@ async def call(args: argparse.Namespace) -> int:
                 tools = listed.result.get("tools")
                 session.client.learn_tools(tools if isinstance(tools, list) else [])
             elif isinstance(listed.error, NOT_CONNECTED):
-                print(terminal_json(json.dumps(reply_json(listed))), file=sys.stderr)
+                print(json_text(reply_json(listed)), file=sys.stderr)
                 return EXIT_UNREACHABLE
             reply = await session.operation("tools/call", {"name": args.tool, "arguments": _arguments(args)},
                                             answer)
@@ -83,7 +83,7 @@ async def call(args: argparse.Namespace) -> int:
     finally:
         if args.har:
             Path(args.har).write_text(json.dumps(har(session.events, target), indent=2), encoding="utf-8")
-    print(terminal_json(json.dumps(reply_json(reply), indent=2, ensure_ascii=False)))
+    print(json_text(reply_json(reply)))
     return EXIT_FINDINGS if failed(reply) else EXIT_CLEAN
 
 
@@ -102,6 +102,8 @@ def example_arguments(tool: dict[str, Any]) -> dict[str, Any]:
     zero = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
     out: dict[str, Any] = {}
     for name in required:
+        if not isinstance(name, str):  # not a property's name (a dict here crashed the check with a traceback)
+            continue
         prop = _obj(props.get(name))
         if "default" in prop:
             out[name] = prop["default"]
@@ -190,8 +192,8 @@ class Check:
             params = {"name": tool["name"], "arguments": example_arguments(tool)}
             reply = await self.session.operation("tools/call", params, answer)
             self._went_away(reply)
-            outcome = "ok" if not failed(reply) else str(reply.error or "isError")
-            self.steps.append(f"tools/call {tool['name']!r}: {outcome[:120]}")
+            said = "ok" if not failed(reply) else outcome(reply)
+            self.steps.append(f"tools/call {tool['name']!r}: {said[:120]}")
 
     async def listen(self, caps: dict[str, Any]) -> None:
         """Open one listen stream for what the server offers, wait for its first frames, close it."""

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from typing import Any
 
+from app.mcp.http import request_url
 from app.mcp.lint import RULES, SEVERITY_RANK, Finding
 from app.mcp.sse import SSE_REBUILT, sse_text
 from app.mcp.transport import REPLACED
@@ -29,6 +30,7 @@ def har(events: list[WireEvent], url: str) -> dict[str, Any]:
     for event in events:
         if event.exchange is not None:
             groups.setdefault(event.exchange, []).append(event)
+    url = request_url(url) if url.startswith(("http://", "https://")) else url  # a stdio command line as it is
     entries = [entry for key, group in groups.items() if (entry := _entry(key, group, url)) is not None]
     return {"log": {"version": "1.2", "creator": {"name": "mcp-console", "version": "0.1.0"}, "entries": entries}}
 
@@ -53,7 +55,7 @@ def _entry(key: str, group: list[WireEvent], url: str) -> dict[str, Any] | None:
         "request": {"method": "POST", "url": url, "httpVersion": "HTTP/1.1", "headers": _pairs(sent.headers),
                     "queryString": [], "cookies": [], "headersSize": -1, "bodySize": len(sent.raw.encode()),
                     "postData": {"mimeType": "application/json", "text": sent.raw}},
-        "response": {"status": head.http_status if head else 0, "statusText": head.note or "" if head else "",
+        "response": {"status": head.http_status if head else 0, "statusText": _reason(head),
                      "httpVersion": "HTTP/1.1", "headers": _pairs(head.headers if head else None), "cookies": [],
                      "content": {"size": len(body.encode()), "mimeType": ctype, "text": body,
                                  **({"comment": "; ".join(comments)} if comments else {})},
@@ -61,6 +63,28 @@ def _entry(key: str, group: list[WireEvent], url: str) -> dict[str, Any] | None:
         "cache": {}, "timings": {"send": 0, "wait": round((last - sent.mono) * 1000, 3), "receive": 0},
         "_mcp": {"exchange": key, "method": frame.method if frame else None, "id": frame.id if frame else None},
     }
+
+
+NOT_JSON_NUMBERS = "the server sent NaN or Infinity, bare words that are not JSON: printed as null"
+
+
+def json_text(value: Any) -> str:
+    """`value` as indented JSON for a terminal. A server's bare NaN or Infinity (which Python's parser takes) was
+    printed as it is, and `call`'s output was no JSON a CI step could read: here it is null, and said to be."""
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # the C encoder and decoder, not a recursion of ours: as deep as the answer was parsed
+        value = json.loads(json.dumps(value), parse_constant=lambda _word: None)
+        if isinstance(value, dict):
+            value["warnings"] = [*value.get("warnings", []), NOT_JSON_NUMBERS]
+        text = json.dumps(value, indent=2, ensure_ascii=False)
+    return terminal_json(text)
+
+
+def _reason(head: WireEvent | None) -> str:
+    """The reason phrase: the head's note is the whole status line ("HTTP 200 OK"), HAR's statusText only "OK"."""
+    note = (head.note or "") if head else ""
+    return note.split(" ", 2)[2] if note.startswith("HTTP ") and note.count(" ") >= 2 else ""
 
 
 def at_or_above(findings: list[Finding], fail_on: str) -> list[Finding]:
@@ -88,8 +112,13 @@ def _escaped(match: re.Match[str]) -> str:
 # C0 controls (json.dumps escapes these itself), then DEL, C1 and the format characters that reorder or hide
 # text (bidi marks, overrides and isolates, zero-width ones, the byte-order mark), the line separators, and
 # what no UTF-8 stream or XML file can carry (a lone surrogate from a JSON "\\ud800", U+FFFE and U+FFFF).
+# Then the rest of Unicode's format characters (category Cf), which a terminal shows as nothing: the soft
+# hyphen, the Arabic number signs, the deprecated format controls and the tag characters (U+E0020-E007F), in
+# which a server could spell whole hidden sentences beside the text a reader sees.
 _C0 = "\x00-\x1f"
-_OTHERS = "\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ud800-\udfff\ufeff\ufff9-\ufffb\ufffe\uffff"
+_OTHERS = ("\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ud800-\udfff\ufeff\ufff9-\ufffb\ufffe\uffff"
+           "\u00ad\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u180e\u206a-\u206f\U000110bd\U000110cd"
+           "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
 _UNSAFE = re.compile(f"[{_C0}{_OTHERS}]")
 _UNSAFE_IN_JSON = re.compile(f"[{_OTHERS}]")
 

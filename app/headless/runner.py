@@ -39,6 +39,8 @@ def schema_defaults(schema: Any) -> dict[str, Any] | None:
         return {}
     content = {name: prop["default"] for name, prop in props.items() if isinstance(prop, dict) and "default" in prop}
     required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    if not all(isinstance(name, str) for name in required):  # no field could meet it (a list there crashed call)
+        return None
     return None if any(name not in content for name in required) else content
 
 
@@ -154,8 +156,19 @@ def reply_json(reply: Reply) -> dict[str, Any]:
 
 
 def failed(reply: Reply) -> bool:
-    """A protocol error, or a tool that says it failed (isError)."""
-    return reply.error is not None or reply.result is None or reply.result.get("isError") is True
+    """A protocol error, a tool that says it failed (isError), or a call that never completed: a server that
+    asks for input round after round (or names a resultType of its own) ends with no result to pass on."""
+    return (reply.error is not None or reply.result is None or reply.result.get("isError") is True
+            or reply.result_type != "complete")
 
 
-__all__ = ["NOT_CONNECTED", "Headless", "McpError", "elicitor", "failed", "reply_json"]
+def outcome(reply: Reply) -> str:
+    """What a failed reply was, in a few words."""
+    if reply.error is not None or reply.result is None:
+        return str(reply.error)
+    if reply.result.get("isError") is True:
+        return "isError"
+    return f"did not complete (resultType {reply.result.get('resultType')!r})"
+
+
+__all__ = ["NOT_CONNECTED", "Headless", "McpError", "elicitor", "failed", "outcome", "reply_json"]

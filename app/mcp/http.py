@@ -638,6 +638,15 @@ class HttpTransport:
         self.record(WireEvent(direction="transport", raw="", note=note))
 
 
+def request_url(url: str) -> str:
+    """The URL as a request to `url` puts it on the wire: what a URL may not hold percent-encoded, dot segments
+    taken out, and no fragment (it never leaves the client). A URL httpx refuses is given back as it is."""
+    try:
+        return str(httpx.URL(url).copy_with(fragment=None))
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return url
+
+
 def redact_url(url: str) -> str:
     """The URL for messages: no userinfo, no query (either may hold a credential)."""
     try:

@@ -22,7 +22,8 @@ from tests.integration.conftest import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 90.0
-ESC = "\x1b]0;pwned\x07\x1b[2J\x1b[1;32mALL GOOD\x1b[0m\r\n0 errors\u009b31m\u202e"
+# Then format characters a terminal shows as nothing: a soft hyphen, and tag characters that spell "rm" unseen.
+ESC = "\x1b]0;pwned\x07\x1b[2J\x1b[1;32mALL GOOD\x1b[0m\r\n0 errors\u009b31m\u202e\u00ad\U000e0072\U000e006d"
 
 # A well-behaved server (cache fields and all, so the linter finds nothing) that misbehaves as MODE says.
 SERVER = textwrap.dedent('''
@@ -95,7 +96,7 @@ def test_a_server_whose_discover_fails_fails_the_check_as_nothing_could_be_check
     assert "nothing else could be checked" in done.stdout
 
 
-TERMINAL_BYTES = ("\x1b", "\x07", "\r", "\u009b", "\u202e")
+TERMINAL_BYTES = ("\x1b", "\x07", "\r", "\u009b", "\u202e", "\u00ad", "\U000e0072", "\U000e006d")
 
 
 @pytest.mark.parametrize("mode", ["escapes in an error", "escapes in a result"])

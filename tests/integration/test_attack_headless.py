@@ -1,0 +1,106 @@
+"""Attack: what a hostile server's answers do to `mcp-console call` and `check` in a CI job. Schemas and input
+requests of odd shapes must give a report and an exit code that says what happened, never a traceback; a call
+that never completes must not pass."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from tests.hostile.fixtures import hostile_argv
+from tests.integration.conftest import child_env
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN_TIMEOUT_S = 90.0
+CACHE = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
+
+# A 2026-07-28 stdio server that answers each method from a table given on its command line (else a clean,
+# empty result), so each test says in one place what the server sends.
+SERVER = textwrap.dedent('''
+    import json, sys
+    TABLE, CACHE = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "id" not in msg:
+            continue
+        method, out = msg.get("method"), {"jsonrpc": "2.0", "id": msg["id"]}
+        if method in TABLE:
+            out["result"] = TABLE[method]
+        elif method == "server/discover":
+            out["result"] = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, **CACHE}
+        else:
+            out["result"] = dict(CACHE)
+        sys.stdout.write(json.dumps(out) + "\\n")
+        sys.stdout.flush()
+''')
+
+
+def _server(tmp_path: Path, table: dict[str, Any]) -> str:
+    script = tmp_path / "table_target.py"
+    script.write_text(SERVER)
+    return shlex.join([sys.executable, str(script), json.dumps(table), json.dumps(CACHE)])
+
+
+def mcp_console(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, env=child_env(), capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT_S, stdin=subprocess.DEVNULL)
+
+
+def _tool(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"tools": [{"name": "t", "inputSchema": schema, "annotations": {"readOnlyHint": True}}], **CACHE}
+
+
+def _asking(schema: Any) -> dict[str, Any]:
+    """A tools/call answer that asks for a form, every round (the server never completes the call)."""
+    return {"resultType": "input_required", "requestState": "again", "inputRequests": {"form": {
+        "method": "elicitation/create", "params": {"mode": "form", "message": "more?", "requestedSchema": schema}}}}
+
+
+def test_a_tool_whose_required_list_holds_an_object_is_still_called_and_reported_by_the_check(
+        tmp_path: Path) -> None:
+    # `required: [{...}]` crashed `check --call-tools` with a TypeError traceback and exit 1: no report, no JUnit.
+    server = _server(tmp_path, {"tools/list": _tool({"type": "object", "required": [{"a": 1}, ["b"], "c"]}),
+                                "tools/call": {"content": [], "resultType": "complete"}})
+    done = mcp_console("check", "--stdio", server, "--call-tools", "--settle", "0", "--listen-wait", "0.1",
+                       "--junit", str(tmp_path / "junit.xml"))
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "tools/call 't': ok" in done.stdout and "rules checked" in done.stdout, done.stdout
+    assert done.returncode == 0, done.stdout
+    assert (tmp_path / "junit.xml").read_bytes().startswith(b"<?xml")
+
+
+def test_a_form_whose_required_list_holds_a_list_is_declined_by_call_not_a_traceback(tmp_path: Path) -> None:
+    server = _server(tmp_path, {"tools/list": _tool({"type": "object"}), "tools/call": _asking(
+        {"type": "object", "properties": {"a": {"type": "string", "default": "x"}}, "required": [["a"]]})})
+    done = mcp_console("call", "--stdio", server, "t")
+    assert "Traceback" not in done.stderr, done.stderr
+    json.loads(done.stdout)
+
+
+def test_a_call_the_server_answers_with_input_requests_round_after_round_does_not_pass(tmp_path: Path) -> None:
+    # After its last round `call` printed the server's tenth input_required and exited 0, as for a result.
+    schema = {"type": "object", "properties": {"a": {"type": "string", "default": "x"}}}
+    server = _server(tmp_path, {"tools/list": _tool({"type": "object"}), "tools/call": _asking(schema)})
+    done = mcp_console("call", "--stdio", server, "t")
+    assert json.loads(done.stdout)["result"]["resultType"] == "input_required"
+    assert done.returncode == 1, done.stdout
+    checked = mcp_console("check", "--stdio", server, "--call-tools", "--settle", "0", "--listen-wait", "0.1")
+    assert "tools/call 't': did not complete (resultType 'input_required')" in checked.stdout, checked.stdout
+
+
+def test_a_result_holding_nan_and_infinity_prints_as_json_with_nulls_and_says_so() -> None:
+    # Python's parser takes the bare words NaN and Infinity; `call` printed them back, and its output was no JSON.
+    done = mcp_console("call", "--stdio", shlex.join(hostile_argv("text")), "not_a_number")
+
+    def refuse(word: str) -> None:
+        raise AssertionError(f"{word} is not JSON: {done.stdout}")
+
+    reply = json.loads(done.stdout, parse_constant=refuse)
+    assert reply["result"]["structuredContent"] == {"nan": None, "inf": None}
+    assert any("NaN or Infinity" in warning for warning in reply["warnings"]), reply
+    assert done.returncode == 0, done.stderr
