@@ -96,8 +96,18 @@ def test_a_phone_has_no_sideways_scroll_and_a_viewer_link_opens_on_the_live_time
     assert page_width(page) <= PHONE["width"], page_width(page)
     open_tool(page, "add")
     assert page_width(page) <= PHONE["width"], page_width(page)
+    # A session whose target is one long word (a stdio command, a URL) is listed on the home page in a cell that
+    # wraps: it widened the page past the phone's width.
+    long_target = "http://127.0.0.1:9/" + "a" * 300
+    created = page.request.post(console.url("/sessions"), form={"kind": "http", "url": long_target, "headers": ""},
+                                headers={"Origin": console.base, "Accept": "application/json"})
+    assert created.ok, created.text()
     page.goto(console.url("/"))
+    expect(page.get_by_role("link", name=long_target)).to_be_visible()
     assert page_width(page) <= PHONE["width"], page_width(page)
+    deleted = page.request.post(console.url(f"/sessions/{created.json()['id']}/delete"),
+                                headers={"Origin": console.base}, max_redirects=0)
+    assert deleted.status == 303, deleted.status
 
     page.goto(console.session_url)
     wait_live(page)
