@@ -57,6 +57,13 @@ class TimelineFilter:
         return {"method": self.method, "status": self.status, "q": self.q}
 
 
+# The requests a console sends: always among the filter's choices, so a tab can filter on a method before its first
+# entry has come (the choices are rendered with the page; entries that come live do not add to them).
+SENT_METHODS = ("completion/complete", "prompts/get", "prompts/list", "resources/list", "resources/read",
+                "resources/templates/list", "server/discover", "subscriptions/listen", "tools/call", "tools/list")
+
+
 def methods_seen(entries: list[dict[str, Any]]) -> list[str]:
-    """The methods in the window, for the filter's choices (a method typed in the URL is kept too)."""
-    return sorted({str(e["method"]) for e in entries if e.get("method")})
+    """The filter's choices: the methods in the window and those the console sends (a method typed in the URL is
+    added by the caller)."""
+    return sorted({str(e["method"]) for e in entries if e.get("method")} | set(SENT_METHODS))
