@@ -165,6 +165,7 @@ def test_a_target_being_edited_after_a_failed_connect_survives_roots_saved_in_an
     page.get_by_role("button", name="Connect", exact=True).click()
     problem = page.get_by_role("region", name="Connection problem")
     expect(problem).to_contain_text("Could not connect", timeout=30_000)
+    expect(page.locator("body")).to_have_attribute("data-ws", "open")
     problem.get_by_label("Server URL").fill("http://127.0.0.1:9/half-typed")
     seq = page.locator("#ws-seq").get_attribute("data-seq")
 
