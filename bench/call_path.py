@@ -66,7 +66,7 @@ def run(at: int, top: int) -> dict[str, Any]:
                 if i == at - 2:
                     # The call counted comes after the last one's held events are stored (HOLD_S after its answer),
                     # as in bench.latency, where they are stored in the next call's wait: not on its path.
-                    time.sleep(0.05)
+                    time.sleep(0.2)
                 console_call(rig, session_id)
                 floor_client.post(floor_url, data={"tool": "echo", "arg.text": "hi"},
                                   headers={"Accept": "application/json"}).raise_for_status()
