@@ -208,19 +208,35 @@
   document.addEventListener("change", markTyped);
   document.addEventListener("htmx:beforeRequest", function (evt) {
     var kept = evt.target.closest && evt.target.closest("[data-keep-typed][id]");
-    if (kept) delete kept.dataset.typed;
+    if (kept) kept.dataset.typed = "0";  // sent: the next copy pushed is the one to show
   });
+  // Typed here and not sent. What the listeners saw decides; a form they never saw (typed while the page was still
+  // loading, before this script ran) is typed when a field no longer holds what the page came with.
+  function typedHere(form) {
+    if (form.dataset.typed) return form.dataset.typed === "1";
+    return Array.prototype.some.call(form.querySelectorAll("input, textarea, select"), function (field) {
+      if (field.type === "checkbox" || field.type === "radio") return field.checked !== field.defaultChecked;
+      if (field.tagName === "SELECT") {
+        var options = Array.prototype.slice.call(field.options);
+        if (!options.some(function (o) { return o.defaultSelected; })) {  // the browser's own pick: the first one
+          return field.multiple ? field.selectedIndex >= 0 : field.selectedIndex > 0;
+        }
+        return options.some(function (o) { return o.selected !== o.defaultSelected; });
+      }
+      return field.value !== field.defaultValue;
+    });
+  }
   document.addEventListener("htmx:oobBeforeSwap", function (evt) {
     var fragment = evt.detail.fragment, target = evt.detail.target;
     if (!fragment || !target || !fragment.querySelectorAll) return;
     var top = fragment.firstElementChild;
     if (top && top.id && top.id === target.id && top.hasAttribute("data-keep-typed")) {
-      if (target.dataset.typed === "1") evt.detail.shouldSwap = false;
+      if (typedHere(target)) evt.detail.shouldSwap = false;
       return;
     }
     Array.prototype.forEach.call(fragment.querySelectorAll("[data-keep-typed][id]"), function (fresh) {
       var old = document.getElementById(fresh.id);
-      if (old && old.dataset.typed === "1" && target.contains(old)) fresh.replaceWith(old);
+      if (old && target.contains(old) && typedHere(old)) fresh.replaceWith(old);
     });
   });
   // The tab that started an operation brings its dialogs into view once both its card and they are here.

@@ -186,6 +186,37 @@ def test_a_target_being_edited_after_a_failed_connect_survives_roots_saved_in_an
     other.close()
 
 
+def test_a_target_typed_before_the_pages_script_ran_survives_a_push_from_another_tab(
+        context: BrowserContext, page: Page, console: Console) -> None:
+    # Typed while the page was still loading (its deferred scripts not yet run), the field changed with no input
+    # event for the script to see: the next push of the session head put the target back as it was.
+    page.goto(console.url("/"))
+    page.get_by_label("Server URL").fill("http://127.0.0.1:9/mcp")
+    page.get_by_role("button", name="Connect", exact=True).click()
+    problem = page.get_by_role("region", name="Connection problem")
+    expect(problem).to_contain_text("Could not connect", timeout=30_000)
+    expect(page.locator("body")).to_have_attribute("data-ws", "open")
+    field = problem.get_by_label("Server URL")
+    field.evaluate("el => { el.value = 'http://127.0.0.1:9/typed-early'; }")  # as typing no listener saw
+    seq = page.locator("#ws-seq").get_attribute("data-seq")
+
+    other = context.new_page()
+    other.goto(page.url)
+    theirs = open_client_settings(other)
+    theirs.get_by_label(ROOTS_LABEL, exact=True).fill("file:///srv/pushed-while-typed")
+    theirs.get_by_role("button", name="Save roots", exact=True).click()
+    expect(theirs.locator("p[role=status]")).to_have_text("Saved.")
+
+    expect(page.locator("#ws-seq")).not_to_have_attribute("data-seq", seq or "")  # the push came here
+    expect(page.get_by_role("region", name="Connection problem").get_by_label("Server URL")).to_have_value(
+        "http://127.0.0.1:9/typed-early")
+    sid = page.url.rsplit("/", 1)[-1]
+    deleted = page.request.post(console.url(f"/sessions/{sid}/delete"), headers={"Origin": console.base},
+                                max_redirects=0)
+    assert deleted.status == 303, deleted.status
+    other.close()
+
+
 def test_capabilities_json_refused_as_not_json_stays_in_the_editor_as_typed(own_tab: Page) -> None:
     settings = open_client_settings(own_tab)
     settings.locator("details.caps-editor > summary").click()
