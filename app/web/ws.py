@@ -117,12 +117,14 @@ async def _serve(websocket: WebSocket, w: Web, session_id: str, who: Principal) 
 
 
 async def _hello(websocket: WebSocket) -> int | None:
-    """The tab's first message says the last sequence number it has seen."""
+    """The tab's first message says the last sequence number it has seen.
+
+    Anything else is taken as no last seq: JSON's `Infinity` (Python reads it) raised OverflowError out of here."""
     try:
         text = await asyncio.wait_for(websocket.receive_text(), HELLO_TIMEOUT_S)
         value = json.loads(text).get("last_seq")
         return int(value) if value is not None else None
-    except (TimeoutError, ValueError, TypeError, AttributeError):
+    except (TimeoutError, ValueError, TypeError, AttributeError, OverflowError):
         return None
 
 
