@@ -5,11 +5,21 @@ Each test is one hole that was open.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from websockets.asyncio.client import connect
 
-from tests.integration.conftest import WS_DEADLINE_S, fragment_seq, ws_collect
+from tests.integration.conftest import (
+    LINK_COOKIE,
+    WS_DEADLINE_S,
+    create_link,
+    fragment_seq,
+    is_reset,
+    link_token,
+    ws_closed,
+    ws_collect,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -39,3 +49,25 @@ async def test_a_hello_whose_last_seq_is_infinity_is_taken_as_no_last_seq_and_th
         frames = await ws_collect(ws, lambda fs: any("after an infinite hello" in f for f in fs),
                                   "the call made after the hello")
     assert all(fragment_seq(f) > 0 for f in frames)
+
+
+async def test_a_viewer_socket_asking_for_megabytes_of_catch_up_is_told_to_reload_instead(
+        console: Console, demo_url: str, serve: Serve) -> None:
+    """A hello's last_seq is the holder's to choose: `0` asked the hub to render the whole ring again (a socket's
+    own copy, masked) and queue it, ~110 KB per call with large results: 1.4 s of the event loop and 33 MB per
+    socket after 300 calls, twenty sockets per link. Past a budget of catch-up bytes the socket gets the reset
+    a tab older than the ring gets (it reloads its bounded page) and nothing else."""
+    sid = await demo_session(console, demo_url)
+    link = await create_link(console, sid, "viewer")
+    bulky = "x" * 40_000
+    for n in range(60):
+        assert (await console.call_tool(sid, "echo", text=f"call {n} {bulky}"))["status"] == "complete"
+    current = (await console.session(sid))["seq"]
+    served = await serve(console)
+    async with connect(served.ws_url(sid), additional_headers=served.headers(f"{LINK_COOKIE}={link_token(link)}"),
+                       open_timeout=WS_DEADLINE_S, **served.via) as ws:
+        await ws.send(json.dumps({"last_seq": 0}))
+        frames, _ = await ws_closed(ws)
+    [reset] = frames
+    assert is_reset(reset) and fragment_seq(reset) == current
+    assert console.manager.hub.subscribers(sid) == 0
