@@ -71,3 +71,16 @@ async def test_a_viewer_socket_asking_for_megabytes_of_catch_up_is_told_to_reloa
     [reset] = frames
     assert is_reset(reset) and fragment_seq(reset) == current
     assert console.manager.hub.subscribers(sid) == 0
+
+
+async def test_a_hello_nested_a_hundred_thousand_deep_is_taken_as_no_last_seq_and_the_feed_goes_on(
+        console: Console, demo_url: str, serve: Serve) -> None:
+    """The hello was parsed whatever its size: 100 KB of `[` raised RecursionError out of the websocket route."""
+    sid = await demo_session(console, demo_url)
+    served = await serve(console)
+    async with connect(served.ws_url(sid), additional_headers=served.headers(), open_timeout=WS_DEADLINE_S,
+                       **served.via) as ws:
+        await ws.send('{"last_seq": ' + "[" * 100_000 + "]" * 100_000 + "}")
+        reply = await console.call_tool(sid, "echo", text="after a deep hello")
+        assert reply["status"] == "complete"
+        await ws_collect(ws, lambda fs: any("after a deep hello" in f for f in fs), "the call made after the hello")
