@@ -88,6 +88,8 @@ class Hub:
         # Per session: the newest seq that left the ring. A tab that saw at least that much can be
         # caught up from the ring; the seqs in between are frames, which tabs never get anyway.
         self._floors: dict[str, int] = {}
+        # Per session and masked-or-not: what the last catch-up rendered, by seq (see `_missed`).
+        self._caught_up: dict[tuple[str, bool], dict[int, Payload]] = {}
         self.rendered = 0
 
     def publish(self, event: TimelineEvent) -> None:
@@ -153,11 +155,19 @@ class Hub:
             return None
         missed: list[tuple[int, Payload]] = []
         budget = self._catch_up_bytes
+        # Renderings made for a catch-up are kept (for the seqs still in the ring) and serve the next one: each
+        # socket's own rendering of the ring let twenty sockets of one link, reconnecting, hold the loop for seconds.
+        earlier = self._caught_up.get((session_id, masked), {})
+        kept: dict[int, Payload] = {}
+        self._caught_up[(session_id, masked)] = kept
         for seq, message, item in ring:
             if seq <= last_seq or item is NOTHING:
                 continue
             if masked or item is None:
-                payload = self._text(self._render_masked if masked else self._render, TimelineEvent.from_json(message))
+                payload = earlier.get(seq) or self._text(self._render_masked if masked else self._render,
+                                                         TimelineEvent.from_json(message))
+                if payload:  # nothing is not kept: it may be a replica this process did not have yet
+                    kept[seq] = payload
             else:
                 payload = item
             if payload:
@@ -204,6 +214,8 @@ class Hub:
         """The session is gone (deleted): drop what the hub remembers of it."""
         self._rings.pop(session_id, None)
         self._floors.pop(session_id, None)
+        for masked in (False, True):
+            self._caught_up.pop((session_id, masked), None)
 
     def close_link(self, link_id: str, reason: str) -> None:
         for subs in self._subs.values():

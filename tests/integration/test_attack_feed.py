@@ -6,7 +6,7 @@ Each test is one hole that was open.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.client import connect
 
@@ -96,3 +96,42 @@ async def test_a_hello_nested_two_thousand_deep_is_taken_as_no_last_seq_and_the_
         reply = await console.call_tool(sid, "echo", text="after a deep hello")
         assert reply["status"] == "complete"
         await ws_collect(ws, lambda fs: any("after a deep hello" in f for f in fs), "the call made after the hello")
+
+
+async def test_a_second_viewer_socket_catching_up_on_the_same_events_renders_none_of_their_fragments_again(
+        console: Console, demo_url: str, serve: Serve) -> None:
+    """Each socket's catch-up rendered the ring afresh for it (masked): a link's twenty sockets reconnecting in a
+    loop cost the event loop twenty renderings of up to the catch-up budget each round. The renderings of one
+    catch-up now serve the next, and the fragments are the same."""
+    sid = await demo_session(console, demo_url)
+    link = await create_link(console, sid, "viewer")
+    for n in range(10):
+        assert (await console.call_tool(sid, "echo", text=f"call {n}"))["status"] == "complete"
+    end = (await console.session(sid))["seq"]
+    hub = console.manager.hub
+    renders: list[int] = []
+    render_masked = hub._render_masked
+
+    def counted(event: Any) -> Any:
+        fragment = render_masked(event)
+        if fragment:  # one that renders to nothing (an early return) costs nothing, and is not kept
+            renders.append(event.seq)
+        return fragment
+
+    hub._render_masked = counted
+    served = await serve(console)
+
+    async def catch_up() -> list[str]:
+        async with connect(served.ws_url(sid), open_timeout=WS_DEADLINE_S, **served.via,
+                           additional_headers=served.headers(f"{LINK_COOKIE}={link_token(link)}")) as ws:
+            await ws.send(json.dumps({"last_seq": 0}))
+            return await ws_collect(ws, lambda fs: fragment_seq(fs[-1]) >= end, "the catch-up")
+
+    first = await catch_up()
+    assert renders, "the first catch-up rendered nothing: the test no longer measures it"
+    rendered_first = len(renders)
+    renders.clear()
+    second = await catch_up()
+    assert renders == [], f"the second catch-up rendered {len(renders)} events again (the first {rendered_first})"
+    assert second == first
+    assert any("call 9" in f for f in second)
