@@ -158,7 +158,8 @@ class Hub:
         # Renderings made for a catch-up are kept (for the seqs still in the ring) and serve the next one: each
         # socket's own rendering of the ring let twenty sockets of one link, reconnecting, hold the loop for seconds.
         earlier = self._caught_up.get((session_id, masked), {})
-        kept: dict[int, Payload] = {}
+        oldest = ring[0][0] if ring else current_seq
+        kept = {seq: payload for seq, payload in earlier.items() if seq >= oldest}  # bounded by the ring
         self._caught_up[(session_id, masked)] = kept
         for seq, message, item in ring:
             if seq <= last_seq or item is NOTHING:
