@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from websockets.asyncio.client import connect
 
 from tests.integration.conftest import (
+    JSON,
     LINK_COOKIE,
     WS_DEADLINE_S,
     create_link,
@@ -25,7 +26,7 @@ from tests.integration.conftest import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from tests.integration.conftest import Console, Served
+    from tests.integration.conftest import Console, Seen, Served, TinyHttp
 
     Serve = Callable[..., Awaitable[Served]]
 
@@ -135,3 +136,32 @@ async def test_a_second_viewer_socket_catching_up_on_the_same_events_renders_non
     assert renders == [], f"the second catch-up rendered {len(renders)} events again (the first {rendered_first})"
     assert second == first
     assert any("call 9" in f for f in second)
+
+
+async def test_a_servers_error_in_the_session_status_shows_its_bidi_and_zero_width_characters_page_and_push(
+        console: Console, tiny_http: TinyHttp, serve: Serve) -> None:
+    """The status line ("server/discover failed: …") carries the server's error message, and it was the one place
+    the session head put server text as it came: `evil‮exe.pdf` read reversed, in the page and in every push."""
+    evil = "invoice\u202efdp.exe\u200b"
+
+    def handler(seen: Seen) -> tuple[int, str, bytes]:
+        body = seen.json()
+        if body.get("method") == "server/discover":
+            return 200, "application/json", tiny_http.error(body["id"], -32000, evil)
+        return 202, "application/json", b""
+
+    url = tiny_http.start(handler).url
+    s = await console.connect(kind="http", url=url, era="modern")
+    assert s["status"] == "failed" and evil in s["status_message"]
+    page = (await console.http.get(f"/sessions/{s['id']}")).text
+    served = await serve(console)
+    async with connect(served.ws_url(s["id"]), additional_headers=served.headers(), open_timeout=WS_DEADLINE_S,
+                       **served.via) as ws:
+        await ws.send(json.dumps({"last_seq": s["seq"]}))
+        await subscribed(console, s["id"])
+        assert (await console.http.post(f"/sessions/{s['id']}/reconnect", headers=JSON)).status_code < 400
+        frames = await ws_collect(ws, lambda fs: any("status-message" in f and "failed" in f for f in fs),
+                                  "the status pushed after the reconnect failed again")
+    for html in (page, *frames):
+        assert "\u202e" not in html and "\u200b" not in html
+    assert "⟨U+202E⟩" in page and any("⟨U+202E⟩" in f for f in frames)
