@@ -165,3 +165,36 @@ async def test_a_servers_error_in_the_session_status_shows_its_bidi_and_zero_wid
     for html in (page, *frames):
         assert "\u202e" not in html and "\u200b" not in html
     assert "⟨U+202E⟩" in page and any("⟨U+202E⟩" in f for f in frames)
+
+
+async def test_a_servers_error_answer_to_a_call_shows_its_bidi_and_zero_width_characters_in_the_card_and_push(
+        console: Console, tiny_http: TinyHttp, serve: Serve) -> None:
+    """A JSON-RPC error's message became the operation's message and the result's error, both put on the card as
+    they came: the call's answer and the card pushed to every tab read `invoice‮fdp.exe` reversed."""
+    evil = "invoice\u202efdp.exe\u200b"
+    tools = {"resultType": "complete", "tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+
+    def handler(seen: Seen) -> tuple[int, str, bytes]:
+        body = seen.json()
+        method = body.get("method")
+        if method == "server/discover":
+            return 200, "application/json", tiny_http.result(body["id"], tiny_http.discover(capabilities={"tools": {}}))
+        if method == "tools/list":
+            return 200, "application/json", tiny_http.result(body["id"], tools)
+        if method == "tools/call":
+            return 200, "application/json", tiny_http.error(body["id"], -32000, evil)
+        return 202, "application/json", b""
+
+    s = await console.connect(kind="http", url=tiny_http.start(handler).url, era="modern")
+    assert s["status"] == "connected", s["status_message"]
+    served = await serve(console)
+    async with connect(served.ws_url(s["id"]), additional_headers=served.headers(), open_timeout=WS_DEADLINE_S,
+                       **served.via) as ws:
+        await ws.send(json.dumps({"last_seq": (await console.session(s["id"]))["seq"]}))
+        await subscribed(console, s["id"])
+        answer = (await console.http.post(f"/sessions/{s['id']}/tools/call", data={"tool": "t"})).text
+        frames = await ws_collect(ws, lambda fs: any("op-card-" in f and "fdp" in f for f in fs),
+                                  "the failed operation's card")
+    for html in (answer, *frames):
+        assert "\u202e" not in html and "\u200b" not in html
+    assert "⟨U+202E⟩" in answer and any("⟨U+202E⟩" in f for f in frames)
