@@ -6,6 +6,7 @@ Each test is one hole that was open.
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.client import connect
@@ -198,3 +199,42 @@ async def test_a_servers_error_answer_to_a_call_shows_its_bidi_and_zero_width_ch
     for html in (answer, *frames):
         assert "\u202e" not in html and "\u200b" not in html
     assert "⟨U+202E⟩" in answer and any("⟨U+202E⟩" in f for f in frames)
+
+
+async def test_a_servers_log_line_and_argument_labels_show_their_bidi_and_zero_width_characters(
+        console: Console, tiny_http: TinyHttp, serve: Serve) -> None:
+    """A log notification's level, logger and data (pushed live to every tab) and an argument's title and
+    description (the form a person types into) were put on the page as they came: a label could read
+    `Password for moc.elgoog` reversed."""
+    evil = "invoice\u202efdp.exe\u200b"
+    schema = {"type": "object", "properties": {"p": {"type": "string", "title": evil, "description": evil}}}
+    tools = {"resultType": "complete", "tools": [{"name": "t", "inputSchema": schema}]}
+    log = {"jsonrpc": "2.0", "method": "notifications/message",
+           "params": {"level": "info", "logger": evil, "data": f"said {evil}"}}
+
+    def handler(seen: Seen) -> tuple[int, str, bytes]:
+        body = seen.json()
+        method = body.get("method")
+        if method == "server/discover":
+            caps = {"tools": {}, "logging": {}}
+            return 200, "application/json", tiny_http.result(body["id"], tiny_http.discover(capabilities=caps))
+        if method == "tools/list":
+            return 200, "application/json", tiny_http.result(body["id"], tools)
+        if method == "tools/call":
+            done = tiny_http.result(body["id"], {"resultType": "complete", "content": []}).decode()
+            return 200, "text/event-stream", f"data: {json.dumps(log)}\n\ndata: {done}\n\n".encode()
+        return 202, "application/json", b""
+
+    s = await console.connect(kind="http", url=tiny_http.start(handler).url, era="modern")
+    assert s["status"] == "connected", s["status_message"]
+    form = (await console.http.get(f"/sessions/{s['id']}/tools/form", params={"name": "t"})).text
+    served = await serve(console)
+    async with connect(served.ws_url(s["id"]), additional_headers=served.headers(), open_timeout=WS_DEADLINE_S,
+                       **served.via) as ws:
+        await ws.send(json.dumps({"last_seq": (await console.session(s["id"]))["seq"]}))
+        await subscribed(console, s["id"])
+        await console.call_tool(s["id"], "t")
+        frames = await ws_collect(ws, lambda fs: any("said" in f and "logs-" in f for f in fs), "the log line")
+    for html in (form, *frames):
+        assert "\u202e" not in re.sub(r'"[^"]*"', "", html) and "\u200b" not in re.sub(r'"[^"]*"', "", html)
+    assert form.count("⟨U+202E⟩") >= 2 and any(f.count("⟨U+202E⟩") >= 2 for f in frames)
