@@ -1,7 +1,6 @@
-"""Attacks on the websocket feed by a tab that holds a valid credential and sends what no tab of ours sends.
-
-Each test is one hole that was open.
-"""
+"""Attacks on the websocket feed and what it pushes: a tab holding a valid credential that sends what no tab of ours
+sends (a hello the page never writes, a catch-up from 0 over and over), and a hostile server whose text lands in
+pushed fragments. Each test is one hole that was open."""
 
 from __future__ import annotations
 
