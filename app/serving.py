@@ -18,6 +18,10 @@ from app.web.app import create_app
 from app.web.render import compile_all
 from app.web.wire_writes import CoalescingHttpToolsProtocol
 
+# A tab sends its websocket one message, a hello of a few bytes (app/web/ws.py); uvicorn's default of 16 MiB let
+# every socket make the console buffer and decode that much, twenty sockets per share link.
+WS_MAX_MESSAGE_BYTES = 4096
+
 
 class LaunchingServer(uvicorn.Server):
     """Prints the launch URL once the socket is bound, so nobody opens a URL that does not answer yet."""
@@ -57,5 +61,6 @@ def serve(settings: Settings, initial: list[Target] | None = None) -> None:
     # access_log off: at log level warning its lines are never shown, but uvicorn still formatted the client address
     # and path for each of them on every answer.
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio",
-                            lifespan="on", proxy_headers=False, http=CoalescingHttpToolsProtocol, access_log=False)
+                            ws_max_size=WS_MAX_MESSAGE_BYTES, lifespan="on", proxy_headers=False,
+                            http=CoalescingHttpToolsProtocol, access_log=False)
     LaunchingServer(config, launch).run()

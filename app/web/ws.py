@@ -16,6 +16,7 @@ from app.web.deps import Principal, Web, identify
 
 router = APIRouter()
 HELLO_TIMEOUT_S = 5.0
+HELLO_MAX_CHARS = 200  # the page's hello is `{"last_seq": N}`; anything longer is not parsed at all
 REFUSED_CODE = 4029  # ours (4000–4999): "too many"; the page shows the reason and does not retry
 
 
@@ -117,12 +118,17 @@ async def _serve(websocket: WebSocket, w: Web, session_id: str, who: Principal) 
 
 
 async def _hello(websocket: WebSocket) -> int | None:
-    """The tab's first message says the last sequence number it has seen."""
+    """The tab's first message says the last sequence number it has seen.
+
+    Anything else is taken as no last seq: JSON's `Infinity` (Python reads it) raised OverflowError out of here, and
+    a hello nested thousands deep RecursionError."""
     try:
         text = await asyncio.wait_for(websocket.receive_text(), HELLO_TIMEOUT_S)
+        if len(text) > HELLO_MAX_CHARS:
+            return None
         value = json.loads(text).get("last_seq")
         return int(value) if value is not None else None
-    except (TimeoutError, ValueError, TypeError, AttributeError):
+    except (TimeoutError, ValueError, TypeError, AttributeError, OverflowError, RecursionError):
         return None
 
 

@@ -436,6 +436,7 @@ async def serve(make_console: Callable[..., Console]) -> AsyncIterator[Callable[
     """
     import uvicorn
 
+    from app.serving import WS_MAX_MESSAGE_BYTES
     from app.web.wire_writes import CoalescingHttpToolsProtocol
 
     running: list[tuple[Any, asyncio.Task[None]]] = []
@@ -447,7 +448,8 @@ async def serve(make_console: Callable[..., Console]) -> AsyncIterator[Callable[
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
         sock.bind(("127.0.0.1", 0))
         config = uvicorn.Config(console.app, lifespan="off", log_level="warning", ws="websockets-sansio",
-                                timeout_graceful_shutdown=2, http=CoalescingHttpToolsProtocol)  # as app/serving.py
+                                ws_max_size=WS_MAX_MESSAGE_BYTES, timeout_graceful_shutdown=2,
+                                http=CoalescingHttpToolsProtocol)  # as app/serving.py
         server = uvicorn.Server(config)
         task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name="uvicorn-console")
         running.append((server, task))
