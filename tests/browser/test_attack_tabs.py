@@ -9,10 +9,10 @@ lags (its pushes held back) presses Abandon on a round another tab has already a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, WebSocketRoute, expect
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, WebSocketRoute, expect
 
 from tests.browser.conftest import Console, is_loopback_url, wait_live
 from tests.browser.test_live_feeds import open_subscriptions, second_tab
@@ -158,63 +158,56 @@ def test_a_viewer_who_shows_a_hidden_button_in_devtools_and_presses_it_is_told_p
     revoke(page, link_id)
 
 
-def test_a_target_being_edited_after_a_failed_connect_survives_roots_saved_in_another_tab(
-        context: BrowserContext, page: Page, console: Console) -> None:
+def _target_typed_then_roots_pushed(context: BrowserContext, page: Page, console: Console,
+                                    type_in: Callable[[Locator], None], roots: str) -> Locator:
+    """A failed connect's target form, typed in by `type_in` once the page is live; then another tab saves roots
+    and the session head is pushed here. Returns the form's URL field after the push (the session is deleted)."""
     page.goto(console.url("/"))
     page.get_by_label("Server URL").fill("http://127.0.0.1:9/mcp")
     page.get_by_role("button", name="Connect", exact=True).click()
     problem = page.get_by_role("region", name="Connection problem")
     expect(problem).to_contain_text("Could not connect", timeout=30_000)
     expect(page.locator("body")).to_have_attribute("data-ws", "open")
-    problem.get_by_label("Server URL").fill("http://127.0.0.1:9/half-typed")
+    type_in(problem.get_by_label("Server URL"))
     seq = page.locator("#ws-seq").get_attribute("data-seq")
 
     other = context.new_page()
     other.goto(page.url)
     theirs = open_client_settings(other)
-    theirs.get_by_label(ROOTS_LABEL, exact=True).fill("file:///srv/from-the-other-tab")
+    theirs.get_by_label(ROOTS_LABEL, exact=True).fill(roots)
     theirs.get_by_role("button", name="Save roots", exact=True).click()
     expect(theirs.locator("p[role=status]")).to_have_text("Saved.")
+    other.close()
 
     expect(page.locator("#ws-seq")).not_to_have_attribute("data-seq", seq or "")  # the push came here
-    expect(page.get_by_role("region", name="Connection problem").get_by_label("Server URL")).to_have_value(
-        "http://127.0.0.1:9/half-typed")
+    return page.get_by_role("region", name="Connection problem").get_by_label("Server URL")
+
+
+def _delete_shown_session(page: Page, console: Console) -> None:
     sid = page.url.rsplit("/", 1)[-1]
     deleted = page.request.post(console.url(f"/sessions/{sid}/delete"), headers={"Origin": console.base},
                                 max_redirects=0)
     assert deleted.status == 303, deleted.status
-    other.close()
+
+
+def test_a_target_being_edited_after_a_failed_connect_survives_roots_saved_in_another_tab(
+        context: BrowserContext, page: Page, console: Console) -> None:
+    field = _target_typed_then_roots_pushed(context, page, console,
+                                            lambda f: f.fill("http://127.0.0.1:9/half-typed"),
+                                            "file:///srv/from-the-other-tab")
+    expect(field).to_have_value("http://127.0.0.1:9/half-typed")
+    _delete_shown_session(page, console)
 
 
 def test_a_target_typed_before_the_pages_script_ran_survives_a_push_from_another_tab(
         context: BrowserContext, page: Page, console: Console) -> None:
     # Typed while the page was still loading (its deferred scripts not yet run), the field changed with no input
     # event for the script to see: the next push of the session head put the target back as it was.
-    page.goto(console.url("/"))
-    page.get_by_label("Server URL").fill("http://127.0.0.1:9/mcp")
-    page.get_by_role("button", name="Connect", exact=True).click()
-    problem = page.get_by_role("region", name="Connection problem")
-    expect(problem).to_contain_text("Could not connect", timeout=30_000)
-    expect(page.locator("body")).to_have_attribute("data-ws", "open")
-    field = problem.get_by_label("Server URL")
-    field.evaluate("el => { el.value = 'http://127.0.0.1:9/typed-early'; }")  # as typing no listener saw
-    seq = page.locator("#ws-seq").get_attribute("data-seq")
-
-    other = context.new_page()
-    other.goto(page.url)
-    theirs = open_client_settings(other)
-    theirs.get_by_label(ROOTS_LABEL, exact=True).fill("file:///srv/pushed-while-typed")
-    theirs.get_by_role("button", name="Save roots", exact=True).click()
-    expect(theirs.locator("p[role=status]")).to_have_text("Saved.")
-
-    expect(page.locator("#ws-seq")).not_to_have_attribute("data-seq", seq or "")  # the push came here
-    expect(page.get_by_role("region", name="Connection problem").get_by_label("Server URL")).to_have_value(
-        "http://127.0.0.1:9/typed-early")
-    sid = page.url.rsplit("/", 1)[-1]
-    deleted = page.request.post(console.url(f"/sessions/{sid}/delete"), headers={"Origin": console.base},
-                                max_redirects=0)
-    assert deleted.status == 303, deleted.status
-    other.close()
+    field = _target_typed_then_roots_pushed(
+        context, page, console, lambda f: f.evaluate("el => { el.value = 'http://127.0.0.1:9/typed-early'; }"),
+        "file:///srv/pushed-while-typed")
+    expect(field).to_have_value("http://127.0.0.1:9/typed-early")
+    _delete_shown_session(page, console)
 
 
 def test_capabilities_json_refused_as_not_json_stays_in_the_editor_as_typed(own_tab: Page) -> None:
