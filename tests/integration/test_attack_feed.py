@@ -40,6 +40,26 @@ async def subscribed(console: Console, session_id: str) -> None:
     await eventually(check, WS_DEADLINE_S, "the socket to subscribe")
 
 
+async def pushed_after(console: Console, serve: Serve, session_id: str, act: Callable[[], Awaitable[Any]],
+                       until: Callable[[list[str]], bool], what: str) -> tuple[Any, list[str]]:
+    """An owner's socket caught up to now; then `act` runs, and the frames pushed until `until` holds come back
+    with what `act` returned."""
+    served = await serve(console)
+    async with connect(served.ws_url(session_id), additional_headers=served.headers(), open_timeout=WS_DEADLINE_S,
+                       **served.via) as ws:
+        await ws.send(json.dumps({"last_seq": (await console.session(session_id))["seq"]}))
+        await subscribed(console, session_id)
+        done = await act()
+        return done, await ws_collect(ws, until, what)
+
+
+def obeyed(html: str, in_attributes: bool = True) -> bool:
+    """Whether a bidi override or a zero-width space stands in the markup as it came (in attribute values too,
+    unless `in_attributes` is False: a data attribute may hold the value exactly, where nothing renders it)."""
+    text = html if in_attributes else re.sub(r'"[^"]*"', "", html)
+    return "\u202e" in text or "\u200b" in text
+
+
 async def demo_session(console: Console, demo_url: str) -> str:
     s = await console.connect(kind="http", url=demo_url)
     assert s["status"] == "connected", s["status_message"]
@@ -154,16 +174,12 @@ async def test_a_servers_error_in_the_session_status_shows_its_bidi_and_zero_wid
     s = await console.connect(kind="http", url=url, era="modern")
     assert s["status"] == "failed" and evil in s["status_message"]
     page = (await console.http.get(f"/sessions/{s['id']}")).text
-    served = await serve(console)
-    async with connect(served.ws_url(s["id"]), additional_headers=served.headers(), open_timeout=WS_DEADLINE_S,
-                       **served.via) as ws:
-        await ws.send(json.dumps({"last_seq": s["seq"]}))
-        await subscribed(console, s["id"])
-        assert (await console.http.post(f"/sessions/{s['id']}/reconnect", headers=JSON)).status_code < 400
-        frames = await ws_collect(ws, lambda fs: any("status-message" in f and "failed" in f for f in fs),
-                                  "the status pushed after the reconnect failed again")
-    for html in (page, *frames):
-        assert "\u202e" not in html and "\u200b" not in html
+    reconnected, frames = await pushed_after(
+        console, serve, s["id"], lambda: console.http.post(f"/sessions/{s['id']}/reconnect", headers=JSON),
+        lambda fs: any("status-message" in f and "failed" in f for f in fs),
+        "the status pushed after the reconnect failed again")
+    assert reconnected.status_code < 400
+    assert not any(obeyed(html) for html in (page, *frames))
     assert "⟨U+202E⟩" in page and any("⟨U+202E⟩" in f for f in frames)
 
 
@@ -187,16 +203,11 @@ async def test_a_servers_error_answer_to_a_call_shows_its_bidi_and_zero_width_ch
 
     s = await console.connect(kind="http", url=tiny_http.start(handler).url, era="modern")
     assert s["status"] == "connected", s["status_message"]
-    served = await serve(console)
-    async with connect(served.ws_url(s["id"]), additional_headers=served.headers(), open_timeout=WS_DEADLINE_S,
-                       **served.via) as ws:
-        await ws.send(json.dumps({"last_seq": (await console.session(s["id"]))["seq"]}))
-        await subscribed(console, s["id"])
-        answer = (await console.http.post(f"/sessions/{s['id']}/tools/call", data={"tool": "t"})).text
-        frames = await ws_collect(ws, lambda fs: any("op-card-" in f and "fdp" in f for f in fs),
-                                  "the failed operation's card")
-    for html in (answer, *frames):
-        assert "\u202e" not in html and "\u200b" not in html
+    called, frames = await pushed_after(
+        console, serve, s["id"], lambda: console.http.post(f"/sessions/{s['id']}/tools/call", data={"tool": "t"}),
+        lambda fs: any("op-card-" in f and "fdp" in f for f in fs), "the failed operation's card")
+    answer = called.text
+    assert not any(obeyed(html) for html in (answer, *frames))
     assert "⟨U+202E⟩" in answer and any("⟨U+202E⟩" in f for f in frames)
 
 
@@ -227,13 +238,7 @@ async def test_a_servers_log_line_and_argument_labels_show_their_bidi_and_zero_w
     s = await console.connect(kind="http", url=tiny_http.start(handler).url, era="modern")
     assert s["status"] == "connected", s["status_message"]
     form = (await console.http.get(f"/sessions/{s['id']}/tools/form", params={"name": "t"})).text
-    served = await serve(console)
-    async with connect(served.ws_url(s["id"]), additional_headers=served.headers(), open_timeout=WS_DEADLINE_S,
-                       **served.via) as ws:
-        await ws.send(json.dumps({"last_seq": (await console.session(s["id"]))["seq"]}))
-        await subscribed(console, s["id"])
-        await console.call_tool(s["id"], "t")
-        frames = await ws_collect(ws, lambda fs: any("said" in f and "logs-" in f for f in fs), "the log line")
-    for html in (form, *frames):
-        assert "\u202e" not in re.sub(r'"[^"]*"', "", html) and "\u200b" not in re.sub(r'"[^"]*"', "", html)
+    _, frames = await pushed_after(console, serve, s["id"], lambda: console.call_tool(s["id"], "t"),
+                                   lambda fs: any("said" in f and "logs-" in f for f in fs), "the log line")
+    assert not any(obeyed(html, in_attributes=False) for html in (form, *frames))
     assert form.count("⟨U+202E⟩") >= 2 and any(f.count("⟨U+202E⟩") >= 2 for f in frames)
