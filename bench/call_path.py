@@ -1,7 +1,8 @@
 """How long a call's path is: the Python calls the console and the floor proxy make for one `tools/call`.
 
 Both run under `bench/call_probe.py`, which counts every Python function call (and every call into C) on the event
-loop's thread for one request after a warm-up, in three steps: the request in until its bytes are on the target's
+loop's thread for three requests after a warm-up (each step taken from the request that made the fewest calls
+in it), in three steps: the request in until its bytes are on the target's
 socket, the wait for the target's answer head, and the answer head until the answer is handed to uvicorn. The
 console is called as in `bench.latency`; the floor (`bench/floor_proxy.py`) forwards the same request and records
 and checks nothing. Unlike a time, a count is the same on a busy machine and a quiet one (it moves only with the
@@ -24,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from bench.call_probe import COUNTED
 from bench.common import Proc, Rig, emit_json, free_port, print_table
 from bench.latency import console_call, request_template
 from bench.latency_floor import FLOOR_READY
@@ -40,6 +42,16 @@ def _wait_for(path: Path, timeout_s: float = 20.0) -> dict[str, Any]:
         time.sleep(0.05)  # a bench script polling a file another process writes; not a test
     counts: dict[str, Any] = json.loads(path.read_text())
     return counts
+
+
+def least(counted: list[dict[str, Any]]) -> dict[str, Any]:
+    """Of the requests counted, each step as the one that made the fewest Python calls in it: what else the loop
+    ran inside a request's step (a timer, another task) is in some of them, not in the path itself."""
+    out: dict[str, Any] = {"python": {}, "native": {}}
+    for step, _ in STEPS:
+        fewest = min(counted, key=lambda c: sum(c["python"][step].values()))
+        out["python"][step], out["native"][step] = fewest["python"][step], fewest["native"][step]
+    return out
 
 
 def by_module(calls: dict[str, int]) -> Counter[str]:
@@ -62,15 +74,15 @@ def run(at: int, top: int) -> dict[str, Any]:
                      env={**env, "BENCH_CALL_PROBE_OUT": str(floor_out)})
         try:
             floor_url = floor.wait_for(FLOOR_READY).group(1) + f"/sessions/{session_id}/tools/call"
-            for i in range(at + 2):  # the template's call counted as the console's first
-                if i == at - 2:
+            for i in range(at + COUNTED + 1):  # the template's call counted as the console's first
+                if at - 2 <= i < at - 2 + COUNTED:
                     # The call counted comes after the last one's held events are stored (HOLD_S after its answer),
                     # as in bench.latency, where they are stored in the next call's wait: not on its path.
                     time.sleep(0.2)
                 console_call(rig, session_id)
                 floor_client.post(floor_url, data={"tool": "echo", "arg.text": "hi"},
                                   headers={"Accept": "application/json"}).raise_for_status()
-            console, floor_counts = _wait_for(console_out), _wait_for(floor_out)
+            console, floor_counts = least(_wait_for(console_out)), least(_wait_for(floor_out))
         finally:
             floor.stop()
     keep = os.environ.get("BENCH_CALL_PATH_KEEP")  # a directory to leave the raw counts in, for a closer look
