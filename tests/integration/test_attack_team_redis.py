@@ -92,6 +92,10 @@ async def test_entries_the_bus_lost_are_on_the_other_processs_replica_once_the_h
     sid = s["id"]
     await a.call_tool(sid, "echo", text="before")
     await eventually(lambda: asyncio.sleep(0, len(_calls(b, sid)) == 1), what="B's replica of the first call")
+    # Every event of the first call on the bus first: with some still pending (in flight), each new one pushed
+    # out an older one that was being sent anyway, and the "lost" call reached the bus whole (no hole to see).
+    await eventually(lambda: asyncio.sleep(0, _settled(a, sid) and hub_a._idle.is_set() and not hub_a._pending),
+                     what="A's outgoing buffer empty")
     hub_a._max_pending = 0  # the buffer overflows: what A publishes now never reaches the bus
     await a.call_tool(sid, "echo", text="lost on the bus")
     await eventually(lambda: asyncio.sleep(0, _settled(a, sid)), what="every event of the call recorded on A")
