@@ -147,6 +147,10 @@ async def test_a_gap_read_again_from_a_silent_store_keeps_the_process_answering_
     sid = await a.connected_http(demo_url)
     await a.call_tool(sid, "echo", text="before")
     await eventually(lambda: asyncio.sleep(0, len(_calls(b, sid)) == 1), what="B's replica of the first call")
+    # A's outgoing buffer empty first, as in the test above: an event of the first call still in flight would
+    # absorb the drop and let the "lost" call reach the bus whole.
+    await eventually(lambda: asyncio.sleep(0, _settled(a, sid) and hub_a._idle.is_set() and not hub_a._pending),
+                     what="A's outgoing buffer empty")
     hub_a._max_pending = 0  # what A publishes now never reaches the bus
     await a.call_tool(sid, "echo", text="lost on the bus")
     await eventually(lambda: asyncio.sleep(0, _settled(a, sid)), what="every event of the call recorded on A")
