@@ -193,7 +193,7 @@ class OperationDriver:
     def refuse(self, op: Operation, key: str, errors: dict[str, str], drafts: dict[str, list[str]],
                round_: int | None = None) -> None:
         """An answer that did not pass the checks: keep what was typed and say why, in every tab."""
-        if op.status != "awaiting_input" or key not in op.pending or is_stale(op, round_):
+        if op.status != "awaiting_input" or key not in op.pending or key in op.answers or is_stale(op, round_):
             return
         op.errors[key], op.drafts[key] = errors, drafts
         self._record(op)
@@ -327,9 +327,11 @@ class OperationDriver:
 
         `round_` is the round the answer was written for: servers may ask again under the same key, and an answer
         to the last round's question (another tab's, or one that waited on the lock while the retry ran) must not
-        become the answer to a question nobody here has read. False when nothing was taken."""
+        become the answer to a question nobody here has read. A key already answered in this round keeps its
+        first answer: a second one (another tab's dialog, sent before the push reached it) is not taken, so what
+        goes back is what the person who answered first was shown and chose. False when nothing was taken."""
         async with op.lock:
-            if op.status != "awaiting_input" or key not in op.pending or is_stale(op, round_):
+            if op.status != "awaiting_input" or key not in op.pending or key in op.answers or is_stale(op, round_):
                 return False
             op.answers[key] = value
             op.errors.pop(key, None)

@@ -119,7 +119,14 @@ def not_taken(op: Operation, key: str, round_: int | None) -> HTTPException | No
         return stale_round(op, round_)
     if key not in op.pending:
         return not_asked(op, key)
+    if key in op.answers and op.status == "awaiting_input":
+        return already_answered(op, key)  # while the retry runs, the lock decides what the next round asks
     return None
+
+
+def already_answered(op: Operation, key: str) -> HTTPException:
+    return HTTPException(409, f"{shown_key(key)} was already answered in round {len(op.rounds)} of operation {op.id} "
+                              "(perhaps in another tab): this answer was not taken and nothing was sent.")
 
 
 def posted_round(form: FormInput) -> int | None:

@@ -212,3 +212,40 @@ async def test_an_abandon_that_says_no_round_gives_up_the_operation_at_whatever_
 
     assert abandoned.status_code == 200 and abandoned.json()["status"] == "abandoned", abandoned.text
     assert len(abandoned.json()["rounds"]) == 2, abandoned.json()
+
+
+# --- a key already answered in this round ---------------------------------------------------------------------------
+
+
+def _sent_params(detail: dict[str, Any]) -> dict[str, Any]:
+    """The params of the request a round sent, parsed from the raw frame that went out on the wire."""
+    [out] = [w for w in detail["wire"] if w["direction"] == "out" and '"method"' in w["raw"]]
+    params: dict[str, Any] = json.loads(out["raw"])["params"]
+    return params
+
+
+async def test_a_second_answer_to_a_key_already_answered_in_the_round_is_refused_and_the_first_one_is_sent(
+        console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    op = (await console.call_tool(sid, "multi_ask"))["operation"]["op"]
+    assert (await _op(console, sid, op))["pending"] == ["favorite_color", "workspace_roots"]
+    taken = await console.http.post(f"/sessions/{sid}/operations/{op}/answer", headers=JSON, data={
+        "key": "favorite_color", "key_json": '"favorite_color"', "round": "1", "action": "accept", "arg.color": "red"})
+    assert taken.status_code == 200, taken.text
+    before = await _recorded(console, sid, op)
+
+    # Another tab's colour dialog, still showing the question unanswered, sends its answer too.
+    refused = await _post_answer(console, sid, op, "favorite_color", 1)
+    shown = await _post_answer(console, sid, op, "favorite_color", 1, headers=HTMX)
+
+    assert refused.status_code == 409, refused.text
+    said = refused.json()["error"]
+    assert '"favorite_color" was already answered' in said and "nothing was sent" in said, said
+    assert shown.status_code == 409 and 'role="alert"' in shown.text and "already answered" in shown.text, shown.text
+    assert await _recorded(console, sid, op) == before  # nothing changed, nothing recorded
+    done = await _post_answer(console, sid, op, "workspace_roots", 1, action="accept")
+    assert done.status_code == 200 and done.json()["status"] == "complete", done.text
+    retry = done.json()["rounds"][1]["key"]
+    sent = _sent_params(await console.entry(sid, retry))["inputResponses"]
+    assert sent["favorite_color"] == {"action": "accept", "content": {"color": "red"}}, sent
+
