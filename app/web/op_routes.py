@@ -236,10 +236,21 @@ async def answer_server_request(request: Request, session_id: str, sr_id: str, w
 async def cancel_operation(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
     op = find_op(s, op_id)
-    await s.operations.cancel(op, principal(request).role)
+    if not await s.operations.cancel(op, principal(request).role):
+        raise not_cancelled(op)
     async with op.lock:  # the round ends promptly once cancelled; show its final state
         pass
     return op_response(w, request, s, op)
+
+
+def not_cancelled(op: Operation) -> HTTPException:
+    """Cancel found nothing in flight: the operation ended, waits for input, or its request has not gone out yet
+    (or has just come back). Said, so a tab whose card is behind does not take the pressed button for done."""
+    if op.status == "running":
+        why = "is running, but its request is not in flight (not sent yet, or its answer has just come)"
+    else:
+        why = f"is {op.status.replace('_', ' ')}, not running (perhaps ended in another tab)"
+    return HTTPException(409, f"Nothing was cancelled: operation {op.id} {why}.")
 
 
 @router.post("/sessions/{session_id}/cancel/{key}")

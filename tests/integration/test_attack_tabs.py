@@ -249,3 +249,23 @@ async def test_a_second_answer_to_a_key_already_answered_in_the_round_is_refused
     sent = _sent_params(await console.entry(sid, retry))["inputResponses"]
     assert sent["favorite_color"] == {"action": "accept", "content": {"color": "red"}}, sent
 
+
+# --- Cancel and Enable and retry on an operation that is past them ---------------------------------------------------
+
+
+async def test_cancel_on_an_operation_that_has_completed_is_refused_saying_nothing_was_cancelled(
+        console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    op = (await console.call_tool(sid, "echo", text="done"))["operation"]["op"]
+    before = await _recorded(console, sid, op)
+
+    refused = await console.http.post(f"/sessions/{sid}/operations/{op}/cancel", headers=JSON)
+    shown = await console.http.post(f"/sessions/{sid}/operations/{op}/cancel", headers=HTMX)
+
+    assert refused.status_code == 409, refused.text
+    said = refused.json()["error"]
+    assert "Nothing was cancelled" in said and "is complete" in said and op in said, said
+    assert shown.status_code == 409 and 'role="alert"' in shown.text and "Nothing was cancelled" in shown.text
+    assert await _recorded(console, sid, op) == before
+    assert before[1]["status"] == "complete"
+
