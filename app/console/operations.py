@@ -357,10 +357,17 @@ class OperationDriver:
             self._record(op)
             return True
 
-    async def enable_and_retry(self, op: Operation) -> None:
-        """After -32021: merge the capabilities the server asked for, then run the operation again."""
+    async def enable_and_retry(self, op: Operation) -> bool:
+        """After -32021: merge the capabilities the server asked for, then run the operation again.
+
+        Only an operation that ended in that error is run again: the retry re-sends the whole request, and for
+        one that completed (or that another tab already enabled and retried) that would run a side-effecting tool
+        twice. Checked under the lock, so of two tabs pressing at once only the first retries. False when
+        nothing was enabled or sent."""
         async with op.lock:
-            wanted = op.required_capabilities or {}
+            if op.status != "error" or not op.required_capabilities:
+                return False
+            wanted = op.required_capabilities
             caps = dict(self.runner.capabilities)
             for name, value in wanted.items():
                 caps[name] = {**(caps.get(name) or {}), **(value if isinstance(value, dict) else {})}
@@ -368,3 +375,4 @@ class OperationDriver:
             op.required_capabilities = None
             op.status = "running"
             await self._run_round(op, dict(op.params))
+            return True

@@ -297,10 +297,15 @@ def stale_abandon(op: Operation, round_: int | None) -> HTTPException:
 async def enable_and_retry(request: Request, session_id: str, op_id: str, w: Owner) -> Response:
     s = connected(w, session_id)
     op = find_op(s, op_id)
-    if not op.required_capabilities:
-        raise HTTPException(409, "The server did not ask for a capability on this operation.")
-    await s.operations.enable_and_retry(op)
+    if not await s.operations.enable_and_retry(op):
+        raise not_retried(op)
     return op_response(w, request, s, op)
+
+
+def not_retried(op: Operation) -> HTTPException:
+    return HTTPException(409, f"No client capability is asked for on operation {op.id} (it is "
+                              f"{op.status.replace('_', ' ')}; perhaps it was enabled and retried in another tab): "
+                              "nothing was enabled and nothing was sent.")
 
 
 @router.post("/sessions/{session_id}/capabilities")

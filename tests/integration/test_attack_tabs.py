@@ -253,6 +253,12 @@ async def test_a_second_answer_to_a_key_already_answered_in_the_round_is_refused
 # --- Cancel and Enable and retry on an operation that is past them ---------------------------------------------------
 
 
+async def _tools_calls_sent(console: Console, sid: str) -> int:
+    """tools/call requests the session has sent: every round of every tools/call operation is one."""
+    ops = (await console.session(sid))["operations"]
+    return sum(len(o["rounds"]) for o in ops if o["method"] == "tools/call")
+
+
 async def test_cancel_on_an_operation_that_has_completed_is_refused_saying_nothing_was_cancelled(
         console: Console, demo_url: str) -> None:
     sid = await console.connected_http(demo_url)
@@ -269,3 +275,36 @@ async def test_cancel_on_an_operation_that_has_completed_is_refused_saying_nothi
     assert await _recorded(console, sid, op) == before
     assert before[1]["status"] == "complete"
 
+
+async def test_enable_and_retry_on_a_completed_operation_is_refused_and_sends_no_tools_call(
+        console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    op = (await console.call_tool(sid, "echo", text="once"))["operation"]["op"]
+    before, sent = await _recorded(console, sid, op), await _tools_calls_sent(console, sid)
+
+    refused = await console.http.post(f"/sessions/{sid}/operations/{op}/enable-and-retry", headers=JSON)
+
+    assert refused.status_code == 409, refused.text
+    said = refused.json()["error"]
+    assert "No client capability is asked for" in said and "nothing was sent" in said and "complete" in said, said
+    assert await _recorded(console, sid, op) == before
+    assert await _tools_calls_sent(console, sid) == sent
+
+
+async def test_enable_and_retry_pressed_again_after_it_retried_is_refused_and_the_tool_is_not_called_again(
+        console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    saved = await console.http.post(f"/sessions/{sid}/capabilities", data={"mode": "json", "caps_json": "{}"},
+                                    headers=JSON)
+    assert saved.status_code == 200 and saved.json()["client_capabilities"] == {}, saved.text
+    op = (await console.call_tool(sid, "profile_form"))["operation"]
+    assert op["status"] == "error" and op["required_capabilities"] == {"elicitation": {"form": {}}}, op
+    retried = await console.http.post(f"/sessions/{sid}/operations/{op['op']}/enable-and-retry", headers=JSON)
+    assert retried.status_code == 200 and retried.json()["status"] == "awaiting_input", retried.text
+    before, sent = await _recorded(console, sid, op["op"]), await _tools_calls_sent(console, sid)
+
+    again = await console.http.post(f"/sessions/{sid}/operations/{op['op']}/enable-and-retry", headers=JSON)
+
+    assert again.status_code == 409 and "nothing was sent" in again.json()["error"], again.text
+    assert await _recorded(console, sid, op["op"]) == before
+    assert await _tools_calls_sent(console, sid) == sent == 2
