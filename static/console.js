@@ -190,12 +190,34 @@
     var swapper = elt.closest("[hx-swap]");
     if (!swapper || swapper.getAttribute("hx-swap") !== "none") return;
     if (xhr.status < 400) { box.replaceChildren(); return; }
-    var said = new DOMParser().parseFromString(xhr.responseText || "", "text/html").body.textContent || "";
     var alert = document.createElement("p");
     alert.className = "alert error";
     alert.setAttribute("role", "alert");
-    alert.textContent = said.trim() || ("Error " + xhr.status + ": the console refused this action.");
+    alert.textContent = refusalText(xhr);
     box.replaceChildren(alert);
+  });
+  // What a refusal says, as text only: the fragment is parsed in an inert document and only its text is kept.
+  function refusalText(xhr) {
+    var said = new DOMParser().parseFromString(xhr.responseText || "", "text/html").body.textContent || "";
+    return said.trim() || ("Error " + xhr.status + ": the console refused this action.");
+  }
+  // A card's Cancel and Enable and retry (data-refusal-beside) swap the card for their answer; a refusal (409:
+  // the operation is past that, perhaps in another tab) would swap the whole card for the bare error. It is said
+  // beside the button instead, and the card stays until its push shows the operation as it is.
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var elt = evt.detail.elt, note = elt && elt.nextElementSibling;
+    if (note && note.classList.contains("action-problem")) note.remove();
+  });
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    // Fired on the target (the card): the button that asked is the request's own element.
+    var elt = evt.detail.requestConfig && evt.detail.requestConfig.elt, xhr = evt.detail.xhr;
+    if (!xhr || xhr.status < 400 || !elt || !elt.hasAttribute || !elt.hasAttribute("data-refusal-beside")) return;
+    evt.detail.shouldSwap = false;
+    var note = document.createElement("span");
+    note.className = "action-problem";
+    note.setAttribute("role", "alert");
+    note.textContent = refusalText(xhr);
+    elt.after(note);
   });
   // Forms pushed to every tab alike (client settings, the subscription form) are marked data-keep-typed: one
   // that a person here has changed and not sent stays as it is when another tab's change is pushed (its node

@@ -193,7 +193,7 @@ class OperationDriver:
     def refuse(self, op: Operation, key: str, errors: dict[str, str], drafts: dict[str, list[str]],
                round_: int | None = None) -> None:
         """An answer that did not pass the checks: keep what was typed and say why, in every tab."""
-        if op.status != "awaiting_input" or key not in op.pending or is_stale(op, round_):
+        if op.status != "awaiting_input" or key not in op.pending or key in op.answers or is_stale(op, round_):
             return
         op.errors[key], op.drafts[key] = errors, drafts
         self._record(op)
@@ -327,9 +327,11 @@ class OperationDriver:
 
         `round_` is the round the answer was written for: servers may ask again under the same key, and an answer
         to the last round's question (another tab's, or one that waited on the lock while the retry ran) must not
-        become the answer to a question nobody here has read. False when nothing was taken."""
+        become the answer to a question nobody here has read. A key already answered in this round keeps its
+        first answer: a second one (another tab's dialog, sent before the push reached it) is not taken, so what
+        goes back is what the person who answered first was shown and chose. False when nothing was taken."""
         async with op.lock:
-            if op.status != "awaiting_input" or key not in op.pending or is_stale(op, round_):
+            if op.status != "awaiting_input" or key not in op.pending or key in op.answers or is_stale(op, round_):
                 return False
             op.answers[key] = value
             op.errors.pop(key, None)
@@ -355,10 +357,17 @@ class OperationDriver:
             self._record(op)
             return True
 
-    async def enable_and_retry(self, op: Operation) -> None:
-        """After -32021: merge the capabilities the server asked for, then run the operation again."""
+    async def enable_and_retry(self, op: Operation) -> bool:
+        """After -32021: merge the capabilities the server asked for, then run the operation again.
+
+        Only an operation that ended in that error is run again: the retry re-sends the whole request, and for
+        one that completed (or that another tab already enabled and retried) that would run a side-effecting tool
+        twice. Checked under the lock, so of two tabs pressing at once only the first retries. False when
+        nothing was enabled or sent."""
         async with op.lock:
-            wanted = op.required_capabilities or {}
+            if op.status != "error" or not op.required_capabilities:
+                return False
+            wanted = op.required_capabilities
             caps = dict(self.runner.capabilities)
             for name, value in wanted.items():
                 caps[name] = {**(caps.get(name) or {}), **(value if isinstance(value, dict) else {})}
@@ -366,3 +375,4 @@ class OperationDriver:
             op.required_capabilities = None
             op.status = "running"
             await self._run_round(op, dict(op.params))
+            return True

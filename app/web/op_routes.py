@@ -119,7 +119,14 @@ def not_taken(op: Operation, key: str, round_: int | None) -> HTTPException | No
         return stale_round(op, round_)
     if key not in op.pending:
         return not_asked(op, key)
+    if key in op.answers and op.status == "awaiting_input":
+        return already_answered(op, key)  # while the retry runs, the lock decides what the next round asks
     return None
+
+
+def already_answered(op: Operation, key: str) -> HTTPException:
+    return HTTPException(409, f"{shown_key(key)} was already answered in round {len(op.rounds)} of operation {op.id} "
+                              "(perhaps in another tab): this answer was not taken and nothing was sent.")
 
 
 def posted_round(form: FormInput) -> int | None:
@@ -229,10 +236,21 @@ async def answer_server_request(request: Request, session_id: str, sr_id: str, w
 async def cancel_operation(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
     s = connected(w, session_id)
     op = find_op(s, op_id)
-    await s.operations.cancel(op, principal(request).role)
+    if not await s.operations.cancel(op, principal(request).role):
+        raise not_cancelled(op)
     async with op.lock:  # the round ends promptly once cancelled; show its final state
         pass
     return op_response(w, request, s, op)
+
+
+def not_cancelled(op: Operation) -> HTTPException:
+    """Cancel found nothing in flight: the operation ended, waits for input, or its request has not gone out yet
+    (or has just come back). Said, so a tab whose card is behind does not take the pressed button for done."""
+    if op.status == "running":
+        why = "is running, but its request is not in flight (not sent yet, or its answer has just come)"
+    else:
+        why = f"is {op.status.replace('_', ' ')}, not running (perhaps ended in another tab)"
+    return HTTPException(409, f"Nothing was cancelled: operation {op.id} {why}.")
 
 
 @router.post("/sessions/{session_id}/cancel/{key}")
@@ -279,10 +297,15 @@ def stale_abandon(op: Operation, round_: int | None) -> HTTPException:
 async def enable_and_retry(request: Request, session_id: str, op_id: str, w: Owner) -> Response:
     s = connected(w, session_id)
     op = find_op(s, op_id)
-    if not op.required_capabilities:
-        raise HTTPException(409, "The server did not ask for a capability on this operation.")
-    await s.operations.enable_and_retry(op)
+    if not await s.operations.enable_and_retry(op):
+        raise not_retried(op)
     return op_response(w, request, s, op)
+
+
+def not_retried(op: Operation) -> HTTPException:
+    return HTTPException(409, f"No client capability is asked for on operation {op.id} (it is "
+                              f"{op.status.replace('_', ' ')}; perhaps it was enabled and retried in another tab): "
+                              "nothing was enabled and nothing was sent.")
 
 
 @router.post("/sessions/{session_id}/capabilities")

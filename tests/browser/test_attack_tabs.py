@@ -3,7 +3,8 @@ a save from a form shown before another tab's save is refused rather than undoin
 
 Two owner tabs on a new session on the demo server in real Chromium; one types into the client settings (roots,
 the capabilities JSON) and the other saves capabilities or roots, which every tab is pushed. A tab whose live feed
-lags (its pushes held back) presses Abandon on a round another tab has already answered.
+lags (its pushes held back) presses Abandon on a round another tab has already answered, or Cancel and Enable and
+retry on an operation another tab has already cancelled or retried.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, WebSocketRoute, expect
 
-from tests.browser.conftest import Console, is_loopback_url, wait_live
-from tests.browser.test_live_feeds import open_subscriptions, second_tab
+from tests.browser.conftest import Console, is_loopback_url, wait_live, wait_until
+from tests.browser.test_live_feeds import open_subscriptions, running_card, second_tab
 from tests.browser.test_mrtr_dialogs import (
     call_tool,
     dialog,
@@ -289,3 +290,72 @@ def test_abandon_on_an_operations_card_gives_it_up_and_the_pushed_card_says_so(o
     settle(own_tab, card, "abandoned")
     expect(card.get_by_role("alert")).to_contain_text("Abandoned by the user")
     assert op_json(own_tab, console, card)["status"] == "abandoned"
+
+
+def lagging_tab(context: BrowserContext, url: str) -> tuple[Page, LaggingFeed]:
+    """Another live tab on the session at `url`, whose pushes the test can hold back."""
+    feed = LaggingFeed()
+    tab = context.new_page()
+    tab.route_web_socket(re.compile(r"/ws$"), feed.route)
+    tab.goto(url)
+    wait_live(tab)
+    return track(tab), feed
+
+
+def post_from_another_tab(page: Page, console: Console, op: str | None, action: str) -> None:
+    response = page.request.post(console.url(f"/sessions/{session_id(page)}/operations/{op}/{action}"),
+                                 headers={"Origin": console.base})
+    assert response.ok, (response.status, response.text())
+
+
+def test_cancel_pressed_on_a_card_still_showing_an_operation_another_tab_cancelled_says_so_beside_the_button(
+        context: BrowserContext, own_tab: Page, console: Console) -> None:
+    mine, feed = lagging_tab(context, own_tab.url)
+    card = running_card(mine, "long_job", Seconds="30")
+    op = card.get_attribute("data-op")
+    # Cancel can only reach a request that has gone out: wait until the round has its JSON-RPC id.
+    assert wait_until(lambda: op_json(mine, console, card)["rounds"][0]["request_id"] != "", 10), "never sent"
+
+    feed.holding = True
+    post_from_another_tab(mine, console, op, "cancel")
+    cancel = card.get_by_role("button", name="Cancel", exact=True)
+    cancel.click()  # this tab still shows it running
+
+    refusal = card.locator("button + .action-problem[role=alert]")
+    expect(refusal).to_contain_text("Nothing was cancelled")
+    expect(refusal).to_contain_text("is cancelled, not running")
+    expect(card).to_have_attribute("data-status", "running")  # the card stays; only its push may change it
+    assert op_json(mine, console, card)["status"] == "cancelled"
+
+    feed.release()
+    expect(card).to_have_attribute("data-status", "cancelled")
+    expect(mine.locator(".action-problem")).to_have_count(0)  # gone with the card it was said on
+    mine.close()
+
+
+def test_enable_and_retry_pressed_on_a_card_another_tab_already_retried_sends_nothing_and_says_so_beside_it(
+        context: BrowserContext, own_tab: Page, console: Console) -> None:
+    saved = own_tab.request.post(console.url(f"/sessions/{session_id(own_tab)}/capabilities"),
+                                 form={"mode": "json", "caps_json": "{}"}, headers={"Origin": console.base})
+    assert saved.ok, saved.status
+    mine, feed = lagging_tab(context, own_tab.url)
+    card = settle(mine, call_tool(mine, "profile_form"), "error")
+    op = card.get_attribute("data-op")
+    retry = card.get_by_role("button", name="Enable and retry", exact=True)
+    expect(retry).to_be_visible()
+
+    feed.holding = True
+    post_from_another_tab(mine, console, op, "enable-and-retry")  # round 2 now asks for the profile
+    retry.click()
+
+    refusal = card.locator("button + .action-problem[role=alert]")
+    expect(refusal).to_contain_text("nothing was sent")
+    expect(refusal).to_contain_text("No client capability is asked for")
+    expect(retry).to_be_visible()  # the card was not swapped for the bare error
+    data = op_json(mine, console, card)
+    assert data["status"] == "awaiting_input" and len(data["rounds"]) == 2, data  # no third tools/call
+
+    feed.release()
+    settle(mine, card, "awaiting_input")
+    expect(mine.locator(".action-problem")).to_have_count(0)
+    mine.close()

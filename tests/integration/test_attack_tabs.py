@@ -212,3 +212,99 @@ async def test_an_abandon_that_says_no_round_gives_up_the_operation_at_whatever_
 
     assert abandoned.status_code == 200 and abandoned.json()["status"] == "abandoned", abandoned.text
     assert len(abandoned.json()["rounds"]) == 2, abandoned.json()
+
+
+# --- a key already answered in this round ---------------------------------------------------------------------------
+
+
+def _sent_params(detail: dict[str, Any]) -> dict[str, Any]:
+    """The params of the request a round sent, parsed from the raw frame that went out on the wire."""
+    [out] = [w for w in detail["wire"] if w["direction"] == "out" and '"method"' in w["raw"]]
+    params: dict[str, Any] = json.loads(out["raw"])["params"]
+    return params
+
+
+async def test_a_second_answer_to_a_key_already_answered_in_the_round_is_refused_and_the_first_one_is_sent(
+        console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    op = (await console.call_tool(sid, "multi_ask"))["operation"]["op"]
+    assert (await _op(console, sid, op))["pending"] == ["favorite_color", "workspace_roots"]
+    taken = await console.http.post(f"/sessions/{sid}/operations/{op}/answer", headers=JSON, data={
+        "key": "favorite_color", "key_json": '"favorite_color"', "round": "1", "action": "accept", "arg.color": "red"})
+    assert taken.status_code == 200, taken.text
+    before = await _recorded(console, sid, op)
+
+    # Another tab's colour dialog, still showing the question unanswered, sends its answer too.
+    refused = await _post_answer(console, sid, op, "favorite_color", 1)
+    shown = await _post_answer(console, sid, op, "favorite_color", 1, headers=HTMX)
+
+    assert refused.status_code == 409, refused.text
+    said = refused.json()["error"]
+    assert '"favorite_color" was already answered' in said and "nothing was sent" in said, said
+    assert shown.status_code == 409 and 'role="alert"' in shown.text and "already answered" in shown.text, shown.text
+    assert await _recorded(console, sid, op) == before  # nothing changed, nothing recorded
+    done = await _post_answer(console, sid, op, "workspace_roots", 1, action="accept")
+    assert done.status_code == 200 and done.json()["status"] == "complete", done.text
+    retry = done.json()["rounds"][1]["key"]
+    sent = _sent_params(await console.entry(sid, retry))["inputResponses"]
+    assert sent["favorite_color"] == {"action": "accept", "content": {"color": "red"}}, sent
+
+
+# --- Cancel and Enable and retry on an operation that is past them ---------------------------------------------------
+
+
+async def _tools_calls_sent(console: Console, sid: str) -> int:
+    """tools/call requests the session has sent: every round of every tools/call operation is one."""
+    ops = (await console.session(sid))["operations"]
+    return sum(len(o["rounds"]) for o in ops if o["method"] == "tools/call")
+
+
+async def test_cancel_on_an_operation_that_has_completed_is_refused_saying_nothing_was_cancelled(
+        console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    op = (await console.call_tool(sid, "echo", text="done"))["operation"]["op"]
+    before = await _recorded(console, sid, op)
+
+    refused = await console.http.post(f"/sessions/{sid}/operations/{op}/cancel", headers=JSON)
+    shown = await console.http.post(f"/sessions/{sid}/operations/{op}/cancel", headers=HTMX)
+
+    assert refused.status_code == 409, refused.text
+    said = refused.json()["error"]
+    assert "Nothing was cancelled" in said and "is complete" in said and op in said, said
+    assert shown.status_code == 409 and 'role="alert"' in shown.text and "Nothing was cancelled" in shown.text
+    assert await _recorded(console, sid, op) == before
+    assert before[1]["status"] == "complete"
+
+
+async def test_enable_and_retry_on_a_completed_operation_is_refused_and_sends_no_tools_call(
+        console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    op = (await console.call_tool(sid, "echo", text="once"))["operation"]["op"]
+    before, sent = await _recorded(console, sid, op), await _tools_calls_sent(console, sid)
+
+    refused = await console.http.post(f"/sessions/{sid}/operations/{op}/enable-and-retry", headers=JSON)
+
+    assert refused.status_code == 409, refused.text
+    said = refused.json()["error"]
+    assert "No client capability is asked for" in said and "nothing was sent" in said and "complete" in said, said
+    assert await _recorded(console, sid, op) == before
+    assert await _tools_calls_sent(console, sid) == sent
+
+
+async def test_enable_and_retry_pressed_again_after_it_retried_is_refused_and_the_tool_is_not_called_again(
+        console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    saved = await console.http.post(f"/sessions/{sid}/capabilities", data={"mode": "json", "caps_json": "{}"},
+                                    headers=JSON)
+    assert saved.status_code == 200 and saved.json()["client_capabilities"] == {}, saved.text
+    op = (await console.call_tool(sid, "profile_form"))["operation"]
+    assert op["status"] == "error" and op["required_capabilities"] == {"elicitation": {"form": {}}}, op
+    retried = await console.http.post(f"/sessions/{sid}/operations/{op['op']}/enable-and-retry", headers=JSON)
+    assert retried.status_code == 200 and retried.json()["status"] == "awaiting_input", retried.text
+    before, sent = await _recorded(console, sid, op["op"]), await _tools_calls_sent(console, sid)
+
+    again = await console.http.post(f"/sessions/{sid}/operations/{op['op']}/enable-and-retry", headers=JSON)
+
+    assert again.status_code == 409 and "nothing was sent" in again.json()["error"], again.text
+    assert await _recorded(console, sid, op["op"]) == before
+    assert await _tools_calls_sent(console, sid) == sent == 2

@@ -137,6 +137,54 @@ async def test_missing_capability_offers_enable_and_retry_which_declares_it_and_
     assert record.status == "complete" and record.required_capabilities is None
 
 
+async def test_enable_and_retry_sends_nothing_twice_and_nothing_for_an_operation_that_asked_for_no_capability(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        if "sampling" not in message["params"]["_meta"][CAPS]:
+            yield error(message, -32021, "needs sampling", {"requiredCapabilities": {"sampling": {}}})
+        else:
+            yield result(message, {"resultType": "complete", "content": []})
+
+    runner = make_runner(server)
+    runner.set_capabilities({})
+    driver = OperationDriver(runner, timeline)
+    asked = await driver.start("tools/call", {"name": "summarise"})
+    assert asked.status == "error" and asked.required_capabilities == {"sampling": {}}
+    # Two tabs press Enable and retry at once: the second waits on the lock, then finds nothing asked.
+    first, second = await asyncio.gather(driver.enable_and_retry(asked), driver.enable_and_retry(asked))
+    assert (first, second) == (True, False)
+    plain = await driver.start("tools/call", {"name": "echo"})  # sampling is declared now: it completes
+    sent = len(runner.sent("tools/call"))
+
+    assert plain.status == "complete" and not await driver.enable_and_retry(plain)
+    assert not await driver.enable_and_retry(asked)  # complete now: what it asked was enabled
+    assert len(runner.sent("tools/call")) == sent
+    assert timeline.state.operations[plain.id].status == "complete"
+    assert len(timeline.state.operations[asked.id].rounds) == 2
+
+
+async def test_a_second_answer_to_a_key_already_answered_in_the_round_is_not_taken_and_the_first_is_sent(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        if "inputResponses" not in message["params"]:
+            yield result(message, {"resultType": "input_required", "inputRequests": {"a": ASK_NAME, "b": ASK_NAME},
+                                   "requestState": "s1"})
+        else:
+            yield result(message, {"resultType": "complete", "content": []})
+
+    runner = make_runner(server)
+    driver = OperationDriver(runner, timeline)
+    op = await driver.start("tools/call", {"name": "pair"})
+    first, second = {"action": "accept", "content": {"name": "Ada"}}, {"action": "decline"}
+    assert await driver.answer(op, "a", first)
+    recorded = op.recorded
+
+    assert not await driver.answer(op, "a", second)
+    assert op.answers == {"a": first} and op.recorded is recorded  # nothing changed, nothing recorded
+    assert await driver.answer(op, "b", second)
+    assert runner.sent("tools/call")[1]["params"]["inputResponses"] == {"a": first, "b": second}
+
+
 async def test_structured_content_is_checked_against_the_output_schema_of_the_listed_tool(
         make_runner: MakeRunner, timeline: Timeline) -> None:
     async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
