@@ -279,7 +279,11 @@ class OperationDriver:
             op.message = f"Cancelled: {reply.error}" if op.status == "cancelled" else str(reply.error)
             data = getattr(reply.error, "data", None)
             if getattr(reply.error, "code", None) == -32021 and isinstance(data, dict):
-                op.required_capabilities = data.get("requiredCapabilities")
+                wanted = data.get("requiredCapabilities")
+                if isinstance(wanted, dict):  # capability names to values: what Enable and retry merges
+                    op.required_capabilities = wanted
+                else:  # a list or a string names nothing to enable: said, and no button is offered
+                    op.message += " (its requiredCapabilities is not an object: nothing to enable)"
             return False
         result = reply.result or {}
         result_type = reply.result_type  # read once: a property that looks into the result each time

@@ -7,6 +7,8 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import pytest
+
 from app.console.operations import OperationDriver
 from app.console.timeline import Timeline
 from tests.memory_runner import MakeRunner, error, result, until_stopped
@@ -135,6 +137,23 @@ async def test_missing_capability_offers_enable_and_retry_which_declares_it_and_
     assert runner.sent("tools/call")[1]["params"]["_meta"][CAPS]["sampling"] == {"tools": {}}
     record = timeline.state.operations[op.id]
     assert record.status == "complete" and record.required_capabilities is None
+
+
+@pytest.mark.parametrize("wanted", [["sampling"], "sampling", 5])
+async def test_required_capabilities_that_are_not_an_object_offer_nothing_to_enable_and_retry_sends_nothing(
+        make_runner: MakeRunner, timeline: Timeline, wanted: Any) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        yield error(message, -32021, "needs sampling", {"requiredCapabilities": wanted})
+
+    runner = make_runner(server)
+    driver = OperationDriver(runner, timeline)
+    op = await driver.start("tools/call", {"name": "summarise"})
+
+    assert op.status == "error" and op.required_capabilities is None
+    assert "requiredCapabilities is not an object" in op.message
+    assert timeline.state.operations[op.id].required_capabilities is None  # so the card offers no button
+    assert not await driver.enable_and_retry(op)
+    assert len(runner.sent("tools/call")) == 1
 
 
 async def test_enable_and_retry_sends_nothing_twice_and_nothing_for_an_operation_that_asked_for_no_capability(
