@@ -132,7 +132,13 @@ def already_answered(op: Operation, key: str) -> HTTPException:
 def posted_round(form: FormInput) -> int | None:
     """The round a dialog was shown for (its form says); None from a client that does not say."""
     text = form.first("round") or ""
-    return int(text) if text.isdigit() else None
+    if not text:
+        return None
+    # ASCII digits only, and few: "1 " or "+1" read as "not said" let a late answer to round 1 become the answer
+    # to round 2's question, and "²" (a digit to isdigit, not to int) or 5,000 nines failed the request.
+    if not (text.isascii() and text.isdigit() and len(text) <= 9):
+        raise HTTPException(400, f"The round this was written for is not a round number: {text[:20]!r}.")
+    return int(text)
 
 
 def ended(op: Operation) -> HTTPException:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from app.console.operations import MAX_INPUT_REQUESTS
 from tests.hostile.fixtures import HostileUrl
@@ -308,3 +309,24 @@ async def test_enable_and_retry_pressed_again_after_it_retried_is_refused_and_th
     assert again.status_code == 409 and "nothing was sent" in again.json()["error"], again.text
     assert await _recorded(console, sid, op["op"]) == before
     assert await _tools_calls_sent(console, sid) == sent == 2
+
+
+# --- a round that is no round number ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("round_", ["1 ", "+1", "1.0", "\u00b2", "\u0661", "9" * 5000])
+async def test_an_answer_or_abandon_whose_round_is_not_plain_digits_is_refused_and_takes_nothing(
+        console: Console, demo_url: str, round_: str) -> None:
+    sid = await console.connected_http(demo_url)
+    op = (await console.call_tool(sid, "multi_ask"))["operation"]["op"]
+    before = await _recorded(console, sid, op)
+
+    answered = await _post_answer(console, sid, op, "favorite_color", round=round_)
+    abandoned = await console.http.post(f"/sessions/{sid}/operations/{op}/abandon", data={"round": round_},
+                                        headers=JSON)
+
+    for refused in (answered, abandoned):
+        assert refused.status_code == 400, refused.text
+        assert "not a round number" in refused.json()["error"], refused.text
+    assert await _recorded(console, sid, op) == before
+    assert (await _op(console, sid, op))["status"] == "awaiting_input"
