@@ -20,9 +20,10 @@ from app.mcp.jsonrpc import exact_float
 PRIMITIVES = ("string", "number", "integer", "boolean")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S*$")
-_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-_INT = re.compile(r"^-?\d+$")
-_NUMBER = re.compile(r"^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$")
+# ASCII digits only: with Unicode ones, a fullwidth "１２" typed into an integer field went out as 12.
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})\Z", re.ASCII)
+_INT = re.compile(r"^-?\d+\Z", re.ASCII)
+_NUMBER = re.compile(r"^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?\Z", re.ASCII)
 
 
 @dataclass(slots=True)
@@ -253,17 +254,25 @@ def _read(f: FormField, form: FormInput) -> tuple[bool, Any]:
     return True, convert(f, text)
 
 
+def _whole(digits: str) -> int:
+    """The integer typed; one past Python's digit limit (4,300) is refused in words, not in the interpreter's."""
+    try:
+        return int(digits)
+    except ValueError:
+        raise ValueError("This number has too many digits to send.") from None
+
+
 def convert(f: FormField, text: str) -> Any:
     if f.kind == "integer":
         if not _INT.match(text.strip()):
             raise ValueError("Enter a whole number.")
-        return int(text.strip())
+        return _whole(text.strip())
     if f.kind == "number":
         t = text.strip()
         if not _NUMBER.match(t):
             raise ValueError("Enter a number.")
         if _INT.match(t):
-            return int(t)
+            return _whole(t)
         try:
             return exact_float(t)
         except ValueError as exc:

@@ -51,11 +51,22 @@ def test_an_integer_field_parses_text_into_an_int() -> None:
     assert type(values["n"]) is int
 
 
-@pytest.mark.parametrize("text", ["7.5", "seven", "1e3", "0x10"])
+@pytest.mark.parametrize("text", ["7.5", "seven", "1e3", "0x10", "\uff11\uff12", "\u0661"])
 def test_an_integer_field_refuses_text_that_is_not_a_whole_number(text: str) -> None:
     values, errors = submit({"n": {"type": "integer"}}, [("arg.n", text)])
     assert values == {}
     assert errors == {"n": "Enter a whole number."}
+
+
+@pytest.mark.parametrize("kind", ["integer", "number"])
+def test_a_whole_number_past_pythons_digit_limit_is_refused_in_words(kind: str) -> None:
+    values, errors = submit({"n": {"type": kind}}, [("arg.n", "9" * 5000)])
+    assert values == {}
+    assert errors == {"n": "This number has too many digits to send."}
+
+
+def test_a_number_field_refuses_digits_that_are_not_ascii() -> None:
+    assert submit({"x": {"type": "number"}}, [("arg.x", "\uff15")]) == ({}, {"x": "Enter a number."})
 
 
 def test_a_number_field_keeps_decimals_as_floats_and_whole_numbers_as_ints() -> None:
