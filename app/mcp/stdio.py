@@ -13,7 +13,7 @@ import os
 import re
 import shlex
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from app.mcp import descendants
@@ -57,6 +57,10 @@ PIPE_BUFFER_BYTES = 64 * 1024  # read ahead of a reader: asyncio stops reading t
 UNFINISHED_LINE_S = 2.0  # a stdout line begun and not ended for this long is pointed out, once
 MUTED_KEPT = 32  # requests past the bound whose late frames we still recognise (and drop)
 EXIT_DRAIN_S = 1.0  # after the process exits, how long its stdout may still deliver before its requests end
+# On close, once the process is gone: how long its stderr may still be read to EOF before the reader is cancelled.
+# A killed server's pipe holds at most what the kernel and asyncio buffered (some 200 KB: milliseconds to read); only
+# something it left behind holding the pipe open keeps it from ending, and that must not hold the close.
+STDERR_DRAIN_S = 0.5
 EXIT_POLL_S = 0.2  # how often the exit watcher looks at the process's return code
 DEFAULT_WRITE_TIMEOUT_S = 30.0  # a server that reads none of its stdin for this long fails the write
 
@@ -157,6 +161,7 @@ class StdioTransport:
         self._pending: dict[Any, StdioExchange] = {}
         self._by_token: dict[Any, StdioExchange] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._stderr_reader: asyncio.Task[None] | None = None  # one of _tasks: close() lets it read to EOF first
         self.returncode: int | None = None
         self.cancelled_ids: set[Any] = set()  # to flag frames that still arrive after a cancel
         self.on_server_message: ServerMessageSink | None = None
@@ -180,11 +185,10 @@ class StdioTransport:
         self.record(WireEvent(direction="transport", raw="", note=f"started pid {self._proc.pid}: {self.target}",
                               signal="process_started"))
         loop = asyncio.get_running_loop()
-        self._tasks = [
-            loop.create_task(self._read_stdout(), name=f"stdio-stdout-{self._proc.pid}"),
-            loop.create_task(self._read_stderr(), name=f"stdio-stderr-{self._proc.pid}"),
-        ]
-        self._tasks.append(loop.create_task(self._watch_exit(self._tasks[0]), name=f"stdio-exit-{self._proc.pid}"))
+        stdout_reader = loop.create_task(self._read_stdout(), name=f"stdio-stdout-{self._proc.pid}")
+        self._stderr_reader = loop.create_task(self._read_stderr(), name=f"stdio-stderr-{self._proc.pid}")
+        watcher = loop.create_task(self._watch_exit(stdout_reader), name=f"stdio-exit-{self._proc.pid}")
+        self._tasks = [stdout_reader, self._stderr_reader, watcher]
 
     @property
     def alive(self) -> bool:
@@ -460,27 +464,41 @@ class StdioTransport:
         lines = TerminalLines(self._max_stderr_line)
         fair = FairShare(STDIO_LINES_PER_YIELD)
         shown: bytes | None = None  # the unfinished line's view last told, to tell only a change
-        while True:
-            if fair.due():
-                await fair.give_way()
-            chunk = await stream.read(PIPE_READ_BYTES)
-            if not chunk:
-                last = lines.end()
-                if last is not None:
-                    self._record_stderr(last)
-                return
-            for line in lines.feed(chunk):
-                shown = None  # a line ended: the console shows no unfinished one until told again
-                self._record_stderr(line)
+        batch: Iterator[Line] = iter(())  # the lines of the chunk being recorded
+        try:
+            while True:
                 if fair.due():
                     await fair.give_way()
-            # At most once a read, and only when it changed: what a terminal shows now of the line not yet ended.
-            view = lines.shown()
-            if view is not None and view.data != shown:
-                shown = view.data
-                text, dropped = stderr_text(view.data, view.size)
-                self.record(WireEvent(direction="stderr", raw=text, signal="stderr_unfinished",
-                                      note=f"{dropped} more bytes of this line not kept" if dropped else None))
+                chunk = await stream.read(PIPE_READ_BYTES)
+                if not chunk:
+                    break
+                batch = lines.feed(chunk)
+                for line in batch:
+                    shown = None  # a line ended: the console shows no unfinished one until told again
+                    self._record_stderr(line)
+                    if fair.due():
+                        await fair.give_way()
+                # At most once a read, and only when it changed: what a terminal shows now of the line not yet ended.
+                view = lines.shown()
+                if view is not None and view.data != shown:
+                    shown = view.data
+                    text, dropped = stderr_text(view.data, view.size)
+                    self.record(WireEvent(direction="stderr", raw=text, signal="stderr_unfinished",
+                                          note=f"{dropped} more bytes of this line not kept" if dropped else None))
+        except asyncio.CancelledError:
+            # Cancelled by close() before EOF (something left behind holds the pipe, or the drain ran out): what
+            # was read is still the server's, its last words most of all ("fatal: …" written without a newline
+            # just before it died). The rest of the chunk and the line left unfinished are kept, as at EOF.
+            for line in batch:
+                self._record_stderr(line)
+            self._end_stderr(lines)
+            raise
+        self._end_stderr(lines)
+
+    def _end_stderr(self, lines: TerminalLines) -> None:
+        last = lines.end()
+        if last is not None:
+            self._record_stderr(last)  # the last line, without its newline
 
     def _record_stderr(self, line: Line) -> None:
         text, dropped = stderr_text(line.data, line.size)
@@ -593,6 +611,9 @@ class StdioTransport:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         await self._end_descendants(found)
+        if proc.returncode is not None and self._stderr_reader is not None:
+            # What it wrote last may still be in the pipe, unread: cancelled at once, its last words were lost.
+            await asyncio.wait({self._stderr_reader}, timeout=STDERR_DRAIN_S)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
