@@ -5,12 +5,19 @@ worker); once the server is gone such a process is re-parented and nothing links
 tree is read from /proc (each process's parent in /proc/<pid>/stat) while the server still runs. Each process found
 is kept with its start time: a pid is signalled only while the same process still holds it, never one reused since.
 Where there is no /proc (not Linux) nothing is found, and closing does what the process-group kill does.
+
+The tree alone misses a daemon whose middle process has exited (re-parented before any walk saw it), and everything
+once the server itself has exited: its children are re-parented at its exit, before the console can notice it. So
+the server is also started with a mark in its environment (MARK_ENV, a random value per start) that its descendants
+inherit; `marked` finds the processes whose environment carries it. A process that replaced its environment (an
+exec with a clean one) carries no mark: after its server has exited, nothing attributes it, and it is left alone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 from pathlib import Path
 
@@ -19,6 +26,13 @@ PROC = Path("/proc")
 _STATE, _PPID, _STARTTIME = 0, 1, 19
 
 Found = dict[int, int]  # pid -> its start time (clock ticks after boot), which tells a reused pid apart
+# Not MCP_CONSOLE_*: that prefix names the console's own settings, and none of them reaches a server (stdio.py).
+MARK_ENV = "STARTED_BY_MCP_CONSOLE"
+
+
+def new_mark() -> str:
+    """A value for MARK_ENV, one per server started: unguessable, so no process carries it by chance."""
+    return secrets.token_hex(16)
 
 
 def _stat(pid: int | str) -> list[str] | None:
@@ -61,6 +75,30 @@ def descendants(pid: int, started: int | None) -> Found:
             if child not in found and child != pid:
                 found[child] = started
                 todo.append(child)
+    return found
+
+
+def marked(mark: str, exclude: int | None = None) -> Found:
+    """Every living process (but `exclude`) whose environment carries MARK_ENV=`mark`: what a server started, and
+    theirs, wherever they went since (another session, re-parented to init). Only our own processes can be read."""
+    needle = f"{MARK_ENV}={mark}".encode()
+    found: Found = {}
+    try:
+        names = os.listdir(PROC)
+    except OSError:
+        return {}
+    for name in names:
+        if not name.isdigit() or int(name) == exclude:
+            continue
+        try:
+            environ = (PROC / name / "environ").read_bytes()
+        except OSError:  # gone in between, or another user's
+            continue
+        if needle not in environ.split(b"\0"):
+            continue
+        fields = _stat(name)
+        if fields is not None and fields[_STATE] not in ("Z", "X"):
+            found[int(name)] = int(fields[_STARTTIME])
     return found
 
 

@@ -158,6 +158,7 @@ class StdioTransport:
         self._end_reason = ""
         self._proc: asyncio.subprocess.Process | None = None
         self._started_at: int | None = None
+        self._mark = ""  # the value of descendants.MARK_ENV this start of the server was given
         self._pending: dict[Any, StdioExchange] = {}
         self._by_token: dict[Any, StdioExchange] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -167,7 +168,9 @@ class StdioTransport:
         self.on_server_message: ServerMessageSink | None = None
 
     async def start(self) -> None:
-        env = {**inherited_env(), **(self._env or {})}  # what the owner set for this target is kept
+        # What the owner set for this target is kept; the mark is how close() finds what the server left behind.
+        self._mark = descendants.new_mark()
+        env = {**inherited_env(), **(self._env or {}), descendants.MARK_ENV: self._mark}
         try:
             # The limit is the read-ahead only (the readers split lines themselves): asyncio reads up to twice it
             # ahead of a reader. At a message's size (16 MB) a flood kept 32 MB buffered, copied whole each time
@@ -565,12 +568,19 @@ class StdioTransport:
                 del self._by_token[token]
 
     async def _descendants(self) -> descendants.Found:
-        """The server's descendants while it runs; once it has exited (and its pid may be reused), none. Read off
-        the loop: a walk of /proc reads every process's stat, tens of ms on a busy host."""
+        """The server's descendants: those under it while it runs, and those carrying its mark, which are still found
+        once it has exited (its pid, maybe reused, is then not walked). Read off the loop: a walk of /proc reads
+        every process's stat, tens of ms on a busy host."""
         proc = self._proc
-        if proc is None or proc.returncode is not None:
+        if proc is None:
             return {}
-        return await asyncio.to_thread(descendants.descendants, proc.pid, self._started_at)
+        return await asyncio.to_thread(self._find_descendants, proc.pid, proc.returncode is None)
+
+    def _find_descendants(self, pid: int, running: bool) -> descendants.Found:
+        found = descendants.descendants(pid, self._started_at) if running else {}
+        if self._mark:
+            found.update(descendants.marked(self._mark, exclude=pid))
+        return found
 
     async def _end_descendants(self, found: descendants.Found) -> None:
         """SIGTERM the descendants still running, then SIGKILL what is left after the grace period."""
@@ -607,6 +617,9 @@ class StdioTransport:
                     descendants.send(found, sig)
                 if await self._exits_within(self._grace):
                     break
+        else:
+            # It exited by itself: what it left behind outside its process group is found by its mark alone.
+            found = await self._descendants()
         # What the server left behind in its process group (a child holding its pipes) ends with it.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)

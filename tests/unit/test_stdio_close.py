@@ -14,6 +14,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from app.mcp.stdio import StdioTransport
 from app.mcp.wire import WireEvent
@@ -152,3 +153,83 @@ async def test_the_last_stderr_line_is_kept_and_close_is_bounded_when_a_daemon_l
         if daemon:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(daemon, signal.SIGKILL)
+
+
+def _ended(pid: int) -> bool:
+    """The process is gone, or a zombie waiting for a parent that reaps it (pid 1 of a container may never)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True
+    return stat.rpartition(b")")[2].split()[0] in (b"Z", b"X")
+
+
+async def _until_ended(pid: int) -> bool:
+    deadline = time.monotonic() + DEADLINE_S
+    while not _ended(pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    return _ended(pid)
+
+
+async def _close_after_it_exited(script: str) -> int:
+    """Starts `script` (it names a process it left behind on stdout, then exits by itself), closes the transport
+    only once that exit is seen, and returns the pid it named."""
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", script], recorded.append, shutdown_grace_s=0.5)
+    await transport.start()
+    try:
+        await _until(lambda: not transport.alive, "the server's exit")
+        left = next(int(ev.raw.split()[1]) for ev in recorded if ev.direction == "in" and ev.raw.startswith("left"))
+        assert not _ended(left), "what it left behind was to outlive it until the close"
+    finally:
+        await asyncio.wait_for(transport.close(), DEADLINE_S)
+    return left
+
+
+# Starts a child in its own process group (as any subprocess is) and exits by itself, leaving it running.
+EXITS_LEAVING_A_CHILD_IN_ITS_GROUP = textwrap.dedent("""
+    import subprocess, sys
+    child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    print(f"left {child.pid}", flush=True)
+""")
+
+
+async def test_closing_a_server_that_already_exited_ends_the_child_it_left_in_its_process_group() -> None:
+    left = 0
+    try:
+        left = await _close_after_it_exited(EXITS_LEAVING_A_CHILD_IN_ITS_GROUP)
+        assert await _until_ended(left), f"its child {left} outlived the close"
+    finally:
+        if left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(left, signal.SIGKILL)
+
+
+# Leaves a daemon by the double fork (a session of its own, re-parented once the middle process exits), with the
+# environment it was given, and exits by itself.
+EXITS_LEAVING_A_DAEMON = textwrap.dedent("""
+    import os, sys
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.write(w, f"{os.getpid()}\\n".encode())
+            os.execvp("sleep", ["sleep", "300"])
+        os._exit(0)
+    print(f"left {os.read(r, 64).decode().strip()}", flush=True)
+""")
+
+
+async def test_closing_a_server_that_already_exited_ends_the_daemon_it_left_in_a_session_of_its_own() -> None:
+    left = 0
+    try:
+        left = await _close_after_it_exited(EXITS_LEAVING_A_DAEMON)
+        assert await _until_ended(left), f"its daemon {left} outlived the close"
+    finally:
+        if left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(left, signal.SIGKILL)

@@ -91,3 +91,20 @@ def test_without_proc_nothing_is_found(monkeypatch: pytest.MonkeyPatch, tmp_path
     monkeypatch.setattr(descendants, "PROC", tmp_path / "no-proc")
     assert descendants.start_time(1) is None
     assert descendants.descendants(1, None) == {}
+
+
+def test_processes_carrying_the_mark_are_found_wherever_they_went_and_one_without_it_is_not(
+        sleeper: subprocess.Popen[bytes]) -> None:
+    mark = descendants.new_mark()
+    # Its own session, and no parent link to anything the test walks: only the mark in its environment says whose.
+    carrier = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
+                               env={**os.environ, descendants.MARK_ENV: mark})
+    try:
+        found = descendants.marked(mark)
+        assert carrier.pid in found and found[carrier.pid] == descendants.start_time(carrier.pid)
+        assert sleeper.pid not in found
+        assert descendants.marked(mark, exclude=carrier.pid) == {}
+        assert carrier.pid not in descendants.marked(descendants.new_mark())
+    finally:
+        carrier.kill()
+        carrier.wait(DEADLINE_S)
