@@ -740,6 +740,7 @@ class ConsoleSession:
         self.server_requests.close()
         if self.client is not None:
             await self.client.close()
+        self.stderr_batch.flush()  # what the server said while it was closed (drained to EOF) is not left to a timer
         if self._stray_timer is not None:  # the count of what was not listed is told before the session stops
             self._stray_timer.cancel()
             self._stray_window_ends()

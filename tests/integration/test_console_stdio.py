@@ -16,7 +16,7 @@ from tests.processes import gone as _gone
 from tests.processes import wait_gone
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import Console
+    from tests.integration.conftest import Console, ConsoleRestarts
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = "2026-07-28"
@@ -156,3 +156,32 @@ async def test_an_over_long_stdout_line_is_dropped_with_a_warning_and_the_next_m
     assert any("over the 100000-byte limit" in m for m in notices), notices
     assert s["status"] == "connected", s["status_message"]
     assert not any(m.startswith("malformed frame") for m in notices), "a fragment of the long line was parsed"
+
+
+# Answers discovery, and says its last words on stderr (no newline) only once its stdin closes: what a server
+# says while the console shuts it down is often why it stopped.
+SAYS_GOODBYE_ON_CLOSE = textwrap.dedent('''
+    import json, sys
+
+    DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {},
+                "ttlMs": 0, "cacheScope": "public"}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" in message:
+            result = DISCOVER if message["method"] == "server/discover" else {"resultType": "complete"}
+            print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+    sys.stderr.write("goodbye: stdin closed")
+    sys.stderr.flush()
+''')
+
+
+async def test_what_a_stdio_server_says_on_stderr_while_the_console_closes_it_is_in_the_session_after_a_restart(
+        restarts: ConsoleRestarts, tmp_path: Path) -> None:
+    script = tmp_path / "goodbye_server.py"
+    script.write_text(SAYS_GOODBYE_ON_CLOSE)
+    console = restarts.first()
+    s = await console.connect(kind="stdio", command=shlex.join([sys.executable, str(script)]))
+    assert s["status"] == "connected", s["status_message"]
+
+    again = await restarts.restart(console)
+    assert "goodbye: stdin closed" in (await again.session(s["id"]))["stderr"]
