@@ -176,6 +176,7 @@ class Wire(Record):
     headers: list[list[str]] | None = None
     note: str | None = None
     wall: float = 0.0
+    url: str | None = None  # where a request went, when not to the target's URL (the 2024-11-05 endpoint)
 
     def data_text(self) -> str | None:
         """The data as compact JSON, exactly as `json.dumps(self.to_data(), separators=(",", ":"))` writes it,
@@ -187,8 +188,8 @@ class Wire(Record):
             return None
         headers = "null" if self.headers is None else json.dumps(self.headers, separators=(",", ":"))
         # `_text` spelled out for each field: six calls a frame were a fifth of this.
-        spell, direction, raw, kind, problem, exchange, note = \
-            _ascii_string, self.direction, self.raw, self.frame_kind, self.problem, self.exchange, self.note
+        spell, direction, raw, kind, problem, exchange, note, url = \
+            _ascii_string, self.direction, self.raw, self.frame_kind, self.problem, self.exchange, self.note, self.url
         return (f'{{"direction":{"null" if direction is None else spell(direction)},'
                 f'"raw":{"null" if raw is None else spell(raw)},'
                 f'"frame_kind":{"null" if kind is None else spell(kind)},'
@@ -196,7 +197,7 @@ class Wire(Record):
                 f'"exchange":{"null" if exchange is None else spell(exchange)},'
                 f'"http_status":{"null" if status is None else int.__repr__(status)},'
                 f'"headers":{headers},"note":{"null" if note is None else spell(note)},'
-                f'"wall":{_wall_text(wall)}}}')
+                f'"wall":{_wall_text(wall)},"url":{"null" if url is None else spell(url)}}}')
 
 
 _WALLS: dict[float, str] = {}  # the last wall times spelled: the frames of one read share theirs

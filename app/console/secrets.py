@@ -66,7 +66,12 @@ def mask_url(url: str) -> str:
 
 
 def mask_wire(event: dict[str, Any]) -> dict[str, Any]:
-    """A wire event with credential-named headers masked (the layer for what the server sends back)."""
+    """A wire event with credential-named headers masked (the layer for what the server sends back), and the
+    query values of the URL a request went to (the 2024-11-05 endpoint's `?sessionId=` binds a POST to its
+    stream, a credential as Mcp-Session-Id is)."""
+    url = event.get("url")
+    if url:
+        event = {**event, "url": mask_url(url) if type(url) is str else MASK}
     headers = event.get("headers")
     if not headers:
         return event

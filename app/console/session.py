@@ -765,4 +765,4 @@ def wire_record(event: WireEvent) -> Wire:
     return Wire(direction=event.direction, raw=event.raw, frame_kind=frame.kind if frame else None,
                 problem=frame.problem if frame else None, exchange=event.exchange, http_status=event.http_status,
                 headers=[list(h) for h in event.headers] if event.headers is not None else None, note=event.note,
-                wall=event.wall)
+                wall=event.wall, url=event.url)

@@ -82,8 +82,8 @@ def _event_text(row: StoredEvent, redact: Redactor | None) -> str:
             data = json.dumps({**masked, "target": redact.target_dict()})
         elif kind == "wire" and '"headers": null' not in data:
             value = _loads(data)
-            if not (type(value) is dict and not value.get("headers") and _spelled_as_dumps(data)
-                    and not redact.might_mask(data)):
+            if not (type(value) is dict and not value.get("headers") and not value.get("url")
+                    and _spelled_as_dumps(data) and not redact.might_mask(data)):
                 value = redact(mask_wire(value))
             # else: neither mask would change it (no headers; might_mask is exact on such a text), so the walks
             # are skipped (200,000 frames at 100k entries): the text written is the one they would give

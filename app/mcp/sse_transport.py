@@ -31,6 +31,15 @@ from app.mcp.transport import (
 )
 from app.mcp.wire import Recorder, WireEvent
 
+# What an export says of such an exchange: the POST's own answer is its status and headers (a 202, no body), and
+# what is shown as its content is what came for it on the stream, which no HAR reader would guess.
+ANSWERED_ON_STREAM = ("the POST was answered with no JSON-RPC in its body (the 2024-11-05 HTTP+SSE transport): this "
+                      "content is what arrived for the request as message events on the SSE stream (the GET to the "
+                      "target's URL), its JSON-RPC answer last; status and headers are the POST's own")
+# A cURL of such a POST reaches the server only while the stream that named the endpoint is open.
+LIVE_STREAM_NOTE = ("# needs a live SSE stream: this POST goes to the endpoint a 2024-11-05 server named on the GET "
+                    "stream it opened for this session; the answer comes on that stream, and the endpoint (its "
+                    "sessionId) works only while it is open")
 ENDPOINT_TIMEOUT_S = 10.0  # the endpoint event must come promptly after the GET is answered
 STREAM_TIMEOUT = httpx.Timeout(10.0, read=None)  # the stream may stay quiet for hours
 _LOST = object()
@@ -241,15 +250,24 @@ class HttpSseTransport:
             body = encode(message)
         except ValueError as exc:
             raise ProtocolViolation(f"the message cannot be sent as JSON: {exc}") from exc
-        self.record(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key))
         try:
             request = self._client.build_request("POST", self.endpoint, content=body.encode("utf-8"), headers={
                 **self.extra_headers, **headers, "Content-Type": "application/json"}, cookies=self.cookies or None)
+        except (httpx.HTTPError, OSError, ValueError) as exc:  # a header httpx cannot encode: nothing went out
+            self.record(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key))
+            raise ConnectFailed(f"could not POST to {self._shown_endpoint()}: {type(exc).__name__}: {exc}") from exc
+        # Its headers and URL as sent, as the Streamable HTTP transport records its own: the HAR and cURL of the
+        # exchange are this POST (to the endpoint, not the stream's URL), whose answer comes on the stream.
+        self.record(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key,
+                              headers=request.headers.multi_items(), url=str(request.url)))
+        try:
             response = await self._client.send(request)
             self.cookies.extract_cookies(response)
         except (httpx.HTTPError, OSError, ValueError) as exc:
             raise ConnectFailed(f"could not POST to {self._shown_endpoint()}: {type(exc).__name__}: {exc}") from exc
-        self._note(f"HTTP {response.status_code} {response.reason_phrase}", key, response.status_code)
+        self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
+                              headers=response.headers.multi_items(),
+                              note=f"HTTP {response.status_code} {response.reason_phrase}"))
         if not response.is_success:
             # Its start, without a character the cut at 200 bytes split (a U+FFFD the server never sent).
             start = StreamText(response.encoding)

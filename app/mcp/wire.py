@@ -31,6 +31,9 @@ class WireEvent:
     headers: list[tuple[str, str]] | None = None
     note: str | None = None
     signal: Signal | None = None  # what a transport event means, for code (the note is for people)
+    # Where an HTTP request went when that is not the transport's target URL: the 2024-11-05 transport POSTs to
+    # the endpoint its stream named (an export that said the target's URL would name a GET-only stream).
+    url: str | None = None
     mono: float = field(default_factory=time.monotonic)
     wall: float = field(default_factory=time.time)
 
@@ -46,6 +49,7 @@ class WireEvent:
             "headers": [list(h) for h in self.headers] if self.headers is not None else None,
             "note": self.note,
             "wall": self.wall,
+            "url": self.url,
         }
 
 
