@@ -19,8 +19,9 @@ from app.console.events import EXCHANGE_KINDS, TimelineEvent
 from app.console.secrets import Redactor, is_secret, mask_url, mask_value
 from app.console.store import Store, iter_events
 from app.console.target import Target
-from app.mcp.http import request_url
+from app.mcp.http import body_size, request_url
 from app.mcp.sse import SSE_REBUILT, sse_text
+from app.mcp.sse_transport import ANSWERED_ON_STREAM, LIVE_STREAM_NOTE
 from app.mcp.transport import REPLACED
 
 FORMAT = "mcp-console-session"
@@ -114,7 +115,7 @@ def _headers(pairs: list[list[str]] | None, include_secrets: bool) -> list[dict[
 def har(session_id: str, target: Target, store: Store, include_secrets: bool = False) -> Iterator[str]:
     """The HAR 1.2 log as pieces of text (joined, one JSON document), an exchange at a time."""
     redact = None if include_secrets else Redactor(target)  # typed values, wherever they were echoed
-    url = request_url(target.url) if include_secrets else mask_url(request_url(target.url))  # no fragment: HAR 1.2
+    url = _shown(target.url, include_secrets)
     yield json.dumps({"log": {"version": "1.2", "creator": {"name": "MCP Console", "version": __version__},
                               "pages": []}})[:-2] + ', "entries": ['
     sep = ""
@@ -122,7 +123,9 @@ def har(session_id: str, target: Target, store: Store, include_secrets: bool = F
         sent, head, frames = _parts(item["wire"])
         if sent is None or sent.get("headers") is None:
             continue  # not an HTTP exchange (stdio frames carry no headers)
-        har_entry = _har_entry(key, item["entry"], url, sent, head, frames, include_secrets)
+        posted = sent.get("url")  # the 2024-11-05 endpoint: the POST went there, not to the target's URL
+        har_entry = _har_entry(key, item["entry"], _shown(posted, include_secrets) if posted else url, sent, head,
+                               frames, include_secrets)
         replaced = next((w["note"] for w in item["wire"] if (w.get("note") or "").startswith(REPLACED)), None)
         if replaced is not None:  # the text holds U+FFFD where the server's bytes were not text: said here too
             content = har_entry["response"]["content"]
@@ -133,13 +136,23 @@ def har(session_id: str, target: Target, store: Store, include_secrets: bool = F
     yield "]}}"
 
 
+def _shown(url: str, include_secrets: bool) -> str:
+    """A request's URL as HAR 1.2 has it (no fragment), its query values masked unless secrets are included."""
+    return request_url(url) if include_secrets else mask_url(request_url(url))
+
+
 def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], head: dict[str, Any] | None,
                frames: list[dict[str, Any]], include_secrets: bool) -> dict[str, Any]:
     body = sent["raw"]
     response_headers = (head or {}).get("headers") or []
     ctype = next((v for k, v in response_headers if k.lower() == "content-type"), "")
-    streamed = ctype.startswith("text/event-stream")
+    # A 2024-11-05 POST is answered 202; its frames came on the SSE stream. The status and headers stay the POST's
+    # (a 200 would be a lie a reader acts on), the content is the frames as the stream carried them, and says so.
+    on_stream = sent.get("url") is not None
+    streamed = on_stream or ctype.startswith("text/event-stream")
     text = sse_text(f["raw"] for f in frames) if streamed else "".join(f["raw"] for f in frames)
+    comment = "; ".join(([ANSWERED_ON_STREAM] if on_stream else []) + ([SSE_REBUILT] if streamed else []))
+    size = len(text.encode("utf-8"))
     start = sent["wall"]
     first = head["wall"] if head else start
     last = frames[-1]["wall"] if frames else first
@@ -161,15 +174,17 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
                     "headersSize": -1, "bodySize": len(body.encode("utf-8"))},
         "response": {"status": status, "statusText": note.split(" ", 2)[2] if note.count(" ") >= 2 else "",
                      "httpVersion": "HTTP/1.1", "cookies": [], "headers": _headers(response_headers, include_secrets),
-                     "content": {"size": len(text.encode("utf-8")), "mimeType": ctype or "x-unknown", "text": text,
-                                 **({"comment": SSE_REBUILT} if streamed else {})},
-                     "redirectURL": "", "headersSize": -1, "bodySize": len(text.encode("utf-8"))},
+                     "content": {"size": size, "mimeType": "text/event-stream" if on_stream else ctype or "x-unknown",
+                                 "text": text, **({"comment": comment} if comment else {})},
+                     "redirectURL": "", "headersSize": -1,
+                     "bodySize": body_size(response_headers) if on_stream else size},
         "cache": {},
         "timings": {"send": 0, "wait": round((first - start) * 1000, 3), "receive": round((last - first) * 1000, 3)},
         "_mcp": {"exchange": key, "method": entry.get("method"), "jsonrpcId": entry.get("id"),
                  "operationId": entry.get("op"), "round": entry.get("round"),
                  "subscriptionId": entry.get("id") if entry.get("method") == "subscriptions/listen" else None,
-                 "resultType": result_type, "status": entry.get("status")},
+                 "resultType": result_type, "status": entry.get("status"),
+                 **({"answeredOn": "sse-stream"} if on_stream else {})},
     }
 
 
@@ -188,9 +203,11 @@ def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | 
         return None
     # --globoff: curl reads {a,b} and [1-3] in a URL as patterns and sends one request for each URL they make.
     # --path-as-is: the path goes as the console sent it (httpx has already taken its dot segments out).
-    shown_url = request_url(url) if include_secrets else mask_url(request_url(url))  # (curl refuses a space)
+    posted = sent.get("url")  # a 2024-11-05 POST went to the endpoint its stream named
+    shown_url = _shown(posted or url, include_secrets)  # (curl refuses a space)
     lines = [f"curl -sS --globoff --path-as-is -X POST {shell_word(shown_url)}"]
     header = LIVE_SESSION_NOTE + "\n" if needs_live_session(sent.get("headers")) else ""
+    header += LIVE_STREAM_NOTE + "\n" if posted else ""
     for name, value in sent["headers"]:
         if name.lower() in CURL_SKIP:
             continue

@@ -9,9 +9,10 @@ import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from typing import Any
 
-from app.mcp.http import request_url
+from app.mcp.http import body_size, request_url
 from app.mcp.lint import RULES, SEVERITY_RANK, Finding
 from app.mcp.sse import SSE_REBUILT, sse_text
+from app.mcp.sse_transport import ANSWERED_ON_STREAM
 from app.mcp.transport import REPLACED
 from app.mcp.wire import WireEvent
 
@@ -42,26 +43,33 @@ def _entry(key: str, group: list[WireEvent], url: str) -> dict[str, Any] | None:
     head = next((e for e in group if e.direction == "transport" and e.http_status is not None), None)
     frames = [e for e in group if e.direction == "in"]
     ctype = next((v for k, v in (head.headers or []) if k.lower() == "content-type"), "") if head else ""
-    streamed = ctype.startswith("text/event-stream")
+    # A 2024-11-05 POST (sent to the endpoint its stream named) is answered 202 and its frames come on the stream:
+    # shown as the console's HAR shows them (the POST's status and headers, the stream's frames, and why).
+    posted = sent.url
+    on_stream = posted is not None
+    streamed = on_stream or ctype.startswith("text/event-stream")
     # A stream's frames as SSE again (they were joined by newlines: no SSE reader could read the events back).
     body = sse_text(e.raw for e in frames) if streamed else "\n".join(e.raw for e in frames)
     last = frames[-1].mono if frames else sent.mono
     frame = sent.frame
     # The text holds U+FFFD where the server's bytes were not text: said here too, as the console's HAR says it.
-    comments = [SSE_REBUILT] if streamed else []
+    comments = ([ANSWERED_ON_STREAM] if on_stream else []) + ([SSE_REBUILT] if streamed else [])
     comments += [e.note for e in group if e.note and e.note.startswith(REPLACED)][:1]
     return {
         "startedDateTime": _iso(sent.wall), "time": round((last - sent.mono) * 1000, 3),
-        "request": {"method": "POST", "url": url, "httpVersion": "HTTP/1.1", "headers": _pairs(sent.headers),
-                    "queryString": [], "cookies": [], "headersSize": -1, "bodySize": len(sent.raw.encode()),
+        "request": {"method": "POST", "url": request_url(posted) if posted is not None else url,
+                    "httpVersion": "HTTP/1.1", "headers": _pairs(sent.headers), "queryString": [], "cookies": [],
+                    "headersSize": -1, "bodySize": len(sent.raw.encode()),
                     "postData": {"mimeType": "application/json", "text": sent.raw}},
         "response": {"status": head.http_status if head else 0, "statusText": _reason(head),
                      "httpVersion": "HTTP/1.1", "headers": _pairs(head.headers if head else None), "cookies": [],
-                     "content": {"size": len(body.encode()), "mimeType": ctype, "text": body,
-                                 **({"comment": "; ".join(comments)} if comments else {})},
-                     "redirectURL": "", "headersSize": -1, "bodySize": len(body.encode())},
+                     "content": {"size": len(body.encode()), "mimeType": "text/event-stream" if on_stream else ctype,
+                                 "text": body, **({"comment": "; ".join(comments)} if comments else {})},
+                     "redirectURL": "", "headersSize": -1,
+                     "bodySize": body_size(head.headers or [] if head else []) if on_stream else len(body.encode())},
         "cache": {}, "timings": {"send": 0, "wait": round((last - sent.mono) * 1000, 3), "receive": 0},
-        "_mcp": {"exchange": key, "method": frame.method if frame else None, "id": frame.id if frame else None},
+        "_mcp": {"exchange": key, "method": frame.method if frame else None, "id": frame.id if frame else None,
+                 **({"answeredOn": "sse-stream"} if on_stream else {})},
     }
 
 

@@ -647,6 +647,13 @@ def request_url(url: str) -> str:
         return url
 
 
+def body_size(headers: list[list[str]] | list[tuple[str, str]]) -> int:
+    """An answer's body size by its Content-Length, as HAR's bodySize (-1, HAR's "unknown", without one that
+    reads): for an answer whose body was not kept, as a 2024-11-05 POST's 202."""
+    length = next((v for k, v in headers if k.lower() == "content-length"), "")
+    return int(length) if length.strip().isdigit() else -1
+
+
 def redact_url(url: str) -> str:
     """The URL for messages: no userinfo, no query (either may hold a credential)."""
     try:

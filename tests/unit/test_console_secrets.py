@@ -74,6 +74,13 @@ def test_well_formed_headers_are_masked_by_name_as_before() -> None:
                                                           ["Set-Cookie", MASK], ["Authorization", "Bearer " + MASK]]
 
 
+def test_the_url_a_2024_sse_post_went_to_has_its_session_id_masked_and_its_path_kept() -> None:
+    # The endpoint's ?sessionId= binds a POST to the server's stream: whoever holds it can post as the session.
+    masked = mask_wire({"raw": "{}", "headers": [], "url": "http://h/messages?sessionId=0123abcd"})
+    assert masked["url"] == f"http://h/messages?sessionId={MASK}"
+    assert mask_wire({"raw": "{}", "headers": None, "url": 5})["url"] == MASK  # an imported file's, whatever it is
+
+
 _DEEP_REDACTOR = Redactor(Target(kind="http", url="http://h/mcp?k=secretvalue",
                                  headers={"X-Key": "ab1", "Authorization": "Bearer tok-1234"}))
 _LEAVES = st.none() | st.booleans() | st.integers() | st.sampled_from(
