@@ -10,7 +10,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.headless.report import at_or_above, har, json_report, json_text, junit, terminal_text, text_report
+from app.headless.report import (
+    MAX_NOTES,
+    at_or_above,
+    har,
+    json_report,
+    json_text,
+    junit,
+    notes_text,
+    terminal_text,
+    text_report,
+)
 from app.headless.runner import NOT_CONNECTED, Headless, elicitor, failed, outcome, reply_json
 from app.mcp.client import Reply
 from app.mcp.errors import McpError
@@ -73,18 +83,35 @@ async def call(args: argparse.Namespace) -> int:
                 tools = listed.result.get("tools")
                 session.client.learn_tools(tools if isinstance(tools, list) else [])
             elif isinstance(listed.error, NOT_CONNECTED):
-                print(json_text(reply_json(listed)), file=sys.stderr)
+                _say_notes(session)
+                print(json_text(_with_notes(reply_json(listed), session)), file=sys.stderr)
                 return EXIT_UNREACHABLE
             reply = await session.operation("tools/call", {"name": args.tool, "arguments": _arguments(args)},
                                             answer)
     except NOT_CONNECTED as exc:
+        _say_notes(session)
         print(terminal_text(f"could not connect: {exc}"), file=sys.stderr)
         return EXIT_UNREACHABLE
     finally:
         if args.har:
             Path(args.har).write_text(json.dumps(har(session.events, target), indent=2), encoding="utf-8")
-    print(json_text(reply_json(reply)))
+    _say_notes(session)
+    print(json_text(_with_notes(reply_json(reply), session)))
     return EXIT_FINDINGS if failed(reply) else EXIT_CLEAN
+
+
+def _say_notes(session: Headless) -> None:
+    """The notes for people, on stderr: stdout is the JSON a CI step reads, and stays only that."""
+    if session.said:
+        print(notes_text(session.said), file=sys.stderr)
+
+
+def _with_notes(out: dict[str, Any], session: Headless) -> dict[str, Any]:
+    """`call`'s JSON with the same notes added under a key of their own (no field it had before changes)."""
+    out["transport_notes"] = [item.to_dict() for item in session.said[:MAX_NOTES]]
+    if len(session.said) > MAX_NOTES:
+        out["transport_notes_not_shown"] = len(session.said) - MAX_NOTES
+    return out
 
 
 # --- check ---------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import re
 import time
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from app.mcp.http import body_size, request_url
@@ -15,6 +16,39 @@ from app.mcp.sse import SSE_REBUILT, sse_text
 from app.mcp.sse_transport import ANSWERED_ON_STREAM
 from app.mcp.transport import REPLACED
 from app.mcp.wire import WireEvent
+
+MAX_NOTES = 1000  # notes `call` prints and puts in its JSON; a flood of stream frames each with an id says the rest
+ARROWS = {"out": "→ sent", "in": "← received", "transport": "· transport", "era": "· era"}
+
+
+@dataclass(slots=True)
+class Said:
+    """A note the web timeline shows (a transport happening, a frame's note, the era probe's outcome), as `call`
+    says it: `direction` is a wire event's, or "era" for what the console decided about the handshake."""
+
+    direction: str
+    note: str
+    exchange: str | None = None
+    method: str | None = None  # the exchange's, so a reader need not map keys to requests
+    http_status: int | None = None
+
+    def line(self) -> str:
+        """One plain line; every string in it may be the server's, so none reaches the terminal raw."""
+        where = " ".join(filter(None, (self.exchange, self.method)))
+        return terminal_text(f"{ARROWS.get(self.direction, self.direction)}{f' [{where}]' if where else ''}: "
+                             f"{self.note}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"direction": self.direction, "exchange": self.exchange, "method": self.method,
+                "http_status": self.http_status, "note": self.note}
+
+
+def notes_text(said: list[Said]) -> str:
+    """The notes, one line each in the order they happened; past MAX_NOTES, how many more there were."""
+    lines = [item.line() for item in said[:MAX_NOTES]]
+    if len(said) > MAX_NOTES:
+        lines.append(f"… and {len(said) - MAX_NOTES} more notes (the HAR of --har keeps every frame)")
+    return "\n".join(lines)
 
 
 def _iso(ts: float) -> str:

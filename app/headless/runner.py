@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from app.headless.report import Said
 from app.mcp.client import ClientConfig, McpClient, Reply
 from app.mcp.era import LegacyEra, ServerAnswer
 from app.mcp.errors import ConnectFailed, McpError, ProcessExited
@@ -80,9 +81,13 @@ class Headless:
         self.era_note = ""      # what was negotiated, and why
         self._answer = answer   # how a 2025-11-25 server's own requests (elicitation, roots) are answered
         self.events: list[WireEvent] = []
+        # What the web timeline would show as notes and notices, in order: `call` prints them, so a CI log says
+        # why something happened (a fallback, a status line, a stream's note) and not only what came of it.
+        self.said: list[Said] = []
+        self._methods: dict[str, str] = {}  # exchange key → the method its request sent
         self.linter = Linter()
         self._http: httpx.AsyncClient | None = None
-        record = self.linter.recorder(self.events.append)
+        record = self.linter.recorder(self._keep)
         transport: Transport
         if stdio:
             transport = StdioTransport(shlex.split(target), record)
@@ -92,6 +97,17 @@ class Headless:
         caps: dict[str, Any] = {"elicitation": {"form": {}}, "roots": {}}
         self.client = McpClient(transport, ClientConfig(client_info=CLIENT_INFO, capabilities=lambda: caps,
                                                         idle_timeout_s=idle_timeout_s, answerer=self._server_request))
+
+    def _keep(self, event: WireEvent) -> None:
+        self.events.append(event)
+        if event.direction == "out" and event.exchange is not None and event.frame is not None and event.frame.method:
+            self._methods.setdefault(event.exchange, event.frame.method)
+        if event.note and event.direction != "stderr":  # the process's own lines are its output, not notes
+            self.said.append(Said(event.direction, event.note, event.exchange,
+                                  self._methods.get(event.exchange or ""), event.http_status))
+
+    def _say_era(self, note: str) -> None:
+        self.said.append(Said("era", note))
 
     async def __aenter__(self) -> Headless:
         await self.client.transport.start()
@@ -107,11 +123,16 @@ class Headless:
             why = discover_not_served(probe)
             if why is None:
                 self.era_note = "2026-07-28: server/discover answered"
+                self._say_era(self.era_note)
                 return
             self.era_note = f"probe refused ({why}); "
+            # As the web timeline's notice words it.
+            self._say_era(f"probe: server/discover not served ({why}); falling back to 2025-11-25 (initialize)")
         self.client.config.era = LegacyEra()
         negotiated = await initialize(self.client)
         self.era_note += f"2025-11-25 era: initialize negotiated {negotiated.protocol_version}"
+        self._say_era(f"initialize negotiated {negotiated.protocol_version}"
+                      + ("" if self.era == "auto" else f" (--era {self.era})"))
 
     async def _server_request(self, frame: Frame, _key: str) -> ServerAnswer:
         """A 2025-11-25 server's request on a stream, answered as an MRTR input request of the same kind would be."""

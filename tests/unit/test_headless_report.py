@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from app.headless.report import junit, terminal_json, terminal_text
+from app.headless.report import MAX_NOTES, Said, junit, notes_text, terminal_json, terminal_text
 from app.mcp.lint import RULES, Finding
 
 HOSTILE = ["\x1b]0;pwned\x07", "\x00\x01\x1b[2J", "\r\n0 errors", "\u009b31m", "\u202egnp.exe", "lone \ud800", "\ufffe"]
@@ -34,3 +34,14 @@ def test_terminal_text_leaves_no_control_character_and_terminal_json_reads_back_
     written = terminal_json(json.dumps({"v": text}, ensure_ascii=False))
     assert written.isprintable() and written.encode("utf-8")
     assert json.loads(written) == {"v": text}
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_a_call_note_is_one_line_with_no_character_a_terminal_acts_on(hostile: str) -> None:
+    line = Said("in", f"sse id={hostile}", exchange="x2", method=f"tools/{hostile}").line()
+    assert line == terminal_text(line) and "\n" not in line and line.startswith("← received [x2 tools/")
+
+
+def test_call_notes_past_the_cap_end_with_how_many_more_there_were() -> None:
+    lines = notes_text([Said("transport", f"HTTP 200 OK {n}") for n in range(MAX_NOTES + 5)]).splitlines()
+    assert len(lines) == MAX_NOTES + 1 and lines[0] == "· transport: HTTP 200 OK 0" and "5 more notes" in lines[-1]

@@ -1,0 +1,66 @@
+"""`mcp-console call` says what the transport said, as the web timeline does: the era probe and its fallback, each
+HTTP status line, a stream's notes. One line each on stderr (stdout stays the JSON a CI step reads), in order,
+and the same notes in that JSON under `transport_notes`; a server's text in them never reaches the terminal as
+the control characters it may hold.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.integration.conftest import Seen, TinyHttp, child_env
+from tests.legacy.fixtures import legacy_url
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN_TIMEOUT_S = 90.0
+ESC_ID = "\x1b]0;pwned\x07\x1b[2Jevent-7"  # an SSE id that retitles the terminal and clears it
+__all__ = ["legacy_url"]  # a fixture
+
+
+def mcp_console(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, env=child_env(), capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT_S, stdin=subprocess.DEVNULL)
+
+
+def test_call_in_auto_on_a_2025_server_says_the_probe_fell_back_and_each_http_status_in_order(
+        legacy_url: str) -> None:
+    done = mcp_console("call", legacy_url, "echo", "--arg", "text=noted", "--era", "auto")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["method"] == "tools/call" and out["result"]["content"][0]["text"] == "noted", out  # fields as before
+    lines = done.stderr.splitlines()
+    fallback = next(i for i, line in enumerate(lines) if "falling back to 2025-11-25" in line)
+    assert "server/discover not served" in lines[fallback], lines
+    called = next(i for i, line in enumerate(lines) if "tools/call" in line and "HTTP 200" in line)
+    assert fallback < called, lines  # in the order they happened
+    notes: list[dict[str, Any]] = out["transport_notes"]
+    assert any("falling back to 2025-11-25" in n["note"] for n in notes), notes
+    assert any(n.get("method") == "tools/call" and n.get("http_status") == 200 for n in notes), notes
+
+
+def test_a_note_holding_a_servers_escape_sequence_is_printed_without_the_escape_character(
+        tiny_http: TinyHttp) -> None:
+    def handler(seen: Seen) -> tuple[int, str, bytes]:
+        message = seen.json()
+        method, rid = message.get("method"), message.get("id")
+        if method == "server/discover":
+            return 200, "application/json", TinyHttp.result(rid, TinyHttp.discover(capabilities={"tools": {}}))
+        if method == "tools/list":
+            return 200, "application/json", TinyHttp.result(rid, {"tools": [
+                {"name": "t", "inputSchema": {"type": "object"}}], "resultType": "complete"})
+        answer = TinyHttp.result(rid, {"content": [{"type": "text", "text": "ok"}], "resultType": "complete"})
+        return 200, "text/event-stream", f"id: {ESC_ID}\ndata: ".encode() + answer + b"\n\n"
+
+    server = tiny_http.start(handler)
+    done = mcp_console("call", server.url, "t", "--era", "modern")
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr, done.stderr
+    assert "\x1b" not in done.stdout, done.stdout
+    said = [line for line in done.stderr.splitlines() if "event-7" in line]
+    assert len(said) == 1 and "sse id=" in said[0] and "\\x1b]0;pwned\\x07" in said[0], done.stderr
+    notes = json.loads(done.stdout)["transport_notes"]
+    assert any(n["note"] == f"sse id={ESC_ID}" for n in notes), notes  # the JSON keeps the value, as JSON escapes
