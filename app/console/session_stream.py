@@ -93,7 +93,24 @@ def _event_text(row: StoredEvent, redact: Redactor | None) -> str:
             # spelled it (a "\u0073" for "s", a `"headers": null` with a space): such a text is walked
             value = json.loads(data)
             data = json.dumps(redact(mask_wire(value) if kind == "wire" else value))
+    if "NaN" in data or "Infinity" in data:  # a C scan of each event's text: most have neither word in them
+        data = _strict_json(data)
     return f'{row.seq}, "kind": {_json_str(kind)}, "at": {_json_at(row.at)}, "data": {data}}}'
+
+
+def _strict_json(text: str) -> str:
+    """The text with a bare NaN, Infinity or -Infinity written as null, as the JSON twin writes them.
+
+    A server may send those words (Python's decoder takes them, and json.dumps writes them back), so an event's
+    data can hold them; the file is then JSON to no reader but Python's (jq, a browser and orjson refuse it). The
+    frame on the wire keeps them as they came: its raw text is a string. Words inside strings are left alone."""
+    bare = False
+
+    def null(_word: str) -> None:
+        nonlocal bare
+        bare = True
+    value = json.loads(text, parse_constant=null)
+    return json.dumps(value) if bare else text
 
 
 # `json.dumps` of a lone string or float builds an encoder per call: some 1 and 3-8 µs, twice per event of an

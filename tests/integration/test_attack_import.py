@@ -275,3 +275,23 @@ async def test_a_deeply_nested_discover_answer_still_exports_masked_and_shows_to
     assert json.loads(exported.text)["secrets"] == "masked"
     tab = await share_tab(console, await create_link(console, new, "viewer"))
     assert (await tab.get(f"/sessions/{new}.json")).status_code == 200
+
+
+async def test_a_file_with_bare_nan_in_an_events_data_exports_as_json_any_reader_takes(console: Console) -> None:
+    # Python's reader takes NaN and Infinity, so the import stored them, and the export wrote them back: a file
+    # that jq, a browser's JSON.parse and orjson all refuse. They go out as null, as the JSON twin shows them.
+    event = ('{"v": 2, "session_id": "x", "seq": 1, "kind": "exchange_finished", "at": 1.0, '
+             '"data": {"key": "b1", "status": "error", "error_code": [NaN, -Infinity, "NaN"]}}')
+    status, text = await _import(console, HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": ['
+                                 + event + "]}")
+    assert status == 200, text
+    new = json.loads(text)["id"]
+
+    def refuse(word: str) -> None:
+        raise AssertionError(f"the export wrote a bare {word}")
+    for secrets in ("", "?secrets=1"):
+        exported = await console.http.get(f"/sessions/{new}/export.json{secrets}")
+        assert exported.status_code == 200
+        [data] = [e["data"] for e in json.loads(exported.text, parse_constant=refuse)["events"]
+                  if e["kind"] == "exchange_finished"]
+        assert data["error_code"] == [None, None, "NaN"]  # the word inside a string is kept

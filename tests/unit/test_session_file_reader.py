@@ -224,3 +224,31 @@ def test_a_masked_export_masks_a_secret_in_a_text_another_writer_spelled(kind: s
     text = session_stream._event_text(StoredEvent(1, kind, 1.5, data, EVENT_VERSION), redact)
     written = json.loads("{\"seq\": " + text)["data"]
     assert _SECRET not in json.dumps(written, ensure_ascii=False)
+
+
+def _strict_loads(text: str) -> Any:
+    def refuse(word: str) -> None:
+        raise AssertionError(f"bare {word} in the file: no JSON reader but Python's takes it")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_a_servers_bare_nan_and_infinity_are_exported_as_null_and_the_same_words_in_strings_are_kept(
+        masked: bool) -> None:
+    from app.console.secrets import Redactor
+    from app.console.store import StoredEvent
+    from app.console.target import Target
+
+    data = '{"key": "b1", "status": "ok", "result": {"x": NaN, "y": [Infinity, -Infinity], "s": "NaN Infinity"}}'
+    redact = Redactor(Target(kind="http", url="http://h/mcp")) if masked else None
+    text = session_stream._event_text(StoredEvent(1, "exchange_finished", 1.5, data, EVENT_VERSION), redact)
+    written = _strict_loads("{\"seq\": " + text)["data"]
+    assert written["result"] == {"x": None, "y": [None, None], "s": "NaN Infinity"}
+
+
+def test_an_event_with_nan_only_inside_a_string_is_exported_as_it_was_stored() -> None:
+    from app.console.store import StoredEvent
+
+    data = '{"level": "info", "message": "got NaN and -Infinity"}'
+    text = session_stream._event_text(StoredEvent(1, "notice", 1.5, data, EVENT_VERSION), None)
+    assert text.endswith(f'"data": {data}}}')
