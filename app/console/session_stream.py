@@ -156,6 +156,11 @@ class SessionFileReader:
         self._items: Iterator[Any] | None = None
         self._early: list[ImportRow] = []
         self._long_digits = False  # the buffer has a run of 19 digits (a number orjson may read otherwise)
+        # Where the buffer starts in the file, so an error says where in the file (not in the buffer) it is: the
+        # characters dropped before it, the newlines among them, and where the line it starts in began.
+        self._dropped = 0
+        self._lines = 0
+        self._line_start = 0
         self.header: dict[str, Any] = {}
         self._last_seq = 0  # the seq of the last event read (they must go up)
 
@@ -204,6 +209,17 @@ class SessionFileReader:
                                       for item in items])
             if self._next_fields() is not None:
                 raise ValueError("the file has two events lists")
+        self._ends()
+
+    def _ends(self) -> None:
+        """Past the session object's closing brace only whitespace may follow: anything more (a second object, a
+        file pasted twice, a cut and joined download) was left out of the import without a word."""
+        while True:
+            if self._buf[self._pos:].strip(_WS):
+                raise ValueError("there is data after the end of the session file's object")
+            self._pos = len(self._buf)
+            if not self._fill():
+                return
 
     def _in_order(self, rows: list[ImportRow]) -> list[ImportRow]:
         """The rows, checked to go up one seq after another from 1 (as a session's events do): a repeated seq
@@ -331,9 +347,9 @@ class SessionFileReader:
         while True:
             try:
                 value, end = _decode(self._buf, self._pos)
-            except json.JSONDecodeError:
+            except json.JSONDecodeError as exc:
                 if self._eof:
-                    raise
+                    raise self._located(exc) from exc
                 want = max(2 * want, READ_BYTES)
                 while len(self._buf) - self._pos < want and self._fill():
                     pass
@@ -343,6 +359,15 @@ class SessionFileReader:
             self._pos = end
             return value
 
+    def _located(self, exc: json.JSONDecodeError) -> ValueError:
+        """The decoder's error, placed in the file: its own line, column and character count from the buffer's
+        start, which is somewhere inside a file of any size."""
+        at = self._dropped + exc.pos
+        newlines = self._buf.count("\n", 0, exc.pos)
+        line_start = (self._dropped + self._buf.rindex("\n", 0, exc.pos) + 1) if newlines else self._line_start
+        return ValueError(f"{exc.msg}: line {self._lines + newlines + 1} column {at - line_start + 1} "
+                          f"(char {at} of the file)")
+
     def _fill(self) -> bool:
         if self._eof:
             return False
@@ -350,7 +375,12 @@ class SessionFileReader:
         if not text:
             self._eof = True
             return False
-        self._buf = self._buf[self._pos:] + text
+        buf, pos = self._buf, self._pos
+        if (lines := buf.count("\n", 0, pos)):
+            self._lines += lines
+            self._line_start = self._dropped + buf.rindex("\n", 0, pos) + 1
+        self._dropped += pos
+        self._buf = buf[pos:] + text
         self._pos = 0
         self._long_digits = _has_long_digits(self._buf)
         return True

@@ -295,3 +295,15 @@ async def test_a_file_with_bare_nan_in_an_events_data_exports_as_json_any_reader
         [data] = [e["data"] for e in json.loads(exported.text, parse_constant=refuse)["events"]
                   if e["kind"] == "exchange_finished"]
         assert data["error_code"] == [None, None, "NaN"]  # the word inside a string is kept
+
+
+async def test_a_file_with_data_after_its_closing_brace_is_refused_and_leaves_nothing(console: Console) -> None:
+    # Two files joined, or a download cut and appended to: what came after the object was dropped without a word.
+    before = (await console.http.get("/sessions.json")).json()
+    one = HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": []}'
+    status, text = await _import(console, one + "\n" + one)
+    assert status == 400, text
+    assert json.loads(text)["error"] == "Cannot import: there is data after the end of the session file's object"
+    assert (await console.http.get("/sessions.json")).json() == before
+    status, text = await _import(console, one + "\n\n")
+    assert status == 200, text

@@ -252,3 +252,34 @@ def test_an_event_with_nan_only_inside_a_string_is_exported_as_it_was_stored() -
     data = '{"level": "info", "message": "got NaN and -Infinity"}'
     text = session_stream._event_text(StoredEvent(1, "notice", 1.5, data, EVENT_VERSION), None)
     assert text.endswith(f'"data": {data}}}')
+
+
+def _read_all(text: str, piece: int | None = None) -> list[tuple[Any, ...]]:
+    return _rows(text, piece)
+
+
+@pytest.mark.parametrize("tail", ['{"format": "mcp-console-session"}', "x", "]", '\n{"events": []}'])
+@pytest.mark.parametrize("piece", [None, 7])
+def test_anything_after_the_session_objects_closing_brace_is_refused(tail: str, piece: int | None) -> None:
+    with pytest.raises(ValueError, match="data after the end of the session file"):
+        _read_all(_file(['{"raw": "a"}']) + " \n" + tail, piece)
+
+
+@pytest.mark.parametrize("piece", [None, 7])
+def test_whitespace_after_the_session_objects_closing_brace_is_fine(piece: int | None) -> None:
+    assert len(_read_all(_file(['{"raw": "a"}']) + " \r\n\t\n", piece)) == 1
+
+
+@pytest.mark.parametrize("piece", [None, 64, 4096])
+def test_a_json_error_deep_in_a_file_says_where_it_is_in_the_file_not_in_the_readers_buffer(
+        piece: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    good = [_wire("null", raw=f"frame {i}") for i in range(300)]
+    text = _file([*good, '{"raw": tru}', *good], sep=",\n  ")
+    with pytest.raises(json.JSONDecodeError) as whole:
+        json.loads(text)
+    expected = f"{whole.value.msg}: line {whole.value.lineno} column {whole.value.colno} (char {whole.value.pos} " \
+               "of the file)"
+    monkeypatch.setattr(session_stream, "READ_BYTES", 1000)  # many buffers before the error, whatever the piece
+    with pytest.raises(ValueError) as read:
+        _read_all(text, piece)
+    assert str(read.value) == expected
