@@ -300,6 +300,28 @@ def compile_all(env: Environment) -> int:
     return len(names)
 
 
+# The marks around the inbox's part of a pushed fragment (templates/_push_entry.html, _push_server_request.html).
+# Every string in a fragment is escaped, so no server's or person's text can spell them.
+DIALOGS_START, DIALOGS_END = "<!--dialogs-->", "<!--/dialogs-->"
+
+
+def without_dialogs(fragment: str) -> str:
+    """The fragment as a viewer's socket gets it: without the inbox's dialogs. A viewer's page has no inbox to put
+    them in, so they were dropped there, but the markup still arrived: a server's questions, and what the owner
+    or an operator had typed into an answer that the server refused, none of it a viewer's to see."""
+    start = fragment.find(DIALOGS_START)
+    if start < 0:
+        return fragment
+    kept, end = [], 0
+    while start >= 0:
+        kept.append(fragment[end:start])
+        stop = fragment.find(DIALOGS_END, start)
+        end = stop + len(DIALOGS_END) if stop >= 0 else len(fragment)
+        start = fragment.find(DIALOGS_START, end)
+    kept.append(fragment[end:])
+    return "".join(kept)
+
+
 class EventRenderer:
     """Turns a timeline event into the HTML fragment pushed to every tab (out-of-band swaps)."""
 

@@ -13,6 +13,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from app.console.hub import Subscriber
 from app.settings import Settings
 from app.web.deps import Principal, Web, identify
+from app.web.render import without_dialogs
 
 router = APIRouter()
 HELLO_TIMEOUT_S = 5.0
@@ -106,7 +107,7 @@ async def _serve(websocket: WebSocket, w: Web, session_id: str, who: Principal) 
         if not whole and not sub.closed.is_set():
             await websocket.send_text(reset_message(session.timeline.seq, "missed too much"))
             return
-        await _pump(websocket, sub)
+        await _pump(websocket, sub, viewer=who.role == "viewer")
     except (WebSocketDisconnect, RuntimeError):
         pass
     finally:
@@ -132,7 +133,7 @@ async def _hello(websocket: WebSocket) -> int | None:
         return None
 
 
-async def _pump(websocket: WebSocket, sub: Subscriber) -> None:
+async def _pump(websocket: WebSocket, sub: Subscriber, viewer: bool = False) -> None:
     """Send what the hub queues, in order, until the tab goes, falls behind or is closed.
 
     One wake-up per burst (`Subscriber.wake`): everything queued by then goes out in the same turn."""
@@ -150,7 +151,7 @@ async def _pump(websocket: WebSocket, sub: Subscriber) -> None:
             except asyncio.QueueEmpty:
                 pass
             else:
-                await websocket.send_text(payload)
+                await websocket.send_text(without_dialogs(payload) if viewer else payload)  # viewers answer nothing
                 continue
             if sub.overflow.is_set():
                 await websocket.send_text(reset_message(0, "fell behind"))

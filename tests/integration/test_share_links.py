@@ -322,3 +322,32 @@ async def test_a_credential_in_the_target_url_is_masked_for_a_viewer(
         if SECRET in response.text:
             leaks.append(path)
     assert leaks == []
+
+
+async def test_a_viewer_socket_gets_the_waiting_operation_but_not_its_dialog_which_an_operator_socket_gets(
+        console: Console, demo_url: str, serve: Serve) -> None:
+    # A viewer's page has no inbox, so pushed dialogs were dropped there: but their markup still arrived over the
+    # socket, the server's question and whatever an answerer had typed with it.
+    sid = await demo_session(console, demo_url)
+    viewer = await create_link(console, sid, "viewer")
+    operator = await create_link(console, sid, "operator")
+    served = await serve(console)
+    viewer_ws = await open_socket(served, sid, link_token(viewer))
+    operator_ws = await open_socket(served, sid, link_token(operator))
+    try:
+        async def both_subscribed() -> bool:
+            return console.manager.hub.subscribers(sid) == 2
+        await eventually(both_subscribed, WS_DEADLINE_S, "both sockets to subscribe")
+        op = await awaiting_profile_form(console, sid)
+        dialog = f'id="inbox-op-{op["op"]}"'
+        [asked] = [f for f in await ws_collect(operator_ws, lambda fs: any(dialog in f for f in fs), "the dialog")
+                   if dialog in f]
+        seen = await ws_collect(viewer_ws, lambda fs: any(fragment_seq(f) >= fragment_seq(asked) for f in fs),
+                                "the operation's fragment")
+    finally:
+        await viewer_ws.close()
+        await operator_ws.close()
+    [same] = [f for f in seen if fragment_seq(f) == fragment_seq(asked)]
+    assert f'e-op-{op["op"]}' in same  # the operation is on the viewer's timeline, waiting
+    assert all("#inbox" not in f and "inbox-op-" not in f and "dlg-" not in f for f in seen)
+    assert "dialogs-->" not in same
