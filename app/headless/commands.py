@@ -107,7 +107,8 @@ def _say_notes(session: Headless) -> None:
 
 
 def _with_notes(out: dict[str, Any], session: Headless) -> dict[str, Any]:
-    """`call`'s JSON with the same notes added under a key of their own (no field it had before changes)."""
+    """The JSON of `call` or `check` with the same notes added under a key of their own (no field it had before
+    changes)."""
     out["transport_notes"] = [item.to_dict() for item in session.said[:MAX_NOTES]]
     if len(session.said) > MAX_NOTES:
         out["transport_notes_not_shown"] = len(session.said) - MAX_NOTES
@@ -263,8 +264,10 @@ async def check(args: argparse.Namespace) -> int:
         EXIT_FINDINGS if at_or_above(linter.findings, args.fail_on) else EXIT_CLEAN)
     if args.junit:
         Path(args.junit).write_bytes(junit(target, linter.findings, linter.checked, args.fail_on))
+    _say_notes(session)  # as `call` does: why a step went as it did (a status line, a stream's note), on stderr
     if args.json_out:
-        print(json_report(target, linter.findings, linter.checked, runner.steps, code))
+        print(json_report(target, linter.findings, linter.checked, runner.steps, code,
+                          notes=_with_notes({}, session)))
     else:
         print(text_report(target, linter.findings, linter.checked, runner.steps))
     return code

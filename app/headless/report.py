@@ -178,9 +178,10 @@ def text_report(target: str, findings: list[Finding], checked: set[str], steps: 
 
 
 def json_report(target: str, findings: list[Finding], checked: set[str], steps: list[str],
-                exit_code: int) -> str:
+                exit_code: int, notes: dict[str, Any] | None = None) -> str:
     return terminal_json(json.dumps({"target": target, "exit": exit_code, "steps": steps,
-                                     "rules_checked": sorted(checked), "findings": [f.to_dict() for f in findings]},
+                                     "rules_checked": sorted(checked), "findings": [f.to_dict() for f in findings],
+                                     **(notes or {})},
                                     indent=2, ensure_ascii=False))
 
 

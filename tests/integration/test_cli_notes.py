@@ -64,3 +64,17 @@ def test_a_note_holding_a_servers_escape_sequence_is_printed_without_the_escape_
     assert len(said) == 1 and "sse id=" in said[0] and "\\x1b]0;pwned\\x07" in said[0], done.stderr
     notes = json.loads(done.stdout)["transport_notes"]
     assert any(n["note"] == f"sse id={ESC_ID}" for n in notes), notes  # the JSON keeps the value, as JSON escapes
+
+
+def test_check_says_the_transports_notes_on_stderr_and_in_its_json_report_as_call_does(demo_url: str) -> None:
+    done = mcp_console("check", demo_url, "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["target"] == demo_url and report["findings"] == [], report  # the report's fields as before
+    notes: list[dict[str, Any]] = report["transport_notes"]
+    assert any(n.get("method") == "server/discover" and n.get("http_status") == 200 for n in notes), notes
+    assert any("server/discover" in line and "HTTP 200" in line for line in done.stderr.splitlines()), done.stderr
+    text = mcp_console("check", demo_url)
+    assert text.returncode == 0, text.stderr
+    assert "rules checked" in text.stdout and "HTTP 200" not in text.stdout  # stdout stays the report
+    assert any("server/discover" in line and "HTTP 200" in line for line in text.stderr.splitlines()), text.stderr
