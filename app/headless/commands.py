@@ -74,6 +74,8 @@ def _headers(pairs: list[str] | None) -> dict[str, str]:
 
 async def call(args: argparse.Namespace) -> int:
     target, stdio = _target(args)
+    if stdio and args.era == "sse-2024":
+        raise SystemExit("--era sse-2024 is an HTTP transport: give the server's SSE URL, not --stdio")
     answer = elicitor(args.elicit)
     session = Headless(target, stdio, args.timeout, _headers(args.header), era=args.era, answer=answer)
     try:
@@ -285,8 +287,10 @@ def add_parsers(sub: Any) -> None:
                         help="answer input requests with the schema's defaults, decline them, or from a JSON file")
     call_p = sub.add_parser("call", parents=[common], help="run one tool call headless and print its result")
     call_p.add_argument("tool", help="tool name")
-    call_p.add_argument("--era", choices=("auto", "modern", "legacy"), default="auto",
-                        help="protocol revision: auto probes server/discover and falls back to 2025-11-25 initialize")
+    call_p.add_argument("--era", choices=("auto", "modern", "legacy", "sse-2024"), default="auto",
+                        help="protocol revision: auto probes server/discover and falls back to 2025-11-25 initialize; "
+                             "sse-2024 speaks 2025-11-25 over the older HTTP+SSE transport (a GET stream, POSTs to "
+                             "the endpoint it names)")
     call_p.add_argument("--arg", action="append", metavar="k=v", help="an argument (v is JSON when it parses)")
     call_p.add_argument("--json", default=None, metavar="ARGS", help="all arguments as one JSON object")
     call_p.add_argument("--har", default=None, metavar="FILE", help="write the exchanges as HAR 1.2")

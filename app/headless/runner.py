@@ -22,6 +22,7 @@ from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import Linter
 from app.mcp.mrtr import input_requests, kind_of, request_state, retry_params
+from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
 from app.mcp.transport import Transport
 from app.mcp.wire import WireEvent
@@ -77,7 +78,8 @@ class Headless:
                  era: str = "modern", answer: Elicitor | None = None) -> None:
         self.target = target
         self.stdio = stdio
-        self.era = era          # modern, legacy, or auto (probe server/discover, fall back to initialize)
+        # modern, legacy, sse-2024 (legacy over HTTP+SSE), or auto (probe server/discover, fall back to initialize)
+        self.era = era
         self.era_note = ""      # what was negotiated, and why
         self._answer = answer   # how a 2025-11-25 server's own requests (elicitation, roots) are answered
         self.events: list[WireEvent] = []
@@ -91,6 +93,9 @@ class Headless:
         transport: Transport
         if stdio:
             transport = StdioTransport(shlex.split(target), record)
+        elif era == "sse-2024":  # 2025-11-25 messages over the older HTTP+SSE transport, as a console target has it
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+            transport = HttpSseTransport(target, self._http, record, extra_headers=headers)
         else:
             self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
             transport = HttpTransport(target, self._http, record, extra_headers=headers)

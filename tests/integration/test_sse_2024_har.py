@@ -7,7 +7,10 @@ Against the real legacy test server (`tests/legacy/server.py --sse-2024`) as its
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,10 +22,11 @@ from app.mcp.era import LegacyEra
 from app.mcp.handshake import initialize
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.wire import WireEvent
-from tests.integration.conftest import Console
+from tests.integration.conftest import Console, child_env
 from tests.legacy.fixtures import legacy_server
 
 __all__ = ["legacy_server"]  # a fixture
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _entry_of(har: dict[str, Any], method: str) -> dict[str, Any]:
@@ -72,7 +76,7 @@ async def test_a_2024_sse_tools_call_is_in_the_har_as_its_post_to_the_endpoint_w
 
 
 async def test_the_cli_har_of_a_2024_sse_call_agrees_with_the_consoles(legacy_server: Callable[..., str]) -> None:
-    # `call` has no 2024-11-05 option yet; its HAR writer is given what this transport records, as it would be.
+    # The HAR writer of `call` given what this transport records, beside the console's (same process, no CLI).
     url = legacy_server("--sse-2024")
     events: list[WireEvent] = []
     async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None)) as http:
@@ -91,3 +95,28 @@ async def test_the_cli_har_of_a_2024_sse_call_agrees_with_the_consoles(legacy_se
     assert entry["response"]["status"] == 202 and entry["response"]["bodySize"] == 0, entry["response"]
     assert _answers(entry["response"]["content"])[-1]["result"]["content"][0]["text"] == "headless"
     assert "SSE stream" in entry["response"]["content"]["comment"] and entry["_mcp"]["answeredOn"] == "sse-stream"
+
+
+def test_call_with_era_sse_2024_runs_the_tool_over_the_older_transport_and_its_har_shows_the_post_and_the_stream(
+        legacy_server: Callable[..., str], tmp_path: Path) -> None:
+    url = legacy_server("--sse-2024")
+    har_path = tmp_path / "call.har"
+    done = subprocess.run([sys.executable, "-m", "app", "call", url, "echo", "--arg", "text=over sse",
+                           "--era", "sse-2024", "--har", str(har_path)], cwd=ROOT, env=child_env(),
+                          capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["result"]["content"][0]["text"] == "over sse", out
+    assert any("initialize negotiated" in line and "--era sse-2024" in line for line in done.stderr.splitlines()), \
+        done.stderr
+    entry = _entry_of(json.loads(har_path.read_text()), "tools/call")
+    assert urlsplit(entry["request"]["url"]).path == "/messages", entry["request"]["url"]
+    assert entry["response"]["status"] == 202 and entry["_mcp"]["answeredOn"] == "sse-stream"
+    assert _answers(entry["response"]["content"])[-1]["result"]["content"][0]["text"] == "over sse"
+
+
+def test_call_refuses_era_sse_2024_with_a_stdio_command() -> None:
+    done = subprocess.run([sys.executable, "-m", "app", "call", "--stdio", "true", "echo", "--era", "sse-2024"],
+                          cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=90,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode != 0 and "--era sse-2024 is an HTTP transport" in done.stderr, done.stderr
