@@ -23,7 +23,7 @@ from pathlib import Path
 
 PROC = Path("/proc")
 # Fields of /proc/<pid>/stat after the command name (which is in parentheses and may hold anything, ")" too).
-_STATE, _PPID, _STARTTIME = 0, 1, 19
+_STATE, _PPID, _PGRP, _SESSION, _STARTTIME = 0, 1, 2, 3, 19
 
 Found = dict[int, int]  # pid -> its start time (clock ticks after boot), which tells a reused pid apart
 # Not MCP_CONSOLE_*: that prefix names the console's own settings, and none of them reaches a server (stdio.py).
@@ -78,10 +78,16 @@ def descendants(pid: int, started: int | None) -> Found:
     return found
 
 
-def marked(mark: str, exclude: int | None = None) -> Found:
+def marked(mark: str, exclude: int | None = None, sessions: set[int] | None = None) -> Found:
     """Every living process (but `exclude`) whose environment carries MARK_ENV=`mark`: what a server started, and
-    theirs, wherever they went since (another session, re-parented to init). Only our own processes can be read."""
+    theirs, wherever they went since (another session, re-parented to init). Only our own processes can be read.
+
+    `sessions`, when given, gets the sessions such processes made for themselves (setsid), read in the same look
+    at each: their process group is the session's, and everything in it descends from its leader (no process can
+    join another session). Killing that group (`kill_groups`) ends at once a daemon that forks anew and exits,
+    whatever pid it is on by then; a pid found is often gone before its signal arrives."""
     needle = f"{MARK_ENV}={mark}".encode()
+    ours = os.getsid(0)
     found: Found = {}
     try:
         names = os.listdir(PROC)
@@ -99,6 +105,9 @@ def marked(mark: str, exclude: int | None = None) -> Found:
         fields = _stat(name)
         if fields is not None and fields[_STATE] not in ("Z", "X"):
             found[int(name)] = int(fields[_STARTTIME])
+            group, session = int(fields[_PGRP]), int(fields[_SESSION])
+            if sessions is not None and group == session and session not in (ours, 0, 1):
+                sessions.add(group)
     return found
 
 
@@ -110,6 +119,14 @@ def living(found: Found) -> Found:
         if fields is not None and fields[_STATE] not in ("Z", "X") and int(fields[_STARTTIME]) == started:
             alive[pid] = started
     return alive
+
+
+def kill_groups(groups: set[int]) -> None:
+    """SIGKILL each process group, right after a scan found it living: a group's id is not reused while any
+    process is in it."""
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
 
 
 def send(found: Found, sig: signal.Signals) -> None:

@@ -62,6 +62,7 @@ EXIT_DRAIN_S = 1.0  # after the process exits, how long its stdout may still del
 # something it left behind holding the pipe open keeps it from ending, and that must not hold the close.
 STDERR_DRAIN_S = 0.5
 EXIT_POLL_S = 0.2  # how often the exit watcher looks at the process's return code
+MARKED_ROUNDS = 10  # scans for what still carries the mark after close (each stops and kills what it finds)
 DEFAULT_WRITE_TIMEOUT_S = 30.0  # a server that reads none of its stdin for this long fails the write
 
 
@@ -593,6 +594,24 @@ class StdioTransport:
             await asyncio.sleep(min(EXIT_POLL_S, max(0.0, deadline - loop.time())))
         descendants.send(found, signal.SIGKILL)
 
+    async def _end_marked(self, pid: int) -> None:
+        """Whatever still carries the server's mark once the rest has ended. A daemon that forks anew and exits
+        (a new pid every few ms) was never among those found: by the time a signal went out, that pid was gone and
+        its child went on. Each round kills the sessions such processes made for themselves (their whole group at
+        once, whatever pid it is on now), stops what else a scan finds (a stopped process forks no more), scans
+        again for the children made in between, and kills them all; until a scan finds nothing."""
+        for _ in range(MARKED_ROUNDS):
+            sessions: set[int] = set()
+            found = await asyncio.to_thread(descendants.marked, self._mark, pid, sessions)
+            if not found:
+                return
+            descendants.kill_groups(sessions)
+            descendants.send(found, signal.SIGSTOP)
+            sessions.clear()
+            found.update(await asyncio.to_thread(descendants.marked, self._mark, pid, sessions))
+            descendants.kill_groups(sessions)
+            descendants.send(found, signal.SIGKILL)
+
     async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
         await self._write(message, key)
 
@@ -624,6 +643,8 @@ class StdioTransport:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         await self._end_descendants(found)
+        if self._mark:
+            await self._end_marked(proc.pid)
         if proc.returncode is not None and self._stderr_reader is not None:
             # What it wrote last may still be in the pipe, unread: cancelled at once, its last words were lost.
             await asyncio.wait({self._stderr_reader}, timeout=STDERR_DRAIN_S)

@@ -233,3 +233,58 @@ async def test_closing_a_server_that_already_exited_ends_the_daemon_it_left_in_a
         if left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(left, signal.SIGKILL)
+
+
+def _group_alive(group: int) -> bool:
+    """Any process in the group: asked of the kernel at once (a scan of /proc misses a process that changes its pid
+    faster than the scan goes)."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# Leaves a daemon (a session of its own, deaf to SIGTERM) that forks and exits every 20 ms, so it has a new pid
+# each time anyone looks; the server names its session (the daemon's process group) and runs on until closed.
+HOPPING_DAEMON = textwrap.dedent("""
+    import os, signal, sys, time
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        os.write(w, f"{os.getpid()}\\n".encode())
+        if os.fork():
+            os._exit(0)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # only a SIGKILL ends it
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        end = time.time() + 60
+        while time.time() < end:
+            time.sleep(0.02)
+            if os.fork():
+                os._exit(0)
+        os._exit(0)
+    print(f"left {os.read(r, 64).decode().strip()}", flush=True)
+    time.sleep(300)
+""")
+
+
+async def test_closing_a_server_ends_a_daemon_it_left_that_changes_its_pid_every_few_milliseconds() -> None:
+    recorded: list[WireEvent] = []
+    transport = StdioTransport([sys.executable, "-c", HOPPING_DAEMON], recorded.append, shutdown_grace_s=0.5)
+    await transport.start()
+    group = 0
+    try:
+        await _until(lambda: any(ev.direction == "in" and ev.raw.startswith("left") for ev in recorded),
+                     "stdout 'left'")
+        group = next(int(ev.raw.split()[1]) for ev in recorded if ev.direction == "in" and ev.raw.startswith("left"))
+        assert _group_alive(group)
+        await asyncio.wait_for(transport.close(), DEADLINE_S)
+        await _until(lambda: not _group_alive(group), "the hopping daemon to be gone after the close")
+    finally:
+        if group:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
