@@ -68,9 +68,17 @@ class SessionManager:
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http)
         self.sessions[session.id] = session
         session.touch()
-        if self.ownership is not None:  # a fresh id nobody else knows: the claim cannot lose
-            self.tasks.spawn(f"claim-{session.id}", self.ownership.claim(session.id))
         return session
+
+    async def settle(self, session: ConsoleSession) -> None:
+        """In a team, before anyone hears of a new session: its events and row are in the store, and it is claimed.
+        Told to the browser first (the create's redirect), another process asked for it found nothing to load (a
+        404), or found it unclaimed and claimed it for itself, taking it over from the process that made it."""
+        if self.ownership is None:
+            return
+        session.timeline.flush()
+        await asyncio.to_thread(self.store.flush)
+        await self.ownership.claim(session.id)  # a fresh id nobody else knows: the claim cannot lose
 
     def on_remote(self, session_id: str, seq: int, message: Serialized) -> None:
         """The hub between processes calls this for every event another process published, before fan-out."""

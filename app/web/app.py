@@ -94,6 +94,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
         manager.restore()
         for target in initial_targets or []:
             session = manager.create(target)
+            await manager.settle(session)
             app.state.initial_sessions.append(session.id)
             manager.start(session)
         yield

@@ -128,6 +128,7 @@ async def create_session(request: Request, w: Owner) -> Response:
     form = FormInput(list((await request.form()).multi_items()))  # type: ignore[arg-type]
     target = _target_from_form(form, w.manager.settings.demo_url)
     session = w.manager.create(target)
+    await w.manager.settle(session)
     w.manager.start(session)
     if "application/json" in request.headers.get("accept", ""):
         return respond(request, True, {"id": session.id, "url": f"/sessions/{session.id}"}, None)

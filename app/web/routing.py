@@ -29,6 +29,8 @@ from app.web.security import SAFE_METHODS, Guard, token_matches
 
 PRINCIPAL_HEADER = "x-mcp-console-principal"
 _SESSION_ACTION = re.compile(r"\A/sessions/([^/]+)/.")
+# Any path that names a session: its page, its JSON twin, its websocket and everything under it.
+_SESSION_PATH = re.compile(r"\A/sessions/([A-Za-z0-9_-]+)(?:\.json\Z|/|\Z)")
 # What a forwarded request carries besides the body; cookies stay here (the principal header says who).
 _REQUEST_HEADERS = frozenset({"content-type", "accept", "accept-language", "user-agent"})
 # What the owner's answer loses on the way back: hop-by-hop framing, and the security headers this
@@ -52,12 +54,16 @@ class RouteToOwner:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         ownership = self.manager.ownership
-        if ownership is None or scope["type"] != "http":
+        if ownership is None or scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        await self._loaded(scope["path"], headers)
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         match = _SESSION_ACTION.match(scope["path"])
         session_id = match.group(1) if match is not None else None
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         forwarded = PRINCIPAL_HEADER in headers
         who: Principal | None = None
         if forwarded:  # before any fast path: the header must never be ignored in favour of the Bearer token
@@ -88,6 +94,23 @@ class RouteToOwner:
             await _answer(send, 409, "This console process does not own the session any more; try again.")
         else:
             await self._forward(owner, who, scope, receive, send)
+
+    async def _loaded(self, path: str, headers: dict[str, str]) -> None:
+        """A session this process has not heard of yet is read from the store on its first request here: one that
+        another process created a moment ago (the page the create redirects to, a link opened at once, a
+        round-robin proxy) was a 404 until the first of its events reached this process over the hub. Only for a
+        caller who could see it (the owner token, an active link, a forwarded request): no one else makes a
+        process read its store. A store that fails leaves the route to answer as before (404)."""
+        match = _SESSION_PATH.match(path)
+        if match is None or (session_id := match.group(1)) in self.manager.sessions:
+            return
+        if PRINCIPAL_HEADER not in headers and identify(self.web, headers,
+                                                        cookie_parser(headers.get("cookie", ""))) is None:
+            return
+        try:
+            await self.manager.replicas.load_off_loop(session_id)
+        except Exception:  # the route's own answer (404) says the session is not here
+            return
 
     def _forwarded_principal(self, session_id: str | None, headers: dict[str, str]) -> Principal | None:
         if not token_matches(self.guard.caller_token(headers, {}), self.guard.token):

@@ -341,3 +341,27 @@ async def test_a_tab_on_the_process_that_takes_over_is_pushed_the_failed_operati
     slow.cancel()
     with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
         await slow
+
+
+async def test_a_session_just_created_on_one_process_opens_at_once_on_another_and_stays_the_creators(
+        team: Team, demo_url: str) -> None:
+    # The create answered before the session's row was stored and before it was claimed: the page it redirects to,
+    # asked of another process (a round-robin proxy), was a 404 until the first event crossed the hub, or the
+    # other process found it unclaimed and took it over.
+    a = await team.member("a", served=True)
+    b = await team.member("b")
+    created = await a.http.post("/sessions", data={"kind": "http", "url": demo_url, "headers": ""}, headers=JSON)
+    assert created.status_code == 200, created.text
+    sid = created.json()["id"]
+    seen = await b.http.get(f"/sessions/{sid}.json")
+    assert seen.status_code == 200, seen.text
+    assert b.manager.replicas.is_replica(sid) and not a.manager.replicas.is_replica(sid)
+    owner = await b.cluster.owner_of(sid)
+    assert owner is not None and owner.process_id == a.cluster.process_id
+    assert (await b.http.get(f"/sessions/{sid}")).status_code == 200
+
+
+async def test_a_session_id_nobody_created_is_still_a_404_on_a_team_process(team: Team) -> None:
+    b = await team.member("b")
+    assert (await b.http.get("/sessions/nosuchsession.json")).status_code == 404
+    assert "nosuchsession" not in b.manager.sessions
