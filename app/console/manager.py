@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import httpx
 
 from app.console import gc_scope
+from app.console.cluster import FAILURES as DIRECTORY_FAILURES
 from app.console.cluster import Cluster
 from app.console.events import RECORDS, LinkCreated, LinkRevoked, TimelineEvent
 from app.console.hub import Hub, Renderer, Serialized
@@ -32,6 +34,7 @@ from app.settings import Settings
 # Everything but frames: the state is their fold (frames are read per entry, on demand).
 RESTORE_KINDS = tuple(k for k in RECORDS if k != "wire")
 IMPORT_CHUNK = 2000  # events an import hands the store before it waits for them to be written
+CLAIM_WAIT_S = 5.0  # how long a create waits for the directory to record its claim before answering anyway
 
 
 __all__ = ["RESTORE_KINDS", "SessionManager", "target_from"]
@@ -78,7 +81,10 @@ class SessionManager:
             return
         session.timeline.flush()
         await asyncio.to_thread(self.store.flush)
-        await self.ownership.claim(session.id)  # a fresh id nobody else knows: the claim cannot lose
+        # A fresh id nobody else knows: the claim cannot lose. With the directory away the session is still made
+        # here, and its first action claims it (or is answered 503 meanwhile).
+        with contextlib.suppress(*DIRECTORY_FAILURES):
+            await asyncio.wait_for(self.ownership.claim(session.id), CLAIM_WAIT_S)
 
     def on_remote(self, session_id: str, seq: int, message: Serialized) -> None:
         """The hub between processes calls this for every event another process published, before fan-out."""
