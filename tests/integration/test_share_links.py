@@ -324,11 +324,13 @@ async def test_a_credential_in_the_target_url_is_masked_for_a_viewer(
     assert leaks == []
 
 
+@pytest.mark.parametrize("typed", ["", "X-Dir: logs", "X-Note: dialogs", "X-Mark: <!--dialogs-->"])
 async def test_a_viewer_socket_gets_the_waiting_operation_but_not_its_dialog_which_an_operator_socket_gets(
-        console: Console, demo_url: str, serve: Serve) -> None:
+        console: Console, demo_url: str, serve: Serve, typed: str) -> None:
     # A viewer's page has no inbox, so pushed dialogs were dropped there: but their markup still arrived over the
-    # socket, the server's question and whatever an answerer had typed with it.
-    sid = await demo_session(console, demo_url)
+    # socket, the server's question and whatever an answerer had typed with it. A value the owner typed (masked
+    # for link holders) that is part of the marks around the dialogs ("logs") rewrote them, and nothing was cut.
+    sid = await demo_session(console, demo_url, headers=typed)
     viewer = await create_link(console, sid, "viewer")
     operator = await create_link(console, sid, "operator")
     served = await serve(console)
