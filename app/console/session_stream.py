@@ -52,7 +52,10 @@ def session_file(session_id: str, meta: dict[str, Any], created: float, store: S
     head = {"format": export.FORMAT, "version": export.VERSION, "exported_at": export.iso(time.time()),
             "console_version": __version__, "secrets": "included" if include_secrets else "masked",
             "session": {"id": session_id, "created": created, "meta": meta}}
-    yield json.dumps(head)[:-1] + ', "events": ['
+    text = json.dumps(head)
+    if "NaN" in text or "Infinity" in text:  # a server's bare NaN in its discover answer or a list (see _strict_json)
+        text = _strict_json(text)
+    yield text[:-1] + ', "events": ['
     prefix = f'{{"v": {EVENT_VERSION}, "session_id": {json.dumps(session_id)}, "seq": '
     sep = ""
     after = 0
@@ -93,9 +96,26 @@ def _event_text(row: StoredEvent, redact: Redactor | None) -> str:
             # spelled it (a "\u0073" for "s", a `"headers": null` with a space): such a text is walked
             value = json.loads(data)
             data = json.dumps(redact(mask_wire(value) if kind == "wire" else value))
+    if redact is not None and kind in _ANSWERED_KINDS and not _nothing_typed(data):
+        value = json.loads(data)
+        data = json.dumps({**value, "errors": {}, "drafts": {}})
     if "NaN" in data or "Infinity" in data:  # a C scan of each event's text: most have neither word in them
         data = _strict_json(data)
     return f'{row.seq}, "kind": {_json_str(kind)}, "at": {_json_at(row.at)}, "data": {data}}}'
+
+
+# Events that keep what a person typed into an answer the console refused (`drafts`, so the dialog shows it again)
+# and the console's words about it (`errors`, which may quote it). The server never received any of it: a masked
+# file (the one that is shared) leaves it out.
+_ANSWERED_KINDS = frozenset({"operation", "server_request"})
+
+
+def _nothing_typed(text: str) -> bool:
+    """Whether the event's own `drafts` and `errors` are empty, read off its text as json.dumps writes it: each key
+    spelled once in the whole text (a string cannot hold `"drafts": ` with its quotes unescaped, but a key of
+    the server's, such as `x"drafts`, can) and empty. Anything else is parsed to be sure."""
+    return (text.count('"drafts": ') == 1 and '"drafts": {}' in text
+            and text.count('"errors": ') == 1 and '"errors": {}' in text)
 
 
 def _strict_json(text: str) -> str:

@@ -73,7 +73,7 @@ async def show(request: Request, session_id: str, name: str, w: Viewer) -> Respo
         return respond(request, as_json, snapshot, None if as_json else
                        w.render("_entry.html", s=s, entry=snapshot, oob=False))
     html = None if as_json else w.render("_operation.html", s=s, op=record)
-    return respond(request, as_json, operation_json(record), html)
+    return respond(request, as_json, operation_json(record, answers=principal(request).may_operate(s.id)), html)
 
 
 @router.post("/sessions/{session_id}/operations/{op_id}/answer")

@@ -148,7 +148,8 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
         entries, matched, oldest = await asyncio.to_thread(s.timeline.search, _query(request, flt), None,
                                                            s.settings.timeline_window)
     if as_json:
-        data = session_json(s, entries=entries, reveal=principal(request).sees_secrets)
+        who = principal(request)
+        data = session_json(s, entries=entries, reveal=who.sees_secrets, answers=who.may_operate(s.id))
         return respond(request, True, data | {"filter": flt.to_json(), "window_entries": len(window),
                                               "matches": matched, "older_before": oldest}, None)
     # The page renders fewer entries than the window holds: its DOM stays small, "Load older entries" reads on

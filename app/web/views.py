@@ -6,13 +6,15 @@ from typing import Any
 
 from app.console.operations import reply_json
 from app.console.session import ConsoleSession
-from app.console.state import OperationRecord
+from app.console.state import OperationRecord, ServerRequestRecord
 
 __all__ = ["operation_json", "reply_json", "session_json"]
 
 
 def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
-                 reveal: bool = True) -> dict[str, Any]:
+                 reveal: bool = True, answers: bool = True) -> dict[str, Any]:
+    """`reveal`: the owner's typed values as typed (else masked, `shown`); `answers`: what was typed into answers
+    the console refused, and its words about them (for those who may answer: a viewer gets neither)."""
     return {
         "id": s.id,
         "target": s.target.describe() if reveal else s.target.shown(),
@@ -36,8 +38,8 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
         "roots": s.roots,
         "request_settings": s.request_settings(),
         "subscriptions": [sub.snapshot() for sub in s.state.subscriptions.values()],
-        "operations": [operation_json(op) for op in list(s.state.operations.values())[-50:]],
-        "server_requests": [sr.to_json() for sr in list(s.state.server_requests.values())[-50:]],
+        "operations": [operation_json(op, answers=answers) for op in list(s.state.operations.values())[-50:]],
+        "server_requests": [server_request_json(sr, answers) for sr in list(s.state.server_requests.values())[-50:]],
         "links": [link for link in s.state.links.values()] if reveal else [],
         "lists": s.lists,
         "invalid_tools": s.client.invalid_tools if s.client else {},
@@ -49,5 +51,13 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
     }
 
 
-def operation_json(op: OperationRecord, with_final: bool = True) -> dict[str, Any]:
-    return op.to_json(with_final)
+def operation_json(op: OperationRecord, with_final: bool = True, answers: bool = True) -> dict[str, Any]:
+    data = op.to_json(with_final)
+    if not answers:
+        data["errors"] = {}  # a refusal's message may quote what was typed ("… has more digits than …")
+    return data
+
+
+def server_request_json(sr: ServerRequestRecord, answers: bool = True) -> dict[str, Any]:
+    data = sr.to_json()
+    return data if answers else {**data, "errors": {}, "drafts": {}}

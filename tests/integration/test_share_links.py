@@ -353,3 +353,31 @@ async def test_a_viewer_socket_gets_the_waiting_operation_but_not_its_dialog_whi
     assert f'e-op-{op["op"]}' in same  # the operation is on the viewer's timeline, waiting
     assert all("#inbox" not in f and "inbox-op-" not in f and "dlg-" not in f for f in seen)
     assert "dialogs-->" not in same
+
+
+DRAFT = "SECRETDRAFT-my-password-hunter2"
+
+
+async def test_what_the_owner_typed_into_a_refused_answer_reaches_no_viewer_nor_a_masked_file(
+        console: Console, demo_url: str, share_tab: ShareTab) -> None:
+    # The server never received it: it is kept so the dialog shows it again, for those who may answer.
+    sid = await demo_session(console, demo_url)
+    op = (await awaiting_profile_form(console, sid))["op"]
+    refused = await console.http.post(f"/sessions/{sid}/operations/{op}/answer", headers=JSON, data={
+        "key": "profile", "key_json": '"profile"', "round": "1", "action": "accept", "arg.name": "x",
+        "arg.email": DRAFT})
+    [mine] = [o for o in (await console.session(sid))["operations"] if o["op"] == op]
+    assert mine["status"] == "awaiting_input" and mine["errors"].get("profile"), (refused.text, mine)
+
+    viewer = await share_tab(console, await create_link(console, sid, "viewer"))
+    operator = await share_tab(console, await create_link(console, sid, "operator"))
+    for path in (f"/sessions/{sid}.json", f"/sessions/{sid}/operations/{op}.json", f"/sessions/{sid}/export.json"):
+        seen = await viewer.get(path)
+        assert seen.status_code == 200, (path, seen.text[:300])
+        assert DRAFT not in seen.text, path
+    [shown] = [o for o in (await viewer.get(f"/sessions/{sid}.json")).json()["operations"] if o["op"] == op]
+    assert shown["errors"] == {} and shown["status"] == "awaiting_input"
+    [answerable] = [o for o in (await operator.get(f"/sessions/{sid}.json")).json()["operations"] if o["op"] == op]
+    assert answerable["errors"] == mine["errors"]  # an operator may answer: it sees why the answer was refused
+    assert DRAFT not in (await console.http.get(f"/sessions/{sid}/export.json")).text  # masked: the shared file
+    assert DRAFT in (await console.http.get(f"/sessions/{sid}/export.json?secrets=1")).text  # the owner's own

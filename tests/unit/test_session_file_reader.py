@@ -283,3 +283,46 @@ def test_a_json_error_deep_in_a_file_says_where_it_is_in_the_file_not_in_the_rea
     with pytest.raises(ValueError) as read:
         _read_all(text, piece)
     assert str(read.value) == expected
+
+
+@pytest.mark.parametrize("data", [
+    '{"op": "o1", "errors": {"profile": {"email": "not an email"}}, "drafts": {"profile": {"arg.email": ["pw"]}}}',
+    '{"op": "o1", "params": {"x\\"drafts": {}, "x\\"errors": {}}, "errors": {}, "drafts": {"p": {"a": ["pw"]}}}',
+    '{"op":"o1","errors":{},"drafts":{"p":{"a":["pw"]}}}',  # another writer's spelling: parsed to be sure
+])
+def test_a_masked_export_leaves_out_what_was_typed_into_a_refused_answer(data: str) -> None:
+    from app.console.secrets import Redactor
+    from app.console.store import StoredEvent
+    from app.console.target import Target
+
+    redact = Redactor(Target(kind="http", url="http://h/mcp"))
+    text = session_stream._event_text(StoredEvent(1, "operation", 1.5, data, EVENT_VERSION), redact)
+    written = json.loads("{\"seq\": " + text)["data"]
+    assert written["drafts"] == {} and written["errors"] == {} and written["op"] == "o1"
+    kept = session_stream._event_text(StoredEvent(1, "operation", 1.5, data, EVENT_VERSION), None)
+    assert json.loads("{\"seq\": " + kept)["data"] == json.loads(data)  # the owner's file with secrets keeps it
+
+
+def test_an_operation_event_with_nothing_typed_is_exported_masked_as_it_was_stored() -> None:
+    from app.console.secrets import Redactor
+    from app.console.store import StoredEvent
+    from app.console.target import Target
+
+    data = '{"op": "o1", "errors": {}, "drafts": {}, "final": null}'
+    redact = Redactor(Target(kind="http", url="http://h/mcp"))
+    assert session_stream._event_text(StoredEvent(1, "operation", 1.5, data, EVENT_VERSION), redact).endswith(
+        f'"data": {data}}}')
+
+
+def test_a_bare_nan_in_the_sessions_discover_answer_is_written_to_the_files_header_as_null() -> None:
+    from app.console.store import SqliteStore
+
+    store = SqliteStore(":memory:")
+    try:
+        meta = {"target": {"kind": "http", "url": "http://h/mcp"},
+                "discover": {"ttlMs": float("nan"), "note": "NaN"}, "lists": {"tools": [{"x": float("inf")}]}}
+        text = "".join(session_stream.session_file("s1", meta, 1.0, store))
+    finally:
+        store.close()
+    written = _strict_loads(text)["session"]["meta"]
+    assert written["discover"] == {"ttlMs": None, "note": "NaN"} and written["lists"]["tools"] == [{"x": None}]
