@@ -105,15 +105,15 @@ async def call(args: argparse.Namespace) -> int:
 def _say_notes(session: Headless) -> None:
     """The notes for people, on stderr: stdout is the JSON a CI step reads, and stays only that."""
     if session.said:
-        print(notes_text(session.said), file=sys.stderr)
+        print(notes_text(session.said, session.said_more), file=sys.stderr)
 
 
 def _with_notes(out: dict[str, Any], session: Headless) -> dict[str, Any]:
     """The JSON of `call` or `check` with the same notes added under a key of their own (no field it had before
     changes)."""
     out["transport_notes"] = [item.to_dict() for item in session.said[:MAX_NOTES]]
-    if len(session.said) > MAX_NOTES:
-        out["transport_notes_not_shown"] = len(session.said) - MAX_NOTES
+    if (more := session.said_more + max(0, len(session.said) - MAX_NOTES)):
+        out["transport_notes_not_shown"] = more
     return out
 
 

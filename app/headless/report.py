@@ -18,6 +18,14 @@ from app.mcp.transport import REPLACED
 from app.mcp.wire import WireEvent
 
 MAX_NOTES = 1000  # notes `call` prints and puts in its JSON; a flood of stream frames each with an id says the rest
+MAX_NOTE_CHARS = 2000  # of one note: a server's SSE id of 200 KB was a 200 KB line on the terminal
+
+
+def cut_note(note: str) -> str:
+    """A note as `call` keeps it: its start, and how much of a longer one was left out."""
+    if len(note) <= MAX_NOTE_CHARS:
+        return note
+    return f"{note[:MAX_NOTE_CHARS]}… ({len(note) - MAX_NOTE_CHARS} more characters; the HAR of --har keeps the frame)"
 ARROWS = {"out": "→ sent", "in": "← received", "transport": "· transport", "era": "· era"}
 
 
@@ -43,11 +51,12 @@ class Said:
                 "http_status": self.http_status, "note": self.note}
 
 
-def notes_text(said: list[Said]) -> str:
+def notes_text(said: list[Said], more: int = 0) -> str:
     """The notes, one line each in the order they happened; past MAX_NOTES, how many more there were."""
     lines = [item.line() for item in said[:MAX_NOTES]]
-    if len(said) > MAX_NOTES:
-        lines.append(f"… and {len(said) - MAX_NOTES} more notes (the HAR of --har keeps every frame)")
+    more += max(0, len(said) - MAX_NOTES)
+    if more:
+        lines.append(f"… and {more} more notes (the HAR of --har keeps every frame)")
     return "\n".join(lines)
 
 

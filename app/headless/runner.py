@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from app.headless.report import Said
+from app.headless.report import MAX_NOTES, Said, cut_note
 from app.mcp.client import ClientConfig, McpClient, Reply
 from app.mcp.era import LegacyEra, ServerAnswer
 from app.mcp.errors import ConnectFailed, McpError, ProcessExited
@@ -86,6 +86,7 @@ class Headless:
         # What the web timeline would show as notes and notices, in order: `call` prints them, so a CI log says
         # why something happened (a fallback, a status line, a stream's note) and not only what came of it.
         self.said: list[Said] = []
+        self.said_more = 0  # notes past MAX_NOTES: counted, not kept (the HAR has their frames)
         self._methods: dict[str, str] = {}  # exchange key → the method its request sent
         self.linter = Linter()
         self._http: httpx.AsyncClient | None = None
@@ -108,7 +109,10 @@ class Headless:
         if event.direction == "out" and event.exchange is not None and event.frame is not None and event.frame.method:
             self._methods.setdefault(event.exchange, event.frame.method)
         if event.note and event.direction != "stderr":  # the process's own lines are its output, not notes
-            self.said.append(Said(event.direction, event.note, event.exchange,
+            if len(self.said) >= MAX_NOTES:
+                self.said_more += 1
+                return
+            self.said.append(Said(event.direction, cut_note(event.note), event.exchange,
                                   self._methods.get(event.exchange or ""), event.http_status))
 
     def _say_era(self, note: str) -> None:

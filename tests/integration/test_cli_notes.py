@@ -78,3 +78,25 @@ def test_check_says_the_transports_notes_on_stderr_and_in_its_json_report_as_cal
     assert text.returncode == 0, text.stderr
     assert "rules checked" in text.stdout and "HTTP 200" not in text.stdout  # stdout stays the report
     assert any("server/discover" in line and "HTTP 200" in line for line in text.stderr.splitlines()), text.stderr
+
+
+def test_a_servers_200_kb_sse_id_is_one_short_line_and_one_short_note_not_200_kb_of_each(
+        tiny_http: TinyHttp) -> None:
+    huge = "i" * 200_000
+
+    def handler(seen: Seen) -> tuple[int, str, bytes]:
+        message = seen.json()
+        method, rid = message.get("method"), message.get("id")
+        if method == "server/discover":
+            return 200, "application/json", TinyHttp.result(rid, TinyHttp.discover(capabilities={"tools": {}}))
+        if method == "tools/list":
+            return 200, "application/json", TinyHttp.result(rid, {"tools": [
+                {"name": "t", "inputSchema": {"type": "object"}}], "resultType": "complete"})
+        answer = TinyHttp.result(rid, {"content": [{"type": "text", "text": "ok"}], "resultType": "complete"})
+        return 200, "text/event-stream", f"id: {huge}\ndata: ".encode() + answer + b"\n\n"
+
+    done = mcp_console("call", tiny_http.start(handler).url, "t", "--era", "modern")
+    assert done.returncode == 0, done.stderr
+    assert max(len(line) for line in done.stderr.splitlines()) < 3_000, "a 200 KB line reached the terminal"
+    [note] = [n["note"] for n in json.loads(done.stdout)["transport_notes"] if n["note"].startswith("sse id=")]
+    assert len(note) < 3_000 and "more characters" in note

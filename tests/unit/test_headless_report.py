@@ -45,3 +45,15 @@ def test_a_call_note_is_one_line_with_no_character_a_terminal_acts_on(hostile: s
 def test_call_notes_past_the_cap_end_with_how_many_more_there_were() -> None:
     lines = notes_text([Said("transport", f"HTTP 200 OK {n}") for n in range(MAX_NOTES + 5)]).splitlines()
     assert len(lines) == MAX_NOTES + 1 and lines[0] == "· transport: HTTP 200 OK 0" and "5 more notes" in lines[-1]
+
+
+def test_a_note_past_its_length_bound_keeps_its_start_and_says_how_much_more_there_was() -> None:
+    from app.headless.report import MAX_NOTE_CHARS, cut_note
+
+    assert cut_note("short") == "short"
+    cut = cut_note("i" * (MAX_NOTE_CHARS + 7))
+    assert cut.startswith("i" * MAX_NOTE_CHARS) and "(7 more characters" in cut and len(cut) < MAX_NOTE_CHARS + 100
+
+
+def test_notes_counted_past_the_bound_are_said_as_more_notes() -> None:
+    assert notes_text([Said("transport", "HTTP 200 OK")], more=4).splitlines()[-1].startswith("… and 4 more notes")
