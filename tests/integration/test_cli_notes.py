@@ -42,8 +42,8 @@ def test_call_in_auto_on_a_2025_server_says_the_probe_fell_back_and_each_http_st
     assert any(n.get("method") == "tools/call" and n.get("http_status") == 200 for n in notes), notes
 
 
-def test_a_note_holding_a_servers_escape_sequence_is_printed_without_the_escape_character(
-        tiny_http: TinyHttp) -> None:
+def _answers_on_a_stream_with_the_id(tiny_http: TinyHttp, sse_id: str) -> str:
+    """A server with one tool `t`, whose call is answered on an SSE stream under the event id `sse_id`; its URL."""
     def handler(seen: Seen) -> tuple[int, str, bytes]:
         message = seen.json()
         method, rid = message.get("method"), message.get("id")
@@ -53,10 +53,14 @@ def test_a_note_holding_a_servers_escape_sequence_is_printed_without_the_escape_
             return 200, "application/json", TinyHttp.result(rid, {"tools": [
                 {"name": "t", "inputSchema": {"type": "object"}}], "resultType": "complete"})
         answer = TinyHttp.result(rid, {"content": [{"type": "text", "text": "ok"}], "resultType": "complete"})
-        return 200, "text/event-stream", f"id: {ESC_ID}\ndata: ".encode() + answer + b"\n\n"
+        return 200, "text/event-stream", f"id: {sse_id}\ndata: ".encode() + answer + b"\n\n"
 
-    server = tiny_http.start(handler)
-    done = mcp_console("call", server.url, "t", "--era", "modern")
+    return tiny_http.start(handler).url
+
+
+def test_a_note_holding_a_servers_escape_sequence_is_printed_without_the_escape_character(
+        tiny_http: TinyHttp) -> None:
+    done = mcp_console("call", _answers_on_a_stream_with_the_id(tiny_http, ESC_ID), "t", "--era", "modern")
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stderr and "\x07" not in done.stderr, done.stderr
     assert "\x1b" not in done.stdout, done.stdout
@@ -84,18 +88,7 @@ def test_a_servers_200_kb_sse_id_is_one_short_line_and_one_short_note_not_200_kb
         tiny_http: TinyHttp) -> None:
     huge = "i" * 200_000
 
-    def handler(seen: Seen) -> tuple[int, str, bytes]:
-        message = seen.json()
-        method, rid = message.get("method"), message.get("id")
-        if method == "server/discover":
-            return 200, "application/json", TinyHttp.result(rid, TinyHttp.discover(capabilities={"tools": {}}))
-        if method == "tools/list":
-            return 200, "application/json", TinyHttp.result(rid, {"tools": [
-                {"name": "t", "inputSchema": {"type": "object"}}], "resultType": "complete"})
-        answer = TinyHttp.result(rid, {"content": [{"type": "text", "text": "ok"}], "resultType": "complete"})
-        return 200, "text/event-stream", f"id: {huge}\ndata: ".encode() + answer + b"\n\n"
-
-    done = mcp_console("call", tiny_http.start(handler).url, "t", "--era", "modern")
+    done = mcp_console("call", _answers_on_a_stream_with_the_id(tiny_http, huge), "t", "--era", "modern")
     assert done.returncode == 0, done.stderr
     assert max(len(line) for line in done.stderr.splitlines()) < 3_000, "a 200 KB line reached the terminal"
     [note] = [n["note"] for n in json.loads(done.stdout)["transport_notes"] if n["note"].startswith("sse id=")]
