@@ -353,7 +353,7 @@ class Timeline:
             return found
         snapshot: dict[str, Any] = {}
         for event in self._store.events(self.session_id, exchange=key, kinds=(*EXCHANGE_KINDS, "operation")):
-            snapshot.update(event.data)
+            snapshot.update(_shown(event))
         return snapshot or None
 
     def wire(self, key: str) -> list[dict[str, Any]]:
@@ -376,13 +376,13 @@ class Timeline:
                 continue  # rounds nest under their operation
             kind = "exchange" if event.kind in EXCHANGE_KINDS else event.kind
             if key not in folded:
-                folded[key] = {"seq0": event.seq, "key": key, "kind": kind, **data, "at0": event.at}
+                folded[key] = {"seq0": event.seq, "key": key, "kind": kind, **_shown(event), "at0": event.at}
         keys = list(reversed(folded))[:limit]
         for key in keys:  # later snapshots of an entry may lie after before_seq: take them all
             if folded[key]["kind"] != "notice":
                 for event in self._store.events(self.session_id, exchange=key,
                                                 kinds=(*EXCHANGE_KINDS, "operation")):
-                    folded[key].update(event.data)
+                    folded[key].update(_shown(event))
         return [folded[k] for k in keys]
 
     def search(self, query: EntryQuery, before_seq: int | None, limit: int) -> tuple[list[dict[str, Any]], int, int]:
@@ -401,8 +401,23 @@ class Timeline:
         else:
             events = self._store.events(self.session_id, exchange=hit.key, kinds=(*EXCHANGE_KINDS, "operation"))
         for event in events:
-            entry.update(event.data)
+            entry.update(_shown(event))
             entry.setdefault("at0", event.at)
         if hit.findings:
             entry["finding_count"] = hit.findings
         return entry
+
+
+# What an operation's event keeps that no entry shows: what was typed into an answer the console refused (kept so
+# the dialog shows it again; the server never got it) and the console's words about it. The fold's entries never
+# had them; an entry rebuilt from the store gave them to whoever could read the session, a viewer too.
+_TYPED = ("drafts", "errors")
+
+
+def _shown(event: TimelineEvent) -> dict[str, Any]:
+    """An event's data as an entry rebuilt from the store takes it."""
+    data = event.data
+    if event.kind == "operation":  # a copy: the event's own data is not ours to change
+        return {k: v for k, v in data.items() if k not in _TYPED}
+    return data
+
