@@ -10,7 +10,9 @@ The tree alone misses a daemon whose middle process has exited (re-parented befo
 once the server itself has exited: its children are re-parented at its exit, before the console can notice it. So
 the server is also started with a mark in its environment (MARK_ENV, a random value per start) that its descendants
 inherit; `marked` finds the processes whose environment carries it. A process that replaced its environment (an
-exec with a clean one) carries no mark: after its server has exited, nothing attributes it, and it is left alone.
+exec with a clean one) carries no mark: after its server has exited, nothing attributes it, and it is left alone,
+unless it is in the process group of a session a marked process made for itself (setsid): that whole group is
+ended on close, since everything in such a session descends from the server (see `marked`'s `sessions`).
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ PRINCIPAL_HEADER = "x-mcp-console-principal"
 _SESSION_ACTION = re.compile(r"\A/sessions/([^/]+)/.")
 # Any path that names a session: its page, its JSON twin, its websocket and everything under it.
 _SESSION_PATH = re.compile(r"\A/sessions/([A-Za-z0-9_-]+)(?:\.json\Z|/|\Z)")
+NOT_SESSIONS = frozenset({"import"})  # routes under /sessions/ whose name is no session's
 # What a forwarded request carries besides the body; cookies stay here (the principal header says who).
 _REQUEST_HEADERS = frozenset({"content-type", "accept", "accept-language", "user-agent"})
 # What the owner's answer loses on the way back: hop-by-hop framing, and the security headers this
@@ -99,14 +100,19 @@ class RouteToOwner:
         """A session this process has not heard of yet is read from the store on its first request here: one that
         another process created a moment ago (the page the create redirects to, a link opened at once, a
         round-robin proxy) was a 404 until the first of its events reached this process over the hub. Only for a
-        caller who could see it (the owner token, an active link, a forwarded request): no one else makes a
-        process read its store. A store that fails leaves the route to answer as before (404)."""
+        caller who could see it (the owner token, an active link to that session, a request forwarded with the
+        team's token): no one else makes a process read its store. A store that fails leaves the route to answer
+        as before (404)."""
         match = _SESSION_PATH.match(path)
-        if match is None or (session_id := match.group(1)) in self.manager.sessions:
+        if match is None or (session_id := match.group(1)) in self.manager.sessions or session_id in NOT_SESSIONS:
             return
-        if PRINCIPAL_HEADER not in headers and identify(self.web, headers,
-                                                        cookie_parser(headers.get("cookie", ""))) is None:
-            return
+        if PRINCIPAL_HEADER in headers:  # forwarded: only with the team's token (the route refuses it otherwise)
+            if not token_matches(self.guard.caller_token(headers, {}), self.guard.token):
+                return
+        else:
+            who = identify(self.web, headers, cookie_parser(headers.get("cookie", "")))
+            if who is None or not who.may_view(session_id):  # a link opens its own session only
+                return
         try:
             await self.manager.replicas.load_off_loop(session_id)
         except Exception:  # the route's own answer (404) says the session is not here

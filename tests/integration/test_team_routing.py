@@ -27,7 +27,17 @@ from app.console.state import TAKEOVER_ERROR
 from app.console.store import SqliteStore
 from app.settings import Settings
 from app.web.app import create_app
-from tests.integration.conftest import AUTH, JSON, LINK_COOKIE, TOKEN, Console, Served, create_link, eventually
+from tests.integration.conftest import (
+    AUTH,
+    JSON,
+    LINK_COOKIE,
+    TOKEN,
+    Console,
+    Served,
+    create_link,
+    eventually,
+    link_token,
+)
 
 Message = tuple[SessionManager, str, int, Serialized]
 LEASE_TTL_S = 3600.0  # the living stay registered for the whole test without a heartbeat
@@ -365,3 +375,32 @@ async def test_a_session_id_nobody_created_is_still_a_404_on_a_team_process(team
     b = await team.member("b")
     assert (await b.http.get("/sessions/nosuchsession.json")).status_code == 404
     assert "nosuchsession" not in b.manager.sessions
+
+
+async def test_a_process_reads_no_session_from_its_store_for_a_caller_who_may_not_see_it(
+        team: Team, demo_url: str) -> None:
+    # A session another process made is read from the store on its first request here: only for the owner, a
+    # link to that session, or a request forwarded with the team's token. A bare principal header, or a link to
+    # another session, made the process read its store (a dozen queries a request, on its worker threads).
+    a = await team.member("a", served=True)
+    b = await team.member("b")
+    other = (await a.http.post("/sessions", data={"kind": "http", "url": demo_url, "headers": ""},
+                               headers=JSON)).json()["id"]
+    link = await create_link(a, other, "viewer")
+    stranger = httpx.AsyncClient(transport=httpx.ASGITransport(app=b.app), base_url=b.base, timeout=30)
+    stranger.cookies.set(LINK_COOKIE, link_token(link))
+    try:
+        async def link_known() -> bool:  # the link reaches B with its event over the hub
+            return (await stranger.get(f"/sessions/{other}.json")).status_code == 200
+        await eventually(link_known, what="the link to work on B")
+        team.bus.leave(b.manager)  # from now on B hears of nothing: what it has, it read itself
+        sid = (await a.http.post("/sessions", data={"kind": "http", "url": demo_url, "headers": ""},
+                                 headers=JSON)).json()["id"]
+        elsewhere = await stranger.get(f"/sessions/{sid}.json")
+        assert elsewhere.status_code in (403, 404), elsewhere.text
+        forged = await stranger.get(f"/sessions/{sid}.json", headers={"X-MCP-Console-Principal": "owner"})
+        assert forged.status_code in (401, 403), forged.text
+    finally:
+        await stranger.aclose()
+    assert sid not in b.manager.sessions, "B read a session from its store for a caller who may not see it"
+    assert (await b.http.get(f"/sessions/{sid}.json")).status_code == 200  # the owner's request reads it
