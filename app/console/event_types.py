@@ -15,6 +15,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any
 
 from app.console.events import RECORDS
@@ -43,6 +44,38 @@ def check_types(kind: str, data: dict[str, Any]) -> None:
         elif check(value):  # type: ignore[operator]  # a frozenset is handled above
             continue
         raise ValueError(f"a {kind} event's {name!r} is not of its type: {str(value)[:40]!r}")
+
+
+def types_fit(kind: str, datas: list[dict[str, Any]]) -> bool:
+    """Whether `check_types(kind, data)` passes for every one of these objects (their keys checked already): a
+    field at a time over all of them, in C loops where a field's check is a set of types (most are), instead of
+    an event at a time (an import checks a buffer's events of one kind at once; when one fails, `check_types`
+    of each says which and why)."""
+    checkers = _CHECKERS.get(kind)
+    if checkers is None:
+        checkers = _CHECKERS[kind] = _record_checkers(kind)
+    for name, check in checkers.items():
+        if isinstance(check, frozenset):
+            if type(None) in check:  # a missing key reads as None: passes either way, as a key not there is not checked
+                found = set(map(type, map(dict.get, datas, repeat(name))))
+            else:
+                found = set(map(type, map(dict.get, datas, repeat(name), repeat(_ABSENT))))
+                found.discard(_Absent)
+            if not found <= check:
+                return False
+            continue
+        values = [v for v in map(dict.get, datas, repeat(name), repeat(_ABSENT)) if v is not _ABSENT]
+        others = [v for v in values if v is not None]  # a None is checked once (most optional fields hold one)
+        if (len(others) < len(values) and not check(None)) or not all(map(check, others)):
+            return False
+    return True
+
+
+class _Absent:
+    """What a missing key reads as in `types_fit` (no JSON value has this type)."""
+
+
+_ABSENT = _Absent()
 
 
 def _record_checkers(kind: str) -> dict[str, FieldCheck]:

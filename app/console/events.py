@@ -466,6 +466,16 @@ def check(kind: str, data: Any) -> None:
 _CHECKS: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
 
 
+def keys_fit(kind: str, datas: list[Json]) -> bool:
+    """Whether `check(kind, data)` passes for every one of these objects: a set test each, in C loops (an import
+    checks a buffer's events of one kind at once; when one fails, `check` of each says which and why)."""
+    cls = RECORDS.get(kind)
+    if cls is None:
+        return False
+    _, names, required = _fields(cls)
+    return all(map(names.issuperset, datas)) and (not required or all(map(required.issubset, datas)))
+
+
 def data_keys(kind: str) -> frozenset[str] | None:
     """The keys a `kind` event's data may have, when that is the whole of its check (no field is required)."""
     cls = RECORDS.get(kind)

@@ -1,7 +1,8 @@
 """The session file reader's orjson path reads every event exactly as the stdlib path does, or leaves it to it.
 
-The reference is the same reader with the orjson path turned off (`_fast_data` always declining), which is what
-an import read before it. Each file is read in small pieces too, so events are cut at a buffer's end.
+The reference is the same reader with the orjson path turned off (`_fast_data` always declining, and no run of
+events read in one pass), which is what an import read before it. Each file is read in small pieces too, so events
+are cut at a buffer's end.
 """
 
 from __future__ import annotations
@@ -57,11 +58,13 @@ def _rows(text: str, piece: int | None = None) -> list[tuple[Any, ...]]:
 def _stdlib_rows(monkeypatch: pytest.MonkeyPatch, text: str, piece: int | None = None) -> list[tuple[Any, ...]]:
     with monkeypatch.context() as m:
         m.setattr(session_stream, "_fast_data", lambda text: session_stream._UNREAD)
+        m.setattr(session_stream, "_region", lambda buf, head: ([], -1, 0))  # its orjson too: an event at a time
         return _rows(text, piece)
 
 
 def _counting_fast_data(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the events the orjson path parsed (it returned data for them)."""
+    """Count the events the orjson path parsed (it returned data for them), reading an event at a time."""
+    monkeypatch.setattr(session_stream, "_region", lambda buf, head: ([], -1, 0))
     parsed = [0]
     real: Callable[[str], Any] = session_stream._fast_data
 
