@@ -65,8 +65,10 @@ def types_fit(kind: str, datas: list[dict[str, Any]]) -> bool:
                 return False
             continue
         values = [v for v in map(dict.get, datas, repeat(name), repeat(_ABSENT)) if v is not _ABSENT]
-        others = [v for v in values if v is not None]  # a None is checked once (most optional fields hold one)
-        if (len(others) < len(values) and not check(None)) or not all(map(check, others)):
+        # An empty value (None, [], {}, "", 0, False) passes or fails every check here as any other empty one of
+        # its type does (they are equal, and empty): one of each type is checked (most optional lists are empty).
+        empty = {type(v): v for v in values if not v}
+        if not all(map(check, empty.values())) or not all(map(check, [v for v in values if v])):
             return False
     return True
 

@@ -247,3 +247,17 @@ def test_a_missing_key_is_not_a_value_of_the_wrong_type() -> None:
     assert types_fit("wire", [{"raw": "x"}, {}])  # direction, a str, absent: not checked
     assert not types_fit("wire", [{"raw": "x"}, {"direction": None}])
     assert not keys_fit("no_such_kind", [])
+
+
+NUMBER_TEXTS = st.from_regex(r"\A-?[0-9]{1,12}(\.[0-9]{1,20})?([eE][+-]?[0-9]{1,3})?\Z") \
+    | st.floats(allow_nan=False, allow_infinity=False).map(repr) | st.sampled_from(["007", "0", "-0", "\u0667"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(NUMBER_TEXTS, min_size=1, max_size=6))
+def test_a_run_s_numbers_read_as_int_and_float_read_them(texts: list[str]) -> None:
+    floats = session_stream._numbers(float, texts)
+    assert [(type(x), x) for x in floats] == [(float, float(t)) for t in texts]
+    digits = [t for t in texts if t.isdigit()]
+    if digits:
+        assert [(type(x), x) for x in session_stream._numbers(int, digits)] == [(int, int(t)) for t in digits]
