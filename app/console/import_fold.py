@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import heapq
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from itertools import compress
+from operator import itemgetter
 from typing import Any
 
 from app.console.events import EXCHANGE_KINDS, RECORDS, OperationChanged, TimelineEvent
@@ -55,19 +57,40 @@ class WindowTracker:
         return len(self._counted)
 
     def see(self, seq: int, kind: str, data: dict[str, Any]) -> None:
-        if kind in EXCHANGE_KINDS:
-            key = data.get("key", "")
-            if data.get("op") is None:  # a round of an operation is no entry of its own
-                self._count(seq, data)
+        self.see_rows([(seq, kind, None, data, None)])
+
+    def see_rows(self, rows: Sequence[tuple[int, str, Any, dict[str, Any], Any]]) -> None:
+        """`see` of each row, as an import's chunk holds them (seq, kind, at, data, text): the exchange events'
+        steps written out in one loop, 200,000 of them at 100k entries (a call per step was a third of it)."""
+        entries, rounds, counted = self.entries, self.rounds, self._counted
+        window, last_id = self.window, self.last_id
+        # The kinds not followed (the frames, half of a file's events) are left out in C
+        for seq, kind, _, data, _ in compress(rows, map(TRACKED_KINDS.__contains__, map(itemgetter(1), rows))):
+            if kind not in EXCHANGE_KINDS:
+                self._see_other(seq, kind, data)
+                continue
+            get = data.get
+            key, op = get("key", ""), get("op")
+            if op is None:  # a round of an operation is no entry of its own (`_count` written out)
+                exchange = get("exchange") or get("key")
+                if exchange is None:
+                    exchange = f"n{seq}"
+                elif type(exchange) is not str:
+                    exchange = (type(exchange).__name__, repr(exchange))
+                counted.add(exchange)
             if kind == "exchange_started":
-                rid = data.get("id")
-                if isinstance(rid, int):
-                    self.last_id = max(self.last_id, rid)
-            if data.get("op") or key in self.rounds:
-                self._enter(self.rounds, key, seq, self.window * ROUNDS_PER_ENTRY)
-            else:
-                self._enter(self.entries, key, seq, self.window)
-        elif kind == "notice":
+                rid = get("id")
+                if isinstance(rid, int) and rid > last_id:  # `max(last_id, rid)`: of two equal, the first stays
+                    last_id = rid
+            keys, limit = (rounds, window * ROUNDS_PER_ENTRY) if op or key in rounds else (entries, window)
+            if key not in keys:  # `_enter` written out
+                keys[key] = seq
+                while len(keys) > limit:
+                    keys.popitem(last=False)
+        self.last_id = last_id
+
+    def _see_other(self, seq: int, kind: str, data: dict[str, Any]) -> None:
+        if kind == "notice":
             self._count(seq, data)
             if data.get("signal") == "store_quota":
                 self.quota_reached = True

@@ -16,7 +16,7 @@ from app.console.cluster import Cluster
 from app.console.events import RECORDS, LinkCreated, LinkRevoked, TimelineEvent
 from app.console.hub import Hub, Renderer, Serialized
 from app.console.hub_redis import new_process_id
-from app.console.import_fold import TRACKED_KINDS, WindowTracker, fold_window, window_events
+from app.console.import_fold import WindowTracker, fold_window, window_events
 from app.console.links import ShareLink
 from app.console.ownership import Ownership
 from app.console.replica import Replicas
@@ -156,7 +156,6 @@ class SessionManager:
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http,
                                  created=created, new=False)
         tracker = WindowTracker(self.settings.timeline_window)
-        see, tracked = tracker.see, TRACKED_KINDS
         last = 0
         # The read-only mark is in the store before the first of the file's events: another console process of
         # a team that loads the session while its events are still arriving must show it read-only (and never
@@ -165,9 +164,7 @@ class SessionManager:
         try:
             with gc_scope.fewer_collections():  # the file's rows are no cycles (see app/console/gc_scope.py)
                 for rows in chunks:
-                    for seq, kind, _, data, _ in rows:  # unpacked: 400,000 rows at 100k entries, no attribute lookups
-                        if kind in tracked:
-                            see(seq, kind, data)
+                    tracker.see_rows(rows)
                     if rows:
                         last = max(last, max(map(itemgetter(0), rows)))
                     self._store_chunk(session.id, rows)
