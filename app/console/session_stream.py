@@ -335,7 +335,7 @@ class SessionFileReader:
                 data = _fast_data(text) if text else _UNREAD
                 if data is _UNREAD:
                     try:
-                        data, end = scan(buf, start)
+                        data, end = scan(buf, start) if len(buf) - start > _TAIL else _scan_tail(buf, start)
                     except (StopIteration, json.JSONDecodeError, RecursionError):  # cut off, not JSON, too deep:
                         # the general path below reads it again and says which (a deep file is a 400)
                         head = None
@@ -380,7 +380,11 @@ class SessionFileReader:
         want = len(self._buf) - self._pos
         while True:
             try:
-                value, end = _decode(self._buf, self._pos)
+                if self._eof or len(self._buf) - self._pos > _TAIL:
+                    value, end = _decode(self._buf, self._pos)
+                else:  # most likely cut off (the last event of a buffer): more is read, the error is not said
+                    value, end = _decode(self._buf[self._pos:], 0)
+                    end += self._pos
             except json.JSONDecodeError as exc:
                 if self._eof:
                     raise self._located(exc) from exc
@@ -437,6 +441,14 @@ def _decode(text: str, pos: int) -> tuple[Any, int]:
         return _DECODER.raw_decode(text, pos)
     except RecursionError as exc:
         raise ValueError("the file nests JSON deeper than it can be read") from exc
+def _scan_tail(buf: str, pos: int) -> tuple[Any, int]:
+    """`_SCAN(buf, pos)` on a copy of the buffer's short rest: the event a buffer's end cuts fails there, and a
+    JSONDecodeError counts the lines of all it was given (the buffer, 1 MB) for a message no one reads."""
+    value, end = _SCAN(buf[pos:], 0)
+    return value, pos + end
+
+
+_TAIL = 4096  # characters left in the buffer below which a value is parsed from a copy of them (see `_scan_tail`)
 # What raw_decode calls, called directly on the hot path (typeshed types its argument as the scanner itself).
 _SCAN: Callable[[str, int], tuple[Any, int]] = make_scanner(_DECODER)  # type: ignore[arg-type]
 CHUNK = 2000  # events handed on at a time (an import stores a chunk while it reads the next)

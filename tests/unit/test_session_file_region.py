@@ -45,7 +45,7 @@ def file_of(events: list[str]) -> str:
 Outcome = tuple[str, Any]
 
 
-def read(text: str, piece: int | None = None, one_pass: bool = True, chunk: int = 5) -> Outcome:
+def read(text: str, piece: int | None = None, one_pass: bool = True, chunk: int = 5, tail: bool = True) -> Outcome:
     """The chunks of rows the reader gives (each row as comparable values), or the error it raises."""
     pos = 0
 
@@ -58,6 +58,8 @@ def read(text: str, piece: int | None = None, one_pass: bool = True, chunk: int 
         m.setattr(session_stream, "CHUNK", chunk)
         if not one_pass:
             m.setattr(session_stream, "_region", lambda buf, head: ([], -1, 0))
+        if not tail:  # every value parsed in the buffer itself, never in a copy of its rest
+            m.setattr(session_stream, "_TAIL", -1)
         reader = session_stream.SessionFileReader(source)
         try:
             reader.open()
@@ -199,6 +201,16 @@ def test_an_event_cut_at_the_buffer_s_end_is_read_whole() -> None:
     text = file_of(console_events(40))
     for piece in range(len(HEAD) + 1, len(HEAD) + 600, 37):
         assert read(text, piece) == read(text, piece, one_pass=False)
+
+
+@pytest.mark.parametrize("piece", [None, 7, 97, 1000, 5000])
+def test_a_file_that_breaks_off_or_goes_wrong_is_refused_with_the_words_it_was(piece: int | None) -> None:
+    whole = file_of(console_events(40))
+    for cut in range(len(HEAD) + 50, len(whole), 397):
+        broken = [whole[:cut], whole[:cut] + "x" + whole[cut:], whole[:cut] + "]" + whole[cut:]]
+        for text in broken:
+            assert read(text, piece) == read(text, piece, tail=False)
+            assert read(text, piece) == read(text, piece, one_pass=False, tail=False)
 
 
 VARIANTS = st.sampled_from(sorted(ODD)) | st.just("") | st.just("") | st.just("")
