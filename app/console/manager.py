@@ -33,7 +33,7 @@ from app.settings import Settings
 
 # Everything but frames: the state is their fold (frames are read per entry, on demand).
 RESTORE_KINDS = tuple(k for k in RECORDS if k != "wire")
-IMPORT_CHUNK = 2000  # events an import hands the store before it waits for them to be written
+IMPORT_CHUNK = 4096  # events an import hands the store before it waits for them (one INSERT: see sql_rows)
 CLAIM_WAIT_S = 5.0  # how long a create waits for the directory to record its claim before answering anyway
 
 

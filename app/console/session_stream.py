@@ -451,7 +451,9 @@ def _scan_tail(buf: str, pos: int) -> tuple[Any, int]:
 _TAIL = 4096  # characters left in the buffer below which a value is parsed from a copy of them (see `_scan_tail`)
 # What raw_decode calls, called directly on the hot path (typeshed types its argument as the scanner itself).
 _SCAN: Callable[[str, int], tuple[Any, int]] = make_scanner(_DECODER)  # type: ignore[arg-type]
-CHUNK = 2000  # events handed on at a time (an import stores a chunk while it reads the next)
+# Events handed on at a time (an import stores a chunk while it reads the next): a power of two, so that a chunk
+# is one multi-row INSERT (see app/console/sql_rows.py); two chunks held are some 10 MB.
+CHUNK = 4096
 _KNOWN: dict[str, frozenset[str] | None] = {}  # kind → its data's keys, when a check is a test of them
 # The keys before "data" as `session_file` writes them (at this event version; the session id is the new
 # session's, whatever the file says); anything else takes the general path.

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from app.console import sql_rows
+from app.console import session_stream, sql_rows
 
 HEAD = "INSERT OR REPLACE INTO t (k, u, v)"
 
@@ -23,7 +23,7 @@ def _rows(n: int) -> list[tuple[object, ...]]:
             enumerate([1.5, None, "é\u2028", 2**62, b"\x00b", "", -0.0] * (n // 7 + 1))][:n]
 
 
-@pytest.mark.parametrize("n", [0, 1, 2, 7, 1023, 1024, 1025, 2000, 3001])
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1023, 1024, 1025, 2000, 3001, 4096, 4097, 8200])
 def test_rows_in_few_statements_end_as_the_same_table_as_one_statement_per_row(n: int) -> None:
     one, many = _table(), _table()
     one.executemany(f"{HEAD} VALUES (?,?,?)", _rows(n))
@@ -46,3 +46,14 @@ def test_a_row_sqlite_refuses_fails_the_call_as_executemany_would() -> None:
     conn = _table()
     with pytest.raises(UnicodeEncodeError):  # a lone surrogate has no UTF-8 form
         sql_rows.insert_rows(conn, HEAD, [(1, "a", "ok"), (2, "b", "\ud800")])
+
+
+def test_an_import_s_full_chunk_of_events_is_one_statement() -> None:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("CREATE TABLE e (a, b, c, d, e, f, g)")  # as wide as the events table
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    rows = [(i, "s", "wire", None, 1.5, "{}", 2) for i in range(session_stream.CHUNK)]
+    sql_rows.insert_rows(conn, "INSERT INTO e (a, b, c, d, e, f, g)", rows)
+    assert len(statements) == 1  # one hand-off of the GIL for the chunk, not one per block of a power of two
+    assert conn.execute("SELECT COUNT(*) FROM e").fetchone() == (session_stream.CHUNK,)
