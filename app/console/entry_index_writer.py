@@ -22,7 +22,7 @@ from json.encoder import JSONEncoder, encode_basestring_ascii
 from typing import Any, Protocol, cast
 
 from app.console import entry_index, sql_rows
-from app.console.events import TimelineEvent, load
+from app.console.events import EXCHANGE_KINDS, TimelineEvent, load
 from app.console.secrets import MASK
 
 IndexItem = tuple[str, str, dict[str, Any], str | None]  # key, kind, the event's facts, its operation id
@@ -101,10 +101,14 @@ def index_item(event: TimelineEvent) -> IndexItem | None:
 
 def index_item_of(kind: str, seq: int, data: dict[str, Any]) -> IndexItem | None:
     """`index_item` from an event's parts (an import stores rows without building a record per event)."""
-    found = entry_index.entry_key(kind, seq, data)
-    if found is None:
+    if kind in EXCHANGE_KINDS:  # `entry_key`'s case written out: 200,000 calls in an import of 100k entries
+        op = data.get("op")
+        key, entry = str(data.get("key") or ""), entry_index.ROUND if op else "exchange"
+    elif (found := entry_index.entry_key(kind, seq, data)) is not None:
+        (key, entry), op = found, data.get("op")
+    else:
         return None
-    return found[0], found[1], {f: data[f] for f in entry_index.FACT_FIELDS if f in data}, data.get("op")
+    return key, entry, {f: data[f] for f in entry_index.FACT_FIELDS if f in data}, op
 
 
 def _make_facts_json() -> Callable[[dict[str, Any]], str]:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from itertools import compress, islice, repeat
 from json.encoder import encode_basestring_ascii
 from json.scanner import make_scanner
+from operator import itemgetter
 from typing import IO, Any
 
 import orjson
@@ -581,9 +582,13 @@ def _values(texts: list[str], whole: bool) -> list[Any]:
     return values
 
 
+_FIRST, _LAST = itemgetter(slice(0, 1)), itemgetter(slice(-1, None))  # "" of an empty text: never equal
+
+
 def _plain(texts: list[str]) -> bool:
     """Whether `_fast_data` gives each text to orjson whole (an object's text, not one that could nest deep)."""
-    if not (all(map(str.startswith, texts, repeat("{"))) and all(map(str.endswith, texts, repeat("}")))):
+    # Each text's first and last character joined: two C loops and a compare (half of a startswith map's cost)
+    if "".join(map(_FIRST, texts)) != "{" * len(texts) or "".join(map(_LAST, texts)) != "}" * len(texts):
         return False
     if max(map(len, texts)) <= 2 * _DEEP:  # the usual run: no text long enough to be deep
         return True
