@@ -17,7 +17,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterator
-from itertools import compress, islice, repeat
+from itertools import compress, repeat
 from json.encoder import encode_basestring_ascii
 from json.scanner import make_scanner
 from operator import itemgetter
@@ -454,6 +454,7 @@ _TAIL = 4096  # characters left in the buffer below which a value is parsed from
 _SCAN: Callable[[str, int], tuple[Any, int]] = make_scanner(_DECODER)  # type: ignore[arg-type]
 # Events handed on at a time (an import stores a chunk while it reads the next): a power of two, so that a chunk
 # is one multi-row INSERT (see app/console/sql_rows.py); two chunks held are some 10 MB.
+REGION_CHARS = 1 << 20  # characters of the buffer one run reads at most (READ_BYTES: a buffer as it is read)
 CHUNK = 4096
 _KNOWN: dict[str, frozenset[str] | None] = {}  # kind → its data's keys, when a check is a test of them
 # The keys before "data" as `session_file` writes them (at this event version; the session id is the new
@@ -512,7 +513,9 @@ def _region(buf: str, head: re.Match[str]) -> tuple[list[ImportRow], int, int]:
     one try a buffer, not one an event.
     """
     start = head.end()
-    last = buf.rfind(_NEXT_EVENT, start)
+    # At most REGION_CHARS of the buffer a run: after a big value the buffer grows to its size, and a run over all
+    # of it held every part and row of it at once (three times the old reader's memory); the next run goes on.
+    last = buf.rfind(_NEXT_EVENT, start, start + REGION_CHARS)
     if last <= start:
         return [], -1, 0
     text = buf[start:last]
@@ -568,10 +571,14 @@ def _values(texts: list[str], whole: bool) -> list[Any]:
     `_NEXT_EVENT` the split did not cut at (whose head is not as the console writes it)."""
     values: list[Any] = []
     plain = whole and _plain(texts)
+    # One iterator for every restart: orjson's error leaves it past the text it refused (read below by `_one`).
+    # An islice from len(values) for each restart stepped over every text read before: quadratic in a buffer of
+    # texts orjson and the stdlib read differently (every other one a NaN).
+    rest = iter(texts)
     while len(values) < len(texts):
         if plain:  # every text an object from its first character to its last, none deep: `_fast_data` parses it
             try:  # orjson's error keeps what the map gave before it (the texts it read): the next is read below
-                values.extend(map(orjson.loads, islice(texts, len(values), None)))
+                values.extend(map(orjson.loads, rest))
                 break
             except orjson.JSONDecodeError:
                 pass

@@ -273,3 +273,40 @@ def test_a_run_s_numbers_read_as_int_and_float_read_them(texts: list[str]) -> No
     digits = [t for t in texts if t.isdigit()]
     if digits:
         assert [(type(x), x) for x in session_stream._numbers(int, digits)] == [(int, int(t)) for t in digits]
+
+
+def test_texts_orjson_refuses_every_other_one_are_stepped_over_once_not_again_at_every_refusal() -> None:
+    # Each restart after a refusal stepped over every text read before: quadratic in such a buffer (46 s for a
+    # 36 MB file that the old reader took in 3 s).
+    class Counted(list[str]):
+        stepped = 0
+
+        def __iter__(self) -> Any:
+            for item in super().__iter__():
+                Counted.stepped += 1
+                yield item
+    texts = Counted(['{"wall": NaN}', "{}"] * 500)
+    values = session_stream._values(texts, whole=True)
+    assert len(values) == len(texts) and values[1] == {}
+    assert Counted.stepped <= 5 * len(texts), Counted.stepped  # a few passes, not one per refusal
+
+
+@pytest.mark.parametrize("piece", [None, 997])
+def test_a_run_reads_at_most_region_chars_of_a_grown_buffer_and_the_next_run_goes_on_with_the_same_rows(
+        monkeypatch: pytest.MonkeyPatch, piece: int | None) -> None:
+    # After a big value the buffer grows to its size, and one run over all of it held every part and row at once.
+    big = event(1, '{"direction": "in", "raw": "' + "x" * 50_000 + '", "exchange": "b1"}')
+    text = file_of([big, *console_events(400, first=2)])
+    expected = read(text, piece, one_pass=False, chunk=64)
+    ends: list[int] = []
+    real: Callable[..., Any] = session_stream._region
+
+    def measured(buf: str, head: Any) -> Any:
+        out = real(buf, head)
+        if out[0]:
+            ends.append(out[1] - head.end())
+        return out
+    monkeypatch.setattr(session_stream, "REGION_CHARS", 4_000)
+    monkeypatch.setattr(session_stream, "_region", measured)
+    assert read(text, piece, chunk=64) == expected
+    assert len(ends) > 5 and max(ends) <= 4_000
