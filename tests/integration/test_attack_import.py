@@ -307,3 +307,19 @@ async def test_a_file_with_data_after_its_closing_brace_is_refused_and_leaves_no
     assert (await console.http.get("/sessions.json")).json() == before
     status, text = await _import(console, one + "\n\n")
     assert status == 200, text
+
+
+@pytest.mark.parametrize("key", ["\\ud800", "a\\u0000b"])
+async def test_an_event_whose_key_no_store_column_can_hold_is_refused_not_dropped_with_its_chunk(
+        console: Console, key: str) -> None:
+    # A lone surrogate has no UTF-8 form and neither store takes a NUL: the writer's statement failed, and the
+    # whole chunk (4,096 events) went with it, while the import answered 200.
+    before = (await console.http.get("/sessions.json")).json()
+    events = ", ".join(
+        f'{{"v": 2, "session_id": "x", "seq": {seq}, "kind": "exchange_started", "at": 1.0, '
+        f'"data": {{"key": "{key if seq == 2 else f"k{seq}"}", "method": "ping"}}}}' for seq in range(1, 6))
+    status, text = await _import(console, HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": ['
+                                 + events + "]}")
+    assert status == 400, text
+    assert "Cannot import" in json.loads(text)["error"]
+    assert (await console.http.get("/sessions.json")).json() == before
