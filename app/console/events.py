@@ -242,6 +242,12 @@ class Stderr(Record):
     current: str = ""
 
 
+# The fields of an operation's (and a server request's) event that hold what a person typed into an answer the
+# console refused (`drafts`, so the dialog shows it again; the server never got it) and the console's words about
+# it (`errors`, which may quote it): for those who may answer only. No entry, viewer or masked file carries them.
+TYPED_ANSWER_FIELDS = ("drafts", "errors")
+
+
 @dataclass(slots=True)
 class OperationChanged(Record):
     """A full snapshot of an operation: enough to show it, its rounds and its result after a restart."""

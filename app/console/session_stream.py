@@ -29,7 +29,15 @@ from app import __version__
 from app.console import export
 from app.console import store as store_module
 from app.console.event_types import check_types, types_fit
-from app.console.events import EVENT_VERSION, TimelineEvent, check, data_keys, keys_fit, load
+from app.console.events import (
+    EVENT_VERSION,
+    TYPED_ANSWER_FIELDS,
+    TimelineEvent,
+    check,
+    data_keys,
+    keys_fit,
+    load,
+)
 from app.console.secrets import Redactor, mask_wire
 from app.console.store import ImportRow, Store, StoredEvent
 from app.console.target import target_from
@@ -99,16 +107,13 @@ def _event_text(row: StoredEvent, redact: Redactor | None) -> str:
             value = json.loads(data)
             data = json.dumps(redact(mask_wire(value) if kind == "wire" else value))
     if redact is not None and kind in _ANSWERED_KINDS and not _nothing_typed(data):
-        value = json.loads(data)
-        data = json.dumps({**value, "errors": {}, "drafts": {}})
+        data = json.dumps({**json.loads(data), **{key: {} for key in TYPED_ANSWER_FIELDS}})
     if "NaN" in data or "Infinity" in data:  # a C scan of each event's text: most have neither word in them
         data = _strict_json(data)
     return f'{row.seq}, "kind": {_json_str(kind)}, "at": {_json_at(row.at)}, "data": {data}}}'
 
 
-# Events that keep what a person typed into an answer the console refused (`drafts`, so the dialog shows it again)
-# and the console's words about it (`errors`, which may quote it). The server never received any of it: a masked
-# file (the one that is shared) leaves it out.
+# The events with TYPED_ANSWER_FIELDS: a masked file (the one that is shared) leaves them out.
 _ANSWERED_KINDS = frozenset({"operation", "server_request"})
 
 
@@ -442,6 +447,8 @@ def _decode(text: str, pos: int) -> tuple[Any, int]:
         return _DECODER.raw_decode(text, pos)
     except RecursionError as exc:
         raise ValueError("the file nests JSON deeper than it can be read") from exc
+
+
 def _scan_tail(buf: str, pos: int) -> tuple[Any, int]:
     """`_SCAN(buf, pos)` on a copy of the buffer's short rest: the event a buffer's end cuts fails there, and a
     JSONDecodeError counts the lines of all it was given (the buffer, 1 MB) for a message no one reads."""
@@ -452,9 +459,9 @@ def _scan_tail(buf: str, pos: int) -> tuple[Any, int]:
 _TAIL = 4096  # characters left in the buffer below which a value is parsed from a copy of them (see `_scan_tail`)
 # What raw_decode calls, called directly on the hot path (typeshed types its argument as the scanner itself).
 _SCAN: Callable[[str, int], tuple[Any, int]] = make_scanner(_DECODER)  # type: ignore[arg-type]
+REGION_CHARS = 1 << 20  # characters of the buffer one run reads at most (READ_BYTES: a buffer as it is read)
 # Events handed on at a time (an import stores a chunk while it reads the next): a power of two, so that a chunk
 # is one multi-row INSERT (see app/console/sql_rows.py); two chunks held are some 10 MB.
-REGION_CHARS = 1 << 20  # characters of the buffer one run reads at most (READ_BYTES: a buffer as it is read)
 CHUNK = 4096
 _KNOWN: dict[str, frozenset[str] | None] = {}  # kind → its data's keys, when a check is a test of them
 # The keys before "data" as `session_file` writes them (at this event version; the session id is the new

@@ -203,10 +203,7 @@ class SqliteStore:
         item_of = entry_index_writer.index_item_of
         for seq, kind, at, data, text in rows:
             exchange = data.get("exchange") or data.get("key")
-            if type(exchange) is str:
-                if not exchange.isascii() or "\x00" in exchange:
-                    storable_text(exchange)
-            elif exchange is not None:
+            if exchange is not None and (type(exchange) is not str or not exchange.isascii() or "\x00" in exchange):
                 exchange = bindable_exchange(exchange)
             out.append((session_id, seq, kind, exchange, at, text, EVENT_VERSION))
             if kind in indexed and (item := item_of(kind, seq, data)) is not None:
@@ -420,27 +417,23 @@ class SqliteStore:
 
 
 def bindable_exchange(value: Any) -> Any:
-    """An imported event's exchange column when the file gave no string: a value SQLite binds, as it was, or a
-    refusal. A dict, a list or an integer past 64 bits failed the writer's statement, and with it the whole chunk
-    of 2,000 events, while the import answered 200; the import now fails whole (and leaves nothing behind).
-    Both stores ask this (PostgreSQL's column is text: a scalar goes in by its cast, as it did)."""
-    if type(value) in (bool, float) or (type(value) is int and -(1 << 63) <= value < 1 << 63):
-        return value
-    raise ValueError(f"an event's exchange is not a string: {str(value)[:40]!r}")
-
-
-def storable_text(value: str) -> str:
-    """An imported event's exchange (a string the file gave) as a column can hold it, or a refusal. A lone
-    surrogate (`"\\ud800"` in the file) has no UTF-8 form, and neither store takes a NUL in text: the writer's
-    statement failed, and with it the whole chunk of 4,096 events, while the import answered 200."""
-    if not value.isascii() or "\x00" in value:
+    """An imported event's exchange column when the file gave something other than a plain string: a value both
+    stores bind, as it was, or a refusal. The writer's statement failed on what a column cannot hold, and with it
+    the whole chunk of the import's events, while the import answered 200; the import now fails whole (and leaves
+    nothing behind). Refused: a dict, a list, an integer past 64 bits, a string with a lone surrogate (no UTF-8
+    form) or a NUL (PostgreSQL's text takes none, and a file imports alike in either store). PostgreSQL's column
+    is text: a scalar goes in by its cast, as it did."""
+    if type(value) is str:
         try:
             value.encode()
         except UnicodeEncodeError:
             raise ValueError(f"an event's exchange has a lone surrogate: {value[:40]!r}") from None
         if "\x00" in value:
             raise ValueError(f"an event's exchange holds a NUL character: {value[:40]!r}")
-    return value
+        return value
+    if type(value) in (bool, float) or (type(value) is int and -(1 << 63) <= value < 1 << 63):
+        return value
+    raise ValueError(f"an event's exchange is not a string: {str(value)[:40]!r}")
 
 
 def _frame_rows(events: list[TimelineEvent]) -> list[tuple[Any, ...]] | None:

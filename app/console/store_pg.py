@@ -46,7 +46,7 @@ from app.console import entry_index, entry_index_writer
 from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
 from app.console.entry_index_writer import POSTGRES, IndexWriter
 from app.console.events import EVENT_VERSION, TimelineEvent, load
-from app.console.store import ImportRow, StoredEvent, bindable_exchange, mask_url, storable_text
+from app.console.store import ImportRow, StoredEvent, bindable_exchange, mask_url
 
 log = logging.getLogger(__name__)
 
@@ -178,10 +178,7 @@ class PostgresStore:
         for seq, kind, at, data, text in rows:
             op = data.get("op")
             exchange = data.get("exchange") or data.get("key")
-            if type(exchange) is str:
-                if not exchange.isascii() or "\x00" in exchange:
-                    storable_text(exchange)  # refused before any row of the chunk is queued
-            elif exchange is not None:
+            if exchange is not None and (type(exchange) is not str or not exchange.isascii() or "\x00" in exchange):
                 exchange = bindable_exchange(exchange)  # refused before any row of the chunk is queued
             row = (session_id, seq, kind, exchange, None if op is None else str(op), at, text, EVENT_VERSION)
             item = entry_index_writer.index_item_of(kind, seq, data) if kind in entry_index.INDEXED_KINDS else None

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from app.console.entry_index import EntryHit, EntryQuery
-from app.console.events import ENTRY_KINDS, EXCHANGE_KINDS, Event, Notice, TimelineEvent, Wire
+from app.console.events import ENTRY_KINDS, EXCHANGE_KINDS, TYPED_ANSWER_FIELDS, Event, Notice, TimelineEvent, Wire
 from app.console.state import SessionState, apply
 from app.console.store import Store
 
@@ -408,16 +408,12 @@ class Timeline:
         return entry
 
 
-# What an operation's event keeps that no entry shows: what was typed into an answer the console refused (kept so
-# the dialog shows it again; the server never got it) and the console's words about it. The fold's entries never
-# had them; an entry rebuilt from the store gave them to whoever could read the session, a viewer too.
-_TYPED = ("drafts", "errors")
-
-
 def _shown(event: TimelineEvent) -> dict[str, Any]:
-    """An event's data as an entry rebuilt from the store takes it."""
+    """An event's data as an entry rebuilt from the store takes it: an operation's without what was typed into a
+    refused answer (TYPED_ANSWER_FIELDS), as the fold's entries are. Rebuilt with it, an entry gave it to whoever
+    could read the session, a viewer too."""
     data = event.data
     if event.kind == "operation":  # a copy: the event's own data is not ours to change
-        return {k: v for k, v in data.items() if k not in _TYPED}
+        return {k: v for k, v in data.items() if k not in TYPED_ANSWER_FIELDS}
     return data
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.console.events import TYPED_ANSWER_FIELDS
 from app.console.operations import reply_json
 from app.console.session import ConsoleSession
 from app.console.state import OperationRecord, ServerRequestRecord
@@ -52,12 +53,16 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
 
 
 def operation_json(op: OperationRecord, with_final: bool = True, answers: bool = True) -> dict[str, Any]:
-    data = op.to_json(with_final)
-    if not answers:
-        data["errors"] = {}  # a refusal's message may quote what was typed ("… has more digits than …")
-    return data
+    return _for(op.to_json(with_final), answers)
 
 
 def server_request_json(sr: ServerRequestRecord, answers: bool = True) -> dict[str, Any]:
-    data = sr.to_json()
-    return data if answers else {**data, "errors": {}, "drafts": {}}
+    return _for(sr.to_json(), answers)
+
+
+def _for(data: dict[str, Any], answers: bool) -> dict[str, Any]:
+    """The record's JSON for a caller who may answer, or without what was typed into a refused answer and the
+    console's words about it (which may quote it: "… has more digits than …"), blanked where the record has them."""
+    if answers:
+        return data
+    return {**data, **{key: {} for key in TYPED_ANSWER_FIELDS if key in data}}
