@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from app.mcp.stdio import StdioTransport
 from app.mcp.wire import WireEvent
 
@@ -195,17 +197,6 @@ EXITS_LEAVING_A_CHILD_IN_ITS_GROUP = textwrap.dedent("""
 """)
 
 
-async def test_closing_a_server_that_already_exited_ends_the_child_it_left_in_its_process_group() -> None:
-    left = 0
-    try:
-        left = await _close_after_it_exited(EXITS_LEAVING_A_CHILD_IN_ITS_GROUP)
-        assert await _until_ended(left), f"its child {left} outlived the close"
-    finally:
-        if left:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(left, signal.SIGKILL)
-
-
 # Leaves a daemon by the double fork (a session of its own, re-parented once the middle process exits), with the
 # environment it was given, and exits by itself.
 EXITS_LEAVING_A_DAEMON = textwrap.dedent("""
@@ -224,11 +215,13 @@ EXITS_LEAVING_A_DAEMON = textwrap.dedent("""
 """)
 
 
-async def test_closing_a_server_that_already_exited_ends_the_daemon_it_left_in_a_session_of_its_own() -> None:
+@pytest.mark.parametrize("script", [EXITS_LEAVING_A_CHILD_IN_ITS_GROUP, EXITS_LEAVING_A_DAEMON],
+                         ids=["a child in its process group", "a daemon in a session of its own"])
+async def test_closing_a_server_that_already_exited_ends_what_it_left_behind(script: str) -> None:
     left = 0
     try:
-        left = await _close_after_it_exited(EXITS_LEAVING_A_DAEMON)
-        assert await _until_ended(left), f"its daemon {left} outlived the close"
+        left = await _close_after_it_exited(script)
+        assert await _until_ended(left), f"{left}, which it left behind, outlived the close"
     finally:
         if left:
             with contextlib.suppress(ProcessLookupError):
