@@ -80,11 +80,17 @@ class SessionManager:
         if self.ownership is None:
             return
         session.timeline.flush()
-        await asyncio.to_thread(self.store.flush)
+        await self.stored()
         # A fresh id nobody else knows: the claim cannot lose. With the directory away the session is still made
         # here, and its first action claims it (or is answered 503 meanwhile).
         with contextlib.suppress(*DIRECTORY_FAILURES):
             await asyncio.wait_for(self.ownership.claim(session.id), CLAIM_WAIT_S)
+
+    async def stored(self) -> None:
+        """In a team, what was handed to the store is in it (a worker thread waits for the writer): before a new
+        session or share link is told to anyone, who may open it on another process at once."""
+        if self.ownership is not None:
+            await asyncio.to_thread(self.store.flush)
 
     def on_remote(self, session_id: str, seq: int, message: Serialized) -> None:
         """The hub between processes calls this for every event another process published, before fan-out."""

@@ -42,6 +42,13 @@ STDIO_NOTE = ("The console process that ran this stdio server stopped, and its s
               "Reconnect to start it again here.")
 OWNER_LOOKUP_S = 1.0  # a page waits at most this long for the directory before it is drawn without it
 HTTP_NOTE = "The console process that owned this connection stopped; this process reconnected."
+# Unknown link tokens read from the store at once, at most (see `link_off_loop`): a flood of made-up cookies
+# gets this many worker threads, not one per request; the rest are answered as unknown.
+LINK_READS = 4
+# Hashes the store had no link for, remembered so a repeated made-up cookie costs no read: a link is stored before
+# anyone is told its token, so one that was not there never turns up later under that hash. Forgotten in one go
+# past this many.
+UNKNOWN_LINKS_KEPT = 4096
 
 
 @dataclass(slots=True)
@@ -69,6 +76,8 @@ class Replicas:
         self.deleted: set[str] = set()
         self._links_reading = False  # a re-read of the share links is under way (see _reload_links)
         self._links_again = False
+        self._link_reads: dict[str, asyncio.Task[None]] = {}  # token hash → its read under way
+        self._unknown_links: set[str] = set()
 
     def is_replica(self, session_id: str) -> bool:
         return session_id in self.ids
@@ -90,6 +99,39 @@ class Replicas:
             if isinstance(event.record, LinkRevoked):
                 self._manager.links.revoked_elsewhere(event.record.id, event.record.revoked)
             self._reload_links()
+
+    async def link_off_loop(self, token_hash: str) -> None:
+        """A link token this process has not heard of is read from the store by its hash, on a worker thread.
+
+        A link made on another process a moment ago (its URL handed on at once) was unknown here until its event
+        crossed the hub: a 404 on landing and a 401 with its cookie. The create answers only once the link is
+        stored (`SessionManager.stored`), so the store has every link a caller can hold. Reads of one hash are
+        shared, at most LINK_READS run at once, and a store that fails leaves the link unknown (the route says so).
+        """
+        if self._manager.links.lookup_hash(token_hash) is not None or token_hash in self._unknown_links:
+            return
+        pending = self._link_reads.get(token_hash)
+        if pending is None:
+            if len(self._link_reads) >= LINK_READS:
+                return
+            pending = self._manager.tasks.spawn("link-read", self._read_link(token_hash))
+            self._link_reads[token_hash] = pending
+        await asyncio.shield(pending)
+
+    async def _read_link(self, token_hash: str) -> None:
+        try:
+            row = await asyncio.to_thread(self._manager.store.link_by_hash, token_hash)
+        except Exception:
+            log.warning("a share link could not be read from the store", exc_info=True)
+            return
+        finally:
+            self._link_reads.pop(token_hash, None)
+        if row is not None:
+            self._manager.links.apply([row])
+            return
+        if len(self._unknown_links) >= UNKNOWN_LINKS_KEPT:
+            self._unknown_links.clear()
+        self._unknown_links.add(token_hash)
 
     def _reload_links(self) -> None:
         """Every share link read again from the store, on a worker thread: a new link's token hash is only there

@@ -70,6 +70,9 @@ class LinkRegistry:
         """The link for a token whether or not it is still active, so a page can say it was revoked or expired."""
         return self._by_hash.get(hash_token(token)) if token else None
 
+    def lookup_hash(self, token_hash: str) -> ShareLink | None:
+        return self._by_hash.get(token_hash)
+
     def for_session(self, session_id: str) -> list[ShareLink]:
         return sorted((lk for lk in self._by_hash.values() if lk.session_id == session_id), key=lambda lk: lk.created)
 

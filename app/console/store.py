@@ -94,6 +94,7 @@ class Store(Protocol):
                      limit: int = 100) -> EntryMatches: ...
     def save_link(self, link: dict[str, Any]) -> None: ...
     def links(self, session_id: str | None = None) -> list[dict[str, Any]]: ...
+    def link_by_hash(self, token_hash: str) -> dict[str, Any] | None: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
 
@@ -363,6 +364,12 @@ class SqliteStore:
         with self._read_lock:
             rows = self._read.execute(sql, args).fetchall()
         return [json.loads(r[0]) for r in rows]
+
+    def link_by_hash(self, token_hash: str) -> dict[str, Any] | None:
+        self.flush()
+        with self._read_lock:
+            row = self._read.execute("SELECT data FROM links WHERE token_hash=?", (token_hash,)).fetchone()
+        return json.loads(row[0]) if row is not None else None
 
     def entry_count(self, session_id: str) -> int:
         """How many timeline entries a session has (operation rounds nest, so they do not count)."""

@@ -328,6 +328,10 @@ class PostgresStore:
             return [json.loads(r[0]) for r in self._rows("SELECT data FROM links")]
         return [json.loads(r[0]) for r in self._rows("SELECT data FROM links WHERE session_id=%s", (session_id,))]
 
+    def link_by_hash(self, token_hash: str) -> dict[str, Any] | None:
+        rows = self._rows("SELECT data FROM links WHERE token_hash=%s", (token_hash,))
+        return json.loads(rows[0][0]) if rows else None
+
     def entry_count(self, session_id: str) -> int:
         """How many timeline entries a session has (operation rounds nest, so they do not count)."""
         (row,) = self._rows(

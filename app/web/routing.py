@@ -22,15 +22,17 @@ from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.console.cluster import FAILURES as DIRECTORY_FAILURES
+from app.console.links import hash_token
 from app.console.manager import SessionManager
 from app.console.ownership import ProcessInfo
 from app.web.deps import Principal, Web, identify
-from app.web.security import SAFE_METHODS, Guard, token_matches
+from app.web.security import LINK_COOKIE, SAFE_METHODS, Guard, token_matches
 
 PRINCIPAL_HEADER = "x-mcp-console-principal"
 _SESSION_ACTION = re.compile(r"\A/sessions/([^/]+)/.")
 # Any path that names a session: its page, its JSON twin, its websocket and everything under it.
 _SESSION_PATH = re.compile(r"\A/sessions/([A-Za-z0-9_-]+)(?:\.json\Z|/|\Z)")
+_LANDING = re.compile(r"\A/s/([^/]+)\Z")  # a share link's landing page
 NOT_SESSIONS = frozenset({"import"})  # routes under /sessions/ whose name is no session's
 # What a forwarded request carries besides the body; cookies stay here (the principal header says who).
 _REQUEST_HEADERS = frozenset({"content-type", "accept", "accept-language", "user-agent"})
@@ -59,6 +61,7 @@ class RouteToOwner:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        await self._links_known(scope["path"], headers)
         await self._loaded(scope["path"], headers)
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -95,6 +98,16 @@ class RouteToOwner:
             await _answer(send, 409, "This console process does not own the session any more; try again.")
         else:
             await self._forward(owner, who, scope, receive, send)
+
+    async def _links_known(self, path: str, headers: dict[str, str]) -> None:
+        """The share link a request carries (its landing path `/s/<token>`, or its cookie), read from the store when
+        this process has not heard of it yet: made on another process a moment ago, it opens here too."""
+        tokens = [cookie_parser(headers.get("cookie", "")).get(LINK_COOKIE)]
+        if (landing := _LANDING.match(path)) is not None:
+            tokens.append(landing.group(1))
+        for token in tokens:
+            if token and self.manager.links.lookup(token) is None:
+                await self.manager.replicas.link_off_loop(hash_token(token))
 
     async def _loaded(self, path: str, headers: dict[str, str]) -> None:
         """A session this process has not heard of yet is read from the store on its first request here: one that

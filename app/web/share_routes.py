@@ -57,6 +57,7 @@ async def create_link(request: Request, session_id: str, w: Owner) -> Response:
         raise HTTPException(400, f"Expiry must be between 0 and {MAX_TTL_MIN} minutes")
     link, token = w.manager.links.create(s.id, role, ttl_min * 60 if ttl_min else None,
                                          (form.first("label") or "")[:80])
+    await w.manager.stored()  # a team's other processes read it from the store when it is opened there first
     # From the configured host and the console's port, never from the request's Host header.
     url = w.guard.public_url(f"/s/{token}", w.guard.console_port(request.scope))
     data = {"id": link.id, "role": link.role, "url": url, "expires": link.expires}

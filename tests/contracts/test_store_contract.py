@@ -171,15 +171,20 @@ def test_a_nul_character_from_a_target_is_kept_and_does_not_break_the_entry_coun
     assert store.entry_count("s1") == 1
 
 
-def test_links_are_saved_replaced_read_per_session_and_deleted_with_their_session(store: Store) -> None:
+def test_links_are_saved_replaced_read_per_session_and_by_hash_and_deleted_with_their_session(store: Store) -> None:
     store.save_link({"id": "l1", "session_id": "s1", "token_hash": "h1", "role": "viewer"})
     store.save_link({"id": "l2", "session_id": "s2", "token_hash": "h2", "role": "operator"})
     store.save_link({"id": "l1", "session_id": "s1", "token_hash": "h1", "role": "viewer", "revoked": True})
     assert store.links("s1") == [{"id": "l1", "session_id": "s1", "token_hash": "h1", "role": "viewer",
                                   "revoked": True}]
     assert sorted(link["id"] for link in store.links()) == ["l1", "l2"]
+    assert store.link_by_hash("h2") == {"id": "l2", "session_id": "s2", "token_hash": "h2", "role": "operator"}
+    assert store.link_by_hash("h1") == {"id": "l1", "session_id": "s1", "token_hash": "h1", "role": "viewer",
+                                        "revoked": True}
+    assert store.link_by_hash("h3") is None
     store.delete_session("s1")
     assert [link["id"] for link in store.links()] == ["l2"]
+    assert store.link_by_hash("h1") is None
 
 
 def test_the_metadata_row_lists_sessions_newest_first_with_their_entry_counts(store: Store) -> None:

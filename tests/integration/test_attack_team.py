@@ -105,3 +105,53 @@ async def test_an_import_read_on_another_process_while_it_is_still_being_stored_
     taken = b.manager.get(imported.id)
     assert taken is not None and taken.read_only and taken.client is None
     assert b.manager.store.count(imported.id) == stored, "an imported session's log stays the file's"
+
+
+async def test_a_link_made_on_one_process_opens_at_once_on_another_that_has_not_heard_of_it(
+        team: Team) -> None:  # noqa: F811
+    a = await team.member("a")
+    b = await team.member("b")
+    imported = await a.http.post("/sessions/import", headers={**JSON, "content-type": "application/json"},
+                                 content=b'{"format": "mcp-console-session", "version": 2, "session": '
+                                         b'{"id": "x", "created": 1, "meta": {}}, "events": []}')
+    assert imported.status_code == 200, imported.text
+    sid = imported.json()["id"]
+    await eventually(lambda: asyncio.sleep(0, _bus_idle(team)), what="the bus to deliver the import's events")
+    team.bus.leave(b.manager)  # B hears nothing more: the link's event is still on its way when it is opened there
+    link = await create_link(a, sid, "viewer")
+    token = link_token(link)
+    assert b.manager.links.lookup(token) is None
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=b.app), base_url=b.base) as holder:
+        landed = await holder.get(f"/s/{token}")
+        assert landed.status_code == 200, landed.text
+        assert holder.cookies.get(LINK_COOKIE) == token
+        page = await holder.get(f"/sessions/{sid}.json")
+        assert page.status_code == 200, page.text
+        assert page.json()["id"] == sid
+        # A made-up token stays unknown, and asking again does not read the store again.
+        made_up = await holder.get("/s/not-a-link-token-at-all")
+        assert made_up.status_code == 404 and "unknown" in made_up.text
+    assert len(b.manager.replicas._unknown_links) == 1
+
+
+async def test_a_link_revoked_on_one_process_before_another_heard_of_it_does_not_open_there(
+        team: Team) -> None:  # noqa: F811
+    a = await team.member("a")
+    b = await team.member("b")
+    imported = await a.http.post("/sessions/import", headers={**JSON, "content-type": "application/json"},
+                                 content=b'{"format": "mcp-console-session", "version": 2, "session": '
+                                         b'{"id": "x", "created": 1, "meta": {}}, "events": []}')
+    sid = imported.json()["id"]
+    await eventually(lambda: asyncio.sleep(0, _bus_idle(team)), what="the bus to deliver the import's events")
+    team.bus.leave(b.manager)
+    link = await create_link(a, sid, "operator")
+    token = link_token(link)
+    revoked = await a.http.post(f"/sessions/{sid}/links/{link['id']}/revoke", headers=JSON)
+    assert revoked.status_code < 400, revoked.text
+    await asyncio.to_thread(a.manager.store.flush)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=b.app), base_url=b.base,
+                                 cookies={LINK_COOKIE: token}) as holder:
+        landed = await holder.get(f"/s/{token}")
+        assert landed.status_code == 404 and "revoked" in landed.text
+        page = await holder.get(f"/sessions/{sid}.json")
+    assert page.status_code == 401, page.text
