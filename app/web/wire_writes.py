@@ -78,3 +78,11 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         wrapped: Any = CoalescingTransport(transport, self.loop)
         super().connection_made(wrapped)
+
+    def on_response_complete(self) -> None:
+        # The answer is whole: nothing more comes to join it with, so it goes out now, in the step of the task that
+        # sent it, not a loop turn later behind whatever that task's end wakes.
+        flush = getattr(self.transport, "flush", None)
+        if flush is not None:
+            flush()
+        super().on_response_complete()
