@@ -293,10 +293,13 @@ class SessionFileReader:
         misses, fast = 0, True
         slow = 0  # events left to the loop below before `_region` is tried again (it stopped short of them)
         after = -1  # where the last event ended when the next one's head as `session_file` writes it follows
+        chunk_from = self._dropped + self._pos  # where in the file the chunk's first event begins
         while True:
-            if len(chunk) >= CHUNK:
+            here = self._dropped + (after if after >= 0 else self._pos)
+            if len(chunk) >= CHUNK or (chunk and here - chunk_from >= CHUNK_CHARS):
                 yield chunk
                 chunk = []
+                chunk_from = here
             if after >= 0:  # past its "}, " at once: nothing there for `_peek` to skip or check
                 buf, pos = self._buf, after + 3
                 self._pos = after + 2  # where the general path below reads from (as after the "," below)
@@ -328,9 +331,12 @@ class SessionFileReader:
                     if rows:
                         after = end
                         chunk.extend(rows)
-                        while len(chunk) >= CHUNK:  # the chunks the loop below makes, one event at a time
-                            yield chunk[:CHUNK]
-                            chunk = chunk[CHUNK:]
+                        if len(chunk) >= CHUNK:
+                            while len(chunk) >= CHUNK:  # the chunks the loop below makes, one event at a time
+                                yield chunk[:CHUNK]
+                                chunk = chunk[CHUNK:]
+                            # The rest begins this much text before the run's end (their data, less their heads).
+                            chunk_from = self._dropped + end - sum(len(row.text) for row in chunk)
                         continue
             if head is not None:
                 start = head.end()
@@ -463,6 +469,9 @@ REGION_CHARS = 1 << 20  # characters of the buffer one run reads at most (READ_B
 # Events handed on at a time (an import stores a chunk while it reads the next): a power of two, so that a chunk
 # is one multi-row INSERT (see app/console/sql_rows.py); two chunks held are some 10 MB.
 CHUNK = 4096
+# ... or fewer, when their text passes this many characters: a file of big events (a 36 MB file of 9 kB events is
+# one chunk of 4,096) held two chunks' parsed values at once, ten times the file's share of them.
+CHUNK_CHARS = 8 << 20
 _KNOWN: dict[str, frozenset[str] | None] = {}  # kind → its data's keys, when a check is a test of them
 # The keys before "data" as `session_file` writes them (at this event version; the session id is the new
 # session's, whatever the file says); anything else takes the general path.

@@ -310,3 +310,16 @@ def test_a_run_reads_at_most_region_chars_of_a_grown_buffer_and_the_next_run_goe
     monkeypatch.setattr(session_stream, "_region", measured)
     assert read(text, piece, chunk=64) == expected
     assert len(ends) > 5 and max(ends) <= 4_000
+
+
+def test_a_file_of_big_events_is_handed_on_in_chunks_of_bounded_text_not_of_4096_events() -> None:
+    big = '{"direction":"in","raw":"' + "x" * 200_000 + '","frame_kind":"response","problem":null,' \
+          '"exchange":"b1","http_status":200,"headers":null,"note":null,"wall":1796289887.1453192}'
+    text = file_of([event(seq, big) for seq in range(1, 101)])  # 20 MB: one chunk of 4,096 events would hold it all
+    outcome = read(text, chunk=session_stream.CHUNK)
+    assert outcome[0] == "read"
+    chunks = outcome[1]
+    assert [row[1] for rows in chunks for row in rows] == list(range(1, 101))
+    assert len(chunks) >= 3
+    assert max(sum(len(row[-1]) for row in rows) for rows in chunks) <= \
+        session_stream.CHUNK_CHARS + session_stream.REGION_CHARS
