@@ -34,13 +34,13 @@ STEPS = [("in", "request in → its bytes on the target's socket"), ("wait", "th
          ("out", "answer head → the answer handed to uvicorn")]
 
 
-def _wait_for(path: Path, timeout_s: float = 20.0) -> dict[str, Any]:
+def _wait_for(path: Path, timeout_s: float = 20.0) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout_s
     while not path.exists():
         if time.monotonic() > deadline:
             raise RuntimeError(f"no counts were written to {path}")
         time.sleep(0.05)  # a bench script polling a file another process writes; not a test
-    counts: dict[str, Any] = json.loads(path.read_text())
+    counts: list[dict[str, Any]] = json.loads(path.read_text())  # one entry per request counted
     return counts
 
 

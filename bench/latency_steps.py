@@ -8,12 +8,16 @@ as in `bench.latency_floor`; afterwards the stamps of the measured calls are rea
 is printed for both, with the console's flush of held events inside its wait for the target (recording that runs
 while the target works: its length, and how long after it the answer came).
 
-    .venv/bin/python -m bench.latency_steps [--calls 2000] [--warmup 30]
+    .venv/bin/python -m bench.latency_steps [--calls 2000] [--warmup 30] [--fine]
+
+With `--fine` the console also stamps its own layers and the step between each two is printed: where inside
+"app called → request on the target's socket" and "answer head → the answer" the time goes.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -27,6 +31,7 @@ import httpx
 from bench.common import Proc, Rig, emit_json, free_port, median, print_table, r
 from bench.latency import console_call, direct_call, request_template
 from bench.latency_floor import FLOOR_READY
+from bench.step_probe import FINE_ORDER
 
 STEPS = [("arrive", "app", "request read → app called (uvicorn)"),
          ("app", "sent", "app called → request on the target's socket"),
@@ -55,11 +60,22 @@ def read_rows(path: Path, calls: int) -> list[dict[str, float]]:
     return [row for row in rows if "sent" in row][-calls:]
 
 
-def run(calls: int, warmup: int) -> dict[str, Any]:
+def fine_medians(rows: list[dict[str, float]]) -> list[tuple[str, str, float]]:
+    """The console's finer steps (`--fine`): the median between each two stamps of `FINE_ORDER` a call took."""
+    out = []
+    for a, b in itertools.pairwise(FINE_ORDER):
+        spans = [(row[b] - row[a]) * 1e6 for row in rows if a in row and b in row]
+        if spans:
+            out.append((a, b, median(spans)))
+    return out
+
+
+def run(calls: int, warmup: int, fine: bool = False) -> dict[str, Any]:
     probe_dir = Path(tempfile.mkdtemp(prefix="mcp-console-steps-"))
     console_out, floor_out = probe_dir / "console.json", probe_dir / "floor.json"
     launcher = ["-m", "bench.step_probe", "app"]
-    with Rig(launcher, {"BENCH_STEP_PROBE_OUT": str(console_out)}) as rig, httpx.Client(timeout=30.0) as direct, \
+    probe_env = {"BENCH_STEP_PROBE_OUT": str(console_out), **({"BENCH_STEP_PROBE_FINE": "1"} if fine else {})}
+    with Rig(launcher, probe_env) as rig, httpx.Client(timeout=30.0) as direct, \
             httpx.Client(timeout=30.0) as floor_client:
         session_id = rig.open_demo_session()
         body, headers = request_template(rig, session_id)
@@ -95,7 +111,9 @@ def run(calls: int, warmup: int) -> dict[str, Any]:
         finally:
             floor.stop()
     # Both processes wrote their rows when they exited (and every 500 requests before that).
-    console = step_medians(read_rows(console_out, calls))
+    console_rows = read_rows(console_out, calls)
+    console = step_medians(console_rows)
+    fine_steps = fine_medians(console_rows) if fine else []
     floor_steps = step_medians(read_rows(floor_out, calls))
     for path in (console_out, floor_out):
         path.unlink(missing_ok=True)
@@ -114,22 +132,29 @@ def run(calls: int, warmup: int) -> dict[str, Any]:
         print(f"\n  the console's flush of held events in the wait: {console['flush_in_wait']:.0f} µs, ending "
               f"{console['flush_end->head']:.0f} µs before the answer head "
               f"(in {console['flushed_share']:.0%} of calls)")
+    if fine_steps:
+        print_table("the console's layers, one step each (with --fine), medians in µs", ["from", "to", "µs"],
+                    [[a, b, f"{us:.0f}"] for a, b, us in fine_steps])
     print_table("seen by the client, ms", ["path", "median", "× direct"],
                 [[name, median(v), f"{median(v) / d50:.2f}×"] for name, v in series.items()])
     return {"calls": calls, "warmup": warmup,
             "client_ms": {name: r(median(v), 3) for name, v in series.items()},
             "console_us": {k: r(v, 1) for k, v in console.items()},
-            "floor_us": {k: r(v, 1) for k, v in floor_steps.items()}}
+            "floor_us": {k: r(v, 1) for k, v in floor_steps.items()},
+            **({"console_fine_us": {f"{a}->{b}": r(us, 1) for a, b, us in fine_steps}} if fine else {})}
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.latency_steps", description=__doc__.split("\n")[0])
     p.add_argument("--calls", type=int, default=2000, help="measured calls per series (default 2000)")
     p.add_argument("--warmup", type=int, default=30, help="warm-up calls per series (default 30)")
+    p.add_argument("--fine", action="store_true",
+                   help="also stamp the console's layers (front door, form, operation, session, client, transport, "
+                        "pool) and print the step between each two; the wrappers cost the console a few µs")
     args = p.parse_args(argv)
     if not 1 <= args.calls <= 20_000 or not 0 <= args.warmup <= 10_000:
         p.error("--calls must be 1..20000 and --warmup 0..10000")
-    emit_json("latency_steps", run(args.calls, args.warmup))
+    emit_json("latency_steps", run(args.calls, args.warmup, args.fine))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ _now = time.perf_counter
 _current: dict[str, float] = {}
 _arrived = [0.0]
 _awaiting_write: list[dict[str, float]] = []
+_last_write = [0.0]  # when the console's coalescing transport last put bytes on a socket
 
 
 def _dump() -> None:
@@ -44,8 +45,8 @@ def _dump() -> None:
         os.replace(tmp, out)
 
 
-def _finish(row: dict[str, float]) -> None:
-    row["written"] = _now()
+def _finish(row: dict[str, float], written: float | None = None) -> None:
+    row["written"] = written or _now()
     ROWS.append(row)
     if len(ROWS) % 500 == 0:
         _dump()
@@ -80,10 +81,10 @@ def install() -> None:
             row.setdefault("answer", _now())
         await send(self, message)
         if message["type"] == "http.response.body" and not message.get("more_body", False) and "answer" in row:
-            if hasattr(self.transport, "flush"):  # the console's coalescing transport: written at its flush
-                _awaiting_write.append(row)
+            if hasattr(self.transport, "flush") and _last_write[0] < row["answer"]:
+                _awaiting_write.append(row)  # the console's coalescing transport: written at its next flush
             else:
-                _finish(row)
+                _finish(row, _last_write[0] if hasattr(self.transport, "flush") else None)
 
     async def request_stamped(self: Any, origin: Any, head: bytes, body: bytes, timeout: Any,
                               on_sent: Callable[[], None] | None = None) -> Any:
@@ -110,9 +111,12 @@ def install() -> None:
     flush: Callable[..., Any] = wire_writes.CoalescingTransport.flush
 
     def flush_stamped(self: Any) -> None:
+        writes = self.writes
         flush(self)
-        while _awaiting_write:
-            _finish(_awaiting_write.pop())
+        if self.writes != writes:  # bytes went out (a flush with nothing held writes nothing)
+            _last_write[0] = _now()
+            while _awaiting_write:
+                _finish(_awaiting_write.pop(), _last_write[0])
 
     wire_writes.CoalescingTransport.flush = flush_stamped  # type: ignore[method-assign]
 
@@ -127,6 +131,57 @@ def install() -> None:
             row["flush_start"], row["flush_end"] = start, _now()
 
     timeline.Timeline._scheduled_flush = scheduled_stamped  # type: ignore[method-assign]
+    if os.environ.get("BENCH_STEP_PROBE_FINE"):
+        _install_fine()
+
+
+# The console's layers a call passes, in order: (module, class or None, function, stamp on entry, stamp on return).
+# Each wrapper costs the console a microsecond or two, so the fine steps add up to a little more than the coarse.
+FINE_POINTS = [
+    ("app.web.front_door", "FrontDoor", "_take", "checks", "checked"),
+    ("app.web.actions", None, "form_input", "form", "formed"),
+    ("app.console.operations", "OperationDriver", "create", "create", "created"),
+    ("app.console.operations", "OperationDriver", "run", "op_run", "op_ran"),
+    ("app.console.session", "ConsoleSession", "run", "session_run", "session_ran"),
+    ("app.mcp.client", "McpClient", "request", "client", "client_done"),
+    ("app.mcp.http", "HttpTransport", "open", "transport", "transport_done"),
+    ("app.mcp.lean_http", "LeanPool", "request", "pool", "pool_done"),
+]
+# The order the stamps of one call come in (`bench.latency_steps --fine` prints the step between each two).
+FINE_ORDER = ["app", "checks", "checked", "form", "formed", "create", "created", "op_run", "session_run", "client",
+              "transport", "pool", "sent", "head", "pool_done", "transport_done", "client_done", "session_ran",
+              "op_ran", "answer", "written"]
+
+
+def _stamp(name: str) -> None:
+    _current.setdefault(name, _now())
+
+
+def _install_fine() -> None:
+    import functools
+    import importlib
+    import inspect
+
+    for module_name, class_name, name, before, after in FINE_POINTS:
+        module = importlib.import_module(module_name)
+        owner: Any = getattr(module, class_name) if class_name else module
+        real = getattr(owner, name)
+        if inspect.iscoroutinefunction(real):
+            async def wrapped(*args: Any, _real: Any = real, _b: str = before, _a: str = after, **kw: Any) -> Any:
+                _stamp(_b)
+                try:
+                    return await _real(*args, **kw)
+                finally:
+                    _stamp(_a)
+        else:
+            def wrapped(*args: Any, _real: Any = real, _b: str = before, _a: str = after,  # type: ignore[misc]
+                        **kw: Any) -> Any:
+                _stamp(_b)
+                try:
+                    return _real(*args, **kw)
+                finally:
+                    _stamp(_a)
+        setattr(owner, name, functools.wraps(real)(wrapped))
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.latency_steps import read_rows, step_medians
+from bench.latency_steps import fine_medians, read_rows, step_medians
 
 
 def _row(base: float, flush: bool) -> dict[str, float]:
@@ -38,3 +38,9 @@ def test_only_the_latest_rows_of_requests_that_reached_the_target_are_read(tmp_p
     path.write_text(json.dumps([_row(0.0, False), page, _row(1.0, False), _row(2.0, False)]))
     rows = read_rows(path, 2)
     assert [row["arrive"] for row in rows] == [1.0, 2.0]
+
+
+def test_the_fine_steps_are_the_medians_between_consecutive_layer_stamps_and_skip_those_a_call_lacks() -> None:
+    rows = [{"app": 0.0, "checks": 10e-6, "checked": 60e-6, "form": 70e-6, "sent": 300e-6} for _ in range(3)]
+    steps = {f"{a}->{b}": round(us) for a, b, us in fine_medians(rows)}
+    assert steps == {"app->checks": 10, "checks->checked": 50, "checked->form": 10}
