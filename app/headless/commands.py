@@ -24,6 +24,7 @@ from app.headless.report import (
 from app.headless.runner import NOT_CONNECTED, Headless, elicitor, failed, outcome, reply_json
 from app.mcp.client import Reply
 from app.mcp.errors import McpError
+from app.mcp.handshake import HandshakeFailed
 from app.mcp.jsonrpc import InexactNumber, exact_float
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNREACHABLE = 0, 1, 2
@@ -93,6 +94,10 @@ async def call(args: argparse.Namespace) -> int:
     except NOT_CONNECTED as exc:
         _say_notes(session)
         print(terminal_text(f"could not connect: {exc}"), file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except HandshakeFailed as exc:  # no era the server answers (discover refused, then initialize): nothing to call
+        _say_notes(session)
+        print(terminal_text(f"could not start a session with the server: {exc}"), file=sys.stderr)
         return EXIT_UNREACHABLE
     finally:
         if args.har:

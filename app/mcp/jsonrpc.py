@@ -137,9 +137,14 @@ def encode(message: dict[str, Any]) -> str:
     text = _ENCODER.encode(message)
     params = message.get("params")
     if not text.isascii() and isinstance(params, dict) and (
-            _lone_surrogate(params.get("requestState")) or _lone_key(params.get("inputResponses"))):
+            any(_lone_surrogate(params.get(name)) for name in _ECHOED) or _lone_key(params.get("inputResponses"))):
         return _echoed_state(message, text)
     return text
+
+
+# The params a request echoes from the server: the state it handed out, and the name or URI of what it listed (a
+# tool, a prompt, a resource). A lone surrogate escape there is the server's own spelling, sent back as it came.
+_ECHOED = ("requestState", "name", "uri")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -154,13 +159,14 @@ def _lone_key(responses: Any) -> bool:
 
 
 def _echoed_state(message: dict[str, Any], text: str) -> str:
-    """The message with the lone surrogates of its requestState and inputResponses keys written as JSON escapes
-    (\\ud800), as the server wrote them: both are the server's, echoed exactly, and as a character a lone surrogate
-    has no UTF-8 form, so the retry could not be sent at all. Anywhere else (arguments or answers someone typed) a
-    lone surrogate is still refused by the transport, as before: the text is left alone when the rest holds one."""
+    """The message with the lone surrogates of what it echoes (`_ECHOED`, and the inputResponses keys) written as
+    JSON escapes (\\ud800), as the server wrote them: all are the server's, echoed exactly, and as a character a
+    lone surrogate has no UTF-8 form, so the request could not be sent at all (a tool so named could never be
+    called). Anywhere else (arguments or answers someone typed) a lone surrogate is still refused by the transport,
+    as before: the text is left alone when the rest holds one."""
     params = message["params"]
     answers = params.get("inputResponses")
-    rest = {**message, "params": {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")},
+    rest = {**message, "params": {k: v for k, v in params.items() if k not in (*_ECHOED, "inputResponses")},
             "answers": list(answers.values()) if isinstance(answers, dict) else answers}
     if _SURROGATE.search(_ENCODER.encode(rest)) is not None:
         return text

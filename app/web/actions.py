@@ -16,14 +16,11 @@ from app.console.session import ConsoleSession
 from app.mcp.client import Reply
 from app.web.deps import Web, connected, form_input, operator_post, respond, wants_json
 from app.web.forms import fields_for_kept, parse_form, strict_json
+from app.web.render import listed_as
 from app.web.views import operation_json, reply_json
 
 router = APIRouter()
 QUICK_ANSWER_S = 0.5
-
-
-def _find(items: list[dict[str, Any]], key: str, value: str) -> dict[str, Any] | None:
-    return next((i for i in items if i.get(key) == value), None)
 
 
 def _json_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -89,7 +86,9 @@ async def call_tool(request: Request, session_id: str, w: Web) -> Response:
     s = connected(w, session_id)
     form = await form_input(request)
     name = form.first("tool") or ""
-    tool = _find(s.lists["tools"], "name", name)
+    tool = listed_as(s.lists["tools"], "name", name)
+    if tool is not None:
+        name = tool["name"]  # as listed: a browser sends a name holding a lone surrogate with U+FFFD in its place
     if form.first("mode") == "json" or tool is None:
         arguments, problem = _json_arguments(form.first("json") or "{}")
         if problem or arguments is None:
@@ -121,7 +120,9 @@ async def get_prompt(request: Request, session_id: str, w: Web) -> Response:
     s = connected(w, session_id)
     form = await form_input(request)
     name = form.first("prompt") or ""
-    prompt = _find(s.lists["prompts"], "name", name)
+    prompt = listed_as(s.lists["prompts"], "name", name)
+    if prompt is not None:
+        name = prompt["name"]  # as listed (see call_tool)
     arguments: dict[str, str] = {}
     errors: dict[str, str] = {}
     declared = (prompt or {}).get("arguments")

@@ -14,7 +14,7 @@ import time
 import unicodedata
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, Template, select_autoescape
 from markupsafe import Markup, escape
@@ -170,6 +170,32 @@ def dom_id(value: Any) -> str:
     return hashlib.sha1(str(value).encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
+def query(params: dict[str, Any]) -> str:
+    """A query string for a link to the console itself. Jinja's `urlencode` encodes strictly, and a server's name
+    holding a lone surrogate escape made the whole session page a 500: such a name goes as a browser's form sends
+    it (`as_sent`), and the route finds the item by that."""
+    return urlencode({k: as_sent(str(v)) for k, v in params.items()})
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def as_sent(value: str) -> str:
+    """A server's name as it comes back from a browser (a form field, a link): a string with no UTF-8 form (a
+    lone surrogate) goes with U+FFFD in its place, as the browser's own encoding of a form does."""
+    return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
+
+
+def listed_as(items: list[Any], key: str, value: str) -> dict[str, Any] | None:
+    """The listed item (a tool, a prompt) whose `key` is `value`, else the first that a browser would have sent as
+    `value` (see `as_sent`): the console then sends the item's own name, as the server listed it."""
+    found = next((i for i in items if isinstance(i, dict) and i.get(key) == value), None)
+    if found is None and "\ufffd" in value:
+        found = next((i for i in items if isinstance(i, dict) and isinstance(i.get(key), str)
+                      and as_sent(i[key]) == value), None)
+    return found
+
+
 def first_of_each(items: Any, key: str) -> tuple[list[Any], int]:
     """The items whose `key` was not seen before (in order), and how many were left out.
 
@@ -275,7 +301,7 @@ def make_env() -> Environment:
     env.template_class = CompactTemplate
     env.filters.update(datetime=fmt_datetime, ms=fmt_ms, bytes=fmt_bytes, clock=fmt_time, tojson_pretty=to_json,
                        pretty=pretty,
-                       header_decoded=decode_value, dom_id=dom_id, from_json=from_json,
+                       header_decoded=decode_value, dom_id=dom_id, from_json=from_json, query=query,
                        without_meta=without_meta, visible=visible, ascii_json=ascii_json)
     env.globals.update(lint_rules=LINT_RULES, error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,

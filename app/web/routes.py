@@ -31,7 +31,7 @@ from app.web.deps import (
     web,
 )
 from app.web.forms import FormInput
-from app.web.render import ROOT
+from app.web.render import ROOT, listed_as
 from app.web.security import COOKIE, local_path, token_matches
 from app.web.timeline_filter import TimelineFilter, methods_seen
 from app.web.views import session_json
@@ -264,7 +264,7 @@ async def tool_form(request: Request, session_id: str, name: str, w: Viewer) -> 
     """One tool's call form, fetched when the tool is opened: the page carries names and descriptions only,
     so its size does not grow with the forms of tools nobody opens."""
     s = session_or_404(w, session_id)
-    tool = next((t for t in s.lists.get("tools") or [] if t.get("name") == name), None)
+    tool = listed_as(s.lists.get("tools") or [], "name", name)
     if tool is None:
         raise HTTPException(404, f"The server lists no tool {name!r}")
     return TargetHTMLResponse(w.render("_tool_form.html", s=s, tool=tool, me=principal(request)))

@@ -4,6 +4,7 @@
 - `invoice\u202eexe.pdf`: a right-to-left override in a tool name (would read as `invoicefdp.exe`).
 - `lone_surrogate`: a result text holding an unpaired surrogate (the JSON escape \\ud800).
 - `not_a_number`: a result holding the bare words NaN and Infinity (not JSON; Python's decoder takes them).
+- `half\ud800pair`: a tool name holding an unpaired surrogate (listed as the escape \\ud800).
 - `markup`: HTML and a script break-out in its title and description, and in its result, with a
   resource link whose URI carries a bidi override and a zero-width space.
 
@@ -48,10 +49,18 @@ async def not_a_number(ctx: Ctx) -> None:
                      "structuredContent": {"nan": float("nan"), "inf": float("inf")}})
 
 
+HALF_NAME = "half\ud800pair"
+
+
+async def half_named(ctx: Ctx) -> None:
+    await ctx.reply(complete([{"type": "text", "text": "called by half a pair"}]))
+
+
 TOOLS = [
     Tool("long_title", long_title, {"title": LONG, "description": "D" * 3000}),
     Tool(BIDI_NAME, bidi_name, {"title": f"Pay {BIDI_NAME}", "description": f"Opens {BIDI_NAME}"}),
     Tool("markup", markup, {"title": IMG, "description": SCRIPT}),
     Tool("lone_surrogate", lone_surrogate, {"description": "A result whose text holds a lone surrogate"}),
     Tool("not_a_number", not_a_number, {"description": "A result holding NaN and Infinity"}),
+    Tool(HALF_NAME, half_named, {"description": "A tool whose name holds a lone surrogate"}),
 ]

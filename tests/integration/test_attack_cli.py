@@ -35,7 +35,9 @@ SERVER = textwrap.dedent('''
         if "id" not in msg:
             continue
         method, out = msg.get("method"), {"jsonrpc": "2.0", "id": msg["id"]}
-        if method == "server/discover" and MODE == "internal error on discover":
+        if MODE == "refuses everything":
+            out["error"] = {"code": -32601, "message": "nope " + ESC}
+        elif method == "server/discover" and MODE == "internal error on discover":
             out["error"] = {"code": -32603, "message": "internal error"}
         elif method == "server/discover":
             out["result"] = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, **CACHE}
@@ -121,3 +123,10 @@ def test_the_call_output_shows_a_servers_control_characters_as_escapes_and_stays
     said = reply["error"]["message"] if "error" in reply else reply["result"]["content"][0]["text"]
     assert ESC in said  # the escapes are JSON's: the value reads back whole
     assert done.returncode == (1 if mode == "escapes in an error" else 0)
+
+
+def test_a_call_to_a_server_that_refuses_every_method_says_so_escaped_and_exits_unreachable(tmp_path: Path) -> None:
+    done = mcp_console("call", "--stdio", _server(tmp_path, "refuses everything"), "t")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr and "could not start a session with the server" in done.stderr
+    assert "\x1b" not in done.stderr + done.stdout and "\\x1b" in done.stderr

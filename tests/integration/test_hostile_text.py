@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape
 from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.client import connect
@@ -94,3 +95,26 @@ async def test_a_result_holding_nan_and_infinity_is_answered_not_a_server_error(
                  f"/sessions/{sid}/export.json"):
         shown = await console.http.get(path)
         assert shown.status_code == 200, (path, shown.status_code, shown.text[:300])
+
+
+async def test_a_tool_named_with_a_lone_surrogate_leaves_the_page_whole_opens_its_form_and_is_called_by_that_name(
+        console: Console, hostile_http: Callable[..., str]) -> None:
+    from tests.hostile.tools_text import HALF_NAME
+    s = await console.connect(kind="http", url=hostile_http("text"))
+    sid = s["id"]
+    assert HALF_NAME in {t["name"] for t in s["lists"]["tools"]}
+    page = await console.http.get(f"/sessions/{sid}")
+    assert page.status_code == 200, page.text[:300]
+    refreshed = await console.http.post(f"/sessions/{sid}/refresh")
+    assert refreshed.status_code < 400, refreshed.text[:300]
+    lazy = re.search(r'data-lazy="(/sessions/[^"]*/tools/form\?name=half[^"]*)"', page.text)
+    assert lazy is not None
+    form = await console.http.get(unescape(lazy.group(1)))
+    assert form.status_code == 200 and "half" in form.text, form.text[:300]
+    reply = await console.http.post(f"/sessions/{sid}/tools/call", headers={"Accept": "application/json"},
+                                    data={"tool": "half\ufffdpair", "mode": "json", "json": "{}"})  # as a form sends it
+    assert reply.status_code == 200 and reply.json()["ok"], reply.text
+    assert reply.json()["result"]["content"][0]["text"] == "called by half a pair"
+    entry = await console.http.get(f"/sessions/{sid}/entries/{reply.json()['key']}.json")
+    (out,) = [w["raw"] for w in entry.json()["wire"] if w["direction"] == "out"]
+    assert '"name":"half\\ud800pair"' in out  # the server's own escape, sent back as it came
