@@ -126,7 +126,7 @@ def register(server: MCPServer, state: DemoState) -> None:
     )
     async def add_tool(ctx: Context, name: str) -> CallToolResult:
         """Registers a trivial tool called `name` and publishes tools/list_changed."""
-        if not _TOOL_NAME.match(name):
+        if not _TOOL_NAME.fullmatch(name):
             return CallToolResult(
                 content=[TextContent(text=f"invalid tool name {name!r}: use 1-128 of [A-Za-z0-9_.-]")],
                 is_error=True,

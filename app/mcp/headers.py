@@ -9,7 +9,7 @@ from typing import Any
 # Methods whose request must carry Mcp-Name, and the param it mirrors.
 NAME_PARAM: dict[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 token
+_TOKEN = re.compile(r"\A[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")  # RFC 9110 token (\Z: $ lets a final newline by)
 _SENTINEL = re.compile(r"^=\?base64\?.*\?=$")
 _NOT_PLAIN = re.compile(r"[^\t\x20-\x7e]")
 
@@ -26,7 +26,7 @@ def encode_value(value: Any) -> str:
         text = str(value)
     # Plain: every character a tab or printable ASCII (one C scan, not a Python loop per character).
     plain = text.isascii() and _NOT_PLAIN.search(text) is None
-    if plain and text == text.strip() and not _SENTINEL.match(text):
+    if plain and text == text.strip() and not _SENTINEL.fullmatch(text):
         return text
     # A lone surrogate (a JSON escape such as \ud800) has no UTF-8 form. The value mirrors a param of the body,
     # which the transport then refuses to send with a note: the header must not fail first, out of the request path.
@@ -35,7 +35,7 @@ def encode_value(value: Any) -> str:
 
 def decode_value(value: str) -> str:
     """Undo encode_value for display (returns the input when it is not the sentinel form)."""
-    if _SENTINEL.match(value):
+    if _SENTINEL.fullmatch(value):
         try:
             return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):

@@ -55,7 +55,7 @@ def analyze(state: str) -> dict[str, Any]:
     info: dict[str, Any] = {"size": size, "entropy": round(entropy_bits_per_char(state), 2),
                             "encoding": "opaque", "decoded": None, "note": ""}
     parts = state.split(".")
-    if len(parts) == 3 and all(_B64URL.match(p) for p in parts[:2]):
+    if len(parts) == 3 and all(_B64URL.fullmatch(p) for p in parts[:2]):
         header = _json(_as_text(_b64decode(parts[0], True) or b"") or "")
         payload = _json(_as_text(_b64decode(parts[1], True) or b"") or "")
         if isinstance(header, dict) and "alg" in header:

@@ -325,9 +325,9 @@ def check_value(f: FormField, value: Any) -> str | None:
 
 
 def _check_format(fmt: str | None, value: str) -> str | None:
-    if fmt == "email" and not _EMAIL.match(value):
+    if fmt == "email" and not _EMAIL.fullmatch(value):
         return "Enter an email address."
-    if fmt == "uri" and not _URI.match(value):
+    if fmt == "uri" and not _URI.fullmatch(value):
         return "Enter a URI with a scheme, such as https://…"
     if fmt == "date":
         try:

@@ -72,7 +72,7 @@ def persisted_name(data_dir: Path) -> str:
     path = data_dir / NAME_FILE
     with contextlib.suppress(OSError):
         kept = path.read_text(encoding="ascii").strip()
-        if GENERATED.match(kept):
+        if GENERATED.fullmatch(kept):
             return kept
     data_dir.mkdir(parents=True, exist_ok=True)
     name = new_name()

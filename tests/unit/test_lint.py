@@ -107,3 +107,9 @@ def test_every_rule_id_is_documented_and_every_documented_id_is_a_rule() -> None
     assert "mcp-console call" in readme
     assert "mcp-console check" in readme
     assert "docs/lint-rules.md" in readme
+
+
+def test_a_tool_name_ending_in_a_newline_breaks_the_naming_rule() -> None:
+    from app.mcp.lint.checks import tool_problems
+    assert [rule for rule, _ in tool_problems({"name": "search\n"})] == ["tools.name"]
+    assert tool_problems({"name": "search"}) == []

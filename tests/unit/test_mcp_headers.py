@@ -79,7 +79,7 @@ def test_param_headers_is_empty_for_a_tool_without_a_schema() -> None:
     assert param_headers({"name": "t", "inputSchema": {"type": "object"}}) == ({}, None)
 
 
-@pytest.mark.parametrize("name", ["", "Has Space", "New\nLine", "Colon:", "Ünï", "(paren)", 5, None])
+@pytest.mark.parametrize("name", ["", "Has Space", "New\nLine", "Region\n", "Colon:", "Ünï", "(paren)", 5, None])
 def test_param_headers_reports_an_invalid_header_token(name: Any) -> None:
     mapping, problem = param_headers(tool(a={"type": "string", "x-mcp-header": name}))
     assert mapping == {}

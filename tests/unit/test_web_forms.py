@@ -203,7 +203,9 @@ def test_string_length_limits_are_checked(text: str, error: str | None) -> None:
 
 @pytest.mark.parametrize("fmt, good, bad", [
     ("email", "ada@example.com", "ada.example.com"),
+    ("email", "ada@example.com", "ada@example.com\n"),  # `$` alone lets a final newline by
     ("uri", "https://example.com/x", "example.com/x"),
+    ("uri", "https://example.com/x", "https://example.com/x\n"),
     ("date", "2026-07-28", "28/07/2026"),
     ("date-time", "2026-07-28T10:00:00Z", "tomorrow"),
 ])

@@ -169,7 +169,7 @@ def tool_problems(tool: Any) -> list[Problem]:
         return []  # the wire type check reports it
     name = tool.get("name")
     problems: list[Problem] = []
-    if isinstance(name, str) and not TOOL_NAME.match(name):
+    if isinstance(name, str) and not TOOL_NAME.fullmatch(name):
         problems.append(("tools.name", f"tool name {name[:80]!r} is not 1–128 characters of [A-Za-z0-9_.-]"))
     _mapping, problem = param_headers(tool)
     if problem:
