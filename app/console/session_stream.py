@@ -279,6 +279,9 @@ class SessionFileReader:
             if not isinstance(key, str):
                 raise ValueError("not an MCP Console session file")
             self._expect(":")
+            if key in _READ_ONCE and key in self.header:
+                # JSON's readers take the last of a repeated key; the import had already used the first.
+                raise ValueError(f"the file has two {key!r} fields")
             if key == "events" and self._peek() == "[":
                 self._pos += 1
                 self.header["events"] = []  # validated as a list; its items stream
@@ -462,6 +465,7 @@ def _scan_tail(buf: str, pos: int) -> tuple[Any, int]:
     return value, pos + end
 
 
+_READ_ONCE = frozenset({"format", "version", "session"})  # header fields an import reads: each may come once
 _TAIL = 4096  # characters left in the buffer below which a value is parsed from a copy of them (see `_scan_tail`)
 # What raw_decode calls, called directly on the hot path (typeshed types its argument as the scanner itself).
 _SCAN: Callable[[str, int], tuple[Any, int]] = make_scanner(_DECODER)  # type: ignore[arg-type]

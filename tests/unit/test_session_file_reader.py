@@ -329,3 +329,16 @@ def test_a_bare_nan_in_the_sessions_discover_answer_is_written_to_the_files_head
         store.close()
     written = _strict_loads(text)["session"]["meta"]
     assert written["discover"] == {"ttlMs": None, "note": "NaN"} and written["lists"]["tools"] == [{"x": None}]
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    ("", ', "session": {"id": "x", "created": 2.0, "meta": {"target": {"kind": "http", "url": "http://last/"}}}'),
+    (', "session": {"id": "x", "created": 2.0, "meta": {}}', ""),
+    ("", ', "version": 2'),
+    ("", ', "format": "mcp-console-session"'),
+])
+def test_a_header_field_the_import_reads_given_twice_is_refused_not_read_first_wins(before: str, after: str) -> None:
+    head = HEAD.replace(', "events": [', before + ', "events": [')
+    text = head + _event(1, _wire("null")) + "]" + after + "}"
+    with pytest.raises(ValueError, match="the file has two"):
+        _read_rows(text)
