@@ -131,7 +131,10 @@ class Headless:
             probe = await self.client.request("server/discover", {})
             why = discover_not_served(probe)
             if why is None:
-                self.era_note = "2026-07-28: server/discover answered"
+                # Answered, or failed in a way that says nothing of the era (a timeout, a broken connection): the
+                # era stays 2026-07-28 either way, and the note says which it was.
+                self.era_note = "2026-07-28: server/discover answered" if probe.result is not None else (
+                    f"2026-07-28: server/discover got no answer ({probe.error}); not taken as a server without it")
                 self._say_era(self.era_note)
                 return
             self.era_note = f"probe refused ({why}); "

@@ -35,6 +35,8 @@ SERVER = textwrap.dedent('''
         if "id" not in msg:
             continue
         method, out = msg.get("method"), {"jsonrpc": "2.0", "id": msg["id"]}
+        if MODE == "silent":
+            continue
         if MODE == "refuses everything":
             out["error"] = {"code": -32601, "message": "nope " + ESC}
         elif method == "server/discover" and MODE == "internal error on discover":
@@ -130,3 +132,9 @@ def test_a_call_to_a_server_that_refuses_every_method_says_so_escaped_and_exits_
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr and "could not start a session with the server" in done.stderr
     assert "\x1b" not in done.stderr + done.stdout and "\\x1b" in done.stderr
+
+
+def test_a_call_to_a_server_that_never_answers_discover_does_not_say_discover_answered(tmp_path: Path) -> None:
+    done = mcp_console("call", "--timeout", "1", "--stdio", _server(tmp_path, "silent"), "t")
+    assert done.returncode == 1, (done.stdout, done.stderr)  # the call timed out: it failed, the server is there
+    assert "server/discover got no answer" in done.stderr and "server/discover answered" not in done.stderr
