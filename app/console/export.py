@@ -152,7 +152,7 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
     streamed = on_stream or ctype.startswith("text/event-stream")
     text = sse_text(f["raw"] for f in frames) if streamed else "".join(f["raw"] for f in frames)
     comment = "; ".join(([ANSWERED_ON_STREAM] if on_stream else []) + ([SSE_REBUILT] if streamed else []))
-    size = len(text.encode("utf-8"))
+    size = len(text.encode("utf-8", "surrogatepass"))  # an imported frame may hold a lone surrogate itself
     start = sent["wall"]
     first = head["wall"] if head else start
     last = frames[-1]["wall"] if frames else first
@@ -171,7 +171,7 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
         "request": {"method": "POST", "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
                     "headers": _headers(sent.get("headers"), include_secrets), "queryString": [],
                     "postData": {"mimeType": "application/json", "text": body},
-                    "headersSize": -1, "bodySize": len(body.encode("utf-8"))},
+                    "headersSize": -1, "bodySize": len(body.encode("utf-8", "surrogatepass"))},
         "response": {"status": status, "statusText": note.split(" ", 2)[2] if note.count(" ") >= 2 else "",
                      "httpVersion": "HTTP/1.1", "cookies": [], "headers": _headers(response_headers, include_secrets),
                      "content": {"size": size, "mimeType": "text/event-stream" if on_stream else ctype or "x-unknown",

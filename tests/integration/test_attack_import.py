@@ -323,3 +323,29 @@ async def test_an_event_whose_key_no_store_column_can_hold_is_refused_not_droppe
     assert status == 400, text
     assert "Cannot import" in json.loads(text)["error"]
     assert (await console.http.get("/sessions.json")).json() == before
+
+
+async def test_an_imported_http_exchange_whose_frames_hold_a_lone_surrogate_exports_a_whole_har(
+        console: Console) -> None:
+    # The file's escape \ud800 reads as a character with no UTF-8 form: counting the body's bytes broke the HAR
+    # half way through its stream. A live session's frames keep the escape as text, an imported one may not.
+    def event(seq: int, kind: str, data: str) -> str:
+        return f'{{"v": 2, "session_id": "x", "seq": {seq}, "kind": "{kind}", "at": 1.0, "data": {data}}}'
+    ctype = '[["content-type", "application/json"]]'
+    events = ", ".join([
+        event(1, "exchange_started", '{"key": "b1", "method": "tools/call", "name": "echo", "id": 1}'),
+        event(2, "wire", '{"direction": "out", "raw": "out \\ud800", "exchange": "b1", "headers": ' + ctype
+              + ', "wall": 1.0}'),
+        event(3, "wire", '{"direction": "transport", "raw": "", "exchange": "b1", "http_status": 200, "headers": '
+              + ctype + ', "note": "HTTP 200 OK", "wall": 1.1}'),
+        event(4, "wire", '{"direction": "in", "raw": "in \\udfff", "exchange": "b1", "wall": 1.2}'),
+        event(5, "exchange_finished", '{"key": "b1", "status": "ok"}'),
+    ])
+    status, text = await _import(console, HEAD + '"session": {"id": "x", "created": 1, "meta": {"target": '
+                                 '{"kind": "http", "url": "http://127.0.0.1:9/mcp"}}}, "events": [' + events + "]}")
+    assert status == 200, text
+    har = await console.http.get(f"/sessions/{json.loads(text)['id']}/export.har")
+    assert har.status_code == 200
+    (entry,) = json.loads(har.text)["log"]["entries"]
+    assert entry["request"]["postData"]["text"] == "out \ud800"
+    assert entry["response"]["content"]["text"] == "in \udfff"
