@@ -151,9 +151,12 @@ class Guard:
         """
         raw = scope.get("headers", [])
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
-        if sum(1 for k, _ in raw if k.lower() == b"host") > 1:
+        names = [k.lower() for k, _ in raw]
+        if names.count(b"host") > 1:
             # Two Host headers: the check would see one and a proxy or the app might act on the other.
             return Screened(scope, headers, 400, "More than one Host header")
+        if names.count(b"origin") > 1:  # the same: the check reads the last, something else may read the first
+            return Screened(scope, headers, 403, "More than one Origin header")
         if not self.request_host_ok(headers):
             return Screened(scope, headers, 403, "Host header not allowed")
         if (scope["type"] == "websocket" or scope.get("method") not in SAFE_METHODS) and not \

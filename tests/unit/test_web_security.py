@@ -120,3 +120,15 @@ def test_a_set_owner_token_shorter_than_16_characters_is_refused(token: str) -> 
     assert problem is not None and "16" in problem
     assert token_problem("x" * 16) is None
     assert token_problem(None) is None
+
+
+@pytest.mark.parametrize(("name", "status"), [(b"host", 400), (b"origin", 403)])
+def test_a_request_with_two_host_or_two_origin_headers_is_refused_whichever_comes_first(
+        guard: Guard, name: bytes, status: int) -> None:
+    good = {b"host": b"127.0.0.1:8765", b"origin": b"http://127.0.0.1:8765"}[name]
+    evil = {b"host": b"evil.example", b"origin": b"http://evil.example"}[name]
+    for pair in ((evil, good), (good, evil)):
+        headers = [(b"host", b"127.0.0.1:8765")] if name == b"origin" else []
+        scope = {"type": "http", "method": "POST", "scheme": "http", "server": ("127.0.0.1", 8765),
+                 "headers": headers + [(name.upper() if i else name, value) for i, value in enumerate(pair)]}
+        assert guard.screen(scope).status == status
