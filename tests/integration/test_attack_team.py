@@ -26,16 +26,22 @@ def _bus_idle(members: Team) -> bool:
     return members.bus.queue.empty() and len(getattr(members.bus.queue, "_getters", ())) == 1
 
 
+async def _empty_session(member: Any) -> str:
+    """An imported session: nothing happens in it but what the test does."""
+    imported = await member.http.post("/sessions/import", headers={**JSON, "content-type": "application/json"},
+                                      content=b'{"format": "mcp-console-session", "version": 2, "session": '
+                                              b'{"id": "x", "created": 1, "meta": {}}, "events": []}')
+    assert imported.status_code == 200, imported.text
+    sid: str = imported.json()["id"]
+    return sid
+
+
 async def test_a_link_revoked_on_the_owner_stops_opening_the_session_on_another_process(
         team: Team) -> None:  # noqa: F811
     a = await team.member("a", served=True)
     # An imported session: nothing happens in it but what the test does, so the revoke is the event that
     # makes B load its replica.
-    imported = await a.http.post("/sessions/import", headers={**JSON, "content-type": "application/json"},
-                                 content=b'{"format": "mcp-console-session", "version": 2, "session": '
-                                         b'{"id": "x", "created": 1, "meta": {}}, "events": []}')
-    assert imported.status_code == 200, imported.text
-    sid = imported.json()["id"]
+    sid = await _empty_session(a)
     link = await create_link(a, sid, "viewer")
     token = link_token(link)
     await eventually(lambda: asyncio.sleep(0, _bus_idle(team)), what="the bus to deliver the link's event")
@@ -111,11 +117,7 @@ async def test_a_link_made_on_one_process_opens_at_once_on_another_that_has_not_
         team: Team) -> None:  # noqa: F811
     a = await team.member("a")
     b = await team.member("b")
-    imported = await a.http.post("/sessions/import", headers={**JSON, "content-type": "application/json"},
-                                 content=b'{"format": "mcp-console-session", "version": 2, "session": '
-                                         b'{"id": "x", "created": 1, "meta": {}}, "events": []}')
-    assert imported.status_code == 200, imported.text
-    sid = imported.json()["id"]
+    sid = await _empty_session(a)
     await eventually(lambda: asyncio.sleep(0, _bus_idle(team)), what="the bus to deliver the import's events")
     team.bus.leave(b.manager)  # B hears nothing more: the link's event is still on its way when it is opened there
     link = await create_link(a, sid, "viewer")
@@ -138,10 +140,7 @@ async def test_a_link_revoked_on_one_process_before_another_heard_of_it_does_not
         team: Team) -> None:  # noqa: F811
     a = await team.member("a")
     b = await team.member("b")
-    imported = await a.http.post("/sessions/import", headers={**JSON, "content-type": "application/json"},
-                                 content=b'{"format": "mcp-console-session", "version": 2, "session": '
-                                         b'{"id": "x", "created": 1, "meta": {}}, "events": []}')
-    sid = imported.json()["id"]
+    sid = await _empty_session(a)
     await eventually(lambda: asyncio.sleep(0, _bus_idle(team)), what="the bus to deliver the import's events")
     team.bus.leave(b.manager)
     link = await create_link(a, sid, "operator")
