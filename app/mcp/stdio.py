@@ -62,7 +62,8 @@ EXIT_DRAIN_S = 1.0  # after the process exits, how long its stdout may still del
 # something it left behind holding the pipe open keeps it from ending, and that must not hold the close.
 STDERR_DRAIN_S = 0.5
 EXIT_POLL_S = 0.2  # how often the exit watcher looks at the process's return code
-MARKED_ROUNDS = 10  # scans for what still carries the mark after close (each stops and kills what it finds)
+MARKED_ROUNDS = 12  # scans for what still carries the mark after close (each stops and kills what it finds)
+EMPTY_SCANS = 3  # scans in a row that find nothing before the close takes it that nothing carries the mark
 DEFAULT_WRITE_TIMEOUT_S = 30.0  # a server that reads none of its stdin for this long fails the write
 
 
@@ -599,12 +600,19 @@ class StdioTransport:
         (a new pid every few ms) was never among those found: by the time a signal went out, that pid was gone and
         its child went on. Each round kills the sessions such processes made for themselves (their whole group at
         once, whatever pid it is on now), stops what else a scan finds (a stopped process forks no more), scans
-        again for the children made in between, and kills them all; until a scan finds nothing."""
+        again for the children made in between, and kills them all; until EMPTY_SCANS scans in a row find nothing."""
+        empty = 0
         for _ in range(MARKED_ROUNDS):
             sessions: set[int] = set()
             found = await asyncio.to_thread(descendants.marked, self._mark, pid, sessions)
             if not found:
-                return
+                # A scan can miss such a daemon: it lists the pids, the one listed exits before it is read, and its
+                # child came after the listing. Only a few empty scans in a row say nothing is left.
+                empty += 1
+                if empty == EMPTY_SCANS:
+                    return
+                continue
+            empty = 0
             descendants.kill_groups(sessions)
             descendants.send(found, signal.SIGSTOP)
             sessions.clear()
