@@ -13,7 +13,6 @@ PostgreSQL store borrows a different pooled connection for each batch.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -24,6 +23,7 @@ from typing import Any, Protocol, cast
 from app.console import entry_index, sql_rows
 from app.console.events import EXCHANGE_KINDS, TimelineEvent, load
 from app.console.secrets import MASK
+from app.mcp.jsonrpc import without_lone_surrogates
 
 IndexItem = tuple[str, str, dict[str, Any], str | None]  # key, kind, the event's facts, its operation id
 
@@ -39,13 +39,9 @@ class Database(Protocol):
     def executemany(self, sql: Any, params: Iterable[Sequence[Any]], /) -> Any: ...
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _encodable(text: str) -> str:
-    # A target's JSON may carry a lone surrogate (\ud800): it has no UTF-8 form, and the driver's encode would
-    # fail the writer's whole batch. Shown as the replacement character; a query is cleaned the same way.
-    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+# A target's JSON may carry a lone surrogate (\ud800): it has no UTF-8 form, and the driver's encode would fail the
+# writer's whole batch. Shown as the replacement character; a query is cleaned the same way.
+_encodable = without_lone_surrogates
 
 
 def _encodable_no_nul(text: str) -> str:

@@ -147,11 +147,17 @@ def encode(message: dict[str, Any]) -> str:
 _ECHOED = ("requestState", "name", "uri")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# A lone surrogate: what a JSON escape such as \ud800 decodes to, a character with no UTF-8 form.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(text: str) -> str:
+    """`text` with U+FFFD for each lone surrogate: what a browser's form sends for it, and what a store can hold."""
+    return text if text.isascii() else LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _lone_surrogate(value: Any) -> bool:
-    return isinstance(value, str) and not value.isascii() and _SURROGATE.search(value) is not None
+    return isinstance(value, str) and not value.isascii() and LONE_SURROGATE.search(value) is not None
 
 
 def _lone_key(responses: Any) -> bool:
@@ -168,9 +174,9 @@ def _echoed_state(message: dict[str, Any], text: str) -> str:
     answers = params.get("inputResponses")
     rest = {**message, "params": {k: v for k, v in params.items() if k not in (*_ECHOED, "inputResponses")},
             "answers": list(answers.values()) if isinstance(answers, dict) else answers}
-    if _SURROGATE.search(_ENCODER.encode(rest)) is not None:
+    if LONE_SURROGATE.search(_ENCODER.encode(rest)) is not None:
         return text
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 # What `json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)` builds on every call, built

@@ -29,7 +29,7 @@ from app.console.session import ConsoleSession
 from app.console.state import TAKEOVER_ERROR, host_key
 from app.mcp.errors import ERROR_NAMES
 from app.mcp.headers import decode_value
-from app.mcp.jsonrpc import indented, pretty
+from app.mcp.jsonrpc import indented, pretty, without_lone_surrogates
 from app.mcp.lint import RULES as LINT_RULES
 from app.mcp.mrtr import kind_of
 from app.web.answers import form_fields
@@ -173,26 +173,17 @@ def dom_id(value: Any) -> str:
 def query(params: dict[str, Any]) -> str:
     """A query string for a link to the console itself. Jinja's `urlencode` encodes strictly, and a server's name
     holding a lone surrogate escape made the whole session page a 500: such a name goes as a browser's form sends
-    it (`as_sent`), and the route finds the item by that."""
-    return urlencode({k: as_sent(str(v)) for k, v in params.items()})
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def as_sent(value: str) -> str:
-    """A server's name as it comes back from a browser (a form field, a link): a string with no UTF-8 form (a
-    lone surrogate) goes with U+FFFD in its place, as the browser's own encoding of a form does."""
-    return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
+    it (`without_lone_surrogates`), and the route finds the item by that."""
+    return urlencode({k: without_lone_surrogates(str(v)) for k, v in params.items()})
 
 
 def listed_as(items: list[Any], key: str, value: str) -> dict[str, Any] | None:
     """The listed item (a tool, a prompt) whose `key` is `value`, else the first that a browser would have sent as
-    `value` (see `as_sent`): the console then sends the item's own name, as the server listed it."""
+    `value` (see `query`): the console then sends the item's own name, as the server listed it."""
     found = next((i for i in items if isinstance(i, dict) and i.get(key) == value), None)
     if found is None and "\ufffd" in value:
         found = next((i for i in items if isinstance(i, dict) and isinstance(i.get(key), str)
-                      and as_sent(i[key]) == value), None)
+                      and without_lone_surrogates(i[key]) == value), None)
     return found
 
 
