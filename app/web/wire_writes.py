@@ -74,7 +74,20 @@ class CoalescingTransport:
         return getattr(self._transport, name)
 
 
+class RequestTargetRefused(ValueError):
+    """A request target that is not a path on this console (raised inside the parser: uvicorn answers 400)."""
+
+
 class CoalescingHttpToolsProtocol(HttpToolsProtocol):
+    def on_url(self, url: bytes) -> None:
+        # Only origin-form targets ("/path?query", or "*" for OPTIONS). uvicorn keeps the path of an absolute-form
+        # target ("GET http://evil.example/x") and drops its authority, so the Host check would pass on a Host header
+        # that a proxy in front, reading the target's authority as RFC 9112 says, did not route by. An
+        # authority-form target (CONNECT) has no path at all. uvicorn answers a callback's error as a bad request.
+        if not self.url and url[:1] not in (b"/", b"*"):
+            raise RequestTargetRefused(url[:64])
+        super().on_url(url)
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         wrapped: Any = CoalescingTransport(transport, self.loop)
         super().connection_made(wrapped)

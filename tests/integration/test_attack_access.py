@@ -165,3 +165,29 @@ async def test_a_link_holder_never_reads_the_http_sse_session_id_from_a_failed_p
             assert shown.status_code == 200 and SSE_SESSION not in shown.text, (path, shown.text[:2000])
     finally:
         server.close()
+
+
+async def _raw_answer_head(served_port: int, request: bytes) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", served_port)
+    try:
+        writer.write(request)
+        await writer.drain()
+        return await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), WS_DEADLINE_S)
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("target", [b"http://evil.example/sessions.json", b"HTTP://127.0.0.1/sessions.json",
+                                    b"127.0.0.1:80"])
+async def test_a_request_target_that_is_not_a_path_on_the_console_is_refused_with_400_even_with_the_token(
+        console: Console, serve: Serve, target: bytes) -> None:
+    """uvicorn keeps an absolute-form target's path and drops its authority, so `GET http://evil.example/…` with
+    the console's Host and the token was answered as `GET /…`: a proxy in front that routes by the target's
+    authority (as RFC 9112 says it should) would see one host and the console's Host check another."""
+    served = await serve(console)
+    auth = f"Authorization: Bearer {TOKEN}\r\nHost: {served.public}\r\n".encode()
+    good = await _raw_answer_head(served.port, b"GET /sessions.json HTTP/1.1\r\n" + auth + b"\r\n")
+    assert good.startswith(b"HTTP/1.1 200"), good  # the same request with an origin-form target is answered
+    method = b"CONNECT" if target == b"127.0.0.1:80" else b"GET"
+    refused = await _raw_answer_head(served.port, method + b" " + target + b" HTTP/1.1\r\n" + auth + b"\r\n")
+    assert refused.startswith(b"HTTP/1.1 400"), refused
