@@ -12,8 +12,10 @@ Two layers:
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import os
+import re
 import shlex
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
@@ -137,6 +139,12 @@ def mask_argv(argv: list[str]) -> str:
 def typed_values(target: Target) -> list[str]:
     """Every value the owner typed into the target, as it was typed."""
     values: list[str] = list(target.headers.values())
+    for value in target.headers.values():
+        # "Bearer <token>": a server that echoes the credential alone ("token … is not valid") does not echo the
+        # scheme, so the credential is a typed value of its own too.
+        scheme, _, credential = value.strip().partition(" ")
+        if credential and scheme.isalpha():
+            values.append(credential.strip())
     if target.url:
         try:
             parts = urlsplit(target.url)
@@ -170,6 +178,50 @@ def _jinja_escape(value: str) -> str:
             .replace("'", "&#39;"))
 
 
+# JSON's short escapes: json.dumps writes these for " \\ and the control characters; PHP's json_encode also writes
+# "/" as "\\/" (its default), and any writer may.
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+                  "\t": "\\t"}
+# A character as HTML shows it (html.escape and Jinja), for a frame's raw text rendered in a page.
+_HTML_ESCAPES = {"&": ("&amp;",), "<": ("&lt;",), ">": ("&gt;",), '"': ("&quot;", "&#34;"), "'": ("&#x27;", "&#39;")}
+
+
+def _hex_spellings(text: str) -> list[str]:
+    """`text` (hex digits) in every mix of cases of its letters: Go writes "\\u002f", Java and C# "\\u002F"."""
+    choices = [(ch.lower(), ch.upper()) if ch.isalpha() else (ch,) for ch in text]
+    return ["".join(mix) for mix in itertools.product(*choices)]
+
+
+def _char_spellings(ch: str) -> set[str]:
+    """Every way one character of a typed value may be spelled inside JSON text another writer made, or that text
+    rendered in HTML: itself, its \\u escape (any case), its short escape, and their HTML escapes."""
+    code = ord(ch)
+    if code > 0xFFFF:  # JSON spells a character past the BMP as its UTF-16 surrogate pair
+        code -= 0x10000
+        hexes = [f"{0xD800 + (code >> 10):04x}", f"{0xDC00 + (code & 0x3FF):04x}"]
+        escapes = {"\\u" + a + "\\u" + b for a in _hex_spellings(hexes[0]) for b in _hex_spellings(hexes[1])}
+    else:
+        escapes = {"\\u" + h for h in _hex_spellings(f"{code:04x}")}
+    forms = {ch, *escapes, *_HTML_ESCAPES.get(ch, ())}
+    if ch in _SHORT_ESCAPES:
+        short = _SHORT_ESCAPES[ch]
+        forms |= {short, *(short[0] + h for h in _HTML_ESCAPES.get(short[1], ()))}
+    return forms
+
+
+def _escaped_pattern(value: str, in_json: bool) -> str:
+    """A regex for `value` spelled with any of JSON's escapes, character by character (`_char_spellings`): the
+    spelling a frame's raw text keeps when its writer escapes what json.dumps does not (PHP's "\\/", Go's
+    "\\u0026"). `in_json`: as each spelling reads once more inside JSON text written by json.dumps."""
+    parts = []
+    for ch in value:
+        forms = _char_spellings(ch)
+        if in_json:
+            forms = {json.dumps(f)[1:-1] for f in forms}
+        parts.append("(?:" + "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)) + ")")
+    return "".join(parts)
+
+
 class Redactor:
     """The one masking function for a non-owner's eyes: built from the session's target, applied to anything."""
 
@@ -185,6 +237,11 @@ class Redactor:
         # that contains a form has the form's escaped spelling in its JSON (the test below is never wrong
         # to say no).
         self._in_json = sorted({json.dumps(f)[1:-1] for f in self._forms}, key=len, reverse=True)
+        # The same values spelled with escapes json.dumps does not write: each such spelling holds a backslash, so
+        # only a text with one is searched for them (most texts have none: the plain forms above suffice).
+        typed = sorted({v for v in typed_values(target) if len(v) >= MIN_SUBSTRING}, key=len, reverse=True)
+        self._escaped = re.compile("|".join(_escaped_pattern(v, False) for v in typed)) if typed else None
+        self._escaped_in_json = re.compile("|".join(_escaped_pattern(v, True) for v in typed)) if typed else None
         # A typed header where it stands in a request's header list ([name, value], or HAR's {name, value}):
         # masked there whatever its length (a short one is not masked as a substring anywhere else).
         self._headers = {(name.lower(), value) for name, value in target.headers.items()}
@@ -208,7 +265,11 @@ class Redactor:
     def might_mask(self, json_text: str) -> bool:
         """False when nothing in a value serialized as `json_text` (json.dumps, ASCII) has a typed value to mask:
         then `self(value)` is the value as it is, and a caller may skip walking it."""
-        return any(form in json_text for form in self._in_json)
+        if any(form in json_text for form in self._in_json):
+            return True
+        # An escape inside one of the value's strings reads as a doubled backslash in its JSON text.
+        return (self._escaped_in_json is not None and "\\\\" in json_text
+                and self._escaped_in_json.search(json_text) is not None)
 
     def hidden_text(self) -> tuple[str, ...]:
         """The typed values as the entry index holds text (casefolded), longest first: what a masked caller's
@@ -219,6 +280,8 @@ class Redactor:
         for form in self._forms:
             if form in value:
                 value = value.replace(form, MASK)
+        if self._escaped is not None and "\\" in value:
+            value = self._escaped.sub(MASK, value)
         return value
 
     def __call__(self, value: Any) -> Any:

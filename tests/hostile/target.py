@@ -68,6 +68,10 @@ class Ctx:
         rid = self.id if request_id is ... else request_id
         await self._out.final(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}))
 
+    async def reply_text(self, raw: str) -> None:
+        """The final answer as exactly this JSON text (a spelling json.dumps would not write)."""
+        await self._out.final(raw)
+
     async def error(self, code: int, message: str) -> None:
         await self._out.final(json.dumps({"jsonrpc": "2.0", "id": self.id,
                                           "error": {"code": code, "message": message}}))

@@ -5,6 +5,8 @@
 - `lone_surrogate`: a result text holding an unpaired surrogate (the JSON escape \\ud800).
 - `not_a_number`: a result holding the bare words NaN and Infinity (not JSON; Python's decoder takes them).
 - `half\ud800pair`: a tool name holding an unpaired surrogate (listed as the escape \\ud800).
+- `echo_escaped`: says back its `text` as other JSON writers spell it: "/" as PHP's \\/, "&<>" as Go's \\u0026,
+  and every other non-alphanumeric character as an upper-case \\u escape (json.dumps writes none of these).
 - `markup`: HTML and a script break-out in its title and description, and in its result, with a
   resource link whose URI carries a bidi override and a zero-width space.
 
@@ -12,6 +14,8 @@ Start the target with `--name '<b>x</b>\u202eevil'` to put the same in serverInf
 """
 
 from __future__ import annotations
+
+import json
 
 from tests.hostile.target import Ctx, Tool, complete
 
@@ -49,6 +53,26 @@ async def not_a_number(ctx: Ctx) -> None:
                      "structuredContent": {"nan": float("nan"), "inf": float("inf")}})
 
 
+def _spelled_by_others(value: str) -> str:
+    out = []
+    for ch in value:
+        if ch == "/":
+            out.append("\\/")
+        elif ch in "&<>":
+            out.append(f"\\u{ord(ch):04x}")
+        elif ch.isalnum() and ch.isascii():
+            out.append(ch)
+        else:
+            out.append(f"\\u{ord(ch):04X}")
+    return "".join(out)
+
+
+async def echo_escaped(ctx: Ctx) -> None:
+    said = _spelled_by_others(str(ctx.args.get("text", "")))
+    answer = json.dumps({"jsonrpc": "2.0", "id": ctx.id, "result": complete([{"type": "text", "text": "@"}])})
+    await ctx.reply_text(answer.replace('"@"', f'"{said}"'))
+
+
 HALF_NAME = "half\ud800pair"
 
 
@@ -63,4 +87,7 @@ TOOLS = [
     Tool("lone_surrogate", lone_surrogate, {"description": "A result whose text holds a lone surrogate"}),
     Tool("not_a_number", not_a_number, {"description": "A result holding NaN and Infinity"}),
     Tool(HALF_NAME, half_named, {"description": "A tool whose name holds a lone surrogate"}),
+    Tool("echo_escaped", echo_escaped, {"description": "Says its text back with other writers' JSON escapes",
+                                        "inputSchema": {"type": "object",
+                                                        "properties": {"text": {"type": "string"}}}}),
 ]

@@ -184,3 +184,33 @@ async def test_an_operator_acting_on_a_failed_session_reads_its_error_without_th
                              headers={"Accept": "application/json"})
     assert refused.status_code == 409 and "could not start" in refused.text
     assert leaks(refused.text, ENV_SECRETS) == []
+
+
+async def test_a_typed_credential_the_target_echoes_with_other_writers_json_escapes_is_masked_for_a_viewer(
+        console: Console, hostile_http: Callable[..., str], share_tab: ShareTab, serve: Serve) -> None:
+    """The raw frame keeps the target's own JSON text. A PHP server writes "/" as \\/ and a Go one "&" as \\u0026,
+    so a typed `sk/live/…` came back as `sk\\/live\\/…`: not the spelling the mask looked for, and every view a
+    viewer has of the frame (its detail, its body, the session file, the HAR) showed the credential."""
+    token, api = "sk/live/AAAABBBBCCCC", "tok&en=ZZZZ-YYYY.XXXX"
+    s = await console.connect(kind="http", url=hostile_http("text"),
+                              headers=f"Authorization: Bearer {token}\nX-Api: {api}")
+    assert s["status"] == "connected", s["status_message"]
+    sid = str(s["id"])
+    said = await console.call_tool(sid, "echo_escaped", text=f"Bearer {token} and {api}")
+    key = said["key"]
+    escaped = (r"sk\/live\/AAAABBBBCCCC", r"tok\u0026en\u003DZZZZ\u002DYYYY\u002EXXXX")
+    owner_wire = (await console.http.get(f"/sessions/{sid}/entries/{key}.json")).text
+    assert [e for e in escaped if e.replace("\\", "\\\\") in owner_wire] == list(escaped)  # the owner sees the wire
+    link = await create_link(console, sid, "viewer")
+    tab = await share_tab(console, link)
+    looks = [await tab.get(path) for path in (
+        f"/sessions/{sid}/entries/{key}.json", f"/sessions/{sid}/entries/{key}", f"/sessions/{sid}/entries/{key}/body",
+        f"/sessions/{sid}/export.json", f"/sessions/{sid}/export.har")]
+    for response in looks:
+        assert response.status_code == 200, response.url
+        body = response.text
+        assert not [e for e in escaped if e in body or e.replace("\\", "\\\\") in body], (response.url, body[:2000])
+        assert "AAAABBBBCCCC" not in body and "XXXX" not in body, response.url
+    served = await serve(console)
+    shown = "".join(await viewer_fragments(served, sid, f"{LINK_COOKIE}={link_token(link)}", key))
+    assert "AAAABBBBCCCC" not in shown and "XXXX" not in shown

@@ -104,3 +104,46 @@ def test_a_value_nested_past_the_stack_is_masked_not_raised() -> None:
         assert isinstance(masked, list)
         masked = masked[0]["k"]
     assert masked == f"a {MASK} b"
+
+
+# --- a typed value in another JSON writer's spelling ---------------------------------------------------------
+
+
+def _escape_each(value: str, choices: list[int]) -> str:
+    """`value` with each character spelled one of the ways JSON writers spell it (chosen by `choices`)."""
+    out = []
+    for ch, choice in zip(value, choices, strict=True):
+        code = ord(ch)
+        if code > 0xFFFF:
+            pair = ch.encode("utf-16-be")
+            hexes = f"{int.from_bytes(pair[:2], 'big'):04x}", f"{int.from_bytes(pair[2:], 'big'):04x}"
+            spellings = [ch, "\\u{}\\u{}".format(*hexes), "\\u{}\\u{}".format(*(h.upper() for h in hexes))]
+        else:
+            spellings = [ch, f"\\u{code:04x}", f"\\u{code:04X}"]
+            spellings += {"/": ["\\/"], '"': ['\\"'], "\\": ["\\\\"], "\n": ["\\n"]}.get(ch, [])
+        out.append(spellings[choice % len(spellings)])
+    return "".join(out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=4, max_size=24).flatmap(
+    lambda v: st.tuples(st.just(v), st.lists(st.integers(0, 5), min_size=len(v), max_size=len(v)))))
+def test_a_typed_value_is_masked_however_a_json_writer_escapes_each_of_its_characters(
+        case: tuple[str, list[int]]) -> None:
+    value, choices = case
+    redact = Redactor(Target(kind="http", url="http://h.example/mcp", headers={"X-Key": value}))
+    raw = '{"said": "<' + _escape_each(value, choices) + '>"}'
+    assert redact.text(raw) == '{"said": "<' + MASK + '>"}'
+    assert redact.might_mask(json.dumps({"raw": raw}))  # the export's quick test does not skip it
+
+
+def test_php_and_go_spellings_of_a_typed_value_are_masked_in_raw_text_in_a_page_and_in_json_text() -> None:
+    redact = Redactor(Target(kind="http", url="http://h.example/mcp",
+                             headers={"Authorization": "Bearer sk/live/AAAA", "X-Api": 'to"k&en=ZZZZ'}))
+    php, go = r"sk\/live\/AAAA", r"to\"k\u0026en=ZZZZ"
+    assert redact.text(f"token {php}; api {go}") == f"token {MASK}; api {MASK}"  # the credential alone, too
+    assert redact.text(r"to\&#34;k\u0026en=ZZZZ") == MASK  # the raw text as Jinja shows it in a page
+    assert redact({"raw": f'{{"a": "{php}"}}'}) == {"raw": f'{{"a": "{MASK}"}}'}
+    assert redact.might_mask(json.dumps({"raw": f'{{"a": "{go}"}}'}))
+    assert not redact.might_mask(json.dumps({"raw": r'{"a": "nothing typed \/ here"}'}))
+    assert redact.text(r"sk\\/live\\/AAAA") == r"sk\\/live\\/AAAA"  # another string: the backslash itself is sent
