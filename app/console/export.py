@@ -6,6 +6,7 @@ Secrets are masked unless the owner explicitly asks to include them.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import time
 import unicodedata
@@ -45,6 +46,15 @@ EARLIEST, LATEST = 0, 32_503_680_000
 
 def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def on_the_clock(ts: Any) -> float:
+    """A frame's wall time held to the times a clock shows. An imported file's frame may say 1e12 or -1e308 (its
+    event's own time is checked on import, a frame's wall is only a float): the HAR's dates and durations are
+    made from it, and `iso` raised half-way through the streamed file."""
+    if type(ts) not in (int, float) or not math.isfinite(ts):
+        return float(EARLIEST)
+    return float(min(max(ts, EARLIEST), LATEST))
 
 
 def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEvent]]:
@@ -153,9 +163,9 @@ def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], 
     text = sse_text(f["raw"] for f in frames) if streamed else "".join(f["raw"] for f in frames)
     comment = "; ".join(([ANSWERED_ON_STREAM] if on_stream else []) + ([SSE_REBUILT] if streamed else []))
     size = len(text.encode("utf-8", "surrogatepass"))  # an imported frame may hold a lone surrogate itself
-    start = sent["wall"]
-    first = head["wall"] if head else start
-    last = frames[-1]["wall"] if frames else first
+    start = on_the_clock(sent["wall"])
+    first = on_the_clock(head["wall"]) if head else start
+    last = on_the_clock(frames[-1]["wall"]) if frames else first
     status = (head or {}).get("http_status") or 0
     note = (head or {}).get("note") or ""
     result_type = None

@@ -194,3 +194,26 @@ def test_call_har_says_where_the_servers_bytes_were_not_text(hostile_http: Calla
                 if e["_mcp"]["method"] == "tools/call"]
     assert "\ufffd" in entry["response"]["content"]["text"]
     assert "not valid" in entry["response"]["content"].get("comment", ""), entry["response"]["content"]
+
+
+@pytest.mark.parametrize("wall", [1e12, -1e12, 1e308])
+async def test_a_session_file_whose_frame_says_a_time_no_clock_shows_exports_a_whole_har(
+        console: Console, demo_url: str, wall: float) -> None:
+    # A frame's wall time is a float, checked as one; its event's own time must be one a clock shows. The file
+    # imported, and the session's HAR was cut off mid-stream (the date of 1e12 s raised inside the streamed body).
+    sid = await console.connected_http(demo_url)
+    await console.call_tool(sid, "echo", text="hi")
+    exported = json.loads((await console.http.get(f"/sessions/{sid}/export.json")).text)
+    frames = [e for e in exported["events"] if e["kind"] == "wire"]
+    assert frames
+    for frame in frames[-3:]:  # the call's request, its answer's head and its answer
+        frame["data"]["wall"] = wall
+    imported = await console.http.post("/sessions/import", content=json.dumps(exported).encode(),
+                                       headers={**JSON, "content-type": "application/json"})
+    assert imported.status_code == 200, imported.text
+    new_sid = imported.json()["id"]
+    har = await console.http.get(f"/sessions/{new_sid}/export.har")
+    assert har.status_code == 200
+    entries = json.loads(har.text)["log"]["entries"]  # whole, and JSON (no Infinity in a duration)
+    assert entries and all(e["startedDateTime"].endswith("Z") for e in entries)
+    assert all(isinstance(e["time"], float | int) and abs(e["time"]) < 1e20 for e in entries)
