@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from app.headless.report import (
     terminal_text,
     text_report,
 )
-from app.headless.runner import NOT_CONNECTED, Headless, elicitor, failed, outcome, reply_json
+from app.headless.runner import DEFAULT_MAX_S, NOT_CONNECTED, Headless, elicitor, failed, outcome, reply_json
 from app.mcp.client import Reply
 from app.mcp.errors import McpError
 from app.mcp.handshake import HandshakeFailed
@@ -78,7 +79,8 @@ async def call(args: argparse.Namespace) -> int:
     if stdio and args.era == "sse-2024":
         raise SystemExit("--era sse-2024 is an HTTP transport: give the server's SSE URL, not --stdio")
     answer = elicitor(args.elicit)
-    session = Headless(target, stdio, args.timeout, _headers(args.header), era=args.era, answer=answer)
+    session = Headless(target, stdio, args.timeout, _headers(args.header), era=args.era, answer=answer,
+                       max_s=args.max_time)
     try:
         async with session:
             listed = await session.client.request("tools/list", {})
@@ -253,7 +255,7 @@ class Check:
 
 async def check(args: argparse.Namespace) -> int:
     target, stdio = _target(args)
-    session = Headless(target, stdio, args.timeout, _headers(args.header))
+    session = Headless(target, stdio, args.timeout, _headers(args.header), max_s=args.max_time)
     runner = Check(session, args)
     try:
         async with session:
@@ -280,6 +282,17 @@ async def check(args: argparse.Namespace) -> int:
     return code
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse says what is wrong with anything else, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
 def add_parsers(sub: Any) -> None:
     """The `call` and `check` subcommands (app/cli.py owns the rest of the command line)."""
     common = argparse.ArgumentParser(add_help=False)
@@ -288,6 +301,8 @@ def add_parsers(sub: Any) -> None:
     common.add_argument("--header", action="append", metavar="NAME:VALUE", help="extra HTTP header (repeatable)")
     common.add_argument("--timeout", type=float, default=30.0,
                         help="idle seconds a request may go without a frame (default 30)")
+    common.add_argument("--max-time", type=_seconds, default=DEFAULT_MAX_S, metavar="SECONDS",
+                        help=f"seconds a request may take in all, frames or not (default {DEFAULT_MAX_S:g})")
     common.add_argument("--elicit", default="defaults", metavar="defaults|decline|FILE",
                         help="answer input requests with the schema's defaults, decline them, or from a JSON file")
     call_p = sub.add_parser("call", parents=[common], help="run one tool call headless and print its result")

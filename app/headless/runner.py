@@ -71,11 +71,16 @@ def elicitor(mode: str) -> Elicitor:
     return answer
 
 
+# A request's overall maximum in a script: a server that sends a frame every few seconds forever never trips the
+# idle deadline, and CI would wait the console's hour for it.
+DEFAULT_MAX_S = 300.0
+
+
 class Headless:
     """A connection that keeps every wire event and lints it as it is recorded."""
 
     def __init__(self, target: str, stdio: bool, idle_timeout_s: float, headers: dict[str, str] | None = None,
-                 era: str = "modern", answer: Elicitor | None = None) -> None:
+                 era: str = "modern", answer: Elicitor | None = None, max_s: float = DEFAULT_MAX_S) -> None:
         self.target = target
         self.stdio = stdio
         # modern, legacy, sse-2024 (legacy over HTTP+SSE), or auto (probe server/discover, fall back to initialize)
@@ -102,7 +107,9 @@ class Headless:
             transport = HttpTransport(target, self._http, record, extra_headers=headers)
         caps: dict[str, Any] = {"elicitation": {"form": {}}, "roots": {}}
         self.client = McpClient(transport, ClientConfig(client_info=CLIENT_INFO, capabilities=lambda: caps,
-                                                        idle_timeout_s=idle_timeout_s, answerer=self._server_request))
+                                                        idle_timeout_s=idle_timeout_s, max_s=max_s,
+                                                        deadlines_named=("--timeout", "--max-time"),
+                                                        answerer=self._server_request))
 
     def _keep(self, event: WireEvent) -> None:
         self.events.append(event)

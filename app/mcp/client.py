@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.mcp.asking import ServerAsks
-from app.mcp.deadline import Deadline
+from app.mcp.deadline import CONSOLE_SETTINGS, Deadline
 from app.mcp.era import MODERN_VERSION, Answerer, Era, ModernEra
 from app.mcp.errors import (
     McpError,
@@ -91,6 +91,7 @@ class ClientConfig:
     on_notice: NoticeSink | None = None
     idle_timeout_s: float = 60.0  # reset by every frame of the request
     max_s: float = 3600.0         # the overall maximum, whatever the frames
+    deadlines_named: tuple[str, str] = CONSOLE_SETTINGS  # what sets the two, as a timed-out request's error says
     key_prefix: str = ""  # keeps exchange keys unique across reconnects of one recorded session
     first_id: int = 1     # likewise for JSON-RPC ids: a session's ids never repeat
     first_key: int = 1    # a client replacing another mid-connect (a stdio restart) goes on with its keys
@@ -397,7 +398,7 @@ class McpClient:
         request() with the same key then uses this one.
         """
         deadline = self._deadlines[key] = Deadline(idle_timeout_s or self.config.idle_timeout_s,
-                                                   max_s or self.config.max_s)
+                                                   max_s or self.config.max_s, self.config.deadlines_named)
         return deadline
 
     def deadline(self, key: str) -> Deadline | None:

@@ -17,8 +17,13 @@ from typing import Literal
 Why = Literal["idle", "max"]
 
 
+# What sets each deadline where the message is read: the console's settings (a script's flags say their own).
+CONSOLE_SETTINGS = ("setting request_idle_timeout_s", "setting request_max_s")
+
+
 class Deadline:
-    def __init__(self, idle_s: float, max_s: float) -> None:
+    def __init__(self, idle_s: float, max_s: float, named: tuple[str, str] = CONSOLE_SETTINGS) -> None:
+        self.named = named  # what sets the idle and the overall deadline, for the message (a setting, a flag)
         self._loop = asyncio.get_running_loop()
         self.idle_s = idle_s
         self.max_s = max_s
@@ -83,9 +88,9 @@ class Deadline:
     def message(self) -> str:
         if self.why == "max":
             return (f"The console stopped waiting: the request passed the overall maximum of {self.max_s:g} s "
-                    f"(setting request_max_s)")
+                    f"({self.named[1]})")
         return (f"The console stopped waiting: no frame for {self.idle_s:g} s "
-                f"(idle deadline; setting request_idle_timeout_s)")
+                f"(idle deadline; {self.named[0]})")
 
     def stop(self) -> None:
         if self._timer is not None:

@@ -104,3 +104,42 @@ def test_a_result_holding_nan_and_infinity_prints_as_json_with_nulls_and_says_so
     assert reply["result"]["structuredContent"] == {"nan": None, "inf": None}
     assert any("NaN or Infinity" in warning for warning in reply["warnings"]), reply
     assert done.returncode == 0, done.stderr
+
+
+CHATTY = textwrap.dedent('''
+    import json, sys, time
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg.get("method") == "server/discover":
+            out = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                   "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": out}) + "\\n")
+            sys.stdout.flush()
+        elif msg.get("method") == "tools/call":
+            token = msg["params"]["_meta"]["progressToken"]
+            n = 0
+            while True:  # progress every 50 ms, and never an answer
+                n += 1
+                note = {"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": n}}
+                sys.stdout.write(json.dumps(note) + "\\n")
+                sys.stdout.flush()
+                time.sleep(0.05)
+''')
+
+
+def test_a_call_to_a_server_that_sends_progress_forever_ends_at_its_max_time_and_fails(tmp_path: Path) -> None:
+    # Every frame resets the idle deadline, so only the overall maximum ends such a call; it was the console's
+    # hour, with no flag to set it, and a CI job waited that long.
+    script = tmp_path / "chatty.py"
+    script.write_text(CHATTY)
+    done = mcp_console("call", "--stdio", shlex.join([sys.executable, str(script)]), "t", "--timeout", "1",
+                       "--max-time", "2")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "overall maximum of 2 s (--max-time)" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+def test_a_max_time_that_is_not_a_positive_number_of_seconds_is_refused_with_exit_2() -> None:
+    for bad in ("0", "-1", "nan", "soon"):
+        done = mcp_console("call", "http://127.0.0.1:9/mcp", "t", "--max-time", bad)
+        assert done.returncode == 2 and "--max-time" in done.stderr, (bad, done.stderr)
