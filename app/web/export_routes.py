@@ -115,6 +115,10 @@ async def copy_as_curl(request: Request, session_id: str, key: str, w: Viewer) -
     return PlainTextResponse(command)
 
 
+# Requests that make claims for the client (not what a link holder may change) are re-sent by the owner alone.
+OWNER_ONLY_REPLAYS = frozenset({"initialize", "notifications/initialized"})
+
+
 @router.post("/sessions/{session_id}/replay")
 async def replay(request: Request, session_id: str, w: Operator) -> Response:
     """Re-send a past request, as it was or edited, as a new entry linked to the original."""
@@ -131,6 +135,11 @@ async def replay(request: Request, session_id: str, w: Operator) -> Response:
         if not isinstance(params, dict):
             raise HTTPException(400, "The edited params must be a JSON object")
     params.pop("_meta", None)  # the console stamps fresh per-request _meta, as on every request
+    if method in OWNER_ONLY_REPLAYS and not principal(request).is_owner:
+        # initialize says what the client is and can do: on a 2025-11-25 session an operator's edited one declared
+        # capabilities the owner never chose (roots, sampling), which an operator may not change (see the README).
+        raise HTTPException(403, f"Only the session's owner may send {method}: it declares the client's "
+                                 "capabilities, which are the owner's to choose")
     if method == "subscriptions/listen":
         raise HTTPException(400, "A listen is a stream: start it again from the Subscriptions panel")
     if method in MRTR_METHODS:

@@ -191,3 +191,26 @@ async def test_a_request_target_that_is_not_a_path_on_the_console_is_refused_wit
     method = b"CONNECT" if target == b"127.0.0.1:80" else b"GET"
     refused = await _raw_answer_head(served.port, method + b" " + target + b" HTTP/1.1\r\n" + auth + b"\r\n")
     assert refused.startswith(b"HTTP/1.1 400"), refused
+
+
+@pytest.mark.parametrize("method", ["initialize", "notifications/initialized"])
+async def test_an_operator_may_not_replay_a_request_that_declares_the_clients_capabilities(
+        console: Console, demo_url: str, share_tab: ShareTab, method: str) -> None:
+    """An edited replay sends any method. On a 2025-11-25 session an operator's `initialize` declared capabilities
+    (roots, sampling) the owner never chose, which the roles keep for the owner."""
+    sid = await demo_session(console, demo_url)
+    original = await console.call_tool(sid, "echo", text="hi")
+    tab = await share_tab(console, await create_link(console, sid, "operator"))
+    claims = {"protocolVersion": "2025-11-25", "capabilities": {"roots": {"listChanged": True}, "sampling": {}},
+              "clientInfo": {"name": "operator", "version": "1"}}
+    form = {"key": original["key"], "mode": "edited", "method": method, "params": json.dumps(claims)}
+    before = len((await console.session(sid))["timeline"])
+    refused = await tab.post(f"/sessions/{sid}/replay", data=form, headers={**JSON, "Origin": console.base})
+    assert refused.status_code == 403 and "owner" in refused.text, refused.text
+    assert len((await console.session(sid))["timeline"]) == before  # nothing went to the target
+    edited = {"name": "echo", "arguments": {"text": "the operator's replay"}}
+    allowed = await tab.post(f"/sessions/{sid}/replay", headers={**JSON, "Origin": console.base}, data={
+        "key": original["key"], "mode": "edited", "method": "tools/call", "params": json.dumps(edited)})
+    assert allowed.status_code == 200, allowed.text  # an operator still replays calls
+    owner = await console.http.post(f"/sessions/{sid}/replay", data=form, headers=JSON)
+    assert owner.status_code != 403, owner.text  # the owner may send it (the demo server says what it thinks)
