@@ -15,6 +15,7 @@ import itertools
 import json
 import socket
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -27,7 +28,13 @@ from app.mcp.lean_http import LeanPool
 TIMEOUT = httpx.Timeout(30.0)
 
 
-def make_app(target: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
+Forward = Callable[[Receive, Send], Awaitable[None]]
+
+
+def forwarder(target: str, headers: dict[str, str], body: dict[str, Any]) -> Forward:
+    """Read one request's body, send the fixed call to the target, answer its result: the floor's whole work.
+
+    Also what `bench/door_floor.py` runs behind the console's own front door."""
     url = urlsplit(target)
     origin = (url.hostname or "127.0.0.1", url.port or 80)
     pool = LeanPool(10, 10, 30.0)
@@ -35,12 +42,7 @@ def make_app(target: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
     fixed = f"POST {url.path or '/'} HTTP/1.1\r\nHost: {url.netloc}\r\n" + "".join(
         f"{name}: {value}\r\n" for name, value in headers.items())
 
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
+    async def forward(receive: Receive, send: Send) -> None:
         more = True
         while more:  # the form itself is not read: the floor forwards one fixed call
             message = await receive()
@@ -57,6 +59,20 @@ def make_app(target: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(out)).encode())]})
         await send({"type": "http.response.body", "body": out})
+
+    return forward
+
+
+def make_app(target: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
+    forward = forwarder(target, headers, body)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        await forward(receive, send)
 
     return app
 
