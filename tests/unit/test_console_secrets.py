@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.console.secrets import MASK, Redactor, mask_argv, mask_headers, mask_url, mask_wire
@@ -128,6 +129,7 @@ def _escape_each(value: str, choices: list[int]) -> str:
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=4, max_size=24).flatmap(
     lambda v: st.tuples(st.just(v), st.lists(st.integers(0, 5), min_size=len(v), max_size=len(v)))))
+@example(("0000", [1, 0, 0, 0]))  # "\u0030000": masking the plain "0000" in its tail first left "\u003" behind
 def test_a_typed_value_is_masked_however_a_json_writer_escapes_each_of_its_characters(
         case: tuple[str, list[int]]) -> None:
     value, choices = case
@@ -147,3 +149,25 @@ def test_php_and_go_spellings_of_a_typed_value_are_masked_in_raw_text_in_a_page_
     assert redact.might_mask(json.dumps({"raw": f'{{"a": "{go}"}}'}))
     assert not redact.might_mask(json.dumps({"raw": r'{"a": "nothing typed \/ here"}'}))
     assert redact.text(r"sk\\/live\\/AAAA") == r"sk\\/live\\/AAAA"  # another string: the backslash itself is sent
+
+
+def test_the_escaped_spellings_of_a_targets_typed_values_are_spelled_once_however_many_redactors_are_built(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A Redactor is built for each answer a link holder gets and each fragment pushed to their sockets: spelling a
+    # 60-character token's every escape took ~2 ms each time.
+    from app.console import secrets
+
+    spelled: list[str] = []
+    real = secrets._escaped_pattern
+    monkeypatch.setattr(secrets, "_escaped_pattern",
+                        lambda value, in_json: spelled.append(value) or real(value, in_json))
+    run = uuid.uuid4().hex[:8]  # values no other test has built a Redactor for (the spellings are kept per process)
+    target = Target(kind="http", url=f"http://h.example/mcp?key=only-{run}-QQQQ",
+                    headers={"Authorization": f"Bearer only/{run}/RRRR"})
+    first = Redactor(target)
+    once = len(spelled)
+    assert once >= 4 and f"only/{run}/RRRR" in spelled  # each value twice: bare and as it reads inside JSON text
+    for _ in range(4):
+        Redactor(target)
+    assert len(spelled) == once
+    assert first.text(f"echo only\\/{run}\\/RRRR") == f"echo {MASK}"
