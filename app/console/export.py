@@ -52,8 +52,9 @@ def on_the_clock(ts: Any) -> float:
     """A frame's wall time held to the times a clock shows. An imported file's frame may say 1e12 or -1e308 (its
     event's own time is checked on import, a frame's wall is only a float): the HAR's dates and durations are
     made from it, and `iso` raised half-way through the streamed file."""
-    if type(ts) not in (int, float) or not math.isfinite(ts):
+    if (type(ts) is float and not math.isfinite(ts)) or type(ts) not in (int, float):
         return float(EARLIEST)
+    # Compared before any conversion: an int past a float's range (10**400) raised OverflowError in isfinite.
     return float(min(max(ts, EARLIEST), LATEST))
 
 
