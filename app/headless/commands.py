@@ -24,7 +24,7 @@ from app.headless.report import (
 )
 from app.headless.runner import DEFAULT_MAX_S, NOT_CONNECTED, Headless, elicitor, failed, outcome, reply_json
 from app.mcp.client import Reply
-from app.mcp.errors import McpError
+from app.mcp.errors import McpError, RequestTimedOut
 from app.mcp.handshake import HandshakeFailed
 from app.mcp.jsonrpc import InexactNumber, exact_float
 
@@ -168,12 +168,17 @@ class Check:
         # Why the check could not be the clean run it may look like: the server went away after it was reached,
         # or answered discover with no result (the check then fails, whatever the findings).
         self.failure: str | None = None
+        # A step whose request passed --timeout or --max-time: it failed (exit 1), as a timed-out `call` does; a
+        # server whose tools/list never answers had none of its tools checked, and the run looked clean.
+        self.timed_out: str | None = None
 
     def _went_away(self, reply: Reply) -> None:
         """A step's reply says the process exited or the connection failed: nothing found after it is a clean
         bill, only what there was no server left to show."""
         if isinstance(reply.error, NOT_CONNECTED) and self.failure is None:
             self.failure = f"the server went away during the check: {reply.error}"
+        if isinstance(reply.error, RequestTimedOut) and self.timed_out is None:
+            self.timed_out = f"{reply.method} failed: {reply.error}"
 
     async def run(self) -> bool:
         """Every step in turn; False when the server could not be reached at all."""
@@ -271,6 +276,9 @@ async def check(args: argparse.Namespace) -> int:
         runner.steps.append(runner.failure)
     code = EXIT_UNREACHABLE if not reached or runner.failure is not None else (
         EXIT_FINDINGS if at_or_above(linter.findings, args.fail_on) else EXIT_CLEAN)
+    if code == EXIT_CLEAN and runner.timed_out is not None:
+        runner.steps.append(runner.timed_out)
+        code = EXIT_FINDINGS
     if args.junit:
         Path(args.junit).write_bytes(junit(target, linter.findings, linter.checked, args.fail_on))
     _say_notes(session)  # as `call` does: why a step went as it did (a status line, a stream's note), on stderr
