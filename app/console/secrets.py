@@ -11,6 +11,7 @@ Two layers:
 
 from __future__ import annotations
 
+import base64
 import functools
 import html
 import itertools
@@ -20,7 +21,7 @@ import re
 import shlex
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import parse_qsl, quote, quote_plus, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from app.console.target import Target
@@ -155,7 +156,9 @@ def typed_values(target: Target) -> list[str]:
             values += [v for _k, v in parse_qsl(parts.query, keep_blank_values=True)]
             values += [parts.query, parts.fragment]
             if "@" in parts.netloc:
-                values.append(parts.netloc.rsplit("@", 1)[0])
+                userinfo = parts.netloc.rsplit("@", 1)[0]
+                values.append(userinfo)
+                values += _basic_credentials(userinfo)
     if target.argv:
         _launcher, assignments, _program, args = split_command(target.argv)
         values += [a.partition("=")[2] for a in assignments]
@@ -164,6 +167,16 @@ def typed_values(target: Target) -> list[str]:
     if target.cwd:
         values.append(target.cwd)
     return [v for v in values if v]
+
+
+def _basic_credentials(userinfo: str) -> list[str]:
+    """What the console sends for a URL's userinfo, and so what a server may echo: the password as decoded, and the
+    Basic credential made of them (httpx: base64 of "user:password", percent-decoded, in UTF-8), which a server
+    that shows its request head repeats in full."""
+    user, _, password = userinfo.partition(":")
+    user, password = unquote(user), unquote(password)
+    basic = base64.b64encode(f"{user}:{password}".encode("utf-8", "surrogatepass")).decode("ascii")
+    return [password, f"{user}:{password}", basic]
 
 
 def _spellings(value: str) -> set[str]:

@@ -171,3 +171,12 @@ def test_the_escaped_spellings_of_a_targets_typed_values_are_spelled_once_howeve
         Redactor(target)
     assert len(spelled) == once
     assert first.text(f"echo only\\/{run}\\/RRRR") == f"echo {MASK}"
+
+
+def test_the_basic_credential_the_console_builds_from_a_urls_userinfo_is_masked_where_a_server_echoes_it() -> None:
+    # The userinfo was masked in the URL, but a server that shows its request head (httpbin's /headers) echoed the
+    # Authorization the console sent for it, base64 of "alice:s3crét", which decodes to the password.
+    redact = Redactor(Target(kind="http", url="http://alice:s3cr%C3%A9t@h.example/mcp"))
+    echoed = '{"headers": {"Authorization": "Basic YWxpY2U6czNjcsOpdA=="}, "said": "s3crét is wrong"}'
+    assert redact.text(echoed) == f'{{"headers": {{"Authorization": "Basic {MASK}"}}, "said": "{MASK} is wrong"}}'
+    assert redact.might_mask(json.dumps({"raw": echoed}))
