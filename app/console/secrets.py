@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import functools
 import html
-import itertools
 import json
 import os
 import re
@@ -193,58 +192,59 @@ def _jinja_escape(value: str) -> str:
 
 
 # JSON's short escapes: json.dumps writes these for " \\ and the control characters; PHP's json_encode also writes
-# "/" as "\\/" (its default), and any writer may.
-_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
-                  "\t": "\\t"}
+# "/" as "\\/" (its default), and any writer may. The letter (or character) after the backslash:
+_SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
 # A character as HTML shows it (html.escape and Jinja), for a frame's raw text rendered in a page.
 _HTML_ESCAPES = {"&": ("&amp;",), "<": ("&lt;",), ">": ("&gt;",), '"': ("&quot;", "&#34;"), "'": ("&#x27;", "&#39;")}
+# An escape's backslash at any depth: JSON text inside a JSON string (a PHP or Go tool returning json_encode'd
+# data as its text) doubles it once more per level ("\\/", "\\\\\\/", "\\\\u0026"), and so does Python's repr of a
+# body (an HTTP error's message). One or more, then the escape.
+_BACKSLASHES = r"\\+"
 
 
-def _hex_spellings(text: str) -> list[str]:
-    """`text` (hex digits) in every mix of cases of its letters: Go writes "\\u002f", Java and C# "\\u002F"."""
-    choices = [(ch.lower(), ch.upper()) if ch.isalpha() else (ch,) for ch in text]
-    return ["".join(mix) for mix in itertools.product(*choices)]
+def _hex_class(hexes: str) -> str:
+    """`hexes` (hex digits) in either case of each letter: Go writes "\\u002f", Java and C# "\\u002F"."""
+    return "".join(f"[{h.lower()}{h.upper()}]" if h.isalpha() else h for h in hexes)
 
 
-def _char_spellings(ch: str) -> set[str]:
-    """Every way one character of a typed value may be spelled inside JSON text another writer made, or that text
-    rendered in HTML: itself, its \\u escape (any case), its short escape, and their HTML escapes."""
+def _char_pattern(ch: str) -> str:
+    """Every way one character of a typed value may be spelled inside JSON text another writer made, at any depth
+    of JSON inside JSON, or that text rendered in HTML: itself, its HTML escapes, its \\u escape (any case) and its
+    short escape (with its character HTML-escaped too) behind any number of backslashes."""
     code = ord(ch)
     if code > 0xFFFF:  # JSON spells a character past the BMP as its UTF-16 surrogate pair
         code -= 0x10000
-        hexes = [f"{0xD800 + (code >> 10):04x}", f"{0xDC00 + (code & 0x3FF):04x}"]
-        escapes = {"\\u" + a + "\\u" + b for a in _hex_spellings(hexes[0]) for b in _hex_spellings(hexes[1])}
+        high, low = f"{0xD800 + (code >> 10):04x}", f"{0xDC00 + (code & 0x3FF):04x}"
+        escape = f"{_BACKSLASHES}u{_hex_class(high)}{_BACKSLASHES}u{_hex_class(low)}"
     else:
-        escapes = {"\\u" + h for h in _hex_spellings(f"{code:04x}")}
-    forms = {ch, *escapes, *_HTML_ESCAPES.get(ch, ())}
+        escape = f"{_BACKSLASHES}u{_hex_class(f'{code:04x}')}"
+    forms = [re.escape(f) for f in (ch, *_HTML_ESCAPES.get(ch, ()))] + [escape]
     if ch in _SHORT_ESCAPES:
         short = _SHORT_ESCAPES[ch]
-        forms |= {short, *(short[0] + h for h in _HTML_ESCAPES.get(short[1], ()))}
-    return forms
+        bodies = [re.escape(f) for f in (short, *_HTML_ESCAPES.get(short, ()))]
+        forms.append(f"{_BACKSLASHES}(?:{'|'.join(bodies)})")
+    return "(?:" + "|".join(forms) + ")"
 
 
-def _escaped_pattern(value: str, in_json: bool) -> str:
-    """A regex for `value` spelled with any of JSON's escapes, character by character (`_char_spellings`): the
+def _escaped_pattern(value: str) -> str:
+    """A regex for `value` spelled with any of JSON's escapes, character by character (`_char_pattern`): the
     spelling a frame's raw text keeps when its writer escapes what json.dumps does not (PHP's "\\/", Go's
-    "\\u0026"). `in_json`: as each spelling reads once more inside JSON text written by json.dumps."""
-    parts = []
-    for ch in value:
-        forms = _char_spellings(ch)
-        if in_json:
-            forms = {json.dumps(f)[1:-1] for f in forms}
-        parts.append("(?:" + "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)) + ")")
-    return "".join(parts)
+    "\\u0026"), at any depth. It reads the same text inside JSON written by json.dumps: that only adds backslashes
+    before a backslash or a quote and writes other characters as \\u escapes, which the pattern already takes."""
+    return "".join(_char_pattern(ch) for ch in value)
 
 
 @functools.lru_cache(maxsize=64)
-def _escaped_patterns(typed: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
-    """The typed values' escaped spellings as two regexes (bare, and as they read inside JSON text), made once per
-    set of values: a Redactor is built for every answer a link holder gets and every fragment pushed to their
-    sockets, and spelling a 60-character token's every escape took ~2 ms (re's own cache only spares the compile)."""
+def _escaped_spellings(typed: tuple[str, ...]) -> re.Pattern[str] | None:
+    """The typed values' escaped spellings as one regex, made once per set of values: a Redactor is built for every
+    answer a link holder gets and every fragment pushed to their sockets, and spelling a 60-character token's every
+    escape took ~2 ms (re's own cache only spares the compile)."""
     if not typed:
-        return None, None
-    return (re.compile("|".join(_escaped_pattern(v, False) for v in typed)),
-            re.compile("|".join(_escaped_pattern(v, True) for v in typed)))
+        return None
+    # Where a match can start: a value's first character, an HTML escape or a backslash. Said first, it lets the
+    # engine skip every other position at once (a 3 kB fragment took 330 µs to search without it, 30 µs with).
+    starts = "".join(sorted({re.escape(ch) for ch in {"&", "\\", *(v[0] for v in typed)}}))
+    return re.compile(f"(?=[{starts}])(?:" + "|".join(_escaped_pattern(v) for v in typed) + ")")
 
 
 class Redactor:
@@ -265,7 +265,7 @@ class Redactor:
         # The same values spelled with escapes json.dumps does not write: each such spelling holds a backslash, so
         # only a text with one is searched for them (most texts have none: the plain forms above suffice).
         typed = sorted({v for v in typed_values(target) if len(v) >= MIN_SUBSTRING}, key=len, reverse=True)
-        self._escaped, self._escaped_in_json = _escaped_patterns(tuple(typed))
+        self._escaped = _escaped_spellings(tuple(typed))
         # A typed header where it stands in a request's header list ([name, value], or HAR's {name, value}):
         # masked there whatever its length (a short one is not masked as a substring anywhere else).
         self._headers = {(name.lower(), value) for name, value in target.headers.items()}
@@ -292,8 +292,7 @@ class Redactor:
         if any(form in json_text for form in self._in_json):
             return True
         # An escape inside one of the value's strings reads as a doubled backslash in its JSON text.
-        return (self._escaped_in_json is not None and "\\\\" in json_text
-                and self._escaped_in_json.search(json_text) is not None)
+        return self._escaped is not None and "\\\\" in json_text and self._escaped.search(json_text) is not None
 
     def hidden_text(self) -> tuple[str, ...]:
         """The typed values as the entry index holds text (casefolded), longest first: what a masked caller's

@@ -7,6 +7,9 @@
 - `half\ud800pair`: a tool name holding an unpaired surrogate (listed as the escape \\ud800).
 - `echo_escaped`: says back its `text` as other JSON writers spell it: "/" as PHP's \\/, "&<>" as Go's \\u0026,
   and every other non-alphanumeric character as an upper-case \\u escape (json.dumps writes none of these).
+- `echo_nested`: says back its `text` inside JSON text inside its result text, both written as PHP writes ("/" as
+  \\/), so the raw frame holds "/" as \\\\\\/ (a tool returning json_encode'd data as its text).
+- `refuse_escaped`: answers HTTP 401 with a PHP-written JSON body that repeats its `text`.
 - `markup`: HTML and a script break-out in its title and description, and in its result, with a
   resource link whose URI carries a bidi override and a zero-width space.
 
@@ -73,6 +76,19 @@ async def echo_escaped(ctx: Ctx) -> None:
     await ctx.reply_text(answer.replace('"@"', f'"{said}"'))
 
 
+def _php(value: object) -> str:
+    return json.dumps(value).replace("/", "\\/")
+
+
+async def echo_nested(ctx: Ctx) -> None:
+    inner = _php({"echo": str(ctx.args.get("text", ""))})
+    await ctx.reply_text(_php({"jsonrpc": "2.0", "id": ctx.id, "result": complete([{"type": "text", "text": inner}])}))
+
+
+async def refuse_escaped(ctx: Ctx) -> None:
+    await ctx.raw_http(401, _php({"error": f"token {ctx.args.get('text', '')} is not valid"}), "application/json")
+
+
 HALF_NAME = "half\ud800pair"
 
 
@@ -87,6 +103,11 @@ TOOLS = [
     Tool("lone_surrogate", lone_surrogate, {"description": "A result whose text holds a lone surrogate"}),
     Tool("not_a_number", not_a_number, {"description": "A result holding NaN and Infinity"}),
     Tool(HALF_NAME, half_named, {"description": "A tool whose name holds a lone surrogate"}),
+    Tool("echo_nested", echo_nested, {"description": "Says its text back inside JSON inside its text",
+                                      "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}),
+    Tool("refuse_escaped", refuse_escaped, {"description": "HTTP 401 whose PHP-written body repeats its text",
+                                            "inputSchema": {"type": "object",
+                                                            "properties": {"text": {"type": "string"}}}}),
     Tool("echo_escaped", echo_escaped, {"description": "Says its text back with other writers' JSON escapes",
                                         "inputSchema": {"type": "object",
                                                         "properties": {"text": {"type": "string"}}}}),

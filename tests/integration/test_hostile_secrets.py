@@ -214,3 +214,29 @@ async def test_a_typed_credential_the_target_echoes_with_other_writers_json_esca
     served = await serve(console)
     shown = "".join(await viewer_fragments(served, sid, f"{LINK_COOKIE}={link_token(link)}", key))
     assert "AAAABBBBCCCC" not in shown and "XXXX" not in shown
+
+
+async def test_a_typed_credential_echoed_as_json_inside_json_or_inside_an_http_errors_body_is_masked_for_a_viewer(
+        console: Console, hostile_http: Callable[..., str], share_tab: ShareTab) -> None:
+    """JSON text inside a JSON string (a PHP tool returning json_encode'd data as its text) doubles an escape's
+    backslash once more ("sk\\\\\\/live"), and an HTTP error's message quotes its body with Python's repr, which
+    doubles it too ("sk\\\\/live"): the mask looked for one level only, and a viewer read the whole credential."""
+    token = "sk/live/AAAABBBBCCCC"
+    s = await console.connect(kind="http", url=hostile_http("text"), headers=f"Authorization: Bearer {token}")
+    assert s["status"] == "connected", s["status_message"]
+    sid = str(s["id"])
+    nested = await console.call_tool(sid, "echo_nested", text=f"Bearer {token}")
+    refused = await console.call_tool(sid, "refuse_escaped", text=token)
+    owner = (await console.http.get(f"/sessions/{sid}.json")).text + \
+        (await console.http.get(f"/sessions/{sid}/entries/{nested['key']}.json")).text
+    assert "AAAABBBBCCCC" in owner  # the owner sees what was sent back
+    link = await create_link(console, sid, "viewer")
+    tab = await share_tab(console, link)
+    paths = [f"/sessions/{sid}.json", f"/sessions/{sid}/export.json", f"/sessions/{sid}/export.har"]
+    for key in (nested["key"], refused["key"]):
+        paths += [f"/sessions/{sid}/entries/{key}.json", f"/sessions/{sid}/entries/{key}",
+                  f"/sessions/{sid}/entries/{key}/body"]
+    for path in paths:
+        response = await tab.get(path)
+        assert response.status_code == 200, path
+        assert "AAAABBBBCCCC" not in response.text, (path, response.text[:2000])

@@ -148,7 +148,10 @@ def test_php_and_go_spellings_of_a_typed_value_are_masked_in_raw_text_in_a_page_
     assert redact({"raw": f'{{"a": "{php}"}}'}) == {"raw": f'{{"a": "{MASK}"}}'}
     assert redact.might_mask(json.dumps({"raw": f'{{"a": "{go}"}}'}))
     assert not redact.might_mask(json.dumps({"raw": r'{"a": "nothing typed \/ here"}'}))
-    assert redact.text(r"sk\\/live\\/AAAA") == r"sk\\/live\\/AAAA"  # another string: the backslash itself is sent
+    # JSON inside JSON: a PHP tool's json_encode'd text, written again by the server (or by Python's repr of an
+    # HTTP error's body), doubles the escape's backslash once per level.
+    assert redact.text(r"sk\\/live\\\/AAAA and to\\\"k\\u0026en=ZZZZ") == f"{MASK} and {MASK}"
+    assert redact.text(r"sk\\\\/live\\\\/AAAA") == MASK
 
 
 def test_the_escaped_spellings_of_a_targets_typed_values_are_spelled_once_however_many_redactors_are_built(
@@ -159,14 +162,13 @@ def test_the_escaped_spellings_of_a_targets_typed_values_are_spelled_once_howeve
 
     spelled: list[str] = []
     real = secrets._escaped_pattern
-    monkeypatch.setattr(secrets, "_escaped_pattern",
-                        lambda value, in_json: spelled.append(value) or real(value, in_json))
+    monkeypatch.setattr(secrets, "_escaped_pattern", lambda value: spelled.append(value) or real(value))
     run = uuid.uuid4().hex[:8]  # values no other test has built a Redactor for (the spellings are kept per process)
     target = Target(kind="http", url=f"http://h.example/mcp?key=only-{run}-QQQQ",
                     headers={"Authorization": f"Bearer only/{run}/RRRR"})
     first = Redactor(target)
     once = len(spelled)
-    assert once >= 4 and f"only/{run}/RRRR" in spelled  # each value twice: bare and as it reads inside JSON text
+    assert once >= 2 and f"only/{run}/RRRR" in spelled
     for _ in range(4):
         Redactor(target)
     assert len(spelled) == once
