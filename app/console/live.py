@@ -29,10 +29,16 @@ STDERR_DROPPED_EVERY_S = 1.0  # past the cap, the dropped count is re-announced 
 STDERR_CURRENT_EVERY_S = 0.5
 
 
+# Where to cut a text at most N characters in so that no value the owner typed is cut in two: the kept head of one
+# is masked nowhere (the mask looks for whole values), and a link holder read it (`Redactor.safe_cut`).
+CutGuard = Callable[[str, int], int]
+
+
 class ProgressCoalescer:
-    def __init__(self, emit: Emit, window_s: float = 0.05) -> None:
+    def __init__(self, emit: Emit, window_s: float = 0.05, guard: CutGuard | None = None) -> None:
         self._emit = emit
         self._window = window_s
+        self._guard = guard
         # The latest frame per target and its count: its event data is made when it is emitted (one in hundreds).
         self._latest: dict[str, tuple[Frame, int]] = {}
         self._counts: dict[str, int] = {}
@@ -57,7 +63,7 @@ class ProgressCoalescer:
         for name, (frame, count) in pending.items():
             params = frame.params
             self._emit("progress", {"target": name, "progress": params.get("progress"), "total": params.get("total"),
-                                    "message": _cut(params.get("message"), PROGRESS_MESSAGE_KEEP_CHARS),
+                                    "message": _cut(params.get("message"), PROGRESS_MESSAGE_KEEP_CHARS, self._guard),
                                     "count": count, "token": params.get("progressToken")})
 
     def done(self, target: str) -> None:
@@ -65,20 +71,22 @@ class ProgressCoalescer:
         self._counts.pop(target, None)
 
 
-def _cut(value: Any, keep: int) -> Any:
+def _cut(value: Any, keep: int, guard: CutGuard | None = None) -> Any:
     if isinstance(value, str) and len(value) > keep:
+        if guard is not None:
+            keep = guard(value, keep)
         return value[:keep] + f" … [{len(value) - keep} more characters not kept]"
     return value
 
 
-def log_data(target: str, frame: Frame) -> dict[str, Any]:
+def log_data(target: str, frame: Frame, guard: CutGuard | None = None) -> dict[str, Any]:
     """One log line as the timeline keeps it: its data cut to LOG_DATA_KEEP_CHARS, with a marker."""
     params = frame.params
     data = params.get("data")
     if not isinstance(data, str) and len(frame.raw) > LOG_DATA_KEEP_CHARS:
         data = json.dumps(data, ensure_ascii=False, default=str)  # too big to keep as structure: cut its text
     return {"target": target, "level": _cut(params.get("level"), 40), "logger": _cut(params.get("logger"), 200),
-            "data": _cut(data, LOG_DATA_KEEP_CHARS)}
+            "data": _cut(data, LOG_DATA_KEEP_CHARS, guard)}
 
 
 class NotificationBudget:
@@ -122,9 +130,11 @@ class StderrBatcher:
     alone makes an event at most every STDERR_CURRENT_EVERY_S, and a line that ends clears it.
     """
 
-    def __init__(self, emit: Emit, max_lines: int, stored: int = 0, dropped: int = 0) -> None:
+    def __init__(self, emit: Emit, max_lines: int, stored: int = 0, dropped: int = 0,
+                 guard: CutGuard | None = None) -> None:
         self._emit = emit
         self._max = max_lines
+        self._guard = guard
         self.stored = stored
         self.dropped = dropped
         self._lines: list[str] = []
@@ -143,7 +153,7 @@ class StderrBatcher:
         if self.stored + len(self._lines) >= self._max:
             self.dropped += 1
         else:
-            kept = _cut(line, STDERR_LINE_KEEP_CHARS)
+            kept = _cut(line, STDERR_LINE_KEEP_CHARS, self._guard)
             self._lines.append(kept if not cut else f"{kept} [{cut}]" if cut.startswith(REPLACED) else
                                f"{kept} … [{cut}]")
             if len(self._lines) >= STDERR_BATCH_LINES:
@@ -155,7 +165,7 @@ class StderrBatcher:
     def current(self, line: str, cut: str | None = None) -> None:
         """What a terminal shows now of the line not yet ended; replaces the one before (nothing is stored per
         redraw)."""
-        kept = _cut(line, STDERR_LINE_KEEP_CHARS)
+        kept = _cut(line, STDERR_LINE_KEEP_CHARS, self._guard)
         self._current, self._current_news = f"{kept} … [{cut}]" if cut else kept, True
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(STDERR_WINDOW_S, self._tick)

@@ -247,6 +247,10 @@ def _escaped_spellings(typed: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile(f"(?=[{starts}])(?:" + "|".join(_escaped_pattern(v) for v in typed) + ")")
 
 
+# How far around a cut `Redactor.safe_cut` looks for an escaped spelling that straddles it.
+CUT_WINDOW = 16_384
+
+
 class Redactor:
     """The one masking function for a non-owner's eyes: built from the session's target, applied to anything."""
 
@@ -298,6 +302,25 @@ class Redactor:
         """The typed values as the entry index holds text (casefolded), longest first: what a masked caller's
         filter must not find (see `EntryQuery.hidden`)."""
         return tuple(sorted({f.casefold() for f in self._forms}, key=len, reverse=True))
+
+    def safe_cut(self, text: str, keep: int) -> int:
+        """The largest cut at or before `keep` characters that cuts no typed value in two (in any spelling the mask
+        knows): the kept head of one would be masked nowhere. A value that straddles the cut is left out whole."""
+        for _ in range(16):  # each step moves left past one value; values that overlap the cut are few
+            cut = keep
+            for form in self._forms:
+                at = text.find(form, max(0, keep - len(form) + 1), keep + len(form) - 1)
+                while at != -1 and at < keep:
+                    cut = min(cut, at)
+                    at = text.find(form, at + 1, keep + len(form) - 1)
+            if self._escaped is not None:
+                for found in self._escaped.finditer(text, max(0, keep - CUT_WINDOW), keep + CUT_WINDOW):
+                    if found.start() < keep < found.end():
+                        cut = min(cut, found.start())
+            if cut == keep:
+                return keep
+            keep = cut
+        return keep
 
     def text(self, value: str) -> str:
         # The escaped spellings first: a plain form masked first can cut one in two ("0000" typed, "\\u0030000"

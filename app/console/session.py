@@ -40,6 +40,7 @@ from app.console.events import (
 from app.console.listen import Listeners
 from app.console.live import NotificationBudget, ProgressCoalescer, StderrBatcher, log_data
 from app.console.operations import OperationDriver
+from app.console.secrets import Redactor
 from app.console.server_requests import ServerRequests
 from app.console.state import DEFAULT_CAPABILITIES, SessionState
 from app.console.store import Store
@@ -107,11 +108,12 @@ class ConsoleSession:
         self.transport: Transport | None = None
         self.client: McpClient | None = None
         self.operations = OperationDriver(self, self.timeline)  # the session is their RequestRunner
-        self.progress = ProgressCoalescer(lambda _kind, data: self.timeline.append(Progress(**data)))
+        self.progress = ProgressCoalescer(lambda _kind, data: self.timeline.append(Progress(**data)),
+                                          guard=self._safe_cut)
         self.log_budget = NotificationBudget(lambda _kind, data: self.timeline.append(Log(**data)),
                                              settings.max_entry_notification_bytes)
         self.stderr_batch = StderrBatcher(lambda _kind, data: self.timeline.append(Stderr(**data)),
-                                          settings.max_stderr_lines)
+                                          settings.max_stderr_lines, guard=self._safe_cut)
         self.cancelled_by: dict[str, str] = {}
         self.listeners = Listeners(self, self.timeline, self._on_change, legacy=self._is_legacy)
         # Questions a 2025-11-25 server asks on our streams: dialogs in the inbox, answered within a deadline.
@@ -246,6 +248,11 @@ class ConsoleSession:
         self.touch(force=True)
         if level_changed and self.status == "connected" and self._sets_log_level():
             self.background.spawn(f"set-level-{self.id}", self.run("logging/setLevel", {"level": self.log_level}))
+
+    def _safe_cut(self, text: str, keep: int) -> int:
+        """Where a long server text is cut for display (see live.CutGuard): never inside a value the owner typed.
+        Asked only when a text is cut, which is rare: the Redactor is made then."""
+        return Redactor(self.target).safe_cut(text, keep)
 
     def _is_legacy(self) -> bool:
         return self.client is not None and self.client.config.era.name == "legacy"
@@ -613,7 +620,7 @@ class ConsoleSession:
                 if token is not None and frame.params.get("progressToken") == token:
                     self.progress.offer(target, frame)
             elif frame.method == "notifications/message" and self.log_budget.take(target, len(frame.raw)):
-                self.timeline.append(Log(**log_data(target, frame)))
+                self.timeline.append(Log(**log_data(target, frame, self._safe_cut)))
             if on_notification is not None:
                 on_notification(frame)
 

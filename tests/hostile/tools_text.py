@@ -10,6 +10,8 @@
 - `echo_nested`: says back its `text` inside JSON text inside its result text, both written as PHP writes ("/" as
   \\/), so the raw frame holds "/" as \\\\\\/ (a tool returning json_encode'd data as its text).
 - `refuse_escaped`: answers HTTP 401 with a PHP-written JSON body that repeats its `text`.
+- `say_at_the_cut`: logs its `text` and sends it as a progress message, each behind a run of filler that puts the
+  console's display cut (8,192 characters of log data, 2,000 of a progress message) ten characters into it.
 - `markup`: HTML and a script break-out in its title and description, and in its result, with a
   resource link whose URI carries a bidi override and a zero-width space.
 
@@ -89,6 +91,13 @@ async def refuse_escaped(ctx: Ctx) -> None:
     await ctx.raw_http(401, _php({"error": f"token {ctx.args.get('text', '')} is not valid"}), "application/json")
 
 
+async def say_at_the_cut(ctx: Ctx) -> None:
+    said = str(ctx.args.get("text", ""))
+    await ctx.log("A" * (8192 - 10) + said)
+    await ctx.progress(1, 2, "P" * (2000 - 10) + said)
+    await ctx.reply(complete([{"type": "text", "text": "said"}]))
+
+
 HALF_NAME = "half\ud800pair"
 
 
@@ -106,6 +115,9 @@ TOOLS = [
     Tool("echo_nested", echo_nested, {"description": "Says its text back inside JSON inside its text",
                                       "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}),
     Tool("refuse_escaped", refuse_escaped, {"description": "HTTP 401 whose PHP-written body repeats its text",
+                                            "inputSchema": {"type": "object",
+                                                            "properties": {"text": {"type": "string"}}}}),
+    Tool("say_at_the_cut", say_at_the_cut, {"description": "Logs its text where the display cuts",
                                             "inputSchema": {"type": "object",
                                                             "properties": {"text": {"type": "string"}}}}),
     Tool("echo_escaped", echo_escaped, {"description": "Says its text back with other writers' JSON escapes",

@@ -240,3 +240,23 @@ async def test_a_typed_credential_echoed_as_json_inside_json_or_inside_an_http_e
         response = await tab.get(path)
         assert response.status_code == 200, path
         assert "AAAABBBBCCCC" not in response.text, (path, response.text[:2000])
+
+
+async def test_a_typed_credential_where_the_display_cuts_a_log_line_or_a_progress_message_is_left_out_whole(
+        console: Console, hostile_http: Callable[..., str], share_tab: ShareTab) -> None:
+    """Log data is kept to 8,192 characters and a progress message to 2,000; the mask looks for whole values, so a
+    credential the cut went through kept its head unmasked for link holders. The cut now stops before it."""
+    token = "sk/live/AAAABBBBCCCC"
+    s = await console.connect(kind="http", url=hostile_http("text"), headers=f"Authorization: Bearer {token}")
+    assert s["status"] == "connected", s["status_message"]
+    sid = str(s["id"])
+    said = await console.call_tool(sid, "say_at_the_cut", text=token)
+    owner = json.dumps((await console.http.get(f"/sessions/{sid}.json")).json(), ensure_ascii=False)
+    assert "A" * 8182 + " … [" in owner and "P" * 1990 + " … [" in owner  # cut before the credential, not in it
+    link = await create_link(console, sid, "viewer")
+    tab = await share_tab(console, link)
+    for path in (f"/sessions/{sid}.json", f"/sessions/{sid}", f"/sessions/{sid}/entries/{said['key']}.json",
+                 f"/sessions/{sid}/entries/{said['key']}/body", f"/sessions/{sid}/export.json"):
+        response = await tab.get(path)
+        assert response.status_code == 200, path
+        assert "sk/live" not in response.text and "sk\\/live" not in response.text, path

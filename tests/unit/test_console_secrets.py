@@ -182,3 +182,14 @@ def test_the_basic_credential_the_console_builds_from_a_urls_userinfo_is_masked_
     echoed = '{"headers": {"Authorization": "Basic YWxpY2U6czNjcsOpdA=="}, "said": "s3crét is wrong"}'
     assert redact.text(echoed) == f'{{"headers": {{"Authorization": "Basic {MASK}"}}, "said": "{MASK} is wrong"}}'
     assert redact.might_mask(json.dumps({"raw": echoed}))
+
+
+def test_a_cut_for_display_stops_before_a_typed_value_it_would_cut_in_two_in_any_spelling() -> None:
+    redact = Redactor(Target(kind="http", url="http://h.example/mcp", headers={"X-Key": "sk/live+abc&def<xyz>99"}))
+    for spelled in ("sk/live+abc&def<xyz>99", r"sk\/live+abc\u0026def\u003cxyz\u003e99",
+                    "sk%2Flive%2Babc%26def%3Cxyz%3E99"):
+        text = "A" * 100 + spelled + " and more"
+        assert redact.safe_cut(text, 110) == 100, spelled  # the whole value goes, not its head
+        assert redact.safe_cut(text, 100) == 100 and redact.safe_cut(text, 90) == 90  # nothing to step around
+    twice = "A" * 10 + "sk/live+abc&def<xyz>99" * 2
+    assert redact.safe_cut(twice, 40) == 32  # the second one straddles; the first is kept whole and masked
