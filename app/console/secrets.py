@@ -235,7 +235,7 @@ def _escaped_pattern(value: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _escaped_spellings(typed: tuple[str, ...]) -> re.Pattern[str] | None:
+def _escaped_spellings(typed: tuple[str, ...], flags: int = 0) -> re.Pattern[str] | None:
     """The typed values' escaped spellings as one regex, made once per set of values: a Redactor is built for every
     answer a link holder gets and every fragment pushed to their sockets, and spelling a 60-character token's every
     escape took ~2 ms (re's own cache only spares the compile)."""
@@ -244,7 +244,7 @@ def _escaped_spellings(typed: tuple[str, ...]) -> re.Pattern[str] | None:
     # Where a match can start: a value's first character, an HTML escape or a backslash. Said first, it lets the
     # engine skip every other position at once (a 3 kB fragment took 330 µs to search without it, 30 µs with).
     starts = "".join(sorted({re.escape(ch) for ch in {"&", "\\", *(v[0] for v in typed)}}))
-    return re.compile(f"(?=[{starts}])(?:" + "|".join(_escaped_pattern(v) for v in typed) + ")")
+    return re.compile(f"(?=[{starts}])(?:" + "|".join(_escaped_pattern(v) for v in typed) + ")", flags)
 
 
 # How far around a cut `Redactor.safe_cut` looks for an escaped spelling that straddles it.
@@ -269,6 +269,7 @@ class Redactor:
         # The same values spelled with escapes json.dumps does not write: each such spelling holds a backslash, so
         # only a text with one is searched for them (most texts have none: the plain forms above suffice).
         typed = sorted({v for v in typed_values(target) if len(v) >= MIN_SUBSTRING}, key=len, reverse=True)
+        self._typed = typed
         self._escaped = _escaped_spellings(tuple(typed))
         # A typed header where it stands in a request's header list ([name, value], or HAR's {name, value}):
         # masked there whatever its length (a short one is not masked as a substring anywhere else).
@@ -302,6 +303,12 @@ class Redactor:
         """The typed values as the entry index holds text (casefolded), longest first: what a masked caller's
         filter must not find (see `EntryQuery.hidden`)."""
         return tuple(sorted({f.casefold() for f in self._forms}, key=len, reverse=True))
+
+    def hidden_pattern(self) -> re.Pattern[str] | None:
+        """The typed values' escaped spellings as the entry index holds text (casefolded): what a masked caller's
+        filter must not find either (see `EntryQuery.hidden_pattern`); `hidden_text` has the plain forms."""
+        values = sorted({*self._typed, *(v.casefold() for v in self._typed)}, key=len, reverse=True)
+        return _escaped_spellings(tuple(values), re.IGNORECASE)
 
     def safe_cut(self, text: str, keep: int) -> int:
         """The largest cut at or before `keep` characters that cuts no typed value in two (in any spelling the mask

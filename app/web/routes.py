@@ -256,7 +256,7 @@ def _query(request: Request, flt: TimelineFilter) -> EntryQuery:
     """The filter for this caller: a link holder's or presenter's text search cannot see the typed values the
     page masks (else counting matches of `?q=sk-li`, `?q=sk-liv`, … spells one out)."""
     mask = redactor(request)
-    return flt.entry_query(mask.hidden_text() if mask is not None else ())
+    return flt.entry_query(mask.hidden_text(), mask.hidden_pattern()) if mask is not None else flt.entry_query()
 
 
 @router.get("/sessions/{session_id}/tools/form", response_class=HTMLResponse)

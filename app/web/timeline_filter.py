@@ -6,6 +6,7 @@ the page's script applies the same rules to entries that arrive live, from the d
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -40,12 +41,13 @@ class TimelineFilter:
                                    ("findings", "1" if self.findings else "")) if v}
         return urlencode(parts)
 
-    def entry_query(self, hidden: tuple[str, ...] = ()) -> EntryQuery:
+    def entry_query(self, hidden: tuple[str, ...] = (), hidden_pattern: re.Pattern[str] | None = None) -> EntryQuery:
         """The filter as the store takes it (the same rules decide a match in the window and in the store).
 
-        `hidden`: the values this caller may not see (`Redactor.hidden_text`), searched as if masked."""
+        `hidden`, `hidden_pattern`: the values this caller may not see (`Redactor.hidden_text`, their escaped
+        spellings `Redactor.hidden_pattern`), searched as if masked."""
         return EntryQuery(method=self.method, statuses=statuses_for(self.status), text=self.q.casefold(),
-                          findings=self.findings, hidden=hidden)
+                          findings=self.findings, hidden=hidden, hidden_pattern=hidden_pattern)
 
     def matches(self, entry: dict[str, Any]) -> bool:
         return matches(self.entry_query(), entry, int(entry.get("finding_count") or 0))

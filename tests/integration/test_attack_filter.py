@@ -63,3 +63,23 @@ async def test_a_presenter_owner_tab_cannot_find_a_typed_secret_either(console: 
     console.http.cookies.set("mcp_console_presenter", "1")
     response = await console.http.get(f"/sessions/{sid}.json", params={"q": SECRET[:9]})
     assert response.status_code == 200 and response.json()["matches"] == 0
+
+
+async def test_a_viewer_cannot_count_matches_of_a_typed_secret_the_server_spelled_with_other_writers_escapes(
+        console: Console, hostile_http: Callable[..., str], share_tab: ShareTab) -> None:
+    # The page masked "sk\/live…" (PHP's escape, doubled again by the error message's repr of the body), but the
+    # filter hid only the plain spellings: `?q=token sk\\/l`, then `…/li`, … counted one match per right guess.
+    token = "sk/live/Zq9x7wAAAA"
+    s = await console.connect(kind="http", url=hostile_http("text"), headers=f"Authorization: Bearer {token}")
+    assert s["status"] == "connected", s["status_message"]
+    sid = str(s["id"])
+    await console.call_tool(sid, "refuse_escaped", text=token)
+    probe = "token sk\\\\/live\\\\/zq9"  # as the entry's message holds it (casefolded)
+    assert await _matches(console.http, sid, probe) == 1  # the owner finds it
+    tab = await share_tab(console, await create_link(console, sid, "viewer"))
+    assert await _matches(tab, sid, "is not valid") == 1  # the viewer's filter works on what it may see
+    for guess in (probe, probe + "x", "token sk", "sk\\\\/live", "zq9x7waaaa"):
+        assert await _matches(tab, sid, guess) == 0, guess
+    older = await tab.get(f"/sessions/{sid}/timeline", params={"before": 10 ** 9, "q": "token sk"},
+                          headers={"accept": "application/json"})
+    assert older.status_code == 200 and older.json()["timeline"] == []
