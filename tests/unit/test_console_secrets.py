@@ -193,3 +193,15 @@ def test_a_cut_for_display_stops_before_a_typed_value_it_would_cut_in_two_in_any
         assert redact.safe_cut(text, 100) == 100 and redact.safe_cut(text, 90) == 90  # nothing to step around
     twice = "A" * 10 + "sk/live+abc&def<xyz>99" * 2
     assert redact.safe_cut(twice, 40) == 32  # the second one straddles; the first is kept whole and masked
+
+
+def test_a_megabyte_of_backslashes_from_a_server_is_searched_once_not_once_per_backslash() -> None:
+    # Each backslash could start an escaped spelling, and each try ran to the end of the run: the search took time
+    # quadratic in the run's length (8,000 backslashes 67 ms; a megabyte would have held the console for minutes).
+    redact = Redactor(Target(kind="http", url="http://h.example/mcp", headers={"X-Key": "sk/live+abc&def"}))
+    run = "\\" * 1_000_000
+    assert redact.text(run + "x") == run + "x"
+    assert redact.text(f"{run} sk\\\\\\/live+abc\\u0026def {run}") == f"{run} {MASK} {run}"
+    assert redact.safe_cut(run + "x", 500_000) == 500_000
+    pattern = redact.hidden_pattern()
+    assert pattern is not None and pattern.search(run) is None
