@@ -143,7 +143,7 @@ def refined(rows: Iterable[tuple[str, Any, str, Any, str]], query: EntryQuery, c
             before_seq: int | None, limit: int) -> EntryMatches:
     """A masked caller's matches among the rows a store found (key, seq0, kind, findings, text; newest first), each
     checked with every spelling hidden, and the page from `before_seq`: the count says nothing of what is masked."""
-    text, hidden = clean(query.text), tuple(clean(v) for v in query.hidden)
+    text, hidden = clean(query.text.casefold()), tuple(clean(v) for v in query.hidden)
     hits = [EntryHit(key, int(seq0), kind, int(findings)) for key, seq0, kind, findings, stored in rows
             if text in hide(stored, hidden, query.hidden_pattern)]
     page = [h for h in hits if before_seq is None or h.seq0 < before_seq][:limit]
