@@ -145,25 +145,12 @@ def test_a_max_time_that_is_not_a_positive_number_of_seconds_is_refused_with_exi
         assert done.returncode == 2 and "--max-time" in done.stderr, (bad, done.stderr)
 
 
-SILENT_LIST = textwrap.dedent('''
-    import json, sys
-    for line in sys.stdin:
-        msg = json.loads(line)
-        if msg.get("method") == "server/discover":
-            out = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
-                   "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
-            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": out}) + "\\n")
-            sys.stdout.flush()
-        # tools/list: never answered
-''')
-
-
 def test_a_check_whose_tools_list_passes_its_deadline_fails_with_exit_1_and_says_which_request(
         tmp_path: Path) -> None:
     # The README: a request that passes either deadline failed (exit 1). A check recorded the timed-out list as a
     # step and exited 0, so a server whose tools/list never answers passed CI with none of its tools checked.
-    script = tmp_path / "silent_list.py"
-    script.write_text(SILENT_LIST)
+    script = tmp_path / "chatty.py"
+    script.write_text(CHATTY)  # answers server/discover, never tools/list
     done = mcp_console("check", "--stdio", shlex.join([sys.executable, str(script)]), "--json", "--timeout", "1",
                        "--max-time", "3", "--settle", "0")
     assert done.returncode == 1, done.stdout + done.stderr
