@@ -251,6 +251,36 @@ def _escaped_spellings(typed: tuple[str, ...], flags: int = 0) -> re.Pattern[str
                       flags)
 
 
+# A server text the console shortened for a message ends in "…" (an HTTP error's body, a line that is not JSON, a
+# repr'd value, a stderr line past its bound): a typed value the cut went through leaves its head just before it.
+CUT_MARK = "\u2026"
+_CUT_AHEAD = r"(?=\s?(?:\u2026|\\u2026))"  # the mark itself, or as JSON text written by json.dumps spells it
+
+
+@functools.lru_cache(maxsize=64)
+def _cut_heads(typed: tuple[str, ...], flags: int = 0) -> re.Pattern[str] | None:
+    """A typed value's head (MIN_SUBSTRING characters or more, in any spelling `_char_pattern` knows) right before
+    the mark of a cut: masked as the whole value is, since no whole value is left there to find."""
+    heads = []
+    for value in typed:
+        chars = [_char_pattern(ch) for ch in value]
+        rest = ""
+        for char in reversed(chars[MIN_SUBSTRING:-1]):  # longer heads as nested optional groups, longest tried first
+            rest = f"(?:{char}{rest})?"
+        heads.append("".join(chars[:MIN_SUBSTRING]) + rest)
+    return re.compile("(?:" + "|".join(heads) + ")" + _CUT_AHEAD, flags) if heads else None
+
+
+@functools.lru_cache(maxsize=64)
+def _index_hiding(values: tuple[str, ...]) -> re.Pattern[str] | None:
+    """The escaped spellings and the heads before a cut, as one case-blind pattern over the entry index's
+    casefolded text (`Redactor.hidden_pattern`)."""
+    escaped, heads = _escaped_spellings(values, re.IGNORECASE), _cut_heads(values, re.IGNORECASE)
+    if escaped is None or heads is None:
+        return None
+    return re.compile(f"{escaped.pattern}|{heads.pattern}", re.IGNORECASE)
+
+
 # How far around a cut `Redactor.safe_cut` looks for an escaped spelling that straddles it.
 CUT_WINDOW = 16_384
 
@@ -275,6 +305,7 @@ class Redactor:
         typed = sorted({v for v in typed_values(target) if len(v) >= MIN_SUBSTRING}, key=len, reverse=True)
         self._typed = typed
         self._escaped = _escaped_spellings(tuple(typed))
+        self._heads = _cut_heads(tuple(typed))
         # A typed header where it stands in a request's header list ([name, value], or HAR's {name, value}):
         # masked there whatever its length (a short one is not masked as a substring anywhere else).
         self._headers = {(name.lower(), value) for name, value in target.headers.items()}
@@ -301,7 +332,10 @@ class Redactor:
         if any(form in json_text for form in self._in_json):
             return True
         # An escape inside one of the value's strings reads as a doubled backslash in its JSON text.
-        return self._escaped is not None and "\\\\" in json_text and self._escaped.search(json_text) is not None
+        if self._escaped is not None and "\\\\" in json_text and self._escaped.search(json_text) is not None:
+            return True
+        return self._heads is not None and ("\\u2026" in json_text or CUT_MARK in json_text) \
+            and self._heads.search(json_text) is not None
 
     def hidden_text(self) -> tuple[str, ...]:
         """The typed values as the entry index holds text (casefolded), longest first: what a masked caller's
@@ -311,8 +345,8 @@ class Redactor:
     def hidden_pattern(self) -> re.Pattern[str] | None:
         """The typed values' escaped spellings as the entry index holds text (casefolded): what a masked caller's
         filter must not find either (see `EntryQuery.hidden_pattern`); `hidden_text` has the plain forms."""
-        values = sorted({*self._typed, *(v.casefold() for v in self._typed)}, key=len, reverse=True)
-        return _escaped_spellings(tuple(values), re.IGNORECASE)
+        values = tuple(sorted({*self._typed, *(v.casefold() for v in self._typed)}, key=len, reverse=True))
+        return _index_hiding(values)
 
     def safe_cut(self, text: str, keep: int) -> int:
         """The largest cut at or before `keep` characters that cuts no typed value in two (in any spelling the mask
@@ -341,6 +375,8 @@ class Redactor:
         for form in self._forms:
             if form in value:
                 value = value.replace(form, MASK)
+        if self._heads is not None and CUT_MARK in value:
+            value = self._heads.sub(MASK, value)
         return value
 
     def __call__(self, value: Any) -> Any:

@@ -317,12 +317,12 @@ class ConsoleSession:
             self._stray_timer = asyncio.get_running_loop().call_later(STRAY_WINDOW_S, self._stray_window_ends)
         if self._strays_listed < STRAY_NOTICES_PER_WINDOW:
             self._strays_listed += 1
-            self.timeline.notice("warning", what, raw=raw[:2000])
+            self.timeline.notice("warning", what, raw=raw[:self._safe_cut(raw, 2000)])
         elif self._strays_listed == STRAY_NOTICES_PER_WINDOW:
             self._strays_listed += 1
             self.timeline.notice("warning", f"{what} (and more frames of no request: past {STRAY_NOTICES_PER_WINDOW} "
                                             f"in {STRAY_WINDOW_S:g} s they are recorded but not told, only counted)",
-                                 raw=raw[:2000])
+                                 raw=raw[:self._safe_cut(raw, 2000)])
         else:
             self._strays_counted += 1
 

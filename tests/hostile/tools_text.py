@@ -12,6 +12,8 @@
 - `refuse_escaped`: answers HTTP 401 with a PHP-written JSON body that repeats its `text`.
 - `say_at_the_cut`: logs its `text` and sends it as a progress message, each behind a run of filler that puts the
   console's display cut (8,192 characters of log data, 2,000 of a progress message) ten characters into it.
+- `say_on_stderr`: writes its `text` on stderr behind 1,980 bytes of filler, where the transport's bound on a
+  line (2,000 bytes) cuts it.
 - `markup`: HTML and a script break-out in its title and description, and in its result, with a
   resource link whose URI carries a bidi override and a zero-width space.
 
@@ -98,6 +100,12 @@ async def say_at_the_cut(ctx: Ctx) -> None:
     await ctx.reply(complete([{"type": "text", "text": "said"}]))
 
 
+async def say_on_stderr(ctx: Ctx) -> None:
+    ctx.stderr("E" * 1975 + " key=" + str(ctx.args.get("text", "")))
+    await ctx.flush_stderr()
+    await ctx.reply(complete([{"type": "text", "text": "said"}]))
+
+
 HALF_NAME = "half\ud800pair"
 
 
@@ -120,6 +128,9 @@ TOOLS = [
     Tool("say_at_the_cut", say_at_the_cut, {"description": "Logs its text where the display cuts",
                                             "inputSchema": {"type": "object",
                                                             "properties": {"text": {"type": "string"}}}}),
+    Tool("say_on_stderr", say_on_stderr, {"description": "Writes its text on stderr where the line is cut",
+                                          "inputSchema": {"type": "object",
+                                                          "properties": {"text": {"type": "string"}}}}),
     Tool("echo_escaped", echo_escaped, {"description": "Says its text back with other writers' JSON escapes",
                                         "inputSchema": {"type": "object",
                                                         "properties": {"text": {"type": "string"}}}}),

@@ -260,3 +260,45 @@ async def test_a_typed_credential_where_the_display_cuts_a_log_line_or_a_progres
         response = await tab.get(path)
         assert response.status_code == 200, path
         assert "sk/live" not in response.text and "sk\\/live" not in response.text, path
+
+
+async def test_a_typed_credential_whose_head_is_left_before_the_mark_of_a_cut_is_masked_for_a_viewer(
+        console: Console, hostile_http: Callable[..., str], share_tab: ShareTab) -> None:
+    """The protocol core shortens a server's text for a message and ends it with "…": an HTTP error's body (200
+    characters), a stdio line that is not JSON (120), a stderr line past its bound (2,000 bytes). A credential the
+    cut went through left its head there, which no mask of whole values finds."""
+    token = "sk-live-AAAABBBBCCCCDDDD"
+    s = await console.connect(kind="http", url=hostile_http("text"), headers=f"Authorization: Bearer {token}")
+    assert s["status"] == "connected", s["status_message"]
+    sid = str(s["id"])
+    await console.call_tool(sid, "refuse_escaped", text="A" * 170 + " " + token)
+    owner = json.dumps((await console.http.get(f"/sessions/{sid}.json")).json(), ensure_ascii=False)
+    assert "sk-live-AAAA" in owner and "…" in owner  # the owner's message holds the head, cut
+    link = await create_link(console, sid, "viewer")
+    tab = await share_tab(console, link)
+    for path in (f"/sessions/{sid}.json", f"/sessions/{sid}", f"/sessions/{sid}/export.json"):
+        response = await tab.get(path)
+        assert response.status_code == 200, path
+        assert "sk-live-AAAA" not in response.text, path
+    assert (await console.http.get(f"/sessions/{sid}.json", params={"q": "aaa sk-live-aaaa"})).json()["matches"] == 1
+    assert (await tab.get(f"/sessions/{sid}.json", params={"q": "aaa sk-live-aaaa"})).json()["matches"] == 0
+
+
+async def test_a_typed_env_value_a_stdio_server_writes_where_its_stderr_line_is_cut_is_masked_for_a_viewer(
+        console: Console, share_tab: ShareTab) -> None:
+    token = "sk-live-EEEEFFFFGGGGHHHH"
+    command = " ".join(["env", f"API_KEY={token}", *hostile_argv("text")])
+    s = await console.connect(kind="stdio", command=command)
+    assert s["status"] == "connected", s["status_message"]
+    sid = str(s["id"])
+    await console.call_tool(sid, "say_on_stderr", text=token)
+
+    async def cut_line_recorded() -> bool:
+        return "more bytes of this line not kept" in (await console.http.get(f"/sessions/{sid}.json")).text
+
+    await eventually(cut_line_recorded, what="the cut stderr line")
+    tab = await share_tab(console, await create_link(console, sid, "viewer"))
+    for path in (f"/sessions/{sid}.json", f"/sessions/{sid}", f"/sessions/{sid}/export.json"):
+        response = await tab.get(path)
+        assert response.status_code == 200, path
+        assert "sk-live-EEEE" not in response.text, path

@@ -205,3 +205,17 @@ def test_a_megabyte_of_backslashes_from_a_server_is_searched_once_not_once_per_b
     assert redact.safe_cut(run + "x", 500_000) == 500_000
     pattern = redact.hidden_pattern()
     assert pattern is not None and pattern.search(run) is None
+
+
+def test_a_typed_values_head_left_before_the_mark_of_a_cut_is_masked_and_other_cut_text_is_not() -> None:
+    redact = Redactor(Target(kind="http", url="http://h.example/mcp",
+                             headers={"Authorization": "Bearer sk-live-AAAABBBBCCCC"}))
+    assert redact.text("from the server: 'token sk-live-AAAAB…'") == f"from the server: 'token {MASK}…'"
+    assert redact.text("key=sk-live-AA … [18 more bytes]") == f"key={MASK} … [18 more bytes]"
+    assert redact.text(r"said sk\u002Dlive…") == f"said {MASK}…"  # an escaped head too
+    assert redact.text("sk-…") == "sk-…"  # shorter than a typed value may be and still be masked
+    assert redact.text("sk-live-AAAAB and more") == "sk-live-AAAAB and more"  # no cut: not this value
+    assert redact.might_mask(json.dumps({"m": "token sk-live-AAAAB…"}))
+    assert not redact.might_mask(json.dumps({"m": "nothing here…"}))
+    pattern = redact.hidden_pattern()
+    assert pattern is not None and pattern.sub("M", "token sk-live-aaaab… x") == "token M… x"
