@@ -132,7 +132,7 @@ def matches(query: EntryQuery, facts: dict[str, Any], findings: int) -> bool:
 def hide(text: str, hidden: tuple[str, ...], pattern: re.Pattern[str] | None = None) -> str:
     """The searchable text as a caller who may not see `hidden` sees it: the escaped spellings and the heads a cut
     left first, then the plain forms longest first, as the Redactor masks."""
-    if pattern is not None and ("\\" in text or "\u2026" in text):  # an escape, or the mark of a cut
+    if pattern is not None and ("\\" in text or "%" in text or "&#" in text or "\u2026" in text):  # see Redactor
         text = pattern.sub(MASK, text)
     for value in hidden:
         text = text.replace(value, MASK)

@@ -219,3 +219,17 @@ def test_a_typed_values_head_left_before_the_mark_of_a_cut_is_masked_and_other_c
     assert not redact.might_mask(json.dumps({"m": "nothing here…"}))
     pattern = redact.hidden_pattern()
     assert pattern is not None and pattern.sub("M", "token sk-live-aaaab… x") == "token M… x"
+
+
+def test_a_typed_value_percent_encoded_twice_or_in_lower_case_or_as_numeric_character_references_is_masked() -> None:
+    from urllib.parse import quote
+
+    token = "sk-live/Ab+Cd~Ef!Gh(Ij)*Kl'Mn=="
+    redact = Redactor(Target(kind="http", url="http://h.example/mcp", headers={"X-Key": token}))
+    for spelled in (quote(quote(token, safe=""), safe=""),  # a URL inside a URL's query
+                    "sk-live%2fAb%2bCd~Ef!Gh(Ij)*Kl'Mn%3d%3d",  # lower-case hex
+                    "sk-live%2FAb+Cd~Ef%21Gh%28Ij%29%2AKl%27Mn%3D%3D",  # encodeURIComponent leaves !'()* alone
+                    token.replace("+", "&#43;").replace("/", "&#x2F;")):  # Go's html/template
+        assert redact.text(f"echo {spelled} done") == f"echo {MASK} done", spelled
+        assert redact.might_mask(json.dumps({"said": spelled})), spelled
+    assert redact.text("100% of sk-live and &#43; alone") == "100% of sk-live and &#43; alone"
