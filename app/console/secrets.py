@@ -30,15 +30,6 @@ _DONE = object()  # the end of a container's items in `Redactor._walk_deep`
 # Shorter typed values are masked only where they stand (the target display): replacing every "1" or "on"
 # in every string would destroy the timeline.
 MIN_SUBSTRING = 4
-# A short value that is one plain word or number ("true", "info", "static", "stdio", "8080") is no secret, and
-# masked in every string it broke the page around it: a viewer's htmx settings ("allowEval":••••••), every
-# /static/ URL, CSS classes and the JSON twin's keys. Such a value is masked where it stands, like a short one.
-WORD_BELOW = 8
-
-
-def _masked_inside(value: str) -> bool:
-    """Whether a typed value is looked for inside other text, or only where it stands."""
-    return len(value) >= MIN_SUBSTRING and not (len(value) < WORD_BELOW and (value.isalpha() or value.isdigit()))
 _EXACT = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
                     "x-auth-token", "x-access-token"})
 _WORDS = ("token", "secret", "api-key", "apikey", "api_key", "password", "passwd", "credential", "session")
@@ -314,7 +305,7 @@ class Redactor:
         self.target = target
         forms: set[str] = set()
         for value in typed_values(target):
-            if _masked_inside(value):
+            if len(value) >= MIN_SUBSTRING:
                 forms |= {f for f in _spellings(value) if len(f) >= MIN_SUBSTRING}
         # Longest first: a value that contains another must go whole, not leave its tail behind.
         self._forms = sorted(forms, key=len, reverse=True)
@@ -324,7 +315,7 @@ class Redactor:
         self._in_json = sorted({json.dumps(f)[1:-1] for f in self._forms}, key=len, reverse=True)
         # The same values spelled with escapes json.dumps does not write: each such spelling holds a backslash, so
         # only a text with one is searched for them (most texts have none: the plain forms above suffice).
-        typed = sorted({v for v in typed_values(target) if _masked_inside(v)}, key=len, reverse=True)
+        typed = sorted({v for v in typed_values(target) if len(v) >= MIN_SUBSTRING}, key=len, reverse=True)
         self._typed = typed
         self._escaped = _escaped_spellings(tuple(typed))
         self._heads = _cut_heads(tuple(typed))

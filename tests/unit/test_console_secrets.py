@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from app.console.secrets import MASK, Redactor, _masked_inside, mask_argv, mask_headers, mask_url, mask_wire
+from app.console.secrets import MASK, Redactor, mask_argv, mask_headers, mask_url, mask_wire
 from app.console.session import Target
 
 
@@ -127,11 +127,9 @@ def _escape_each(value: str, choices: list[int]) -> str:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=4, max_size=24)
-       .filter(_masked_inside)  # a short plain word or number is masked only where it stands
-       .flatmap(lambda v: st.tuples(st.just(v), st.lists(st.integers(0, 5), min_size=len(v), max_size=len(v)))))
-# "\u00300000000": masking the plain "00000000" in its tail first left "\u003" behind
-@example(("00000000", [1, 0, 0, 0, 0, 0, 0, 0]))
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=4, max_size=24).flatmap(
+    lambda v: st.tuples(st.just(v), st.lists(st.integers(0, 5), min_size=len(v), max_size=len(v)))))
+@example(("0000", [1, 0, 0, 0]))  # "\u0030000": masking the plain "0000" in its tail first left "\u003" behind
 def test_a_typed_value_is_masked_however_a_json_writer_escapes_each_of_its_characters(
         case: tuple[str, list[int]]) -> None:
     value, choices = case
@@ -235,13 +233,3 @@ def test_a_typed_value_percent_encoded_twice_or_in_lower_case_or_as_numeric_char
         assert redact.text(f"echo {spelled} done") == f"echo {MASK} done", spelled
         assert redact.might_mask(json.dumps({"said": spelled})), spelled
     assert redact.text("100% of sk-live and &#43; alone") == "100% of sk-live and &#43; alone"
-
-
-def test_a_short_plain_word_or_number_typed_into_the_target_is_masked_where_it_stands_not_inside_the_page() -> None:
-    # "?debug=true&stream=false&dir=static" masked every "true", "false" and "static" in a viewer's page: its htmx
-    # settings read "allowEval":••••••, and every /static/ URL pointed nowhere.
-    target = Target(kind="http", url="http://h.example/mcp?debug=true&stream=false&dir=static&key=k3y-Zq9x7w")
-    redact = Redactor(target)
-    page = '<meta content=\'{"allowEval":false,"x":true}\'><link href="/static/console.css"> k3y-Zq9x7w'
-    assert redact.text(page) == page.replace("k3y-Zq9x7w", MASK)
-    assert MASK in redact.target_display() and "true" not in redact.target_display()  # where they stand
