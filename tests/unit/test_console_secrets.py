@@ -233,3 +233,15 @@ def test_a_typed_value_percent_encoded_twice_or_in_lower_case_or_as_numeric_char
         assert redact.text(f"echo {spelled} done") == f"echo {MASK} done", spelled
         assert redact.might_mask(json.dumps({"said": spelled})), spelled
     assert redact.text("100% of sk-live and &#43; alone") == "100% of sk-live and &#43; alone"
+
+
+def test_a_link_holders_filter_checks_an_entrys_text_up_to_a_bound_and_finds_no_more_past_it() -> None:
+    # A server's 2 MB error message, checked whole with every spelling hidden, held the loop for seconds on each
+    # link holder's query; past the bound the link holder's filter counts fewer matches, never more.
+    from app.console.entry_index import REFINED_CHARS, EntryQuery, refined
+
+    redact = Redactor(Target(kind="http", url="http://h.example/mcp", headers={"X-Key": "sk-live-AAAABBBB"}))
+    query = EntryQuery(text="needle", hidden=redact.hidden_text(), hidden_pattern=redact.hidden_pattern())
+    rows = [("x2", 7, "exchange", 0, "a" * REFINED_CHARS + " needle"), ("x1", 4, "exchange", 0, "a needle")]
+    found = refined(rows, query, lambda text: text, None, 10)
+    assert [h.key for h in found.hits] == ["x1"] and found.total == 1
