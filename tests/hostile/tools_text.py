@@ -113,6 +113,7 @@ async def half_named(ctx: Ctx) -> None:
     await ctx.reply(complete([{"type": "text", "text": "called by half a pair"}]))
 
 
+TEXT_ARGUMENT = {"type": "object", "properties": {"text": {"type": "string"}}}
 TOOLS = [
     Tool("long_title", long_title, {"title": LONG, "description": "D" * 3000}),
     Tool(BIDI_NAME, bidi_name, {"title": f"Pay {BIDI_NAME}", "description": f"Opens {BIDI_NAME}"}),
@@ -120,18 +121,10 @@ TOOLS = [
     Tool("lone_surrogate", lone_surrogate, {"description": "A result whose text holds a lone surrogate"}),
     Tool("not_a_number", not_a_number, {"description": "A result holding NaN and Infinity"}),
     Tool(HALF_NAME, half_named, {"description": "A tool whose name holds a lone surrogate"}),
-    Tool("echo_nested", echo_nested, {"description": "Says its text back inside JSON inside its text",
-                                      "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}),
-    Tool("refuse_escaped", refuse_escaped, {"description": "HTTP 401 whose PHP-written body repeats its text",
-                                            "inputSchema": {"type": "object",
-                                                            "properties": {"text": {"type": "string"}}}}),
-    Tool("say_at_the_cut", say_at_the_cut, {"description": "Logs its text where the display cuts",
-                                            "inputSchema": {"type": "object",
-                                                            "properties": {"text": {"type": "string"}}}}),
-    Tool("say_on_stderr", say_on_stderr, {"description": "Writes its text on stderr where the line is cut",
-                                          "inputSchema": {"type": "object",
-                                                          "properties": {"text": {"type": "string"}}}}),
-    Tool("echo_escaped", echo_escaped, {"description": "Says its text back with other writers' JSON escapes",
-                                        "inputSchema": {"type": "object",
-                                                        "properties": {"text": {"type": "string"}}}}),
+    *(Tool(name, run, {"description": description, "inputSchema": TEXT_ARGUMENT}) for name, run, description in (
+        ("echo_nested", echo_nested, "Says its text back inside JSON inside its text"),
+        ("refuse_escaped", refuse_escaped, "HTTP 401 whose PHP-written body repeats its text"),
+        ("say_at_the_cut", say_at_the_cut, "Logs its text where the display cuts"),
+        ("say_on_stderr", say_on_stderr, "Writes its text on stderr where the line is cut"),
+        ("echo_escaped", echo_escaped, "Says its text back with other writers' JSON escapes"))),
 ]
