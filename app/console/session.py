@@ -249,6 +249,10 @@ class ConsoleSession:
         if level_changed and self.status == "connected" and self._sets_log_level():
             self.background.spawn(f"set-level-{self.id}", self.run("logging/setLevel", {"level": self.log_level}))
 
+    def _noticed_raw(self, raw: str) -> str:
+        """A stray frame as its notice keeps it: 2,000 characters, cut before a typed value (asked only past that)."""
+        return raw if len(raw) <= 2000 else raw[:self._safe_cut(raw, 2000)]
+
     def _safe_cut(self, text: str, keep: int) -> int:
         """Where a long server text is cut for display (see live.CutGuard): never inside a value the owner typed.
         Asked only when a text is cut, which is rare: the Redactor is made then."""
@@ -317,12 +321,12 @@ class ConsoleSession:
             self._stray_timer = asyncio.get_running_loop().call_later(STRAY_WINDOW_S, self._stray_window_ends)
         if self._strays_listed < STRAY_NOTICES_PER_WINDOW:
             self._strays_listed += 1
-            self.timeline.notice("warning", what, raw=raw[:self._safe_cut(raw, 2000)])
+            self.timeline.notice("warning", what, raw=self._noticed_raw(raw))
         elif self._strays_listed == STRAY_NOTICES_PER_WINDOW:
             self._strays_listed += 1
             self.timeline.notice("warning", f"{what} (and more frames of no request: past {STRAY_NOTICES_PER_WINDOW} "
                                             f"in {STRAY_WINDOW_S:g} s they are recorded but not told, only counted)",
-                                 raw=raw[:self._safe_cut(raw, 2000)])
+                                 raw=self._noticed_raw(raw))
         else:
             self._strays_counted += 1
 
