@@ -16,7 +16,7 @@ from app.console.events import Notice, TimelineEvent
 from app.console.hub import Hub
 from app.console.hub_redis import RedisHub
 from bench.common import emit_json, machine, median, percentile, print_table, r
-from tests.services_redis import RedisServer
+from tests.services_redis import TEAM_KEY, RedisServer
 
 
 def ev(seq: int, session: str = "s1") -> TimelineEvent:
@@ -45,13 +45,14 @@ async def main(events: int, rounds: int, pings: int) -> None:
             memory = Hub(render)
             memory.subscribe(f"m{n}", None, 0)
             memory_us.append(publish_cost_us(memory, batch))
-            hub = RedisHub(render, url=server.url, prefix=prefix)
+            hub = RedisHub(render, url=server.url, prefix=prefix, key=TEAM_KEY)
             await hub.start()
             hub.subscribe(f"m{n}", None, 0)
             redis_us.append(publish_cost_us(hub, batch))
             await hub.stop()
 
-        a, b = RedisHub(render, url=server.url, prefix=prefix), RedisHub(render, url=server.url, prefix=prefix)
+        a = RedisHub(render, url=server.url, prefix=prefix, key=TEAM_KEY)
+        b = RedisHub(render, url=server.url, prefix=prefix, key=TEAM_KEY)
         await a.start()
         await b.start()
         sub, _ = b.subscribe("x", None, 0)

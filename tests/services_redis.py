@@ -1,5 +1,8 @@
 """A real redis-server for tests: loopback only, no persistence, a temp dir, a free port; stopped at the end.
 
+It requires a password (`requirepass`, a random one per server, in every URL the fixtures hand out), as a
+team's Redis must; `open_url` is the same server's URL without it (refused by the server and by a team console).
+
 Skipped with a reason when the binary is missing, unless MCP_CONSOLE_REQUIRE_SERVICES=1 (then the test fails).
 Tests share one server and keep apart by key prefix (`redis_prefix`).
 """
@@ -7,6 +10,7 @@ Tests share one server and keep apart by key prefix (`redis_prefix`).
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -18,7 +22,12 @@ from pathlib import Path
 
 import pytest
 
+from app.console.team_key import TeamKey
+
 START_TIMEOUT_S = 10.0
+# What the hubs and directories of one test team sign with (app/console/team_key.py).
+TEAM_SECRET = "tests-team-secret-shared-by-the-processes-of-one-team"
+TEAM_KEY = TeamKey(TEAM_SECRET)
 
 
 def _free_port() -> int:
@@ -28,11 +37,17 @@ def _free_port() -> int:
         return port
 
 
-def _ping(port: int) -> bool:
+def _ping(port: int, password: str) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(16).startswith(b"+PONG")
+            sock.sendall(f"AUTH {password}\r\nPING\r\n".encode())
+            received = b""
+            while b"+PONG" not in received and len(received) < 64:
+                chunk = sock.recv(64)
+                if not chunk:
+                    break
+                received += chunk
+            return received.startswith(b"+OK") and b"+PONG" in received
     except OSError:
         return False
 
@@ -56,18 +71,28 @@ class RedisServer:
         self.port = _free_port()
         self.dir = tempfile.mkdtemp(prefix="mcp-redis-")
         self.proc: subprocess.Popen[bytes] | None = None
+        self.password = secrets.token_hex(16)
 
     @property
     def url(self) -> str:
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+    @property
+    def open_url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
+        # The password on stdin (`-` reads configuration from it), as deploy/team.compose.yml gives it: on no
+        # command line.
         self.proc = subprocess.Popen(
-            [self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no",
+            [self.binary, "-", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no",
              "--dir", self.dir, "--protected-mode", "yes", "--daemonize", "no", "--loglevel", "warning"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"requirepass {self.password}\n".encode())
+        self.proc.stdin.close()
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not _ping(self.port):  # a condition with a deadline, polled
+        while not _ping(self.port, self.password):  # a condition with a deadline, polled
             if self.proc.poll() is not None:
                 err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
                 raise RuntimeError(f"redis-server exited: {err[-500:]}")
@@ -95,12 +120,17 @@ class RedisServer:
 
 
 @pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
+def redis_server() -> Iterator[RedisServer]:
     server = RedisServer().start()
     try:
-        yield server.url
+        yield server
     finally:
         server.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_server: RedisServer) -> str:
+    return redis_server.url
 
 
 @pytest.fixture

@@ -14,6 +14,14 @@ The rule both implementations keep:
 
 `RedisCluster` keeps this in Redis (one Lua script per decision); `MemoryCluster` keeps it in a
 `MemoryDirectory` that several instances may share (one process, or tests standing in for several).
+
+In Redis a registration is signed with the team key (`app/console/team_key.py`): actions are forwarded to the
+URL it names, so one written by anything else (a client of the same Redis) must never count. A registration
+whose signature fails is no process: it is logged, never listed or forwarded to, and never claimed over (the
+process it names may be alive: a live process writes its signed registration back within a heartbeat). An
+ownership record rewritten by anything else (naming a process that is none) is written back by its real owner
+at its next heartbeat; meanwhile an action on that session is answered 503. So a client of Redis without the team
+secret can deny service, never redirect an action.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from app.console.tasks import TaskGroup
+from app.console.team_key import TeamKey
 
 log = logging.getLogger("mcp_console.cluster")
 FAILURES = (RedisError, OSError, TimeoutError)
@@ -173,6 +182,11 @@ if owner and owner ~= ARGV[1] and redis.call('EXISTS', ARGV[2] .. owner) == 1 th
 redis.call('SET', KEYS[1], ARGV[1])
 return 1
 """
+# KEYS[1] owner key; ARGV[1] me, ARGV[2] the value this process read there: written back to me only if unchanged.
+_REPAIR = """
+if redis.call('GET', KEYS[1]) == ARGV[2] then redis.call('SET', KEYS[1], ARGV[1]) return 1 end
+return 0
+"""
 # KEYS[1] owner key; ARGV[1] me: only the owner releases.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -181,27 +195,71 @@ return 0
 
 
 class RedisCluster(_Heartbeat):
-    """Keys: `{prefix}proc:{process_id}` = JSON {url} with a TTL; `{prefix}owner:{session_id}` = process id.
+    """Keys: `{prefix}proc:{process_id}` = JSON {url, sig} with a TTL; `{prefix}owner:{session_id}` = process id.
 
     The scripts name process keys they build themselves (not in KEYS): fine on one Redis, not on Redis Cluster.
     """
 
-    def __init__(self, process_id: str, url: str, redis_url: str, prefix: str = "mcp-console:",
+    def __init__(self, process_id: str, url: str, redis_url: str, *, key: TeamKey, prefix: str = "mcp-console:",
                  ttl_s: float = 5.0, heartbeat_s: float = 1.0, timeout_s: float = 5.0) -> None:
         super().__init__(heartbeat_s)
         self.process_id, self.url, self.ttl_s = process_id, url, ttl_s
+        self._key = key
+        self.forged_seen = 0  # registrations read whose signature failed (each is logged too)
         self._proc_prefix = f"{prefix}proc:"
         self._owner_prefix = f"{prefix}owner:"
         self._redis: aioredis.Redis = aioredis.Redis.from_url(
             redis_url, decode_responses=True, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
         self._claim: Any = self._redis.register_script(_CLAIM)
         self._release: Any = self._redis.register_script(_RELEASE)
+        self._repair_script: Any = self._redis.register_script(_REPAIR)
 
     async def register(self) -> None:
-        before = await self._redis.set(self._proc_prefix + self.process_id, json.dumps({"url": self.url}),
+        before = await self._redis.set(self._proc_prefix + self.process_id, self.registration(),
                                        px=int(self.ttl_s * 1000), get=True)
-        if before is None and self.mine:
+        if (before is None or self._parsed(self.process_id, before) is None) and self.mine:
             await self._reassert()
+        elif self.mine:
+            await self._repair()
+
+    async def _repair(self) -> None:
+        """Write back the ownership records of my sessions that something else rewrote to name a process that is
+        none of this team (no registration signed with the team key): until then, actions on them are refused
+        (503), never forwarded there. A record naming a live process of the team is that process's: it claimed
+        the session while my lease was gone, and I let it go."""
+        held = sorted(self.mine)
+        owners = await self._redis.mget([self._owner_prefix + session_id for session_id in held])
+        for session_id, owner in zip(held, owners, strict=True):
+            if owner == self.process_id:
+                continue
+            if owner is not None and await self._info(owner) is not None:
+                self.mine.discard(session_id)
+                log.warning("cluster: session %s is owned by %s now", session_id, owner)
+                continue
+            if owner is None:
+                await self._redis.set(self._owner_prefix + session_id, self.process_id, nx=True)
+            else:
+                await self._repair_script(keys=[self._owner_prefix + session_id], args=[self.process_id, owner])
+            log.warning("cluster: the ownership record of session %s named %.64r, no process of this team; "
+                        "written back", session_id, owner)
+
+    def registration(self) -> str:
+        return json.dumps({"url": self.url, "sig": self._key.sign("proc", self.process_id, self.url)})
+
+    def _parsed(self, process_id: str, raw: str) -> ProcessInfo | None:
+        """The registration's process, when the team key signed it; None (logged) for anything else."""
+        try:
+            data = json.loads(raw)
+            url, sig = data["url"], data["sig"]
+            valid = isinstance(url, str) and isinstance(sig, str) and self._key.verify("proc", sig, process_id, url)
+        except (ValueError, TypeError, KeyError):
+            valid = False
+        if not valid:
+            self.forged_seen += 1
+            log.warning("cluster: ignored the registration of %.64r: it is not signed with the team secret "
+                        "(written by something that is no console of this team): %.200r", process_id, raw)
+            return None
+        return ProcessInfo(process_id, url)
 
     async def _reassert(self) -> None:
         """My registration was gone (Redis lost its keys, or my heartbeat lapsed): write back the ownership records
@@ -233,7 +291,7 @@ class RedisCluster(_Heartbeat):
 
     async def _info(self, process_id: str) -> ProcessInfo | None:
         raw = await self._redis.get(self._proc_prefix + process_id)
-        return ProcessInfo(process_id, str(json.loads(raw)["url"])) if raw else None
+        return self._parsed(process_id, raw) if raw else None
 
     async def processes(self) -> list[ProcessInfo]:
         found = []

@@ -20,6 +20,14 @@ Remote events: the reader skips its own process's messages, calls `on_remote(ses
 FIRST (the manager folds the event into its replica, so the renderer reads up-to-date state), then feeds
 the local hub. Duplicates (a pipeline retried after a lost reply) are dropped by seq.
 
+Trust: anything that reaches Redis can write to it, so every bus message and every stream entry carries an
+HMAC (field `h`) made with the team key (`app/console/team_key.py`) over all its other fields; a message
+without a valid one is dropped and logged (`stats["forged"]`), never folded or pushed. And no seq is believed
+beyond what the store holds: an event whose `p` jumps past what this process has seen makes it read the session
+again from the store (`on_gap` returns the store's highest seq), and an event the store does not hold after
+that read is dropped, not taken as seen. So even a signed message with a wild seq (a bug, a replay) costs one
+store read, never a replica that drops every later event as a duplicate.
+
 Redis going away: local delivery goes on. Outgoing messages wait in a bounded buffer (`max_pending`; the
 oldest are dropped past it and counted) and are sent, in order, after reconnecting with backoff; the
 reader resumes the bus from its last id. So a tab on another process sees nothing new during the outage,
@@ -48,6 +56,7 @@ from redis.exceptions import RedisError
 from app.console.events import TimelineEvent
 from app.console.hub import Hub, Renderer, Serialized, Subscriber
 from app.console.tasks import TaskGroup
+from app.console.team_key import TeamKey
 
 log = logging.getLogger("mcp_console.hub_redis")
 
@@ -71,9 +80,11 @@ SESSION_KINDS = ("ev", "close_session", "forget", "stored")
 @dataclass(frozen=True, slots=True)
 class _Reread:
     """The session must be read again from the store before its next message: `prev` is the `p` of the event
-    that showed a hole (None: the owner stored what it never published, e.g. the end of an import)."""
+    that showed a hole (None: the owner stored what it never published, e.g. the end of an import) and `seq` its own
+    seq, which the store must hold for the event to be believed."""
 
     prev: int | None
+    seq: int = 0
 
 
 @dataclass(slots=True)
@@ -87,15 +98,21 @@ class _Outgoing:
 
 
 class RedisHub(Hub):
-    def __init__(self, render: Renderer, queue_size: int = 2000, ring_size: int = 2000, *, url: str,
+    def __init__(self, render: Renderer, queue_size: int = 2000, ring_size: int = 2000, *, url: str, key: TeamKey,
                  prefix: str = "mcp-console:", process_id: str | None = None, on_remote: OnRemote | None = None,
                  before_publish: Callable[[], None] | None = None,
-                 on_forget: Callable[[str], None] | None = None, on_gap: Callable[[str], Awaitable[None]] | None = None,
+                 on_forget: Callable[[str], None] | None = None,
+                 on_gap: Callable[[str], Awaitable[int | None]] | None = None,
                  before_remote: Callable[[str], Awaitable[None]] | None = None,
+                 known_seq: Callable[[str], int | None] | None = None,
                  bus_size: int = 100_000,
                  max_pending: int = 50_000, timeout_s: float = 5.0) -> None:
         super().__init__(render, queue_size=queue_size, ring_size=ring_size)
         self.process_id = process_id or new_process_id()
+        self._key = key
+        # The highest seq this process already holds of a session it has heard nothing of over the bus yet (its
+        # replica's): the first event's `p` is checked against it as later ones are against the last one seen.
+        self.known_seq = known_seq
         self.on_remote = on_remote
         # Called off the loop before a batch of events goes out (the manager flushes its store): a process that
         # hears of an event and loads the session from the store then finds the event there.
@@ -130,7 +147,7 @@ class RedisHub(Hub):
         self._tasks = TaskGroup()
         self._closing = False
         self.stats = {"sent": 0, "received": 0, "dropped": 0, "send_failures": 0, "read_failures": 0, "gaps": 0,
-                      "rejected": 0, "held": 0}
+                      "rejected": 0, "held": 0, "forged": 0, "beyond_store": 0}
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -247,13 +264,28 @@ class RedisHub(Hub):
             for item in batch:
                 if item.kind == "ev":
                     # The session's stream first: a process that hears of an event on the bus finds it there.
-                    pipe.xadd(f"{self._prefix}ev:{item.target}", {"m": item.text, "p": item.prev},
+                    pipe.xadd(f"{self._prefix}ev:{item.target}", self.stream_fields(item.target, item.seq, item.prev,
+                                                                                    item.text),
                               id=f"{item.seq}-0", maxlen=self._ring_size, approximate=True)
                 elif item.kind == "forget":
                     pipe.delete(f"{self._prefix}ev:{item.target}")
-                pipe.xadd(self._bus, {"o": self.process_id, "t": item.kind, "s": item.target, "q": item.seq,
-                                      "p": item.prev, "m": item.text}, maxlen=self._bus_size, approximate=True)
+                pipe.xadd(self._bus, self.bus_fields(item.kind, item.target, item.seq, item.prev, item.text),
+                          maxlen=self._bus_size, approximate=True)
             return await pipe.execute(raise_on_error=False)
+
+    def bus_fields(self, kind: str, target: str, seq: int, prev: int, text: str) -> dict[Any, Any]:
+        fields: dict[Any, Any] = {"o": self.process_id, "t": kind, "s": target, "q": seq, "p": prev, "m": text}
+        fields["h"] = self._key.sign("bus", self.process_id, kind, target, seq, prev, text)
+        return fields
+
+    def stream_fields(self, session_id: str, seq: int, prev: int, text: str) -> dict[Any, Any]:
+        return {"m": text, "p": prev, "h": self._key.sign("ev", session_id, seq, prev, text)}
+
+    def _signed_bus(self, fields: dict[str, str]) -> bool:
+        parts = [fields.get(name) for name in ("o", "t", "s", "q", "p", "m")]
+        if any(part is None for part in parts):
+            return False
+        return self._key.verify("bus", fields.get("h"), *(str(part) for part in parts))
 
     # -- incoming -------------------------------------------------------------------------------------
 
@@ -280,6 +312,9 @@ class RedisHub(Hub):
                     self._last_id = message_id
                     if fields.get("o") == self.process_id:
                         continue
+                    if not self._signed_bus(fields):
+                        self._forged(fields)
+                        continue
                     target = fields.get("s", "")
                     held = self._held.get(target) if fields.get("t") in SESSION_KINDS else None
                     if held is not None:  # the session is being read again: its messages wait their turn
@@ -290,6 +325,11 @@ class RedisHub(Hub):
                     if reread is not None:  # the event that showed a hole is delivered after the read
                         self._held[target] = deque([fields] if reread.prev is not None else [])
                         self._tasks.spawn(f"redis-hub-reread-{target}", self._reread(target, reread))
+
+    def _forged(self, fields: dict[str, str]) -> None:
+        self.stats["forged"] += 1
+        log.warning("Redis hub: dropped a bus message not signed with the team secret (written by something that "
+                    "is no console of this team): %.200r", fields)
 
     async def _take(self, fields: dict[str, str]) -> _Reread | None:
         """Deliver one remote message, unless it says the session must be read again from the store first
@@ -313,7 +353,8 @@ class RedisHub(Hub):
         reread: _Reread | None = first
         try:
             while reread is not None:
-                await self._read_again(session_id, reread)
+                if not await self._read_again(session_id, reread) and held:
+                    held.popleft()  # the event that showed the hole claims what the store does not hold
                 reread = None
                 while held:
                     fields = held.popleft()
@@ -325,20 +366,30 @@ class RedisHub(Hub):
         finally:
             del self._held[session_id]
 
-    async def _read_again(self, session_id: str, reread: _Reread) -> None:
+    async def _read_again(self, session_id: str, reread: _Reread) -> bool:
+        """Read the session again; whether the event that showed the hole may then be delivered (False: the store,
+        which the owner fills before it publishes, holds no event of that seq, so it is no event to believe)."""
+        stored: int | None = None
         if self.on_gap is not None:
             try:
-                await self.on_gap(session_id)
+                stored = await self.on_gap(session_id)
             except Exception:  # the store away: the tabs still reload, on what the replica holds
                 log.exception("Redis hub: reading session %s again failed", session_id)
         for sub in self._subs.get(session_id, ()):
             sub.fall_behind()
         if reread.prev is None:
-            return
+            return True
+        if stored is not None and reread.seq > stored:
+            self.stats["beyond_store"] += 1
+            log.warning("Redis hub: dropped event %d of session %s: the store holds events up to %d only",
+                        reread.seq, session_id, stored)
+            self._seen[session_id] = max(self._seen.get(session_id, 0), stored)
+            return False
         if session_id in self._floors:
             self._floors[session_id] = max(self._floors[session_id], reread.prev)
         # The event that showed the hole is delivered next: from here its `p` chains on.
         self._seen[session_id] = max(self._seen.get(session_id, 0), reread.prev)
+        return True
 
     def _deliver(self, fields: dict[str, str]) -> _Reread | None:
         kind, target = fields.get("t"), fields.get("s", "")
@@ -361,11 +412,13 @@ class RedisHub(Hub):
             seen = self._seen.get(target)
             if seen is not None and seq <= seen:
                 return None  # a duplicate from a retried pipeline
+            if seen is None and self.known_seq is not None:
+                seen = self.known_seq(target)  # the first word of it here: checked against the replica's seq
             if seen is not None and prev > seen:
                 # Events between what this process saw and `prev` never arrived. Their reading again is no
                 # business of the loop: the caller reads it on a worker thread and delivers this event after.
                 self.stats["gaps"] += 1
-                return _Reread(prev=prev)
+                return _Reread(prev=prev, seq=seq)
             self._seen[target] = seq
             self.stats["received"] += 1
             if self.on_remote is not None:
@@ -413,8 +466,15 @@ class RedisHub(Hub):
             return
         if not entries or len(entries) > self._ring_size:
             return  # nothing there to prove the gap empty, or more than a ring: reload
-        slots = [(int(entry_id.split("-")[0]), Serialized(fields["m"]), int(fields["p"]))
-                 for entry_id, fields in entries]
+        slots = []
+        for entry_id, fields in entries:
+            seq = int(entry_id.split("-")[0])
+            if not self._key.verify("ev", fields.get("h"), session_id, seq, fields.get("p", ""), fields.get("m", "")):
+                self.stats["forged"] += 1
+                log.warning("Redis hub: session %s's stream holds an entry not signed with the team secret; "
+                            "the tab reloads", session_id)
+                return
+            slots.append((seq, Serialized(fields["m"]), int(fields["p"])))
         if slots[0][2] > last_seq:
             return  # the stream was trimmed past what the tab saw
         if session_id in self._rings and slots[-1][0] < self._floors[session_id]:

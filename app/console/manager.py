@@ -25,7 +25,7 @@ from app.console.sharing import LinkRegistry
 from app.console.store import ImportRow, Store, iter_events, open_store
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
-from app.console.team import make_cluster, make_hub
+from app.console.team import make_cluster, make_hub, team_key
 from app.console.timeline import flush_all
 from app.mcp.http import NoCookies
 from app.mcp.netstream import AsyncioHTTPTransport
@@ -49,12 +49,16 @@ class SessionManager:
         self.process_id = new_process_id()
         self.hub: Hub = make_hub(settings, render, process_id=self.process_id, on_remote=self.on_remote,
                                 before_remote=self.before_remote, before_publish=self.before_publish,
-                                on_forget=self.on_forget, on_gap=self.on_gap)
+                                on_forget=self.on_forget, on_gap=self.on_gap, known_seq=self.known_seq)
         # A cluster passed in (tests: MemoryClusters on one MemoryDirectory) stands in for Redis's directory.
         self.cluster: Cluster = cluster if cluster is not None else make_cluster(settings, self.process_id)
         # None: a single process, owning every session (nothing is routed). Else see app/console/ownership.py.
         # A team (redis_url set, or a cluster given): the cluster decides who owns what.
         self.ownership: Ownership | None = self.cluster if settings.redis_url or cluster is not None else None
+        # What the processes of a team sign with (app/console/team_key.py); a team refuses to run without it.
+        self.team_key = team_key(settings)
+        if self.ownership is not None and self.team_key is None:
+            raise ValueError("A team of console processes needs team_secret: it signs what they tell each other.")
         self.replicas = Replicas(self)
         self.tasks = TaskGroup()
         self.sessions: dict[str, ConsoleSession] = {}
@@ -105,10 +109,17 @@ class SessionManager:
         """Another process deleted the session: drop this process's replica (the hub closed its sockets)."""
         self.replicas.forget(session_id)
 
-    async def on_gap(self, session_id: str) -> None:
+    async def on_gap(self, session_id: str) -> int | None:
         """The hub between processes lost events of a session, or another process stored events it never
-        published (see RedisHub._reread): a replica reads it again from the store, off the loop."""
-        await self.replicas.reload(session_id)
+        published (see RedisHub._reread): a replica reads it again from the store, off the loop. Returns the
+        store's highest seq of it, which the hub checks the next event against."""
+        return await self.replicas.reload(session_id)
+
+    def known_seq(self, session_id: str) -> int | None:
+        """The highest seq this process holds of a replica (None: not a replica here): the hub checks the first
+        event it hears of the session against it, as it checks later ones against the last one it heard."""
+        session = self.sessions.get(session_id)
+        return session.timeline.seq if session is not None and self.replicas.is_replica(session_id) else None
 
     def before_publish(self) -> None:
         """The hub between processes calls this (off the loop) before it publishes a batch: the store then

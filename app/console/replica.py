@@ -200,22 +200,26 @@ class Replicas:
         self.ids.add(session_id)
         return session
 
-    async def reload(self, session_id: str) -> None:
+    async def reload(self, session_id: str) -> int | None:
         """Events of a replica never arrived (the bus lost them, or an import stored them without publishing): read
         it again from the store, which holds them (the owner's store is flushed before it publishes), keeping what
         the page says of its owner. On a worker thread, as `load_off_loop` reads: a store that is down must not
-        hold the loop (the hub holds the session's later events until this is done, so they keep their order)."""
+        hold the loop (the hub holds the session's later events until this is done, so they keep their order).
+
+        Returns the highest seq the store holds for it (None when nothing was read): the hub believes no event
+        beyond it, since the owner stores every event before it publishes one."""
         if session_id not in self.ids:
-            return
+            return None
         lock = self._locks.setdefault(session_id, asyncio.Lock())
         async with lock:
             if session_id not in self.ids:
-                return  # taken over, or forgotten, while this one waited
+                return None  # taken over, or forgotten, while this one waited
             loaded = await asyncio.to_thread(read, self._manager, session_id)
             old = self._manager.sessions.get(session_id)
             if loaded is None or old is None or session_id not in self.ids:
-                return
+                return None
             self._replace(session_id, old, loaded)
+            return loaded.last_seq
 
     def _replace(self, session_id: str, old: ConsoleSession, loaded: Loaded) -> None:
         session = self._build(session_id, loaded)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from app.console.cluster import Cluster, MemoryCluster, MemoryDirectory, ProcessInfo, RedisCluster
+from tests.services_redis import TEAM_KEY
 
 SHORT_TTL_S = 0.3
 
@@ -34,7 +36,7 @@ async def env(request: pytest.FixtureRequest) -> AsyncIterator[Env]:
         if request.param == "memory":
             cluster = MemoryCluster(process_id, url, directory, **kw)
         else:
-            cluster = RedisCluster(process_id, url, request.getfixturevalue("redis_url"),
+            cluster = RedisCluster(process_id, url, request.getfixturevalue("redis_url"), key=TEAM_KEY,
                                    prefix=request.getfixturevalue("redis_prefix"), **kw)
         made.append(cluster)
         return cluster
@@ -135,8 +137,8 @@ async def test_a_redis_that_lost_its_keys_gives_a_live_owners_sessions_back_to_i
     back with the next heartbeats, the ownership records did not. The owner still held its sessions (its target
     connected, its fast path saying "mine"), yet the next process to see an action claimed them too: two owners
     of one session, both writing its timeline."""
-    a = RedisCluster("A", "http://127.0.0.1:9/A", redis_url, prefix=redis_prefix, heartbeat_s=60.0)
-    b = RedisCluster("B", "http://127.0.0.1:9/B", redis_url, prefix=redis_prefix, heartbeat_s=60.0)
+    a = RedisCluster("A", "http://127.0.0.1:9/A", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0)
+    b = RedisCluster("B", "http://127.0.0.1:9/B", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0)
     try:
         await a.start()
         await b.start()
@@ -152,5 +154,41 @@ async def test_a_redis_that_lost_its_keys_gives_a_live_owners_sessions_back_to_i
         assert await b.owner_of("s1") == ProcessInfo("A", "http://127.0.0.1:9/A")
         assert a.owned_by_me("s1")
     finally:
+        await a.stop()
+        await b.stop()
+
+
+async def test_a_registration_written_without_the_team_secret_is_no_process_and_owns_nothing(
+        redis_url: str, redis_prefix: str) -> None:
+    """Anything that reaches Redis could write `proc:evil` = {"url": "http://its-own-server"} and `owner:<sid>` =
+    evil: the next action on that session was forwarded there, with the owner token. A registration must be
+    signed with the team key to count: the forged one is listed nowhere and owns nothing; nobody claims over it
+    (the id it names may be a live process's), and the real owner writes its record back at its next heartbeat."""
+    a = RedisCluster("A", "http://127.0.0.1:9/A", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0)
+    b = RedisCluster("B", "http://127.0.0.1:9/B", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0)
+    intruder = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        await a.start()
+        await b.start()
+        for sid in ("s1", "s2", "s3"):
+            assert await a.claim(sid)
+        await intruder.set(f"{redis_prefix}proc:evil", json.dumps({"url": "http://127.0.0.1:18003"}))
+        await intruder.set(f"{redis_prefix}proc:evil2", json.dumps({"url": "http://127.0.0.1:18003",
+                                                                    "sig": "0" * 64}))
+        # A real registration copied under another id is no registration of that id either.
+        await intruder.set(f"{redis_prefix}proc:copy", str(await intruder.get(f"{redis_prefix}proc:A")))
+        for sid, fake in (("s1", "evil"), ("s2", "evil2"), ("s3", "copy")):
+            await intruder.set(f"{redis_prefix}owner:{sid}", fake)
+        assert [p.process_id for p in await b.processes()] == ["A", "B"]
+        for sid in ("s1", "s2", "s3"):
+            assert await b.owner_of(sid) is None
+            assert not await b.claim(sid), "a forged registration is never claimed over"
+        await a.register()  # A's next heartbeat
+        for sid in ("s1", "s2", "s3"):
+            owner = await b.owner_of(sid)
+            assert owner is not None and owner.process_id == "A"
+        assert b.forged_seen >= 3
+    finally:
+        await intruder.aclose()
         await a.stop()
         await b.stop()

@@ -17,6 +17,7 @@ import pytest
 from app.console.events import Notice, StatusChanged, Stderr, TimelineEvent, Wire
 from app.console.hub import Hub, Renderer, Subscriber
 from app.console.hub_redis import RedisHub
+from tests.services_redis import TEAM_KEY
 
 MakeHub = Callable[..., Hub]
 
@@ -29,7 +30,7 @@ def _redis(request: pytest.FixtureRequest, made: list[Hub]) -> MakeHub:
     url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
 
     def make(render: Renderer, **kw: Any) -> Hub:
-        hub = RedisHub(render, url=url, prefix=prefix, **kw)
+        hub = RedisHub(render, url=url, prefix=prefix, key=TEAM_KEY, **kw)
         hub.launch()
         made.append(hub)
         return hub

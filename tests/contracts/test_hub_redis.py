@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 from app.console.events import Notice, TimelineEvent
 from app.console.hub import Renderer, Serialized, Subscriber
 from app.console.hub_redis import RedisHub
-from tests.services_redis import RedisServer
+from tests.services_redis import TEAM_KEY, RedisServer
 
 WAIT_S = 10.0
 
@@ -46,7 +46,7 @@ async def make(redis_url: str, redis_prefix: str) -> AsyncIterator[MakeHub]:
     made: list[RedisHub] = []
 
     def factory(renderer: Renderer = render, url: str = redis_url, **kw: Any) -> RedisHub:
-        hub = RedisHub(renderer, url=url, prefix=redis_prefix, **kw)
+        hub = RedisHub(renderer, url=url, prefix=redis_prefix, key=TEAM_KEY, **kw)
         made.append(hub)
         return hub
     yield factory
@@ -207,30 +207,109 @@ async def test_hostile_text_crosses_processes_unchanged(make: MakeHub) -> None:
     assert texts == [hostile]
 
 
-async def test_malformed_messages_another_client_adds_to_the_bus_are_dropped_and_later_events_still_arrive(
+async def test_messages_another_client_adds_to_the_bus_unsigned_are_dropped_and_later_events_still_arrive(
         make: MakeHub, redis_url: str, redis_prefix: str) -> None:
-    """Another client of the same Redis (an old console version, a script, a typo'd XADD) writes to the bus. A
-    message that is no event used to set the session's last-seen seq before it was read: with a huge `q`, every
-    real event after it was dropped as a duplicate, and the session's tabs on this process froze."""
+    """Another client of the same Redis (a stdio server that reached it, a script, an old console) writes to the
+    bus without the team secret. A forged event used to be folded into the replica and pushed to the tabs (a
+    made-up dialog); with a huge `q` it set the session's last-seen seq, and every real event after it was dropped
+    as a duplicate. Now none of them is believed, whatever it holds."""
     a, b = make(), make()
     await a.start()
     await b.start()
     sub, _ = b.subscribe("s1", None, 0)
     intruder = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    forged = ({"o": "x", "t": "ev", "s": "s1", "q": "1", "p": "0", "m": ev(1).to_json()},  # well-formed, unsigned
+              {"o": "x", "t": "ev", "s": "s1", "q": str(10**12), "p": "0", "m": ev(10**12).to_json()},
+              {"o": "x", "t": "ev", "s": "s1", "q": "2", "p": "1", "m": ev(2).to_json(), "h": "0" * 64},
+              {"o": "x", "t": "close_session", "s": "s1", "q": "0", "p": "0", "m": "forged close"},
+              {"o": "x", "t": "ev"}, {"o": "x"}, {"junk": "\x00" * 10})
     try:
-        for fields in ({"o": "x", "t": "ev", "s": "s1", "q": "999999", "p": "0", "m": "not json"},
-                       {"o": "x", "t": "ev", "s": "s1", "q": "999998", "p": "0", "m": ev(999998, "s2").to_json()},
-                       {"o": "x", "t": "ev", "s": "s1", "q": "999997", "p": "0", "m": ev(3).to_json()},
-                       {"o": "x", "t": "ev", "s": "s1", "q": "nope", "p": "0", "m": "{}"},
-                       {"o": "x", "t": "ev"}, {"o": "x"}, {"junk": "\x00" * 10}):
+        for fields in forged:
             await intruder.xadd(f"{redis_prefix}bus", fields)  # type: ignore[arg-type]
     finally:
         await intruder.aclose()
     a.publish(ev(1))
     a.publish(ev(2))
     assert await take(sub, 2) == [1, 2]
-    assert [slot[0] for slot in b._rings["s1"]] == [1, 2], "nothing of the malformed messages is kept"
-    assert b.stats["rejected"] == 5
+    assert [slot[0] for slot in b._rings["s1"]] == [1, 2], "nothing of the forged messages is kept"
+    assert b.stats["forged"] == len(forged) and b.stats["received"] == 2
+    assert not sub.closed.is_set(), "a forged close_session closed nothing"
+
+
+async def test_signed_messages_that_are_no_event_of_their_session_are_dropped(
+        make: MakeHub, redis_url: str, redis_prefix: str) -> None:
+    """A message signed with the team key but not an event of that session at that seq (a bug, never an attacker
+    without the secret) changes nothing either."""
+    a, b = make(), make()
+    await a.start()
+    await b.start()
+    sub, _ = b.subscribe("s1", None, 0)
+    writer = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        for seq, text in ((999999, "not json"), (999998, ev(999998, "s2").to_json()), (999997, ev(3).to_json())):
+            await writer.xadd(f"{redis_prefix}bus", a.bus_fields("ev", "s1", seq, 0, text))
+    finally:
+        await writer.aclose()
+    a.publish(ev(1))
+    a.publish(ev(2))
+    assert await take(sub, 2) == [1, 2]
+    assert b.stats["rejected"] == 3 and b.stats["forged"] == 0
+
+
+async def test_a_signed_event_far_beyond_what_the_store_holds_costs_one_store_read_never_a_frozen_session(
+        make: MakeHub, redis_url: str, redis_prefix: str) -> None:
+    """Sequence numbers are checked against the store before they are believed: an event whose `p` jumps ahead
+    makes the receiver read the session again (`on_gap` answers the store's highest seq), and an event the store
+    does not hold is dropped. Taken as seen, a seq of 10**12 would have made every later real event a
+    'duplicate'."""
+    store_holds = [2]
+    reads: list[str] = []
+
+    async def on_gap(session_id: str) -> int | None:
+        reads.append(session_id)
+        return store_holds[0]
+
+    a, b = make(), make(on_gap=on_gap)
+    await a.start()
+    await b.start()
+    sub, _ = b.subscribe("s1", None, 0)
+    a.publish(ev(1))
+    a.publish(ev(2))
+    assert await take(sub, 2) == [1, 2]
+    wild = 10**12
+    writer = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        await writer.xadd(f"{redis_prefix}bus", a.bus_fields("ev", "s1", wild, wild - 1, ev(wild).to_json()))
+    finally:
+        await writer.aclose()
+    await until(lambda: b.stats["beyond_store"] == 1)
+    assert reads == ["s1"]
+    store_holds[0] = 4
+    a.publish(ev(3))
+    a.publish(ev(4))
+    await until(lambda: [slot[0] for slot in b._rings["s1"]][-2:] == [3, 4])
+    assert wild not in [slot[0] for slot in b._rings["s1"]]
+
+
+async def test_a_stream_entry_without_the_team_signature_is_never_replayed_to_a_tab(
+        make: MakeHub, redis_url: str, redis_prefix: str) -> None:
+    """A reconnecting tab on a process that lacks what it missed is caught up from the session's stream: an entry
+    written there by anything else makes the tab reload (from the store) rather than show it."""
+    a = make()
+    await a.start()
+    for seq in (1, 2, 3):
+        a.publish(ev(seq))
+    await until(lambda: a.stats["sent"] >= 3)
+    writer = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        await writer.xadd(f"{redis_prefix}ev:s1", {"m": ev(4).to_json(), "p": 3}, id="4-0")
+    finally:
+        await writer.aclose()
+    late = make()
+    await late.start()
+    _, whole = await late.subscribe_async("s1", last_seq=1, current_seq=4)
+    assert not whole, "a stream holding a forged entry is no catch-up"
+    assert late.stats["forged"] == 1
 
 
 async def test_a_burst_of_big_events_goes_out_in_round_trips_of_bounded_size_and_all_arrive(make: MakeHub) -> None:
