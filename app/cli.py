@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from app.console.team_checks import team_problems
 from app.headless.commands import add_parsers as add_headless_parsers
 from app.headless.commands import run as run_headless
 from app.mcp.stdio import inherited_env
@@ -69,6 +70,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
             validated(settings.public_host)
         except ValueError as exc:
             raise SystemExit(str(exc)) from exc
+    refused = team_problems(settings)
+    if refused:
+        raise SystemExit("Refusing to start this team console process:\n- " + "\n- ".join(refused))
     return settings
 
 

@@ -25,8 +25,9 @@ class Settings:
                               default=None)
     data_dir: str = _help("Directory for the SQLite database and other state.",
                           default=str(Path.home() / ".mcp-console"))
-    database_url: str = _help("PostgreSQL URL (postgresql://user:password@host:5432/db) of a store several console "
-                              "processes share; migrated on start. Empty: SQLite in data_dir.", default="")
+    database_url: str = _help("PostgreSQL URL (postgresql://user:password@host:5432/db; sslmode=… for TLS) of a store "
+                              "several console processes share; migrated on start. A team refuses one without a "
+                              "password. Empty: SQLite in data_dir.", default="")
     allow_all_interfaces: bool = _help("Permit a wildcard bind (dangerous: exposes a process-spawning console).",
                                        default=False)
     allowed_hosts: str = _help("Extra comma-separated Host header values to accept besides 127.0.0.1/localhost.",
@@ -58,7 +59,8 @@ class Settings:
                                           default=2.0)
     public_host: str = _help("Host name the console is opened under; the owner and link cookies are honoured only "
                              "there. Default: a random mcp-….localhost name kept in data_dir (loopback or wildcard "
-                             "bind), else the bind host.", default="")
+                             "bind), else the bind host. A team has no default: every process needs the same name, "
+                             "of the deployment's own.", default="")
 
     max_stream_bytes: int = _help("Most bytes read from one response stream (HTTP body or SSE, or the stdio frames of "
                                   "one request); past it the console stops reading that stream and says so.",
@@ -76,12 +78,18 @@ class Settings:
                                   "file and parsed as a stream, so memory does not grow with it).",
                                   default=512 * 1024 * 1024)
 
-    redis_url: str = _help("Redis shared by the console processes of a team (redis://host:port/db). Empty: one "
-                           "process, the in-process hub, as ever.", default="")
+    redis_url: str = _help("Redis shared by the console processes of a team (redis://:password@host:port/db, or "
+                           "rediss:// for TLS). A team refuses to start without its password. Empty: one process, "
+                           "the in-process hub, as ever.", default="")
+    team_secret: str = _help("Secret the console processes of a team share and nothing else holds (32+ random "
+                             "characters, the same on every process; required with redis_url): it signs process "
+                             "registrations, bus messages and forwarded actions, so a client of Redis cannot forge "
+                             "them. Never stored in Redis or PostgreSQL, never passed to a started server.",
+                             default="")
     redis_prefix: str = _help("Prefix of every Redis key the console uses, so deployments can share one Redis.",
                               default="mcp-console:")
     advertise_url: str = _help("Internal base URL other console processes reach this one at (the process "
-                               "directory). Its host is accepted here only with the owner token as Bearer. "
+                               "directory). Its host is accepted here only for a request signed with team_secret. "
                                "Empty: http://127.0.0.1:{port}.", default="")
     lease_ttl_s: float = _help("Seconds a process's registration lives without a heartbeat; when it lapses, the "
                                "sessions it owned may be claimed by another process.", default=5.0)

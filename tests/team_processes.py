@@ -44,6 +44,7 @@ class TeamSpec:
     redis_url: str
     redis_prefix: str
     token: str = field(default_factory=lambda: secrets.token_urlsafe(18))
+    team_secret: str = field(default_factory=lambda: secrets.token_hex(32))
     public_host: str = field(default_factory=public_host_name)
     lease_ttl_s: float = 1.5
     heartbeat_s: float = 0.3
@@ -58,6 +59,7 @@ class ConsoleProcess:
         self.port = free_port()
         self.log = log
         env = {**os.environ, "MCP_CONSOLE_TOKEN": spec.token, "MCP_CONSOLE_PUBLIC_HOST": spec.public_host,
+               "MCP_CONSOLE_TEAM_SECRET": spec.team_secret,
                "MCP_CONSOLE_DATABASE_URL": spec.database_url, "MCP_CONSOLE_REDIS_URL": spec.redis_url,
                "MCP_CONSOLE_REDIS_PREFIX": spec.redis_prefix,
                "MCP_CONSOLE_ADVERTISE_URL": f"http://127.0.0.1:{self.port}",

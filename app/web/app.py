@@ -20,6 +20,7 @@ from app.console.cluster import Cluster
 from app.console.manager import SessionManager
 from app.console.session import Target
 from app.console.store import Store
+from app.console.team_checks import team_problems
 from app.settings import Settings
 from app.web import actions, export_routes, live_routes, op_routes, routes, share_routes, ws
 from app.web.deps import (
@@ -77,6 +78,9 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     problem = token_problem(settings.token)
     if problem:
         raise ValueError(problem)
+    refused = team_problems(settings)
+    if refused:
+        raise ValueError(" ".join(refused))
     token = settings.token or secrets.token_urlsafe(24)
     settings.token = token
     settings.public_host = resolve_public_host(settings)
@@ -85,7 +89,9 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     manager = SessionManager(settings, renderer, store, cluster)
     renderer.manager = manager
     extra = {h.strip() for h in settings.allowed_hosts.split(",") if h.strip()}
-    internal = {urlsplit(settings.advertise_url).hostname or ""} if settings.advertise_url else set()
+    # The advertise host is for the team's own signed requests: no team key, no such host.
+    internal = {urlsplit(settings.advertise_url).hostname or ""} if settings.advertise_url and settings.team_secret \
+        else set()
     guard = Guard(token, extra, settings.public_host, settings.port, internal_hosts=internal)
 
     @asynccontextmanager

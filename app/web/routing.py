@@ -5,12 +5,14 @@ handled here when this process owns the session (or the console is a single proc
 runs beyond one attribute check), taken over when its owner is dead, and otherwise forwarded to the owner's
 URL, whose answer (status, headers, body) goes back unchanged.
 
-Who is asking travels with the request. The forwarding process has already identified the caller; it sends
-the owner token as a Bearer header (every process of a team shares it) and names the principal in
-`X-MCP-Console-Principal` (`owner` or `link:<id>`, `;presenter` when presenting). The owner trusts that header
-only beside a valid Bearer token, re-checks a link (active, same session) in its own registry, and the route
-dependencies then apply the link's role as for any request: a viewer stays a viewer. A forwarded request is
-always handled where it arrives, or refused; it is never forwarded again, so no loop can form.
+Who is asking travels with the request. The forwarding process has already identified the caller; it names the
+principal in `X-MCP-Console-Principal` (`owner` or `link:<id>`, `;presenter` when presenting) and signs the
+request with the team key (`app/web/peer.py`): never the owner token, which a process once sent to whatever
+address a forged registration in Redis named. The owner believes the principal only when the signature holds,
+re-checks a link (active, same session) in its own registry, and the route dependencies then apply the link's
+role as for any request. A viewer's action is refused where it arrives, before anything is forwarded. Actions go
+only to a process whose registration is signed with the team key (`app/console/cluster.py`). A forwarded request
+is always handled where it arrives, or refused; it is never forwarded again, so no loop can form.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from app.console.links import hash_token
 from app.console.manager import SessionManager
 from app.console.ownership import ProcessInfo
 from app.web.deps import Principal, Web, identify
-from app.web.security import LINK_COOKIE, SAFE_METHODS, Guard, token_matches
+from app.web.peer import PEER_HEADER, PRINCIPAL_HEADER, PeerCheck, peer_headers
+from app.web.security import LINK_COOKIE, SAFE_METHODS, Guard
 
-PRINCIPAL_HEADER = "x-mcp-console-principal"
 _SESSION_ACTION = re.compile(r"\A/sessions/([^/]+)/.")
 # Any path that names a session: its page, its JSON twin, its websocket and everything under it.
 _SESSION_PATH = re.compile(r"\A/sessions/([A-Za-z0-9_-]+)(?:\.json\Z|/|\Z)")
@@ -54,34 +56,48 @@ class RouteToOwner:
         self.web = web
         self.manager: SessionManager = web.manager
         self.guard: Guard = web.guard
+        self.peers = PeerCheck(self.manager.team_key, self.manager.cluster.process_id)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        ownership = self.manager.ownership
-        if ownership is None or scope["type"] not in ("http", "websocket"):
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        await self._links_known(scope["path"], headers)
-        await self._loaded(scope["path"], headers)
-        if scope["type"] != "http":
+        forwarded = PEER_HEADER in headers or PRINCIPAL_HEADER in headers
+        ownership = self.manager.ownership
+        if ownership is None and not forwarded:
             await self.app(scope, receive, send)
             return
         match = _SESSION_ACTION.match(scope["path"])
         session_id = match.group(1) if match is not None else None
-        forwarded = PRINCIPAL_HEADER in headers
         who: Principal | None = None
-        if forwarded:  # before any fast path: the header must never be ignored in favour of the Bearer token
-            who = self._forwarded_principal(session_id, headers)
-            if who is None:
-                await _answer(send, 403, "A forwarded request needs the owner token and an active principal.")
+        if forwarded:  # before anything else: the header is proven here, or the request goes no further
+            if scope["type"] != "http":
+                await _refuse_socket(receive, send)
                 return
-            scope = {**scope, "state": {**scope.get("state", {}), "principal": who}}
+            body = await _body(receive)
+            who, problem = self._forwarded_principal(scope, session_id, headers, body)
+            if who is None:
+                await _answer(send, 403, f"A forwarded request must be signed by a console process of this team "
+                                         f"and name an active principal: {problem}.")
+                return
+            scope, receive = {**scope, "state": {**scope.get("state", {}), "principal": who}}, _replay(body, receive)
+        if ownership is None:  # a single process given a team secret: it owns every session
+            await self.app(scope, receive, send)
+            return
+        await self._links_known(scope["path"], headers)
+        await self._loaded(scope["path"], headers, forwarded)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         if session_id is None or scope["method"] in SAFE_METHODS or ownership.owned_by_me(session_id):
             await self.app(scope, receive, send)
             return
         if not forwarded:
             found = identify(self.web, headers, cookie_parser(headers.get("cookie", "")))
-            if found is None:  # the route answers 401 (or says the link ended) as it always does
+            if found is None or not found.may_operate(session_id):
+                # No caller (the route answers 401, or says the link ended), or one who may not act on this session
+                # (a viewer link, another session's link): refused here by the route's own check, never forwarded.
                 await self.app(scope, receive, send)
                 return
             who = found
@@ -91,6 +107,9 @@ class RouteToOwner:
         except DIRECTORY_FAILURES as exc:  # Redis away: who owns it is unknown, so neither forward nor take over
             await _answer(send, 503, f"The console processes' directory is not reachable ({type(exc).__name__}); "
                                      "try again in a moment.")
+            return
+        except OwnerUnknown as exc:
+            await _answer(send, 503, str(exc))
             return
         if owner is None or owner.process_id == ownership.process_id:
             await self.app(scope, receive, send)
@@ -109,7 +128,7 @@ class RouteToOwner:
             if token and self.manager.links.lookup(token) is None:
                 await self.manager.replicas.link_off_loop(hash_token(token))
 
-    async def _loaded(self, path: str, headers: dict[str, str]) -> None:
+    async def _loaded(self, path: str, headers: dict[str, str], forwarded: bool) -> None:
         """A session this process has not heard of yet is read from the store on its first request here: one that
         another process created a moment ago (the page the create redirects to, a link opened at once, a
         round-robin proxy) was a 404 until the first of its events reached this process over the hub. Only for a
@@ -119,10 +138,7 @@ class RouteToOwner:
         match = _SESSION_PATH.match(path)
         if match is None or (session_id := match.group(1)) in self.manager.sessions or session_id in NOT_SESSIONS:
             return
-        if PRINCIPAL_HEADER in headers:  # forwarded: only with the team's token (the route refuses it otherwise)
-            if not token_matches(self.guard.caller_token(headers, {}), self.guard.token):
-                return
-        else:
+        if not forwarded:  # a forwarded request was proven with the team key already
             who = identify(self.web, headers, cookie_parser(headers.get("cookie", "")))
             if who is None or not who.may_view(session_id):  # a link opens its own session only
                 return
@@ -131,17 +147,20 @@ class RouteToOwner:
         except Exception:  # the route's own answer (404) says the session is not here
             return
 
-    def _forwarded_principal(self, session_id: str | None, headers: dict[str, str]) -> Principal | None:
-        if not token_matches(self.guard.caller_token(headers, {}), self.guard.token):
-            return None
-        name, _, flag = headers[PRINCIPAL_HEADER].partition(";")
+    def _forwarded_principal(self, scope: Scope, session_id: str | None, headers: dict[str, str],
+                             body: bytes) -> tuple[Principal | None, str]:
+        verdict = self.peers.verify(scope["method"], scope["path"], scope.get("query_string", b"").decode("latin-1"),
+                                    headers, body)
+        if verdict.principal is None:
+            return None, verdict.problem
+        name, _, flag = verdict.principal.partition(";")
         presenter = flag == "presenter"
         if name == "owner":
-            return Principal("owner", presenter=presenter)
+            return Principal("owner", presenter=presenter), ""
         link = self.manager.links.get(name.removeprefix("link:")) if name.startswith("link:") else None
         if link is None or not link.active() or (session_id is not None and link.session_id != session_id):
-            return None  # revoked or expired since the forwarding process identified it
-        return Principal(link.role, link.session_id, link.id, presenter=presenter)
+            return None, "the link was revoked or has expired"  # since the forwarding process identified it
+        return Principal(link.role, link.session_id, link.id, presenter=presenter), ""
 
     async def _owner(self, session_id: str) -> ProcessInfo | None:
         """The live owner, after claiming (and taking over) a session whose owner is dead; None: not a session."""
@@ -160,16 +179,22 @@ class RouteToOwner:
                 if replicas.is_replica(session_id):
                     await replicas.take_over(session_id)
                 return ProcessInfo(ownership.process_id, ownership.url)
-        return None
+        # Neither a live owner nor a claim: the directory names an owner no process of this team can be (its
+        # registration is not signed with the team key, so it is never forwarded to) and keeps it there.
+        raise OwnerUnknown("No console process of this team could be found to own this session (the process "
+                           "directory holds a registration that is not this team's); try again in a moment.")
 
     async def _forward(self, owner: ProcessInfo, who: Principal, scope: Scope, receive: Receive,
                        send: Send) -> None:
         body = await _body(receive)
         out = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])
                if k.decode("latin-1").lower() in _REQUEST_HEADERS or k.lower().startswith(b"hx-")]
-        out += [("authorization", f"Bearer {self.guard.token}"), (PRINCIPAL_HEADER, principal_header(who)),
-                ("accept-encoding", "identity")]
         query = scope.get("query_string", b"").decode("latin-1")
+        key = self.manager.team_key
+        assert key is not None  # a team's manager refuses to start without it
+        signed = peer_headers(key, self.manager.cluster.process_id, owner.process_id, scope["method"], scope["path"],
+                              query, principal_header(who), body)
+        out += [*signed, ("accept-encoding", "identity")]
         url = owner.url.rstrip("/") + scope["path"] + (f"?{query}" if query else "")
         try:
             response = await self.manager.http.request(scope["method"], url, content=body, headers=out)
@@ -184,6 +209,30 @@ class RouteToOwner:
         headers.append((b"content-length", str(len(response.content)).encode()))
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
         await send({"type": "http.response.body", "body": response.content})
+
+
+class OwnerUnknown(Exception):
+    """The directory could not name a live owner, nor let this process claim the session."""
+
+
+def _replay(body: bytes, then: Receive) -> Receive:
+    """A `receive` that hands the app the body read already (to check its signature), then the server's own
+    (which waits for the client to go away)."""
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await then()
+
+    return receive
+
+
+async def _refuse_socket(receive: Receive, send: Send) -> None:
+    await receive()  # the websocket.connect message; closing before accept answers 403
+    await send({"type": "websocket.close", "code": 1008, "reason": "A websocket is never forwarded."})
 
 
 async def _body(receive: Receive) -> bytes:

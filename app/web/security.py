@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.web.peer import PEER_HEADER
+
 COOKIE = "mcp_console_token"
 LINK_COOKIE = "mcp_console_link"
 PRESENTER_COOKIE = "mcp_console_presenter"
@@ -90,23 +92,23 @@ class Guard:
         self.port = port  # the console's port when a request does not say which socket it came in on
         self.hosts = set(LOCAL_HOSTS) | {h.lower() for h in (extra_hosts or set()) if h} | {self.public_host}
         # Team deployment: the host of this process's advertise_url (`console-a`), where the other processes
-        # forward actions. Accepted only beside a valid Bearer token: the Host check exists against DNS
-        # rebinding, and a browser page can neither set an Authorization header on a cross-origin request nor on
-        # a websocket, while a caller that has the token needs no rebinding. Browsers keep the plain allow-list.
+        # forward actions. Accepted only for a request that says it is signed with the team key: the routing
+        # layer then proves the signature or refuses the request (app/web/peer.py), before anything else reads
+        # it. The Host check exists against DNS rebinding; a rebound page can set any header, but cannot sign.
+        # Browsers keep the plain allow-list.
         self.internal_hosts = {h.lower() for h in (internal_hosts or set()) if h} - self.hosts
 
     def host_ok(self, host_header: str | None) -> bool:
         return host_header is not None and hostname(host_header) in self.hosts
 
     def request_host_ok(self, headers: dict[str, str]) -> bool:
-        """The Host check of one request: the allow-list, or an internal host with the owner token as Bearer."""
+        """The Host check of one request: the allow-list, or an internal host for a signed forwarded request."""
         host = headers.get("host")
         if self.host_ok(host):
             return True
         if host is None or hostname(host) not in self.internal_hosts:
             return False
-        auth = headers.get("authorization", "")
-        return auth.lower().startswith("bearer ") and token_matches(auth[7:].strip(), self.token)
+        return PEER_HEADER in headers
 
     def console_port(self, scope: Scope) -> int:
         """The port this request reached: the listening socket's, never a header's."""

@@ -36,6 +36,9 @@ from app.web.app import create_app
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = "2026-07-28"
 TOKEN = "integration-owner-token"  # at least 16 characters, as the console requires
+# What the in-process members of one team share (a team refuses to start without a secret and a public host).
+TEAM_SECRET = "integration-team-secret-between-console-processes"
+TEAM_HOST = "mcp-integrationteamxy.localhost"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 JSON = {"Accept": "application/json"}
 STARTUP_TIMEOUT_S = 30.0
@@ -327,6 +330,8 @@ async def make_console(tmp_path: Path) -> AsyncIterator[Callable[..., Console]]:
 
     def make(**overrides: Any) -> Console:
         data_dir = tmp_path / f"console-{len(consoles)}"
+        if overrides.get("redis_url"):  # a member of a team: what every process of one shares
+            overrides = {"team_secret": TEAM_SECRET, "public_host": TEAM_HOST, **overrides}
         settings = Settings(**{"data_dir": str(data_dir), "token": TOKEN, "allowed_hosts": "testserver",
                                "request_idle_timeout_s": 20.0, "stdio_shutdown_grace_s": 2.0, **overrides})
         console = Console(settings)

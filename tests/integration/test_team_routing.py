@@ -31,6 +31,7 @@ from tests.integration.conftest import (
     AUTH,
     JSON,
     LINK_COOKIE,
+    TEAM_SECRET,
     TOKEN,
     Console,
     Served,
@@ -105,6 +106,7 @@ class Team:
 
     async def member(self, name: str, served: bool = False) -> Member:
         settings = Settings(data_dir=str(self.tmp_path / name), token=TOKEN, allowed_hosts="testserver",
+                            team_secret=TEAM_SECRET,
                             request_idle_timeout_s=20.0, stdio_shutdown_grace_s=2.0)
         cluster = MemoryCluster(name, "", self.directory, ttl_s=LEASE_TTL_S)
         member = Member(settings, self.db, cluster)
