@@ -12,6 +12,7 @@ import uvicorn
 
 from app.console.session import Target
 from app.console.store import mask_url
+from app.hardening import keep_secrets_from_children
 from app.process_tuning import tune_for_serving
 from app.settings import Settings
 from app.web.app import create_app
@@ -39,6 +40,7 @@ class LaunchingServer(uvicorn.Server):
 
 
 def serve(settings: Settings, initial: list[Target] | None = None) -> None:
+    keep_secrets_from_children()  # before anything is started: see app/hardening.py
     app = create_app(settings, initial_targets=initial)
 
     def launch(port: int) -> None:

@@ -1,7 +1,8 @@
 """A real PostgreSQL server for tests: initdb into a temporary directory, one per test run.
 
-It listens on 127.0.0.1 only, on a free port, with its unix socket inside the temporary directory and
-trust authentication for loopback only (a throwaway cluster nobody else can reach). Postgres refuses
+It listens on 127.0.0.1 only, on a free port, with its unix socket inside the temporary directory. Over TCP it
+asks for a password (scram-sha-256, a random one per run, in every URL the fixtures hand out), as a team's
+PostgreSQL must; the unix socket, inside the temporary directory, trusts. Postgres refuses
 to run as root, so as root the cluster belongs to the `postgres` user and every server command runs
 through `runuser`. Without the binaries (Debian: the `postgresql` package) the tests that need it
 skip with a reason, unless MCP_CONSOLE_REQUIRE_SERVICES=1 (CI sets it) makes that a failure: CI can
@@ -16,20 +17,21 @@ from __future__ import annotations
 import glob
 import os
 import pwd
+import secrets
 import shutil
 import socket
 import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 REQUIRE_ENV = "MCP_CONSOLE_REQUIRE_SERVICES"
 START_TIMEOUT_S = 60
-_HBA = "local all all trust\nhost all all 127.0.0.1/32 trust\n"
+_HBA = "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n"
 
 
 def services_required() -> bool:
@@ -69,6 +71,7 @@ class PostgresServer:
     root: Path
     port: int
     run_as: str | None  # the unprivileged user when the tests run as root
+    password: str = field(default_factory=lambda: secrets.token_hex(16))
 
     @property
     def data(self) -> Path:
@@ -76,7 +79,7 @@ class PostgresServer:
 
     @property
     def url(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        return f"postgresql://postgres:{self.password}@127.0.0.1:{self.port}/postgres"
 
     def _run(self, *argv: str) -> subprocess.CompletedProcess[str]:
         command = [str(self.bin_dir / argv[0]), *argv[1:]]
@@ -86,8 +89,14 @@ class PostgresServer:
                               stdin=subprocess.DEVNULL)
 
     def start(self) -> None:
+        pwfile = self.root / "pwfile"
+        pwfile.write_text(self.password + "\n")
+        if self.run_as is not None:
+            owner = pwd.getpwnam(self.run_as)
+            os.chown(pwfile, owner.pw_uid, owner.pw_gid)
         made = self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
-                         "--no-sync", "--no-instructions")
+                         "--no-sync", "--no-instructions", f"--pwfile={pwfile}")
+        pwfile.unlink()
         if made.returncode != 0:
             raise RuntimeError(f"initdb failed: {made.stderr}")
         (self.data / "pg_hba.conf").write_text(_HBA)
@@ -111,7 +120,7 @@ class PostgresServer:
         name = f"t_{uuid.uuid4().hex[:16]}"
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+        return f"postgresql://postgres:{self.password}@127.0.0.1:{self.port}/{name}"
 
 
 def start_postgres() -> PostgresServer:

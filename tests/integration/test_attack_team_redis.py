@@ -37,7 +37,7 @@ def pg_gate(pg_database: str) -> Iterator[TcpGate]:
 
 def _through(gate: TcpGate, database: str) -> str:
     parts = urlsplit(database)
-    return parts._replace(netloc=f"{parts.username}@127.0.0.1:{gate.port}").geturl()
+    return parts._replace(netloc=f"{parts.username}:{parts.password}@127.0.0.1:{gate.port}").geturl()
 
 
 def _member(make_console: Callable[..., Console], redis_url: str, redis_prefix: str, database: str,

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -23,9 +24,6 @@ from tests.integration.conftest import REPO_ROOT, child_env, eventually, free_po
 TOKEN = "postgres-test-owner-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
 STARTUP_TIMEOUT_S = 30.0
-PASSWORD = "pg-secret-never-printed"
-
-
 class PgConsole:
     """`python -m app serve` on a data directory of its own and the shared database; its output kept."""
 
@@ -67,9 +65,8 @@ class PgConsole:
 
 @pytest.fixture
 def pg_consoles(tmp_path: Path, pg_database: str) -> Iterator[list[PgConsole]]:
-    # Trust authentication on the test server ignores the password: it is here to prove it is never printed.
-    url = pg_database.replace("postgresql://postgres@", f"postgresql://postgres:{PASSWORD}@")
-    made = [PgConsole(tmp_path / f"data-{i}", url) for i in range(2)]
+    # The test server's URL carries its password (it asks for one over TCP): the test proves it is never printed.
+    made = [PgConsole(tmp_path / f"data-{i}", pg_database) for i in range(2)]
     yield made
     for console in made:
         console.stop()
@@ -114,4 +111,4 @@ async def test_a_session_on_postgres_survives_a_console_restart(pg_consoles: lis
         assert entry.status_code == 200 and entry.json()["wire"], entry.text
     printed = "".join(first.output + second.output)
     assert "Store: PostgreSQL at postgresql://postgres:***@127.0.0.1" in printed
-    assert PASSWORD not in printed
+    assert str(urlsplit(first.database_url).password) not in printed
