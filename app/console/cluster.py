@@ -60,6 +60,7 @@ class Cluster(Protocol):
     async def processes(self) -> list[ProcessInfo]: ...
     async def owner_of(self, session_id: str) -> ProcessInfo | None: ...
     async def claim(self, session_id: str) -> bool: ...
+    async def seize(self, session_id: str, dead_process_id: str) -> bool: ...
     async def release(self, session_id: str) -> None: ...
     async def release_all(self) -> None: ...
     def owned_by_me(self, session_id: str) -> bool: ...
@@ -168,6 +169,13 @@ class MemoryCluster(_Heartbeat):
         self.mine.add(session_id)
         return True
 
+    async def seize(self, session_id: str, dead_process_id: str) -> bool:
+        if self.directory.alive(self.process_id) is None or self.directory.owners.get(session_id) != dead_process_id:
+            return False
+        self.directory.owners[session_id] = self.process_id
+        self.mine.add(session_id)
+        return True
+
     async def release(self, session_id: str) -> None:
         self.mine.discard(session_id)
         if self.directory.owners.get(session_id) == self.process_id:
@@ -179,6 +187,14 @@ _CLAIM = """
 if redis.call('EXISTS', ARGV[2] .. ARGV[1]) == 0 then return 0 end
 local owner = redis.call('GET', KEYS[1])
 if owner and owner ~= ARGV[1] and redis.call('EXISTS', ARGV[2] .. owner) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1
+"""
+# KEYS[1] owner key; ARGV[1] me, ARGV[2] process key prefix, ARGV[3] the dead owner: mine only while it still names
+# that one, and while I am registered myself.
+_SEIZE = """
+if redis.call('EXISTS', ARGV[2] .. ARGV[1]) == 0 then return 0 end
+if redis.call('GET', KEYS[1]) ~= ARGV[3] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 return 1
 """
@@ -213,6 +229,7 @@ class RedisCluster(_Heartbeat):
         self._claim: Any = self._redis.register_script(_CLAIM)
         self._release: Any = self._redis.register_script(_RELEASE)
         self._repair_script: Any = self._redis.register_script(_REPAIR)
+        self._seize: Any = self._redis.register_script(_SEIZE)
 
     async def register(self) -> None:
         before = await self._redis.set(self._proc_prefix + self.process_id, self.registration(),
@@ -308,6 +325,13 @@ class RedisCluster(_Heartbeat):
     async def claim(self, session_id: str) -> bool:
         won = bool(await self._claim(keys=[self._owner_prefix + session_id],
                                      args=[self.process_id, self._proc_prefix]))
+        if won:
+            self.mine.add(session_id)
+        return won
+
+    async def seize(self, session_id: str, dead_process_id: str) -> bool:
+        won = bool(await self._seize(keys=[self._owner_prefix + session_id],
+                                     args=[self.process_id, self._proc_prefix, dead_process_id]))
         if won:
             self.mine.add(session_id)
         return won

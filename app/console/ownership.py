@@ -30,6 +30,11 @@ class Ownership(Protocol):
         """Take the session when nobody holds it or its holder is dead; False when a live process holds it."""
         ...
 
+    async def seize(self, session_id: str, dead_process_id: str) -> bool:
+        """Take the session from a process proven dead (its advertised address refused a connection), without
+        waiting for its lease to lapse: only while the ownership record still names that process."""
+        ...
+
     async def release(self, session_id: str) -> None: ...
 
     async def release_all(self) -> None:

@@ -184,6 +184,22 @@ class RouteToOwner:
         raise OwnerUnknown("No console process of this team could be found to own this session (the process "
                            "directory holds a registration that is not this team's); try again in a moment.")
 
+    async def _seized(self, session_id: str, dead: ProcessInfo) -> bool:
+        """Take the session from an owner whose address refused a connection; whether this process holds it now
+        (rebuilt from the store and, for an HTTP target, connected again). Another process that seized it first
+        wins: the action is then answered 503 and its retry goes to the new owner."""
+        ownership = self.manager.ownership
+        assert ownership is not None
+        try:
+            if not await ownership.seize(session_id, dead.process_id):
+                return False
+        except DIRECTORY_FAILURES:
+            return False
+        replicas = self.manager.replicas
+        if replicas.is_replica(session_id):
+            await replicas.take_over(session_id)
+        return True
+
     async def _forward(self, owner: ProcessInfo, who: Principal, scope: Scope, receive: Receive,
                        send: Send) -> None:
         body = await _body(receive)
@@ -198,6 +214,15 @@ class RouteToOwner:
         url = owner.url.rstrip("/") + scope["path"] + (f"?{query}" if query else "")
         try:
             response = await self.manager.http.request(scope["method"], url, content=body, headers=out)
+        except httpx.ConnectError as exc:
+            # Nothing listens at the owner's signed address: it is dead, whatever its lease says. Waiting out the
+            # lease answered every action 503 for seconds; the session is taken over here, on this action.
+            if await self._seized(scope["path"].split("/")[2], owner):
+                await self.app(scope, _replay(body, receive), send)
+                return
+            await _answer(send, 503, f"The console process that owned this session ({owner.process_id}) did not "
+                                     f"answer ({type(exc).__name__}); try again in a moment.")
+            return
         except httpx.HTTPError as exc:
             await _answer(send, 503, f"The console process that owns this session ({owner.process_id}) did not "
                                      f"answer ({type(exc).__name__}); try again in a moment.")

@@ -77,6 +77,19 @@ async def test_claim_is_exclusive_between_two_live_processes(env: Env) -> None:
     assert a.owned_by_me("s1") and not b.owned_by_me("s1")
 
 
+async def test_a_process_proven_dead_is_seized_from_at_once_and_only_while_it_still_owns(env: Env) -> None:
+    """Seize: the owner's address refused a connection, so its lease need not run out; but a second process that
+    saw the same refusal a moment later must not take the session from the first one that seized it."""
+    a, b, c = env.make("A"), env.make("B"), env.make("C")
+    for cluster in (a, b, c):
+        await cluster.start()
+    assert await a.claim("s1")
+    assert await b.seize("s1", "A") is True
+    assert await c.seize("s1", "A") is False, "it names B now"
+    owner = await c.owner_of("s1")
+    assert owner is not None and owner.process_id == "B" and b.owned_by_me("s1")
+
+
 async def test_two_processes_claiming_at_once_get_exactly_one_owner(env: Env) -> None:
     clusters = [env.make(f"P{i}") for i in range(5)]
     for cluster in clusters:

@@ -5,6 +5,7 @@ that does not own the session, the owner's name and death shown on pages before 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -121,3 +122,30 @@ async def test_a_replica_page_names_the_owner_before_any_action_and_says_when_th
     assert after["owned_by"] is None
     page = await b.get(f"/sessions/{session_id}", headers={"Accept": "text/html"})
     assert "has stopped" in page.text and "next action here takes the session over" in page.text
+
+
+async def test_an_action_sent_to_b_after_the_owner_was_killed_takes_the_session_over_at_once(
+        tmp_path: Path, pg_database: str, redis_url: str, redis_prefix: str, demo_url: str) -> None:
+    """The owner's lease outlives it (30 s here): a refused connection to its signed address is proof enough that
+    it is dead, so the process that received the action takes the session over on that very action, instead of
+    answering 503 until the lease runs out."""
+    made = Team(TeamSpec(pg_database, redis_url, redis_prefix, lease_ttl_s=30.0), tmp_path)
+    try:
+        owner, other = made.start("a"), made.start("b")
+        auth = {"Authorization": f"Bearer {owner.spec.token}", **JSON}
+        async with httpx.AsyncClient(base_url=owner.internal, headers=auth, timeout=30) as a, \
+                httpx.AsyncClient(base_url=other.internal, headers=auth, timeout=30) as b:
+            session_id = await connected_session(a, demo_url)
+            await _eventually(lambda: twin(b, session_id), WAIT_S, "the replica on B")
+            owner.kill()
+            started = time.monotonic()
+            reply = await b.post(f"/sessions/{session_id}/tools/call",
+                                 data={"tool": "echo", "arg.text": "taken over at once"})
+            took = time.monotonic() - started
+            assert reply.status_code == 200, reply.text
+            assert "taken over at once" in reply.text
+            assert took < 10.0, f"{took:.1f} s: the action waited for the lease"
+            seen = await twin(b, session_id)
+            assert seen is not None and seen["owned_by"] is None and not seen["owner_gone"], "B holds it now"
+    finally:
+        made.stop()
