@@ -19,7 +19,7 @@ from itertools import repeat
 from typing import Any
 
 from app.console.events import RECORDS
-from app.console.operations import Round
+from app.mcp.operation import Round
 
 Check = Callable[[Any], bool]
 # A field's check: the exact types its value may have (most fields: one set test), or a function (containers).

@@ -7,113 +7,54 @@ requestState strings (servers rotate them, some rounds carry none, operations in
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import itertools
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from app.console.events import OperationChanged
 from app.console.outputs import validate_structured
 from app.console.state import OperationRecord
-from app.mcp import mrtr
-from app.mcp.client import KNOWN_RESULT_TYPES, Reply
-from app.mcp.state import analyze, compare
+from app.mcp.client import Reply
+from app.mcp.operation import Command, OperationMachine, Round, SendRound
 
 if TYPE_CHECKING:
     from app.console.runner import RequestRunner
     from app.console.timeline import Timeline
 
-OpStatus = Literal["running", "awaiting_input", "complete", "tool_error", "error", "cancelled", "capped",
-                   "abandoned"]
 _op_ids = itertools.count(1)
 MAX_KEPT = 500
-# Inputs one input_required round may ask for. Each is a dialog on every tab, and each answer re-records the
-# operation with all of them: 5,000 made a 10 MB session page and a 1 MB event per answer. Real servers ask for a few.
-MAX_INPUT_REQUESTS = 100
 
 
-@dataclass(slots=True)
-class Round:
-    n: int
-    key: str                      # the exchange key of this round's request
-    request_id: int | str
-    sent: float                   # wall clock: request sent
-    received: float | None = None  # wall clock: final answer for this round
-    server_ms: float | None = None
-    status: str = "pending"
-    input_keys: list[str] = field(default_factory=list)
-    input_kinds: dict[str, str] = field(default_factory=dict)
-    state: str | None = None
-    state_info: dict[str, Any] | None = None
-    state_change: str = ""
-    answered: float | None = None  # wall clock: the last answer given (human time ends)
-    retried_at_once: bool = False  # a requestState-only round is retried without asking anyone
+class Operation(OperationMachine):
+    """An operation of a session: the protocol machine (`app/mcp/operation.py`) plus what the console keeps beside
+    it: its id, the lock that serialises its events, what it replays, its log level, the outputSchema check."""
 
-    @property
-    def human_ms(self) -> float | None:
-        if self.received is None or self.answered is None:
-            return None
-        return (self.answered - self.received) * 1000
-
-
-@dataclass(slots=True)
-class Operation:
-    id: str
-    method: str
-    params: dict[str, Any]        # the original params, without _meta
-    started: float = field(default_factory=time.time)
-    status: OpStatus = "running"
-    message: str = ""
-    rounds: list[Round] = field(default_factory=list)
-    pending: dict[str, dict[str, Any]] = field(default_factory=dict)   # key → input request
-    answers: dict[str, Any] = field(default_factory=dict)              # key → response value
-    errors: dict[str, dict[str, str]] = field(default_factory=dict)    # key → field → message
-    drafts: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # key → what was typed (refused)
-    required_capabilities: dict[str, Any] | None = None
-    final: Reply | None = None
-    validation: dict[str, Any] | None = None  # structuredContent checked against outputSchema
-    replay_of: str | None = None              # the exchange key this operation re-sends
-    first_params: dict[str, Any] | None = None
-    log_level: str | None = None  # this operation's own _meta logLevel (else the session's)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
-    recorded: OperationChanged | None = field(default=None, repr=False)  # the last snapshot appended
+    def __init__(self, id: str, method: str, params: dict[str, Any], *, max_rounds: int,
+                 first_params: dict[str, Any] | None = None, replay_of: str | None = None,
+                 log_level: str | None = None) -> None:
+        super().__init__(method, params, max_rounds=max_rounds, first_params=first_params)
+        self.id = id
+        self.replay_of = replay_of                 # the exchange key this operation re-sends
+        self.log_level = log_level                 # this operation's own _meta logLevel (else the session's)
+        self.validation: dict[str, Any] | None = None  # structuredContent checked against outputSchema
+        self.lock = asyncio.Lock()
+        self.recorded: OperationChanged | None = None  # the last snapshot appended
 
     @property
     def key(self) -> str:
         return f"op-{self.id}"
 
-    @property
-    def name(self) -> Any:
-        return self.params.get("name") or self.params.get("uri")
-
-    @property
-    def last(self) -> Round | None:
-        return self.rounds[-1] if self.rounds else None
-
     def snapshot(self) -> OperationChanged:
         """What the timeline records for this operation: a full snapshot, enough to show it after a restart."""
         return OperationChanged(
             key=self.key, op=self.id, method=self.method, name=self.name, status=self.status, message=self.message,
-            started=self.started, rounds=[_round_data(r) for r in self.rounds],
+            started=self.started, rounds=[r.to_data() for r in self.rounds],
             pending=sorted(self.pending), answered=sorted(self.answers),
             required_capabilities=self.required_capabilities, replay_of=self.replay_of, params=self.params,
             pending_requests=dict(self.pending), errors=dict(self.errors), drafts=dict(self.drafts),
             final=reply_json(self.final) if self.final is not None else None, validation=self.validation,
             log_level=self.log_level)
-
-
-def _round_data(r: Round) -> dict[str, Any]:
-    """A round as its snapshot records it: `asdict` plus `human_ms`, spelled out (asdict's generic deep copy was
-    most of a snapshot's cost, two snapshots per call). The lists and dicts are copied, as asdict copies them."""
-    return {"n": r.n, "key": r.key, "request_id": r.request_id, "sent": r.sent, "received": r.received,
-            "server_ms": r.server_ms, "status": r.status, "input_keys": list(r.input_keys),
-            "input_kinds": dict(r.input_kinds), "state": r.state,
-            "state_info": copy.deepcopy(r.state_info) if r.state_info is not None else None,
-            "state_change": r.state_change, "answered": r.answered, "retried_at_once": r.retried_at_once,
-            "human_ms": r.human_ms}
 
 
 def reply_json(reply: Reply) -> dict[str, Any]:
@@ -147,7 +88,7 @@ def _error_json(reply: Reply) -> dict[str, Any] | None:
 
 def is_stale(op: Operation, round_: int | None) -> bool:
     """An answer written for another round than the one now asking (None: the caller did not say)."""
-    return round_ is not None and round_ != len(op.rounds)
+    return op.is_stale(round_)
 
 
 class OperationDriver:
@@ -193,10 +134,8 @@ class OperationDriver:
     def refuse(self, op: Operation, key: str, errors: dict[str, str], drafts: dict[str, list[str]],
                round_: int | None = None) -> None:
         """An answer that did not pass the checks: keep what was typed and say why, in every tab."""
-        if op.status != "awaiting_input" or key not in op.pending or key in op.answers or is_stale(op, round_):
-            return
-        op.errors[key], op.drafts[key] = errors, drafts
-        self._record(op)
+        if op.refuse(key, errors, drafts, round_):
+            self._record(op)
 
     def _record(self, op: Operation) -> None:
         op.recorded = op.snapshot()
@@ -209,20 +148,35 @@ class OperationDriver:
     def create(self, method: str, params: dict[str, Any], replay_of: str | None = None,
                keep_mrtr: bool = False, log_level: str | None = None) -> Operation:
         """A new operation. A replay keeps inputResponses/requestState in its first round (as it was sent)."""
-        op = Operation(id=self._new_id(), method=method,
-                       params={k: v for k, v in params.items() if k not in mrtr.MRTR_KEYS}, replay_of=replay_of)
-        op.first_params = {k: v for k, v in params.items() if k != "_meta"} if keep_mrtr else dict(op.params)
-        op.log_level = log_level
+        first = {k: v for k, v in params.items() if k != "_meta"} if keep_mrtr else None
+        op = Operation(self._new_id(), method, params, max_rounds=self.runner.mrtr_max_rounds, first_params=first,
+                       replay_of=replay_of, log_level=log_level)
+        self._keep(op)
+        return op
+
+    def _keep(self, op: Operation) -> None:
         self.ops[op.id] = op
         if len(self.ops) > MAX_KEPT:  # bounded: finished operations live on in the timeline store
             oldest = next((k for k, o in self.ops.items() if o.status not in ("awaiting_input", "running")),
                           next(iter(self.ops)))
             del self.ops[oldest]
+
+    def revive(self, op_id: str) -> Operation | None:
+        """An operation the fold shows waiting for input that no live object drives (the console restarted, or
+        took the session over from a process that died): taken up again from its record. Its retry needs only the
+        original params, the last round's requestState and the answers, which the revision keeps nowhere else."""
+        record = self.timeline.state.operations.get(op_id)
+        if record is None or record.status != "awaiting_input":
+            return None
+        op = Operation(record.id, record.method, dict(record.params), max_rounds=self.runner.mrtr_max_rounds,
+                       replay_of=record.replay_of, log_level=record.log_level)
+        op.revive("awaiting_input", record.message, record.rounds, record.pending, record.started)
+        self._keep(op)
         return op
 
     async def run(self, op: Operation) -> Operation:
         async with op.lock:
-            await self._run_round(op, dict(op.first_params or op.params))
+            await self._drive(op, op.start())
         return op
 
     async def start(self, method: str, params: dict[str, Any]) -> Operation:
@@ -234,97 +188,25 @@ class OperationDriver:
             return False
         return await self.runner.cancel(rnd.key, who)
 
-    async def _run_round(self, op: Operation, params: dict[str, Any]) -> None:
-        """Send one round and follow requestState-only rounds at once, until input or an end."""
-        while True:
-            cap = self.runner.mrtr_max_rounds
-            if len(op.rounds) >= cap:
-                op.status = "capped"
-                op.message = f"Stopped after {len(op.rounds)} rounds (the cap is {cap}; setting mrtr_max_rounds)."
-                self._record(op)
-                return
-            op.status, op.message = "running", ""
-            n = len(op.rounds) + 1
-            rnd = Round(n=n, key="", request_id="", sent=time.time())
-            op.rounds.append(rnd)
+    async def _drive(self, op: Operation, command: Command) -> None:
+        """Send what the machine asks for, round after round (requestState-only rounds go again at once), until it
+        asks for input or ends; then record it, so every tab shows where it stands."""
+        op.max_rounds = self.runner.mrtr_max_rounds
+        while isinstance(command, SendRound):
+            rnd = command.round
 
             def started(key: str, request_id: Any, rnd: Round = rnd) -> Callable[[], None]:
                 rnd.key, rnd.request_id = key, request_id
                 return functools.partial(self._record, op)
 
-            reply = await self.runner.run(op.method, params, op=op.id, round_=n, on_start=started,
+            reply = await self.runner.run(op.method, command.params, op=op.id, round_=rnd.n, on_start=started,
                                            log_level=op.log_level)
-            if not self._take_reply(op, rnd, reply):
-                self._record(op)
-                return
-            state = rnd.state
-            if op.pending:
-                op.status = "awaiting_input"
-                self._record(op)
-                return
-            # Only requestState came back (e.g. load shedding): retry at once, and say so.
-            rnd.retried_at_once = True
-            rnd.answered = time.time()
-            params = mrtr.retry_params(op.params, {}, state)
-
-    def _take_reply(self, op: Operation, rnd: Round, reply: Reply) -> bool:
-        """Fold one round's reply into the operation. True when more input (or a retry) is needed."""
-        rnd.received = time.time()
-        rnd.server_ms = reply.duration_ms
-        op.pending, op.answers, op.errors, op.drafts = {}, {}, {}, {}
-        if reply.error is not None:
-            rnd.status = "error"
-            op.final = reply
-            op.status = "cancelled" if type(reply.error).__name__ == "RequestCancelled" else "error"
-            op.message = f"Cancelled: {reply.error}" if op.status == "cancelled" else str(reply.error)
-            data = getattr(reply.error, "data", None)
-            if getattr(reply.error, "code", None) == -32021 and isinstance(data, dict):
-                wanted = data.get("requiredCapabilities")
-                if isinstance(wanted, dict):  # capability names to values: what Enable and retry merges
-                    op.required_capabilities = wanted
-                else:  # a list or a string names nothing to enable: said, and no button is offered
-                    op.message += " (its requiredCapabilities is not an object: nothing to enable)"
-            return False
-        result = reply.result or {}
-        result_type = reply.result_type  # read once: a property that looks into the result each time
-        if result_type not in KNOWN_RESULT_TYPES:
-            # The spec: a resultType the client does not recognise MUST be treated as invalid.
-            rnd.status = op.status = "error"
-            op.final = reply
-            old = ' (the pre-release name of "input_required")' if result_type == "incomplete" else ""
-            op.message = f"Invalid result: unknown resultType {result_type!r}{old}."
-            return False
-        if result_type != "input_required":
-            rnd.status = result_type or "complete"
-            op.final = reply
-            op.status = "complete"
-            if result.get("isError") is True:  # the tool ran and failed: a result, but an error one
-                rnd.status = op.status = "tool_error"
-            if op.method == "tools/call":  # checked before the final event, so every tab shows it
-                tool = next((t for t in self.runner.lists.get("tools", []) if t.get("name") == op.name), None)
-                op.validation = validate_structured(tool, result)
-            return False
-        rnd.status = "input_required"
-        problem = mrtr.shape_problem(result)
-        previous = op.rounds[-2].state if len(op.rounds) > 1 else None
-        rnd.state = mrtr.request_state(result)
-        rnd.state_info = analyze(rnd.state) if rnd.state is not None else None
-        rnd.state_change = compare(previous, rnd.state)
-        requests = mrtr.input_requests(result)
-        if len(requests) > MAX_INPUT_REQUESTS:  # the frame itself stays on the wire record, as it came
-            op.status, op.final = "error", reply
-            op.message = (f"input_required asks for {len(requests)} inputs in one round; the console takes at most "
-                          f"{MAX_INPUT_REQUESTS}.")
-            return False
-        rnd.input_keys = list(requests)
-        rnd.input_kinds = {k: mrtr.kind_of(v) for k, v in requests.items()}
-        if problem and not requests and rnd.state is None:
-            op.status, op.message, op.final = "error", problem, reply
-            return False
-        if problem or ("requestState" in result and rnd.state is None):
-            op.message = f"Malformed input_required: {problem or 'requestState is not a string'}"
-        op.pending = requests
-        return True
+            command = op.took(reply)
+        if op.method == "tools/call" and op.final is not None and op.status in ("complete", "tool_error"):
+            # Checked before the final event is recorded, so every tab shows it.
+            tool = next((t for t in self.runner.lists.get("tools", []) if t.get("name") == op.name), None)
+            op.validation = validate_structured(tool, op.final.result or {})
+        self._record(op)
 
     async def answer(self, op: Operation, key: str, value: Any, round_: int | None = None) -> bool:
         """Record one answer; when every input request of the round is answered, send the retry.
@@ -332,22 +214,12 @@ class OperationDriver:
         `round_` is the round the answer was written for: servers may ask again under the same key, and an answer
         to the last round's question (another tab's, or one that waited on the lock while the retry ran) must not
         become the answer to a question nobody here has read. A key already answered in this round keeps its
-        first answer: a second one (another tab's dialog, sent before the push reached it) is not taken, so what
-        goes back is what the person who answered first was shown and chose. False when nothing was taken."""
+        first answer (see OperationMachine.answer). False when nothing was taken."""
         async with op.lock:
-            if op.status != "awaiting_input" or key not in op.pending or key in op.answers or is_stale(op, round_):
+            command = op.answer(key, value, round_)
+            if command is None:
                 return False
-            op.answers[key] = value
-            op.errors.pop(key, None)
-            op.drafts.pop(key, None)
-            rnd = op.last
-            if set(op.answers) < set(op.pending):
-                self._record(op)
-                return True
-            assert rnd is not None
-            rnd.answered = time.time()
-            params = mrtr.retry_params(op.params, dict(op.answers), rnd.state)
-            await self._run_round(op, params)
+            await self._drive(op, command)
             return True
 
     async def abandon(self, op: Operation, why: str, round_: int | None = None) -> bool:
@@ -355,28 +227,25 @@ class OperationDriver:
         said): once another tab's answer has brought a new question, giving up is for that one to decide, not
         for a tab that has not read it. False when nothing was abandoned."""
         async with op.lock:
-            if op.status != "awaiting_input" or is_stale(op, round_):
+            if op.abandon(why, round_) is None:
                 return False
-            op.status, op.message, op.pending = "abandoned", why, {}
             self._record(op)
             return True
 
     async def enable_and_retry(self, op: Operation) -> bool:
         """After -32021: merge the capabilities the server asked for, then run the operation again.
 
-        Only an operation that ended in that error is run again: the retry re-sends the whole request, and for
-        one that completed (or that another tab already enabled and retried) that would run a side-effecting tool
-        twice. Checked under the lock, so of two tabs pressing at once only the first retries. False when
-        nothing was enabled or sent."""
+        Only an operation that ended in that error is run again (see OperationMachine.retry_enabled). Checked
+        under the lock, so of two tabs pressing at once only the first retries. False when nothing was enabled
+        or sent."""
         async with op.lock:
             if op.status != "error" or not op.required_capabilities:
                 return False
-            wanted = op.required_capabilities
             caps = dict(self.runner.capabilities)
-            for name, value in wanted.items():
+            for name, value in op.required_capabilities.items():
                 caps[name] = {**(caps.get(name) or {}), **(value if isinstance(value, dict) else {})}
             self.runner.set_capabilities(caps, saved=False)
-            op.required_capabilities = None
-            op.status = "running"
-            await self._run_round(op, dict(op.params))
+            command = op.retry_enabled()
+            assert command is not None
+            await self._drive(op, command)
             return True

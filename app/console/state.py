@@ -264,12 +264,12 @@ def _restored(state: SessionState, ev: Restored, _e: TimelineEvent) -> None:
     state.read_only = state.read_only or ev.imported
     if ev.imported:
         state.links.clear()  # the original's share links do not open the copy
-    _end_in_flight(state, "interrupted", None, resume=not ev.imported)
+    _end_in_flight(state, "interrupted", None, resume=not ev.imported, keep_awaiting=not ev.imported)
 
 
 def _taken_over(state: SessionState, ev: TakenOver, _e: TimelineEvent) -> None:
     """The process that ran these requests is gone: they will never finish, so they are failed, saying why."""
-    _end_in_flight(state, "error", TAKEOVER_ERROR, resume=True)
+    _end_in_flight(state, "error", TAKEOVER_ERROR, resume=True, keep_awaiting=True)
     if ev.stdio:  # its process died with its owner; only the owner's Reconnect starts one again
         state.status, state.status_message, state.status_since = "closed", ev.note, _e.at
 
@@ -277,20 +277,25 @@ def _taken_over(state: SessionState, ev: TakenOver, _e: TimelineEvent) -> None:
 TAKEOVER_ERROR = "the console process that ran this request stopped"
 
 
-def _end_in_flight(state: SessionState, status: str, error: str | None, resume: bool) -> None:
-    """Every entry, round, operation and server request still in flight ends; live subscriptions wait to resume."""
+def _end_in_flight(state: SessionState, status: str, error: str | None, resume: bool,
+                   keep_awaiting: bool = False) -> None:
+    """Every entry, round, operation and server request still in flight ends; live subscriptions wait to resume.
+
+    `keep_awaiting`: an operation waiting for input is not in flight on the 2026-07-28 revision (the server keeps
+    nothing between rounds; the retry needs only what the fold holds), so it stays waiting and can be answered."""
+    ending = tuple(s for s in IN_FLIGHT if not (keep_awaiting and s == "awaiting_input"))
     for entry in [*state.entries.values(), *state.rounds.values()]:
-        if entry.get("status") in IN_FLIGHT:
+        if entry.get("status") in ending:
             entry["status"] = status
             if error is not None:
                 entry["error"] = error
                 if entry.get("kind") == "operation":  # an operation's entry says why in its message
                     entry["message"] = error
             for rnd in entry.get("rounds") or ():  # the copy of its rounds an operation entry shows
-                if isinstance(rnd, dict) and rnd.get("status") in IN_FLIGHT:
+                if isinstance(rnd, dict) and rnd.get("status") in ending:
                     rnd["status"] = status
     for op in state.operations.values():
-        if op.status in IN_FLIGHT:
+        if op.status in ending:
             op.status, op.pending = status, {}
             if error is not None:
                 op.message = error

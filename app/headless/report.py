@@ -32,7 +32,8 @@ ARROWS = {"out": "→ sent", "in": "← received", "transport": "· transport", 
 @dataclass(slots=True)
 class Said:
     """A note the web timeline shows (a transport happening, a frame's note, the era probe's outcome), as `call`
-    says it: `direction` is a wire event's, or "era" for what the console decided about the handshake."""
+    says it: `direction` is a wire event's, "era" for what the console decided about the handshake, or "operation"
+    for how an MRTR operation ended when that is no reply of the server's (it hit the round cap)."""
 
     direction: str
     note: str

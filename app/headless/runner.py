@@ -21,7 +21,8 @@ from app.mcp.handshake import discover_not_served, initialize
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import Linter
-from app.mcp.mrtr import input_requests, kind_of, request_state, retry_params
+from app.mcp.mrtr import kind_of
+from app.mcp.operation import Ended, OperationMachine, SendRound
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
 from app.mcp.transport import Transport
@@ -167,17 +168,25 @@ class Headless:
                 await self._http.aclose()
 
     async def operation(self, method: str, params: dict[str, Any], answer: Elicitor) -> Reply:
-        """One MRTR operation: rounds are answered by `answer` and retried under a new id, at most MAX_ROUNDS."""
-        # A progress token per round: the lint then ties late progress to its request on stdio too.
-        reply = await self.client.request(method, params, progress_token=self.client.new_key())
-        for _round in range(MAX_ROUNDS):
-            if reply.result is None or reply.result_type != "input_required":
-                return reply
-            requests = input_requests(reply.result)
-            responses = {key: answer(key, request) for key, request in requests.items()}
-            reply = await self.client.request(method, retry_params(params, responses, request_state(reply.result)),
-                                              progress_token=self.client.new_key())
-        return reply
+        """One MRTR operation, driven as the console drives it (`app/mcp/operation.py`): its rounds are answered by
+        `answer`, requestState-only rounds go again at once, at most MAX_ROUNDS. The last reply comes back."""
+        machine = OperationMachine(method, params, max_rounds=MAX_ROUNDS)
+        command = machine.start()
+        last: Reply | None = None
+        while not isinstance(command, Ended):
+            if isinstance(command, SendRound):
+                # A progress token per round: the lint then ties late progress to its request on stdio too.
+                last = await self.client.request(method, command.params, progress_token=self.client.new_key())
+                command = machine.took(last)
+                continue
+            key, request = next(iter(command.requests.items()))
+            taken = machine.answer(key, answer(key, request), command.round)
+            assert taken is not None  # the key was asked in this very round
+            command = taken
+        if command.status == "capped":
+            self.said.append(Said("operation", command.message, method=method))
+        assert last is not None  # the first command of a new machine is always a round to send
+        return last
 
 
 def reply_json(reply: Reply) -> dict[str, Any]:

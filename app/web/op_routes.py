@@ -37,7 +37,8 @@ router = APIRouter()
 
 
 def find_op(s: ConsoleSession, op_id: str) -> Operation:
-    op = s.operations.ops.get(op_id)
+    # One the fold shows waiting for input is taken up again when no live object drives it (after a restart).
+    op = s.operations.ops.get(op_id) or s.operations.revive(op_id)
     if op is None:
         raise HTTPException(404, f"No operation {op_id!r}")
     return op

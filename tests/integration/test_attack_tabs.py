@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.console.operations import MAX_INPUT_REQUESTS
+from app.mcp.operation import MAX_INPUT_REQUESTS
 from tests.hostile.fixtures import HostileUrl
 from tests.hostile.tools_mrtr import ODD_KEYS
 from tests.integration.conftest import JSON, Console, eventually

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from app.console.operations import MAX_INPUT_REQUESTS
+from app.mcp.operation import MAX_INPUT_REQUESTS
 from tests.hostile.fixtures import HostileUrl
 from tests.integration.conftest import JSON, Console
 
