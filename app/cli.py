@@ -12,8 +12,9 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from app.console.team_checks import team_problems
+from app.console.team_checks import service_problems, serving_problems, team_problems
 from app.headless.commands import add_parsers as add_headless_parsers
 from app.headless.commands import run as run_headless
 from app.mcp.stdio import inherited_env
@@ -70,10 +71,22 @@ def settings_from(args: argparse.Namespace) -> Settings:
             validated(settings.public_host)
         except ValueError as exc:
             raise SystemExit(str(exc)) from exc
-    refused = team_problems(settings)
+    refused = team_problems(settings) + serving_problems(settings)
     if refused:
         raise SystemExit("Refusing to start this team console process:\n- " + "\n- ".join(refused))
+    refused = service_problems(settings)
+    if refused:
+        raise SystemExit("Refusing to start:\n- " + "\n- ".join(mask_url_in(line, settings) for line in refused))
     return settings
+
+
+def mask_url_in(text: str, settings: Settings) -> str:
+    """A service's own words may quote the URL it was given: never its password."""
+    for url in (settings.redis_url, settings.database_url):
+        password = urlsplit(url).password if url else None
+        if password:
+            text = text.replace(password, "***")
+    return text
 
 
 def binds_everywhere(host: str) -> bool:
@@ -141,7 +154,10 @@ def main(argv: list[str] | None = None) -> None:
     from app.serving import serve
 
     if args.command == "serve":
-        serve(settings)
+        try:
+            serve(settings)
+        except ValueError as exc:  # create_app's refusals (a team's database without its Redis, …): said, not a trace
+            raise SystemExit(f"Refusing to start: {exc}") from None
         return
     # uvicorn re-raises SIGTERM once it has shut down; make that an exit that runs `finally`,
     # so the demo server is stopped however the console is.

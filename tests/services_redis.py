@@ -37,17 +37,18 @@ def _free_port() -> int:
         return port
 
 
-def _ping(port: int, password: str) -> bool:
+def _ping(port: int, password: str | None) -> bool:
+    hello = (f"AUTH {password}\r\n" if password else "").encode() + b"PING\r\n"
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(f"AUTH {password}\r\nPING\r\n".encode())
+            sock.sendall(hello)
             received = b""
             while b"+PONG" not in received and len(received) < 64:
                 chunk = sock.recv(64)
                 if not chunk:
                     break
                 received += chunk
-            return received.startswith(b"+OK") and b"+PONG" in received
+            return (received.startswith(b"+OK") or not password) and b"+PONG" in received
     except OSError:
         return False
 
@@ -66,8 +67,9 @@ def redis_binary() -> str:
 class RedisServer:
     """One redis-server process; `stop()` and `start()` again keep its port (for outage tests)."""
 
-    def __init__(self) -> None:
+    def __init__(self, password: bool = True) -> None:
         self.binary = redis_binary()
+        self.requires_password = password
         self.port = _free_port()
         self.dir = tempfile.mkdtemp(prefix="mcp-redis-")
         self.proc: subprocess.Popen[bytes] | None = None
@@ -89,10 +91,12 @@ class RedisServer:
              "--dir", self.dir, "--protected-mode", "yes", "--daemonize", "no", "--loglevel", "warning"],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         assert self.proc.stdin is not None
-        self.proc.stdin.write(f"requirepass {self.password}\n".encode())
+        if self.requires_password:
+            self.proc.stdin.write(f"requirepass {self.password}\n".encode())
         self.proc.stdin.close()
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not _ping(self.port, self.password):  # a condition with a deadline, polled
+        password = self.password if self.requires_password else None
+        while not _ping(self.port, password):  # a condition with a deadline, polled
             if self.proc.poll() is not None:
                 err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
                 raise RuntimeError(f"redis-server exited: {err[-500:]}")

@@ -42,6 +42,9 @@ from app.console.tasks import TaskGroup
 from app.console.team_key import TeamKey
 
 log = logging.getLogger("mcp_console.cluster")
+# How far apart the clocks of a team's processes may be: a registration older than a lease and this is no longer
+# believed, whatever its key's TTL says (anything that reaches Redis can set a TTL).
+REGISTRATION_SKEW_S = 10.0
 FAILURES = (RedisError, OSError, TimeoutError)
 
 
@@ -137,6 +140,9 @@ class _Heartbeat:
                 await self.register()
             except FAILURES as exc:
                 log.warning("cluster: heartbeat failed (%s); this process's leases lapse after the TTL", exc)
+            except Exception:  # whatever a value in Redis holds, the heartbeat goes on: lapsed, its sessions had
+                # two owners (this one, on its fast path, and whoever claimed them)
+                log.exception("cluster: heartbeat failed; it goes on")
 
 
 class MemoryCluster(_Heartbeat):
@@ -217,33 +223,39 @@ class RedisCluster(_Heartbeat):
     """
 
     def __init__(self, process_id: str, url: str, redis_url: str, *, key: TeamKey, prefix: str = "mcp-console:",
-                 ttl_s: float = 5.0, heartbeat_s: float = 1.0, timeout_s: float = 5.0) -> None:
+                 ttl_s: float = 5.0, heartbeat_s: float = 1.0, timeout_s: float = 5.0,
+                 skew_s: float = REGISTRATION_SKEW_S) -> None:
         super().__init__(heartbeat_s)
         self.process_id, self.url, self.ttl_s = process_id, url, ttl_s
         self._key = key
-        self.forged_seen = 0  # registrations read whose signature failed (each is logged too)
+        self._skew_s = skew_s
+        self.forged_seen = 0  # registrations read whose signature failed (logged once per process id)
+        self._forged_logged: set[str] = set()
         self._proc_prefix = f"{prefix}proc:"
         self._owner_prefix = f"{prefix}owner:"
+        # surrogateescape: a value anything else wrote may hold any bytes; decoded strictly, one made this process's
+        # heartbeat fail for good. This way it is a string that fails its signature, and writes it back unchanged.
         self._redis: aioredis.Redis = aioredis.Redis.from_url(
-            redis_url, decode_responses=True, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
+            redis_url, decode_responses=True, encoding_errors="surrogateescape", socket_connect_timeout=timeout_s,
+            socket_timeout=timeout_s)
         self._claim: Any = self._redis.register_script(_CLAIM)
         self._release: Any = self._redis.register_script(_RELEASE)
         self._repair_script: Any = self._redis.register_script(_REPAIR)
         self._seize: Any = self._redis.register_script(_SEIZE)
 
     async def register(self) -> None:
-        before = await self._redis.set(self._proc_prefix + self.process_id, self.registration(),
-                                       px=int(self.ttl_s * 1000), get=True)
-        if (before is None or self._parsed(self.process_id, before) is None) and self.mine:
-            await self._reassert()
-        elif self.mine:
+        await self._redis.set(self._proc_prefix + self.process_id, self.registration(), px=int(self.ttl_s * 1000))
+        if self.mine:
             await self._repair()
 
     async def _repair(self) -> None:
-        """Write back the ownership records of my sessions that something else rewrote to name a process that is
-        none of this team (no registration signed with the team key): until then, actions on them are refused
-        (503), never forwarded there. A record naming a live process of the team is that process's: it claimed
-        the session while my lease was gone, and I let it go."""
+        """Write back the ownership records of the sessions I hold that name no process of this team: gone (Redis
+        lost its keys, or my lease lapsed and nobody claimed them meanwhile), or rewritten by something else to
+        name a process that is none (no fresh registration signed with the team key). Until then, actions on them
+        are refused (503), never forwarded there; without it, a Redis restarted empty let the next process with an
+        action claim a session this one still runs: two owners writing one timeline. A record naming a live
+        process of the team is that process's: it claimed the session while my lease was gone, and I let it go.
+        One MGET a heartbeat; a write only for a record that needs one."""
         held = sorted(self.mine)
         owners = await self._redis.mget([self._owner_prefix + session_id for session_id in held])
         for session_id, owner in zip(held, owners, strict=True):
@@ -251,52 +263,43 @@ class RedisCluster(_Heartbeat):
                 continue
             if owner is not None and await self._info(owner) is not None:
                 self.mine.discard(session_id)
-                log.warning("cluster: session %s is owned by %s now", session_id, owner)
-                continue
-            if owner is None:
+                log.warning("cluster: session %s was claimed by %s while this process's lease was gone",
+                            session_id, owner)
+            elif owner is None:
                 await self._redis.set(self._owner_prefix + session_id, self.process_id, nx=True)
             else:
                 await self._repair_script(keys=[self._owner_prefix + session_id], args=[self.process_id, owner])
-            log.warning("cluster: the ownership record of session %s named %.64r, no process of this team; "
-                        "written back", session_id, owner)
+                log.warning("cluster: the ownership record of session %s named %.64r, no process of this team; "
+                            "written back", session_id, owner)
 
     def registration(self) -> str:
-        return json.dumps({"url": self.url, "sig": self._key.sign("proc", self.process_id, self.url)})
+        """This process's registration: its URL and when it was written, signed. The time is what makes a copy
+        of an old one worthless: replayed after the process left, it would send actions to whoever now answers
+        at that address."""
+        at = f"{time.time():.3f}"
+        return json.dumps({"url": self.url, "at": at, "sig": self._key.sign("proc", self.process_id, self.url, at)})
 
     def _parsed(self, process_id: str, raw: str) -> ProcessInfo | None:
-        """The registration's process, when the team key signed it; None (logged) for anything else."""
+        """The registration's process, when the team key signed it and it was written within a lease (plus the
+        clock skew allowed between processes); None (logged) for anything else."""
         try:
             data = json.loads(raw)
-            url, sig = data["url"], data["sig"]
-            valid = isinstance(url, str) and isinstance(sig, str) and self._key.verify("proc", sig, process_id, url)
-        except (ValueError, TypeError, KeyError):
+            url, at, sig = data["url"], data["at"], data["sig"]
+            valid = (isinstance(url, str) and isinstance(at, str) and self._key.verify("proc", sig, process_id, url, at)
+                     and -self._skew_s <= time.time() - float(at) <= self.ttl_s + self._skew_s)
+        except (ValueError, TypeError, KeyError, AttributeError):
             valid = False
         if not valid:
             self.forged_seen += 1
-            log.warning("cluster: ignored the registration of %.64r: it is not signed with the team secret "
-                        "(written by something that is no console of this team): %.200r", process_id, raw)
+            if process_id in self._forged_logged or len(self._forged_logged) >= 100:
+                return None  # said once per process id: every owner lookup reads it again
+            self._forged_logged.add(process_id)
+            log.warning("cluster: ignored the registration of process %.64r: it is not signed with this process's "
+                        "team secret, or is older than a lease. Does MCP_CONSOLE_TEAM_SECRET match on every console "
+                        "process, and do their clocks agree? (If so, something else writes to this Redis.)",
+                        process_id)
             return None
         return ProcessInfo(process_id, url)
-
-    async def _reassert(self) -> None:
-        """My registration was gone (Redis lost its keys, or my heartbeat lapsed): write back the ownership records
-        of the sessions I still hold, unless another live process claimed one meanwhile (then it is that one's).
-        Without this, a Redis restarted empty let the next process with an action claim a session this one
-        still runs: two owners writing one timeline."""
-        held = sorted(self.mine)
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for session_id in held:
-                pipe.set(self._owner_prefix + session_id, self.process_id, nx=True)
-            written = await pipe.execute()
-        taken = [session_id for session_id, done in zip(held, written, strict=True) if not done]
-        if not taken:
-            return
-        owners = await self._redis.mget([self._owner_prefix + session_id for session_id in taken])
-        for session_id, owner in zip(taken, owners, strict=True):
-            if owner != self.process_id:
-                self.mine.discard(session_id)
-                log.warning("cluster: session %s was claimed by %s while this process's lease was gone",
-                            session_id, owner)
 
     async def deregister(self) -> None:
         await self._redis.delete(self._proc_prefix + self.process_id)

@@ -67,6 +67,7 @@ BATCH = 500  # XADDs per pipeline round trip
 # message cap must not make one round trip no timeout lets finish, retried whole for ever.
 BATCH_BYTES = 4 << 20
 SEND_BYTES_PER_S = 20e6  # the least rate a batch is given time for, on top of the timeout
+MAX_FORGERS_LOGGED = 100  # senders of unsigned bus messages named in the log; past it they are only counted
 
 
 def new_process_id() -> str:
@@ -131,8 +132,10 @@ class RedisHub(Hub):
         self._bus_size = bus_size
         self._max_pending = max_pending
         self._timeout = timeout_s
+        # surrogateescape: a message anything else wrote may hold any bytes (decoded strictly, one stopped the reader)
         self._redis: aioredis.Redis = aioredis.Redis.from_url(
-            url, decode_responses=True, socket_connect_timeout=timeout_s, socket_timeout=timeout_s + 2.0)
+            url, decode_responses=True, encoding_errors="surrogateescape", socket_connect_timeout=timeout_s,
+            socket_timeout=timeout_s + 2.0)
         self._pending: deque[_Outgoing] = deque()
         self._serial = 0
         self._wake = asyncio.Event()
@@ -146,6 +149,7 @@ class RedisHub(Hub):
         self.ready = asyncio.Event()  # the reader knows where the bus ends: later messages will reach it
         self._tasks = TaskGroup()
         self._closing = False
+        self._forgers: set[str] = set()  # senders of unsigned messages already logged
         self.stats = {"sent": 0, "received": 0, "dropped": 0, "send_failures": 0, "read_failures": 0, "gaps": 0,
                       "rejected": 0, "held": 0, "forged": 0, "beyond_store": 0}
 
@@ -298,7 +302,7 @@ class RedisHub(Hub):
                     self._last_id = tail[0][0] if tail else "0-0"
                     self.ready.set()
                 reply = await self._redis.xread({self._bus: self._last_id}, count=BATCH, block=1000)
-            except FAILURES as exc:
+            except Exception as exc:  # Redis away, or an answer it could not parse: retried, never the end of it
                 if self._closing:
                     return
                 self.stats["read_failures"] += 1
@@ -310,26 +314,40 @@ class RedisHub(Hub):
             for _stream, messages in reply or ():
                 for message_id, fields in messages:
                     self._last_id = message_id
-                    if fields.get("o") == self.process_id:
-                        continue
-                    if not self._signed_bus(fields):
-                        self._forged(fields)
-                        continue
-                    target = fields.get("s", "")
-                    held = self._held.get(target) if fields.get("t") in SESSION_KINDS else None
-                    if held is not None:  # the session is being read again: its messages wait their turn
-                        held.append(fields)
-                        self.stats["held"] += 1
-                        continue
-                    reread = await self._take(fields)
-                    if reread is not None:  # the event that showed a hole is delivered after the read
-                        self._held[target] = deque([fields] if reread.prev is not None else [])
-                        self._tasks.spawn(f"redis-hub-reread-{target}", self._reread(target, reread))
+                    try:
+                        await self._receive(fields)
+                    except Exception:  # one message, whatever it holds, never stops the reader
+                        self.stats["rejected"] += 1
+                        log.exception("Redis hub: a bus message could not be handled; the reader goes on")
+
+    async def _receive(self, fields: dict[str, str]) -> None:
+        if fields.get("o") == self.process_id:
+            return
+        if not self._signed_bus(fields):
+            self._forged(fields)
+            return
+        target = fields.get("s", "")
+        held = self._held.get(target) if fields.get("t") in SESSION_KINDS else None
+        if held is not None:  # the session is being read again: its messages wait their turn
+            held.append(fields)
+            self.stats["held"] += 1
+            return
+        reread = await self._take(fields)
+        if reread is not None:  # the event that showed a hole is delivered after the read
+            self._held[target] = deque([fields] if reread.prev is not None else [])
+            self._tasks.spawn(f"redis-hub-reread-{target}", self._reread(target, reread))
 
     def _forged(self, fields: dict[str, str]) -> None:
+        """Dropped, and said once per sender (not per message: a flood must not flood the log). What it carried is
+        not logged: a real event of another team's process holds what its owner typed."""
         self.stats["forged"] += 1
-        log.warning("Redis hub: dropped a bus message not signed with the team secret (written by something that "
-                    "is no console of this team): %.200r", fields)
+        origin = str(fields.get("o", ""))[:64]
+        if origin in self._forgers or len(self._forgers) >= MAX_FORGERS_LOGGED:
+            return
+        self._forgers.add(origin)
+        log.warning("Redis hub: dropped bus messages from %r that are not signed with this process's team secret: "
+                    "does MCP_CONSOLE_TEAM_SECRET match on every console process of the team? (If it does, "
+                    "something else writes to this Redis.) Said once per sender.", origin)
 
     async def _take(self, fields: dict[str, str]) -> _Reread | None:
         """Deliver one remote message, unless it says the session must be read again from the store first

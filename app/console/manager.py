@@ -59,6 +59,11 @@ class SessionManager:
         self.team_key = team_key(settings)
         if self.ownership is not None and self.team_key is None:
             raise ValueError("A team of console processes needs team_secret: it signs what they tell each other.")
+        if self.store.team_deployment(team=bool(settings.redis_url)) and not settings.redis_url:
+            raise ValueError("This database is a team's: its console processes share it through Redis. A process "
+                             "started on it without MCP_CONSOLE_REDIS_URL would act on the team's sessions as if "
+                             "it were alone (two owners of one session, one history overwritten). Set "
+                             "MCP_CONSOLE_REDIS_URL and the team's other settings, or use a database of its own.")
         self.replicas = Replicas(self)
         self.tasks = TaskGroup()
         self.sessions: dict[str, ConsoleSession] = {}

@@ -96,6 +96,9 @@ class Store(Protocol):
     def links(self, session_id: str | None = None) -> list[dict[str, Any]]: ...
     def link_by_hash(self, token_hash: str) -> dict[str, Any] | None: ...
     def flush(self) -> None: ...
+    # A store a team shares says so, so that a console process started on it without the team's Redis (one
+    # forgotten export) refuses instead of acting on the team's sessions as if it were alone (app/web/app.py).
+    def team_deployment(self, team: bool) -> bool: ...
     def close(self) -> None: ...
 
 
@@ -239,6 +242,10 @@ class SqliteStore:
         self._queue.put(("flush", done))
         self._urgent.set()
         done.wait(timeout=30)
+
+    def team_deployment(self, team: bool) -> bool:
+        """A SQLite store is one process's: no team shares it."""
+        return False
 
     def close(self) -> None:
         """Write what is queued and stop; a second close returns at once (a console may be shut down twice)."""

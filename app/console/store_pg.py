@@ -84,6 +84,10 @@ CREATE TABLE links (
 );
 """),
     (2, _entry_index),
+    # Whether a team's processes (with Redis between them) share this database: set by the first of them to start.
+    (3, """
+CREATE TABLE deployment (id INTEGER PRIMARY KEY CHECK (id = 1), team BOOLEAN NOT NULL, since DOUBLE PRECISION NOT NULL);
+"""),
 ]
 
 # Any fixed number shared by every console process: it names the lock, it is not a secret.
@@ -212,6 +216,17 @@ class PostgresStore:
         done = threading.Event()
         self._queue.put(("flush", done))
         done.wait(timeout=30)
+
+    def team_deployment(self, team: bool) -> bool:
+        """Whether this database is a team's, once this process has said whether it is one: a team process marks it
+        (for good: to use it alone again, `DELETE FROM deployment` with the whole team stopped)."""
+        with self._pool.connection() as conn:
+            if team:
+                conn.execute("INSERT INTO deployment (id, team, since) VALUES (1, TRUE, %s) ON CONFLICT (id) DO "
+                             "UPDATE SET team = TRUE", (time.time(),))
+                return True
+            row = conn.execute("SELECT team FROM deployment WHERE id = 1").fetchone()
+            return bool(row and row[0])
 
     def close(self) -> None:
         """Write what is queued and stop; a second close returns at once (a console may be shut down twice)."""

@@ -29,19 +29,30 @@ MIN_SECRET_CHARS = 32
 
 def secret_problem(secret: str, token: str | None) -> str | None:
     """Why a team secret is refused (None when it is fine)."""
+    if not secret:
+        return (f"team_secret (MCP_CONSOLE_TEAM_SECRET) is not set: a team needs one of at least {MIN_SECRET_CHARS} "
+                "random characters, the same on every console process of the deployment (e.g. `openssl rand -hex "
+                "32`), and never the owner token.")
     if len(secret) < MIN_SECRET_CHARS:
         return (f"team_secret (MCP_CONSOLE_TEAM_SECRET) is {len(secret)} characters long; a team needs one of at "
-                f"least {MIN_SECRET_CHARS} random characters, the same on every console process of the deployment.")
+                f"least {MIN_SECRET_CHARS} random characters, the same on every console process of the deployment "
+                "(e.g. `openssl rand -hex 32`).")
     if token is not None and hmac.compare_digest(secret.encode(), token.encode()):
         return ("team_secret must not be the owner token: every browser of the owner holds the token, the secret "
                 "must stay between the console processes.")
     return None
 
 
+def _raw(text: str) -> bytes:
+    """Any text as bytes: what Redis hands back is decoded with surrogateescape (so a forged value of any bytes is
+    still a string), and a hostile header may hold any latin-1; neither may make a check raise."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 def _encode(parts: tuple[str | int, ...]) -> bytes:
     out = bytearray()
     for part in parts:
-        raw = str(part).encode("utf-8", "surrogatepass")
+        raw = _raw(str(part))
         out += len(raw).to_bytes(8, "big") + raw
     return bytes(out)
 
@@ -61,10 +72,12 @@ class TeamKey:
     def sign(self, purpose: Purpose, *parts: str | int) -> str:
         return hmac.new(self._keys[purpose], _encode(parts), hashlib.sha256).hexdigest()
 
-    def verify(self, purpose: Purpose, signature: str | None, *parts: str | int) -> bool:
-        if not signature:
+    def verify(self, purpose: Purpose, signature: object, *parts: str | int) -> bool:
+        """Whether `signature` is this key's for these parts. Never raises, whatever `signature` holds (compare_digest
+        refuses text that is not ASCII, and one such bus message once stopped every process's reader)."""
+        if not isinstance(signature, str) or not signature:
             return False
-        return hmac.compare_digest(self.sign(purpose, *parts), signature)
+        return hmac.compare_digest(self.sign(purpose, *parts).encode("ascii"), _raw(signature))
 
     def __repr__(self) -> str:
         return "TeamKey(••••••)"

@@ -17,6 +17,7 @@ is always handled where it arrives, or refused; it is never forwarded again, so 
 
 from __future__ import annotations
 
+import logging
 import re
 
 import httpx
@@ -28,7 +29,17 @@ from app.console.links import hash_token
 from app.console.manager import SessionManager
 from app.console.ownership import ProcessInfo
 from app.web.deps import Principal, Web, identify
-from app.web.peer import PEER_HEADER, PRINCIPAL_HEADER, PeerCheck, peer_headers
+from app.web.peer import (
+    ANSWER_HEADER,
+    PEER_HEADER,
+    PRINCIPAL_HEADER,
+    PeerCheck,
+    answer_proven,
+    answer_signature,
+    nonce_of,
+    passed_on,
+    peer_headers,
+)
 from app.web.security import LINK_COOKIE, SAFE_METHODS, Guard
 
 _SESSION_ACTION = re.compile(r"\A/sessions/([^/]+)/.")
@@ -38,11 +49,7 @@ _LANDING = re.compile(r"\A/s/([^/]+)\Z")  # a share link's landing page
 NOT_SESSIONS = frozenset({"import"})  # routes under /sessions/ whose name is no session's
 # What a forwarded request carries besides the body; cookies stay here (the principal header says who).
 _REQUEST_HEADERS = frozenset({"content-type", "accept", "accept-language", "user-agent"})
-# What the owner's answer loses on the way back: hop-by-hop framing, and the security headers this
-# process's guard adds to every response itself.
-_DROPPED_RESPONSE = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding",
-                               "date", "server", "content-security-policy", "x-content-type-options",
-                               "referrer-policy"})
+log = logging.getLogger("mcp_console.routing")
 
 
 def principal_header(who: Principal) -> str:
@@ -76,12 +83,13 @@ class RouteToOwner:
                 await _refuse_socket(receive, send)
                 return
             body = await _body(receive)
-            who, problem = self._forwarded_principal(scope, session_id, headers, body)
+            who, problem, nonce = self._forwarded_principal(scope, session_id, headers, body)
             if who is None:
                 await _answer(send, 403, f"A forwarded request must be signed by a console process of this team "
                                          f"and name an active principal: {problem}.")
                 return
             scope, receive = {**scope, "state": {**scope.get("state", {}), "principal": who}}, _replay(body, receive)
+            send = self._signing(send, nonce)
         if ownership is None:  # a single process given a team secret: it owns every session
             await self.app(scope, receive, send)
             return
@@ -148,19 +156,47 @@ class RouteToOwner:
             return
 
     def _forwarded_principal(self, scope: Scope, session_id: str | None, headers: dict[str, str],
-                             body: bytes) -> tuple[Principal | None, str]:
+                             body: bytes) -> tuple[Principal | None, str, str]:
+        """Who a forwarded request acts for, why it is refused, and its nonce (its answer is signed with it)."""
         verdict = self.peers.verify(scope["method"], scope["path"], scope.get("query_string", b"").decode("latin-1"),
                                     headers, body)
         if verdict.principal is None:
-            return None, verdict.problem
+            return None, verdict.problem, ""
         name, _, flag = verdict.principal.partition(";")
         presenter = flag == "presenter"
         if name == "owner":
-            return Principal("owner", presenter=presenter), ""
+            return Principal("owner", presenter=presenter), "", verdict.nonce
         link = self.manager.links.get(name.removeprefix("link:")) if name.startswith("link:") else None
         if link is None or not link.active() or (session_id is not None and link.session_id != session_id):
-            return None, "the link was revoked or has expired"  # since the forwarding process identified it
-        return Principal(link.role, link.session_id, link.id, presenter=presenter), ""
+            return None, "the link was revoked or has expired", ""  # since the forwarding process identified it
+        return Principal(link.role, link.session_id, link.id, presenter=presenter), "", verdict.nonce
+
+    def _signing(self, send: Send, nonce: str) -> Send:
+        """The answer to a forwarded request, held whole and sent with its signature (see app/web/peer.py)."""
+        key = self.manager.team_key
+        assert key is not None  # the request was proven with it
+        start: Message | None = None
+        chunks: list[bytes] = []
+
+        async def signed(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+                return
+            if message["type"] != "http.response.body" or start is None:
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            body = b"".join(chunks)
+            raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in start.get("headers", [])]
+            signature = answer_signature(key, nonce, int(start["status"]), raw, body)
+            await send({**start, "headers": [*start.get("headers", []),
+                                             (ANSWER_HEADER.encode(), signature.encode("ascii"))]})
+            await send({"type": "http.response.body", "body": body})
+
+        return signed
 
     async def _owner(self, session_id: str) -> ProcessInfo | None:
         """The live owner, after claiming (and taking over) a session whose owner is dead; None: not a session."""
@@ -227,10 +263,16 @@ class RouteToOwner:
             await _answer(send, 503, f"The console process that owns this session ({owner.process_id}) did not "
                                      f"answer ({type(exc).__name__}); try again in a moment.")
             return
+        answered = list(response.headers.multi_items())
+        if not answer_proven(key, nonce_of(signed), response.status_code, answered, response.content):
+            log.warning("routing: the answer from %s (%s) is not signed with this team's secret; not passed on",
+                        owner.process_id, owner.url)
+            await _answer(send, 502, f"The console process that owns this session ({owner.process_id}) answered "
+                                     "without this team's signature; nothing of its answer was passed on.")
+            return
         if response.status_code < 400 and scope["path"].endswith("/delete"):
             self.manager.replicas.forget(scope["path"].split("/")[2])
-        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.multi_items()
-                   if k.lower() not in _DROPPED_RESPONSE]
+        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in passed_on(answered)]
         headers.append((b"content-length", str(len(response.content)).encode()))
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
         await send({"type": "http.response.body", "body": response.content})

@@ -205,3 +205,49 @@ async def test_a_registration_written_without_the_team_secret_is_no_process_and_
         await intruder.aclose()
         await a.stop()
         await b.stop()
+
+
+async def test_a_value_of_any_bytes_in_the_directory_stops_no_heartbeat_and_no_lookup(
+        redis_url: str, redis_prefix: str) -> None:
+    """A registration or ownership record of bytes that are not UTF-8 made the heartbeat raise and end: the lease
+    lapsed for good while the process went on acting as owner, and another process claimed its sessions."""
+    a = RedisCluster("A", "http://127.0.0.1:9/A", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0)
+    raw = aioredis.Redis.from_url(redis_url)
+    try:
+        await a.start()
+        assert await a.claim("s1")
+        await raw.set(f"{redis_prefix}proc:A".encode(), b"\xff\xfe")
+        await raw.set(f"{redis_prefix}owner:s1".encode(), b"\xff")
+        assert await a.owner_of("s1") is None
+        await a.register()  # the next heartbeat: its registration and its record of s1 are written back
+        owner = await a.owner_of("s1")
+        assert owner is not None and owner.process_id == "A"
+    finally:
+        await raw.aclose()
+        await a.stop()
+
+
+async def test_an_old_registration_replayed_is_no_process_whatever_ttl_its_key_has(
+        redis_url: str, redis_prefix: str) -> None:
+    """A copy of a departed process's signed registration, written back with a long TTL, named an address that whoever
+    took it next would answer at: the registration's own signed time makes it worthless after a lease."""
+    c = RedisCluster("C", "http://127.0.0.1:9/C", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0,
+                     ttl_s=0.3, skew_s=0.2)
+    reader = RedisCluster("R", "http://127.0.0.1:9/R", redis_url, key=TEAM_KEY, prefix=redis_prefix,
+                          heartbeat_s=60.0, ttl_s=0.3, skew_s=0.2)
+    raw = aioredis.Redis.from_url(redis_url)
+    try:
+        await c.start()
+        saved = await raw.get(f"{redis_prefix}proc:C".encode())
+        assert saved is not None
+        await c.stop()  # deregisters
+        await raw.set(f"{redis_prefix}proc:C".encode(), saved, px=600_000)
+        await raw.set(f"{redis_prefix}owner:s1".encode(), b"C")
+        deadline = time.monotonic() + 5.0
+        while await reader.owner_of("s1") is not None:  # believed only while a lease could still be running
+            assert time.monotonic() < deadline, "the replayed registration is still believed"
+            await asyncio.sleep(0.05)
+        assert [p.process_id for p in await reader.processes()] == []
+    finally:
+        await raw.aclose()
+        await reader.stop()

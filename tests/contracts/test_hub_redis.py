@@ -333,3 +333,26 @@ async def test_a_burst_of_big_events_goes_out_in_round_trips_of_bounded_size_and
         a.publish(TimelineEvent(session_id="s1", seq=seq, record=Notice(message=big), at=float(seq)))
     assert await take(sub, 12) == list(range(1, 13))
     assert len(sizes) > 1 and max(sizes) <= 6 << 20, sizes  # a few megabytes a round trip, not all twelve
+
+
+async def test_a_bus_message_of_any_bytes_is_dropped_and_the_reader_goes_on(
+        make: MakeHub, redis_url: str, redis_prefix: str) -> None:
+    """Bytes that are not UTF-8, or a signature that is not ASCII, made the reader task raise and end: every process
+    stopped hearing of the others' events until it restarted, from one XADD."""
+    a, b = make(), make()
+    await a.start()
+    await b.start()
+    sub, _ = b.subscribe("s1", None, 0)
+    raw = aioredis.Redis.from_url(redis_url)  # bytes in, bytes out
+    try:
+        await raw.xadd(f"{redis_prefix}bus".encode(), {b"o": b"\xff", b"t": b"ev"})
+        await raw.xadd(f"{redis_prefix}bus".encode(), {b"o": b"x", b"t": b"ev", b"s": b"s1", b"q": b"1", b"p": b"0",
+                                                       b"m": b"{}", b"h": "é".encode()})
+        await raw.xadd(f"{redis_prefix}bus".encode(), {b"o": b"x", b"t": b"ev", b"s": b"s1", b"q": b"1", b"p": b"0",
+                                                       b"m": b"\xc3\x28", b"h": b"\xe9"})
+    finally:
+        await raw.aclose()
+    a.publish(ev(1))
+    a.publish(ev(2))
+    assert await take(sub, 2) == [1, 2]
+    assert b.stats["forged"] == 3

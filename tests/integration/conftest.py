@@ -603,3 +603,38 @@ async def restarts(tmp_path: Path) -> AsyncIterator[ConsoleRestarts]:
     yield made
     for console in made.open:
         await console.close()
+
+
+# --- a team's attacker: an HTTP server of its own (tests/integration/test_team_*.py) ---------------------------
+
+
+class Catcher:
+    """An HTTP server of the attacker's: it records every request it gets (and answers 200)."""
+
+    def __init__(self, answer_headers: dict[str, str] | None = None, body: bytes = b"") -> None:
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        caught, headers = self.requests, dict(answer_headers or {})
+
+        class Handler(BaseHTTPRequestHandler):
+            def _any(self) -> None:
+                caught.append((self.command, self.path, dict(self.headers.items())))
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _any
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, name="catcher", daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -33,6 +33,7 @@ from tests.integration.conftest import (
     LINK_COOKIE,
     TEAM_SECRET,
     TOKEN,
+    Catcher,
     Console,
     Served,
     create_link,
@@ -227,7 +228,7 @@ async def test_a_viewer_link_forwarded_to_the_owner_stays_a_viewer(team: Team, d
     assert not any(e.get("method") == "tools/call" for e in a.manager.get(sid).timeline.entries.values())
 
 
-async def test_a_forwarded_principal_is_not_believed_without_the_owner_token(team: Team, demo_url: str) -> None:
+async def test_a_forwarded_principal_is_not_believed_without_the_team_signature(team: Team, demo_url: str) -> None:
     a = await team.member("a", served=True)
     sid = (await a.connect(kind="http", url=demo_url))["id"]
     link = await create_link(a, sid, "viewer")
@@ -237,11 +238,34 @@ async def test_a_forwarded_principal_is_not_believed_without_the_owner_token(tea
         forged = await outsider.post(url, data={"tool": "echo", "arg.text": "x"},
                                      headers={**JSON, "X-MCP-Console-Principal": "owner"})
         assert forged.status_code == 403, forged.text
-        # With the owner token, a named link is held to that link's role.
+        # Not with the owner token either: only the team secret proves a forwarding process.
         as_viewer = await outsider.post(url, data={"tool": "echo", "arg.text": "x"},
                                         headers={**JSON, **AUTH, "X-MCP-Console-Principal": f"link:{link['id']}"})
         assert as_viewer.status_code == 403, as_viewer.text
     assert not any(e.get("method") == "tools/call" for e in a.manager.get(sid).timeline.entries.values())
+
+
+async def test_an_answer_from_the_owners_address_without_the_team_signature_never_reaches_the_caller(
+        team: Team, demo_url: str) -> None:
+    """Whatever answers at an owner's address (a process that took the port of one that left) gets the action, but
+    its answer (a cookie, an htmx redirect, a page of its own) is not passed on: owners sign their answers."""
+    a = await team.member("a", served=True)
+    b = await team.member("b")
+    sid = (await a.connect(kind="http", url=demo_url))["id"]
+    await eventually(lambda: asyncio.sleep(0, b.manager.get(sid)), what="B's replica")
+    impostor = Catcher({"Set-Cookie": "mcp_console_link=chosen", "HX-Redirect": "http://x.test/",
+                        "Content-Type": "text/html"}, b"<p>all is well</p>")
+    try:
+        team.directory.registered["a"] = (impostor.url, team.directory.clock() + LEASE_TTL_S)
+        response = await b.http.post(f"/sessions/{sid}/tools/call", data={"tool": "echo", "arg.text": "x"},
+                                     headers=JSON)
+    finally:
+        impostor.close()
+    seen = [{k.lower(): v for k, v in headers.items()} for _method, _path, headers in impostor.requests]
+    assert seen and "authorization" not in seen[0], "the owner token never travels between processes"
+    assert response.status_code == 502 and "signature" in response.text, response.text
+    assert "set-cookie" not in response.headers and "hx-redirect" not in response.headers
+    assert "all is well" not in response.text
 
 
 async def test_takeover_fails_the_dead_owners_request_and_continues_from_the_store(team: Team,

@@ -13,13 +13,15 @@ server a console starts), against two real console processes on real PostgreSQL 
 from __future__ import annotations
 
 import json
+import os
 import signal
-import threading
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -27,43 +29,16 @@ import redis
 import redis.asyncio as aioredis
 
 from app.console.events import ServerRequestChanged, TimelineEvent
-from tests.integration.conftest import JSON, LINK_COOKIE, link_token
+from tests.integration.conftest import JSON, LINK_COOKIE, Catcher, link_token
 from tests.integration.conftest import eventually as _eventually
 from tests.integration.test_team_processes import WAIT_S, client_for, clients, connected_session, team, twin
 from tests.services_redis import RedisServer
 from tests.team_processes import ConsoleProcess, Team, TeamSpec
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
 __all__ = ["clients", "team"]  # the two-process fixtures, shared with test_team_processes
 PROMPT_S = 3.0  # what "answered where it arrived" means while the owner process is frozen
-
-
-class Catcher:
-    """An HTTP server of the attacker's: it records every request it gets (and answers 200)."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str, dict[str, str]]] = []
-        caught = self.requests
-
-        class Handler(BaseHTTPRequestHandler):
-            def _any(self) -> None:
-                caught.append((self.command, self.path, dict(self.headers.items())))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_GET = do_POST = _any
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, name="catcher", daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -143,7 +118,8 @@ async def test_forged_bus_messages_reach_no_replica_and_a_huge_seq_freezes_nothi
     assert not any(sr.get("id") == "forged-dialog" for sr in replica["server_requests"])
     assert replica["seq"] < 10**12
     log = (team.root / "console-b.log").read_text(errors="replace")
-    assert "not signed with the team secret" in log
+    assert "not signed with this process's team secret" in log and "MCP_CONSOLE_TEAM_SECRET" in log
+    assert "Your session expired" not in log, "what a dropped message carried is not logged"
 
 
 async def test_a_viewers_action_is_refused_where_it_arrives_even_while_the_owner_is_frozen(
@@ -209,3 +185,45 @@ def test_the_teams_redis_refuses_a_client_without_its_password(redis_server: Red
             client.set("mcp-console:proc:evil", "{}")
     finally:
         client.close()
+
+
+def serve(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`mcp-console serve` as a team process would be started, with `env` on top; it is expected to refuse."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MCP_CONSOLE_")}
+    team_env = {"MCP_CONSOLE_TOKEN": "trust-owner-token-0123456789", "MCP_CONSOLE_TEAM_SECRET": "t" * 40,
+                "MCP_CONSOLE_PUBLIC_HOST": "mcp-trusttrusttrust.localhost", **env}
+    return subprocess.run([sys.executable, "-m", "app", "serve", "--port", "0", "--data-dir", str(tmp_path / "d")],
+                          cwd=ROOT, env={**base, **team_env}, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_a_team_process_refuses_a_redis_that_takes_clients_without_a_password(
+        tmp_path: Path, pg_database: str) -> None:
+    open_redis = RedisServer(password=False).start()
+    try:
+        refused = serve(tmp_path, MCP_CONSOLE_DATABASE_URL=pg_database,
+                        MCP_CONSOLE_REDIS_URL=f"redis://:any-password@127.0.0.1:{open_redis.port}/0")
+    finally:
+        open_redis.close()
+    assert refused.returncode != 0 and "has no password set" in refused.stderr, refused.stderr
+
+
+def test_a_team_process_refuses_a_password_redis_or_postgresql_rejects_in_one_line(
+        tmp_path: Path, pg_database: str, redis_server: RedisServer) -> None:
+    wrong_pg = pg_database.replace(f":{urlsplit(pg_database).password}@", ":not-the-password@")
+    refused = serve(tmp_path, MCP_CONSOLE_DATABASE_URL=wrong_pg,
+                    MCP_CONSOLE_REDIS_URL=f"redis://:not-the-password@127.0.0.1:{redis_server.port}/0")
+    assert refused.returncode != 0
+    assert "Redis refused the password" in refused.stderr, refused.stderr
+    assert "PostgreSQL at database_url did not let this process in" in refused.stderr
+    assert "Traceback" not in refused.stderr and "not-the-password" not in refused.stderr
+
+
+def test_a_process_started_without_the_teams_redis_refuses_the_teams_database(
+        team: Team, tmp_path: Path, pg_database: str) -> None:
+    """One forgotten export: a console on the team's database but with no Redis ran as if alone, and reconnecting
+    a session another process owned made two owners of it (two operations under one id in the store)."""
+    team.start("a")  # marks the database as a team's
+    refused = serve(tmp_path, MCP_CONSOLE_DATABASE_URL=pg_database, MCP_CONSOLE_TEAM_SECRET="")
+    assert refused.returncode != 0 and "This database is a team's" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr

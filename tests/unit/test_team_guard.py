@@ -86,3 +86,16 @@ async def test_without_a_team_secret_the_advertise_host_is_no_host_of_this_conso
     async with client(app) as http:
         response = await http.get("/sessions.json", headers=signed(app, "/sessions.json", TeamKey(SECRET)))
     assert response.status_code == 403 and "Host" in response.text
+
+
+async def test_a_peer_header_of_any_bytes_is_refused_not_a_server_error(tmp_path: Path) -> None:
+    """A signature that is not ASCII made the constant-time comparison raise: a 500 instead of a refusal."""
+    import time
+
+    app = make_app(tmp_path, "http://console-a:8780")
+    receiver = app.state.web.manager.cluster.process_id
+    peer = f"v1;b;{receiver};{time.time():.3f};n;".encode() + b"\xe9\xff"
+    async with client(app) as http:
+        response = await http.get("/sessions.json", headers={"X-MCP-Console-Peer": peer,
+                                                             "X-MCP-Console-Principal": b"owner\xff"})
+    assert response.status_code == 403 and "signature" in response.text, response.text
