@@ -27,7 +27,7 @@ fi
 # tests start their own throwaway servers from these binaries. Debian bookworm's packages: postgresql gives
 # PostgreSQL 15, redis-server gives Redis 7.0. Without them those tests skip with a reason, unless
 # MCP_CONSOLE_REQUIRE_SERVICES=1 (set by .ci/run only) makes that a failure. nginx (bookworm: 1.22) runs the
-# team profile's proxy configuration, deploy/nginx-team.conf, in tests/integration/test_team_proxy.py.
+# team's proxy configuration, deploy/nginx-team.conf, in tests/integration/test_team_proxy.py.
 SERVICES=()
 command -v pg_ctl >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || SERVICES+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || SERVICES+=(redis-server)

@@ -1,4 +1,4 @@
-"""The team profile's reverse proxy for real: nginx with `deploy/nginx-team.conf` (the file docker-compose mounts)
+"""The team's reverse proxy for real: nginx with `deploy/nginx-team.conf` (the file docker-compose mounts)
 in front of two console processes on one PostgreSQL and one Redis. No Docker engine runs in CI, so the same
 configuration runs here with its upstream names pointed at the two processes on 127.0.0.1.
 

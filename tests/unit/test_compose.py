@@ -59,10 +59,10 @@ def test_every_team_secret_and_the_host_name_are_required_with_no_default() -> N
     text = TEAM_FILE.read_text()
     required = set(REQUIRED.findall(text))
     assert required == {"MCP_CONSOLE_TOKEN", "MCP_CONSOLE_TEAM_SECRET", "MCP_CONSOLE_REDIS_PASSWORD",
-                        "MCP_CONSOLE_PG_PASSWORD", "MCP_CONSOLE_TEAM_HOST"}
+                        "MCP_CONSOLE_PG_PASSWORD", "MCP_CONSOLE_PUBLIC_HOST"}
     assert ":-" not in text and "mcp-team.localhost" not in text, "no default for any of them"
     env = team()["services"]["console-a"]["environment"]
-    assert env["MCP_CONSOLE_PUBLIC_HOST"].startswith("${MCP_CONSOLE_TEAM_HOST:?")
+    assert env["MCP_CONSOLE_PUBLIC_HOST"].startswith("${MCP_CONSOLE_PUBLIC_HOST:?")
     assert env["MCP_CONSOLE_TEAM_SECRET"].startswith("${MCP_CONSOLE_TEAM_SECRET:?")
     assert team()["services"]["postgres"]["environment"]["POSTGRES_PASSWORD"].startswith(
         "${MCP_CONSOLE_PG_PASSWORD:?")
