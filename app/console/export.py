@@ -6,13 +6,11 @@ Secrets are masked unless the owner explicitly asks to include them.
 from __future__ import annotations
 
 import json
-import math
 import shlex
 import time
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from app import __version__
@@ -20,10 +18,10 @@ from app.console.events import EXCHANGE_KINDS, TimelineEvent
 from app.console.secrets import Redactor, is_secret, mask_url, mask_value
 from app.console.store import Store, iter_events
 from app.console.target import Target
-from app.mcp.http import body_size, request_url
-from app.mcp.sse import SSE_REBUILT, sse_text
-from app.mcp.sse_transport import ANSWERED_ON_STREAM, LIVE_STREAM_NOTE
-from app.mcp.transport import REPLACED
+from app.mcp import har as har_file
+from app.mcp.har import EARLIEST, LATEST
+from app.mcp.http import request_url
+from app.mcp.sse_transport import LIVE_STREAM_NOTE
 
 FORMAT = "mcp-console-session"
 VERSION = 2  # 2: events are typed (event version 2); files of version 1 still import
@@ -38,24 +36,6 @@ OPEN_LIMIT = 1000  # exchanges a HAR export holds while an earlier one is still 
 # as that session, so the command alone is not a reproduction (a 2026-07-28 request needs nothing before it).
 LIVE_SESSION_NOTE = ("# needs a live Mcp-Session-Id: this request was sent inside a 2025-11-25 session; the id below "
                      "works only while that session is open (after it ends, initialize a new session and use its id)")
-
-
-# The times a session file may hold (seconds since 1970): from then to the year 3000, which every clock shows.
-EARLIEST, LATEST = 0, 32_503_680_000
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def on_the_clock(ts: Any) -> float:
-    """A frame's wall time held to the times a clock shows. An imported file's frame may say 1e12 or -1e308 (its
-    event's own time is checked on import, a frame's wall is only a float): the HAR's dates and durations are
-    made from it, and `iso` raised half-way through the streamed file."""
-    if (type(ts) is float and not math.isfinite(ts)) or type(ts) not in (int, float):
-        return float(EARLIEST)
-    # Compared before any conversion: an int past a float's range (10**400) raised OverflowError in isfinite.
-    return float(min(max(ts, EARLIEST), LATEST))
 
 
 def read_session_file(data: Any) -> tuple[dict[str, Any], float, list[TimelineEvent]]:
@@ -111,37 +91,33 @@ def exchanges(session_id: str, store: Store) -> Iterator[tuple[str, dict[str, An
     yield from open_.items()
 
 
-def _parts(wire: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[dict[str, Any]]]:
-    sent = next((w for w in wire if w["direction"] == "out"), None)
-    head = next((w for w in wire if w["direction"] == "transport" and w.get("http_status") is not None), None)
-    frames = [w for w in wire if w["direction"] == "in"]
-    return sent, head, frames
-
-
 def _headers(pairs: list[list[str]] | None, include_secrets: bool) -> list[dict[str, str]]:
     return [{"name": k, "value": v if include_secrets or not is_secret(k) else mask_value(k, v)}
             for k, v in pairs or []]
 
 
 def har(session_id: str, target: Target, store: Store, include_secrets: bool = False) -> Iterator[str]:
-    """The HAR 1.2 log as pieces of text (joined, one JSON document), an exchange at a time."""
+    """The HAR 1.2 log as pieces of text (joined, one JSON document), an exchange at a time: the entries are the CLI's
+    (`app/mcp/har.py`), with what the session knows of each exchange and the live lint's findings."""
     redact = None if include_secrets else Redactor(target)  # typed values, wherever they were echoed
     url = _shown(target.url, include_secrets)
-    yield json.dumps({"log": {"version": "1.2", "creator": {"name": "MCP Console", "version": __version__},
-                              "pages": []}})[:-2] + ', "entries": ['
+    yield json.dumps(har_file.log_head("MCP Console", __version__))[:-4] + "["
     sep = ""
+
+    def shown(pairs: list[Any] | None) -> list[dict[str, str]]:
+        return _headers(pairs, include_secrets)
+
     for key, item in exchanges(session_id, store):
-        sent, head, frames = _parts(item["wire"])
-        if sent is None or sent.get("headers") is None:
+        sent, _, _ = har_file.parts(item["wire"])
+        posted = sent.get("url") if sent is not None else None  # the 2024-11-05 endpoint: the POST went there
+        meta = item["entry"]
+        har_entry = har_file.entry(key, item["wire"], _shown(posted, include_secrets) if posted else url, shown, {
+            "method": meta.get("method"), "jsonrpcId": meta.get("id"), "operationId": meta.get("op"),
+            "round": meta.get("round"),
+            "subscriptionId": meta.get("id") if meta.get("method") == "subscriptions/listen" else None,
+            "status": meta.get("status"), "findings": item["findings"]})
+        if har_entry is None:
             continue  # not an HTTP exchange (stdio frames carry no headers)
-        posted = sent.get("url")  # the 2024-11-05 endpoint: the POST went there, not to the target's URL
-        har_entry = _har_entry(key, item["entry"], _shown(posted, include_secrets) if posted else url, sent, head,
-                               frames, include_secrets)
-        replaced = next((w["note"] for w in item["wire"] if (w.get("note") or "").startswith(REPLACED)), None)
-        if replaced is not None:  # the text holds U+FFFD where the server's bytes were not text: said here too
-            content = har_entry["response"]["content"]
-            content["comment"] = f"{content['comment']}; {replaced}" if "comment" in content else replaced
-        har_entry["_mcp"]["findings"] = item["findings"]  # the live lint's findings on this exchange's frames
         yield sep + json.dumps(har_entry if redact is None else redact(har_entry))
         sep = ", "
     yield "]}}"
@@ -150,53 +126,6 @@ def har(session_id: str, target: Target, store: Store, include_secrets: bool = F
 def _shown(url: str, include_secrets: bool) -> str:
     """A request's URL as HAR 1.2 has it (no fragment), its query values masked unless secrets are included."""
     return request_url(url) if include_secrets else mask_url(request_url(url))
-
-
-def _har_entry(key: str, entry: dict[str, Any], url: str, sent: dict[str, Any], head: dict[str, Any] | None,
-               frames: list[dict[str, Any]], include_secrets: bool) -> dict[str, Any]:
-    body = sent["raw"]
-    response_headers = (head or {}).get("headers") or []
-    ctype = next((v for k, v in response_headers if k.lower() == "content-type"), "")
-    # A 2024-11-05 POST is answered 202; its frames came on the SSE stream. The status and headers stay the POST's
-    # (a 200 would be a lie a reader acts on), the content is the frames as the stream carried them, and says so.
-    on_stream = sent.get("url") is not None
-    streamed = on_stream or ctype.startswith("text/event-stream")
-    text = sse_text(f["raw"] for f in frames) if streamed else "".join(f["raw"] for f in frames)
-    comment = "; ".join(([ANSWERED_ON_STREAM] if on_stream else []) + ([SSE_REBUILT] if streamed else []))
-    size = len(text.encode("utf-8", "surrogatepass"))  # an imported frame may hold a lone surrogate itself
-    start = on_the_clock(sent["wall"])
-    first = on_the_clock(head["wall"]) if head else start
-    last = on_the_clock(frames[-1]["wall"]) if frames else first
-    status = (head or {}).get("http_status") or 0
-    note = (head or {}).get("note") or ""
-    result_type = None
-    if frames:
-        try:
-            final = json.loads(frames[-1]["raw"])
-            result_type = (final.get("result") or {}).get("resultType") if isinstance(final, dict) else None
-        except (ValueError, RecursionError):  # not JSON, or nested deeper than this stack decodes: no resultType
-            pass
-    return {
-        "startedDateTime": iso(start),
-        "time": round((last - start) * 1000, 3),
-        "request": {"method": "POST", "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
-                    "headers": _headers(sent.get("headers"), include_secrets), "queryString": [],
-                    "postData": {"mimeType": "application/json", "text": body},
-                    "headersSize": -1, "bodySize": len(body.encode("utf-8", "surrogatepass"))},
-        "response": {"status": status, "statusText": note.split(" ", 2)[2] if note.count(" ") >= 2 else "",
-                     "httpVersion": "HTTP/1.1", "cookies": [], "headers": _headers(response_headers, include_secrets),
-                     "content": {"size": size, "mimeType": "text/event-stream" if on_stream else ctype or "x-unknown",
-                                 "text": text, **({"comment": comment} if comment else {})},
-                     "redirectURL": "", "headersSize": -1,
-                     "bodySize": body_size(response_headers) if on_stream else size},
-        "cache": {},
-        "timings": {"send": 0, "wait": round((first - start) * 1000, 3), "receive": round((last - first) * 1000, 3)},
-        "_mcp": {"exchange": key, "method": entry.get("method"), "jsonrpcId": entry.get("id"),
-                 "operationId": entry.get("op"), "round": entry.get("round"),
-                 "subscriptionId": entry.get("id") if entry.get("method") == "subscriptions/listen" else None,
-                 "resultType": result_type, "status": entry.get("status"),
-                 **({"answeredOn": "sse-stream"} if on_stream else {})},
-    }
 
 
 def curl(target: Target, wire: list[dict[str, Any]], include_secrets: bool) -> str | None:
@@ -209,7 +138,7 @@ def curl(target: Target, wire: list[dict[str, Any]], include_secrets: bool) -> s
 
 
 def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | None:
-    sent, _, _ = _parts(wire)
+    sent, _, _ = har_file.parts(wire)
     if sent is None or sent.get("headers") is None:
         return None
     # --globoff: curl reads {a,b} and [1-3] in a URL as patterns and sends one request for each URL they make.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from app.console.events import OperationChanged
 from app.console.outputs import validate_structured
 from app.console.state import OperationRecord
-from app.mcp.client import Reply
+from app.mcp.client import reply_json
 from app.mcp.operation import Command, OperationMachine, Round, SendRound
 
 if TYPE_CHECKING:
@@ -55,35 +55,6 @@ class Operation(OperationMachine):
             pending_requests=dict(self.pending), errors=dict(self.errors), drafts=dict(self.drafts),
             final=reply_json(self.final) if self.final is not None else None, validation=self.validation,
             log_level=self.log_level)
-
-
-def reply_json(reply: Reply) -> dict[str, Any]:
-    """A reply as JSON: what the JSON twins show and what an operation's final event records."""
-    return {
-        "key": reply.key,
-        "id": reply.id,
-        "method": reply.method,
-        "params": reply.params,
-        "ok": reply.ok,
-        "result": reply.result,
-        "result_type": reply.result_type,
-        "error": _error_json(reply),
-        "duration_ms": reply.duration_ms,
-        "warnings": reply.warnings,
-        "notification_count": reply.notification_count,
-        "notifications": [f.message for f in reply.notifications],  # the last ones; the wire has all
-    }
-
-
-def _error_json(reply: Reply) -> dict[str, Any] | None:
-    err = reply.error
-    if err is None:
-        return None
-    data: dict[str, Any] = {"type": type(err).__name__, "message": str(err)}
-    for attr in ("code", "data", "http_status", "name"):
-        if hasattr(err, attr):
-            data[attr] = getattr(err, attr)
-    return data
 
 
 def is_stale(op: Operation, round_: int | None) -> bool:

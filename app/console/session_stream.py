@@ -41,6 +41,7 @@ from app.console.events import (
 from app.console.secrets import Redactor, mask_wire
 from app.console.store import ImportRow, Store, StoredEvent
 from app.console.target import target_from
+from app.mcp import har
 
 LINK_KINDS = frozenset({"link_created", "link_revoked"})  # a session's share links (see session_file)
 READ_BYTES = 1 << 20   # characters read from an uploaded file at a time (an event cut at the end is parsed again)
@@ -59,7 +60,7 @@ def session_file(session_id: str, meta: dict[str, Any], created: float, store: S
     redact = None if include_secrets else Redactor(target_from(meta.get("target")))
     if redact is not None:  # every value the owner typed, and the target itself in its masked form
         meta = {**redact(meta), "target": redact.target_dict()}
-    head = {"format": export.FORMAT, "version": export.VERSION, "exported_at": export.iso(time.time()),
+    head = {"format": export.FORMAT, "version": export.VERSION, "exported_at": har.iso(time.time()),
             "console_version": __version__, "secrets": "included" if include_secrets else "masked",
             "session": {"id": session_id, "created": created, "meta": meta}}
     text = json.dumps(head)
@@ -555,7 +556,7 @@ def _region(buf: str, head: re.Match[str]) -> tuple[list[ImportRow], int, int]:
     kinds = [kind, *parts[2:stop:_FIELDS_PER_EVENT]]
     # What `_stored_seq` and `_stored_at` refuse (the regex's digits make non-negative ints and finite or
     # infinite floats, never a NaN), and what `check` and `check_types` refuse: the loop says which event.
-    if max(seqs) >= _INT64 or min(ats) < export.EARLIEST or max(ats) > export.LATEST or not _fit(kinds, values):
+    if max(seqs) >= _INT64 or min(ats) < har.EARLIEST or max(ats) > har.LATEST or not _fit(kinds, values):
         return [], -1, len(texts)
     # `tuple.__new__(ImportRow, fields)`: the row without the generated `__new__` (a Python call per event)
     rows = list(map(tuple.__new__, repeat(ImportRow), zip(seqs, kinds, ats, values, texts[:count], strict=True)))
@@ -676,6 +677,6 @@ def _stored_seq(seq: Any) -> int:
 def _stored_at(at: Any) -> float:
     if not ((type(at) is float and math.isfinite(at)) or (type(at) is int and -_INT64 <= at < _INT64)):
         raise ValueError(f"an event's time is not a finite number: {str(at)[:40]!r}")
-    if not export.EARLIEST <= at <= export.LATEST:  # every page shows an entry's time: a clock must show it
+    if not har.EARLIEST <= at <= har.LATEST:  # every page shows an entry's time: a clock must show it
         raise ValueError(f"an event's time is not a time a clock shows: {str(at)[:40]!r}")
     return at

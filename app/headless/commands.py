@@ -22,7 +22,7 @@ from app.headless.report import (
     terminal_text,
     text_report,
 )
-from app.headless.runner import DEFAULT_MAX_S, NOT_CONNECTED, Headless, elicitor, failed, outcome, reply_json
+from app.headless.runner import DEFAULT_MAX_S, NOT_CONNECTED, Headless, elicitor, failed, outcome, printed_json
 from app.mcp.client import Reply
 from app.mcp.errors import McpError, RequestTimedOut
 from app.mcp.handshake import HandshakeFailed
@@ -89,7 +89,7 @@ async def call(args: argparse.Namespace) -> int:
                 session.client.learn_tools(tools if isinstance(tools, list) else [])
             elif isinstance(listed.error, NOT_CONNECTED):
                 _say_notes(session)
-                print(json_text(_with_notes(reply_json(listed), session)), file=sys.stderr)
+                print(json_text(_with_notes(printed_json(listed), session)), file=sys.stderr)
                 return EXIT_UNREACHABLE
             reply = await session.operation("tools/call", {"name": args.tool, "arguments": _arguments(args)},
                                             answer)
@@ -105,7 +105,7 @@ async def call(args: argparse.Namespace) -> int:
         if args.har:
             Path(args.har).write_text(json.dumps(har(session.events, target), indent=2), encoding="utf-8")
     _say_notes(session)
-    print(json_text(_with_notes(reply_json(reply), session)))
+    print(json_text(_with_notes(printed_json(reply), session)))
     return EXIT_FINDINGS if failed(reply) else EXIT_CLEAN
 
 

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from app.mcp.http import body_size, request_url
+from app import __version__
+from app.mcp import har as har_file
+from app.mcp.http import request_url
 from app.mcp.lint import RULES, SEVERITY_RANK, Finding
-from app.mcp.sse import SSE_REBUILT, sse_text
-from app.mcp.sse_transport import ANSWERED_ON_STREAM
-from app.mcp.transport import REPLACED
 from app.mcp.wire import WireEvent
 
 MAX_NOTES = 1000  # notes `call` prints and puts in its JSON; a flood of stream frames each with an id says the rest
@@ -61,60 +59,33 @@ def notes_text(said: list[Said], more: int = 0) -> str:
     return "\n".join(lines)
 
 
-def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts * 1000) % 1000:03d}Z"
-
-
-def _pairs(headers: list[tuple[str, str]] | None) -> list[dict[str, str]]:
-    return [{"name": k, "value": v} for k, v in headers or []]
+STDIO_HAR = ("a HAR holds HTTP exchanges: this server was reached over stdio, whose frames --json and the notes "
+             "show")
 
 
 def har(events: list[WireEvent], url: str) -> dict[str, Any]:
-    """HAR 1.2: one entry per exchange that sent a frame, its response the frames that came back."""
-    groups: OrderedDict[str, list[WireEvent]] = OrderedDict()
+    """HAR 1.2: one entry per HTTP exchange that sent a frame, made by the console's own writer (app/mcp/har.py)."""
+    groups: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+    sent: dict[str, Any] = {}  # exchange → the frame its request sent
     for event in events:
         if event.exchange is not None:
-            groups.setdefault(event.exchange, []).append(event)
-    url = request_url(url) if url.startswith(("http://", "https://")) else url  # a stdio command line as it is
-    entries = [entry for key, group in groups.items() if (entry := _entry(key, group, url)) is not None]
-    return {"log": {"version": "1.2", "creator": {"name": "mcp-console", "version": "0.1.0"}, "entries": entries}}
-
-
-def _entry(key: str, group: list[WireEvent], url: str) -> dict[str, Any] | None:
-    sent = next((e for e in group if e.direction == "out"), None)
-    if sent is None:
-        return None
-    head = next((e for e in group if e.direction == "transport" and e.http_status is not None), None)
-    frames = [e for e in group if e.direction == "in"]
-    ctype = next((v for k, v in (head.headers or []) if k.lower() == "content-type"), "") if head else ""
-    # A 2024-11-05 POST (sent to the endpoint its stream named) is answered 202 and its frames come on the stream:
-    # shown as the console's HAR shows them (the POST's status and headers, the stream's frames, and why).
-    posted = sent.url
-    on_stream = posted is not None
-    streamed = on_stream or ctype.startswith("text/event-stream")
-    # A stream's frames as SSE again (they were joined by newlines: no SSE reader could read the events back).
-    body = sse_text(e.raw for e in frames) if streamed else "\n".join(e.raw for e in frames)
-    last = frames[-1].mono if frames else sent.mono
-    frame = sent.frame
-    # The text holds U+FFFD where the server's bytes were not text: said here too, as the console's HAR says it.
-    comments = ([ANSWERED_ON_STREAM] if on_stream else []) + ([SSE_REBUILT] if streamed else [])
-    comments += [e.note for e in group if e.note and e.note.startswith(REPLACED)][:1]
-    return {
-        "startedDateTime": _iso(sent.wall), "time": round((last - sent.mono) * 1000, 3),
-        "request": {"method": "POST", "url": request_url(posted) if posted is not None else url,
-                    "httpVersion": "HTTP/1.1", "headers": _pairs(sent.headers), "queryString": [], "cookies": [],
-                    "headersSize": -1, "bodySize": len(sent.raw.encode()),
-                    "postData": {"mimeType": "application/json", "text": sent.raw}},
-        "response": {"status": head.http_status if head else 0, "statusText": _reason(head),
-                     "httpVersion": "HTTP/1.1", "headers": _pairs(head.headers if head else None), "cookies": [],
-                     "content": {"size": len(body.encode()), "mimeType": "text/event-stream" if on_stream else ctype,
-                                 "text": body, **({"comment": "; ".join(comments)} if comments else {})},
-                     "redirectURL": "", "headersSize": -1,
-                     "bodySize": body_size(head.headers or [] if head else []) if on_stream else len(body.encode())},
-        "cache": {}, "timings": {"send": 0, "wait": round((last - sent.mono) * 1000, 3), "receive": 0},
-        "_mcp": {"exchange": key, "method": frame.method if frame else None, "id": frame.id if frame else None,
-                 **({"answeredOn": "sse-stream"} if on_stream else {})},
-    }
+            groups.setdefault(event.exchange, []).append(event.to_dict())
+            if event.direction == "out" and event.frame is not None:
+                sent.setdefault(event.exchange, event.frame)
+    log = har_file.log_head("mcp-console", __version__)
+    if not url.startswith(("http://", "https://")):
+        log["log"]["comment"] = STDIO_HAR
+        return log
+    shown = request_url(url)
+    for key, wire in groups.items():
+        out, _, _ = har_file.parts(wire)
+        posted = out.get("url") if out is not None else None  # a 2024-11-05 POST went to its stream's endpoint
+        frame = sent.get(key)
+        made = har_file.entry(key, wire, request_url(posted) if posted else shown,
+                              mcp={"method": frame.method if frame else None, "jsonrpcId": frame.id if frame else None})
+        if made is not None:
+            log["log"]["entries"].append(made)
+    return log
 
 
 NOT_JSON_NUMBERS = "the server sent NaN or Infinity, bare words that are not JSON: printed as null"

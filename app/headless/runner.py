@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from app.headless.report import MAX_NOTES, Said, cut_note
-from app.mcp.client import ClientConfig, McpClient, Reply
+from app.mcp.client import ClientConfig, McpClient, Reply, reply_json
 from app.mcp.era import LegacyEra, ServerAnswer
 from app.mcp.errors import ConnectFailed, McpError, ProcessExited
 from app.mcp.handshake import discover_not_served, initialize
@@ -189,18 +189,16 @@ class Headless:
         return last
 
 
-def reply_json(reply: Reply) -> dict[str, Any]:
-    """What `call` prints: the result, or the error, with the request's identity."""
-    out: dict[str, Any] = {"method": reply.method, "id": reply.id}
-    if reply.result is not None:
-        out["result"] = reply.result
-    if reply.error is not None:
-        out["error"] = {"type": type(reply.error).__name__, "message": str(reply.error)}
-        code = getattr(reply.error, "code", None)
-        if code is not None:
-            out["error"]["code"] = code
-    if reply.warnings:
-        out["warnings"] = reply.warnings
+def printed_json(reply: Reply) -> dict[str, Any]:
+    """What `call` prints: the request's identity, the result or the error, the warnings: the keys of the one
+    encoding of a reply (app/mcp/client.py reply_json) a script needs."""
+    full = reply_json(reply)
+    out: dict[str, Any] = {"method": full["method"], "id": full["id"]}
+    for name in ("result", "error"):
+        if full[name] is not None:
+            out[name] = full[name]
+    if full["warnings"]:
+        out["warnings"] = full["warnings"]
     return out
 
 
@@ -220,4 +218,4 @@ def outcome(reply: Reply) -> str:
     return f"did not complete (resultType {reply.result.get('resultType')!r})"
 
 
-__all__ = ["NOT_CONNECTED", "Headless", "McpError", "elicitor", "failed", "outcome", "reply_json"]
+__all__ = ["NOT_CONNECTED", "Headless", "McpError", "elicitor", "failed", "outcome", "printed_json"]

@@ -440,3 +440,32 @@ class McpClient:
     async def close(self) -> None:
         await self.transport.close()
 
+
+def reply_json(reply: Reply) -> dict[str, Any]:
+    """A reply as JSON: what the JSON twins show, what an operation's final event records, and (its request's
+    identity, result or error and warnings) what `mcp-console call` prints."""
+    return {
+        "key": reply.key,
+        "id": reply.id,
+        "method": reply.method,
+        "params": reply.params,
+        "ok": reply.ok,
+        "result": reply.result,
+        "result_type": reply.result_type,
+        "error": _error_json(reply),
+        "duration_ms": reply.duration_ms,
+        "warnings": reply.warnings,
+        "notification_count": reply.notification_count,
+        "notifications": [f.message for f in reply.notifications],  # the last ones; the wire has all
+    }
+
+
+def _error_json(reply: Reply) -> dict[str, Any] | None:
+    err = reply.error
+    if err is None:
+        return None
+    data: dict[str, Any] = {"type": type(err).__name__, "message": str(err)}
+    for attr in ("code", "data", "http_status", "name"):
+        if hasattr(err, attr):
+            data[attr] = getattr(err, attr)
+    return data
