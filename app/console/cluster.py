@@ -188,36 +188,49 @@ class MemoryCluster(_Heartbeat):
             del self.directory.owners[session_id]
 
 
-# KEYS[1] owner key; ARGV[1] me, ARGV[2] process key prefix. Returns 1 when the session is now mine.
+# An ownership record is `<process id>|<time>|<signature>`, signed for its session: the scripts compare the process id
+# before the first `|` (they cannot check a signature; Python does, before it acts on what it read).
+# KEYS[1] owner key; ARGV[1] me, ARGV[2] process key prefix, ARGV[3] my signed record, ARGV[4] a record this process
+# read there and may claim over ("" for none): one not signed for the session, standing longer than any live owner
+# would take to write its own back. Returns 1 when the session is now mine.
 _CLAIM = """
 if redis.call('EXISTS', ARGV[2] .. ARGV[1]) == 0 then return 0 end
-local owner = redis.call('GET', KEYS[1])
-if owner and owner ~= ARGV[1] and redis.call('EXISTS', ARGV[2] .. owner) == 1 then return 0 end
-redis.call('SET', KEYS[1], ARGV[1])
+local current = redis.call('GET', KEYS[1])
+if current and not (ARGV[4] ~= '' and current == ARGV[4]) then
+  local owner = string.match(current, '^([^|]*)')
+  if owner ~= ARGV[1] and redis.call('EXISTS', ARGV[2] .. owner) == 1 then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[3])
 return 1
 """
-# KEYS[1] owner key; ARGV[1] me, ARGV[2] process key prefix, ARGV[3] the dead owner: mine only while it still names
-# that one, and while I am registered myself.
+# KEYS[1] owner key; ARGV[1] me, ARGV[2] process key prefix, ARGV[3] the record naming the dead owner exactly as read
+# and checked, ARGV[4] my signed record: mine only while it is still that record, and while I am registered.
 _SEIZE = """
 if redis.call('EXISTS', ARGV[2] .. ARGV[1]) == 0 then return 0 end
 if redis.call('GET', KEYS[1]) ~= ARGV[3] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[1], ARGV[4])
 return 1
 """
-# KEYS[1] owner key; ARGV[1] me, ARGV[2] the value this process read there: written back to me only if unchanged.
+# KEYS[1] owner key; ARGV[1] my signed record, ARGV[2] the value this process read there: written only if unchanged.
 _REPAIR = """
 if redis.call('GET', KEYS[1]) == ARGV[2] then redis.call('SET', KEYS[1], ARGV[1]) return 1 end
 return 0
 """
 # KEYS[1] owner key; ARGV[1] me: only the owner releases.
 _RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+local current = redis.call('GET', KEYS[1])
+if current and string.match(current, '^([^|]*)') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+# What of a registration or an ownership record is read (GETRANGE): a console writes a few hundred bytes, and a
+# value of megabytes that anything else wrote there must not be read, decoded and parsed on the loop at each look.
+MAX_REGISTRATION_BYTES = 4096
+MAX_RECORD_BYTES = 512
 
 
 class RedisCluster(_Heartbeat):
-    """Keys: `{prefix}proc:{process_id}` = JSON {url, sig} with a TTL; `{prefix}owner:{session_id}` = process id.
+    """Keys: `{prefix}proc:{process_id}` = JSON {url, at, sig} with a TTL; `{prefix}owner:{session_id}` =
+    `process id|time|signature`, signed for that session (see the module docstring).
 
     The scripts name process keys they build themselves (not in KEYS): fine on one Redis, not on Redis Cluster.
     """
@@ -229,8 +242,12 @@ class RedisCluster(_Heartbeat):
         self.process_id, self.url, self.ttl_s = process_id, url, ttl_s
         self._key = key
         self._skew_s = skew_s
-        self.forged_seen = 0  # registrations read whose signature failed (logged once per process id)
+        self.forged_seen = 0  # registrations and records read whose signature failed (logged once per name)
         self._forged_logged: set[str] = set()
+        # Records not signed for their session, by (session, value): when this process first saw each. One that
+        # stands past a lease and the skew has no live owner behind it (a live one writes its own back at its
+        # next heartbeat), so it may be claimed over; until then the session is nobody's to take (503).
+        self._unsigned_since: dict[tuple[str, str], float] = {}
         self._proc_prefix = f"{prefix}proc:"
         self._owner_prefix = f"{prefix}owner:"
         # surrogateescape: a value anything else wrote may hold any bytes; decoded strictly, one made this process's
@@ -243,34 +260,7 @@ class RedisCluster(_Heartbeat):
         self._repair_script: Any = self._redis.register_script(_REPAIR)
         self._seize: Any = self._redis.register_script(_SEIZE)
 
-    async def register(self) -> None:
-        await self._redis.set(self._proc_prefix + self.process_id, self.registration(), px=int(self.ttl_s * 1000))
-        if self.mine:
-            await self._repair()
-
-    async def _repair(self) -> None:
-        """Write back the ownership records of the sessions I hold that name no process of this team: gone (Redis
-        lost its keys, or my lease lapsed and nobody claimed them meanwhile), or rewritten by something else to
-        name a process that is none (no fresh registration signed with the team key). Until then, actions on them
-        are refused (503), never forwarded there; without it, a Redis restarted empty let the next process with an
-        action claim a session this one still runs: two owners writing one timeline. A record naming a live
-        process of the team is that process's: it claimed the session while my lease was gone, and I let it go.
-        One MGET a heartbeat; a write only for a record that needs one."""
-        held = sorted(self.mine)
-        owners = await self._redis.mget([self._owner_prefix + session_id for session_id in held])
-        for session_id, owner in zip(held, owners, strict=True):
-            if owner == self.process_id:
-                continue
-            if owner is not None and await self._info(owner) is not None:
-                self.mine.discard(session_id)
-                log.warning("cluster: session %s was claimed by %s while this process's lease was gone",
-                            session_id, owner)
-            elif owner is None:
-                await self._redis.set(self._owner_prefix + session_id, self.process_id, nx=True)
-            else:
-                await self._repair_script(keys=[self._owner_prefix + session_id], args=[self.process_id, owner])
-                log.warning("cluster: the ownership record of session %s named %.64r, no process of this team; "
-                            "written back", session_id, owner)
+    # -- what is written ------------------------------------------------------------------------------
 
     def registration(self) -> str:
         """This process's registration: its URL and when it was written, signed. The time is what makes a copy
@@ -279,27 +269,85 @@ class RedisCluster(_Heartbeat):
         at = f"{time.time():.3f}"
         return json.dumps({"url": self.url, "at": at, "sig": self._key.sign("proc", self.process_id, self.url, at)})
 
+    def record(self, session_id: str) -> str:
+        """This process's ownership record of a session: signed for that session, so a record written by anything
+        else (or copied from another session) names nobody."""
+        at = f"{time.time():.3f}"
+        return f"{self.process_id}|{at}|{self._key.sign('proc', 'owner', session_id, self.process_id, at)}"
+
+    def _owner_named(self, session_id: str, raw: str | None) -> str | None:
+        """The process a record names, when it is one of this team's records for this session; None otherwise."""
+        if not raw:
+            return None
+        fields = raw.split("|")
+        if len(fields) == 3 and self._key.verify("proc", fields[2], "owner", session_id, fields[0], fields[1]):
+            return fields[0]
+        self._forged("record:" + session_id, "ownership record of session %.64r", session_id)
+        return None
+
+    # -- heartbeat --------------------------------------------------------------------------------------
+
+    async def register(self) -> None:
+        await self._redis.set(self._proc_prefix + self.process_id, self.registration(), px=int(self.ttl_s * 1000))
+        if self.mine:
+            await self._repair()
+
+    async def _repair(self) -> None:
+        """Write back the ownership records of the sessions I hold that name no live process of this team: gone
+        (Redis lost its keys, or my lease lapsed and nobody claimed them meanwhile), or rewritten by something else
+        (not signed for the session). Until then, actions on them are refused (503), never forwarded; without it, a
+        Redis restarted empty let the next process with an action claim a session this one still runs: two owners
+        writing one timeline. A record of this team naming another live process is that process's: it claimed the
+        session while my lease was gone (or seized it, my address refusing), and I let it go."""
+        held = sorted(self.mine)
+        raws = await self._records(held)
+        for session_id, raw in zip(held, raws, strict=True):
+            owner = self._owner_named(session_id, raw)
+            if owner == self.process_id:
+                continue
+            if owner is not None and await self._info(owner) is not None:
+                self.mine.discard(session_id)
+                log.warning("cluster: session %s is held by %s now (it took it while this process's lease was "
+                            "gone)", session_id, owner)
+            elif raw is None:
+                await self._redis.set(self._owner_prefix + session_id, self.record(session_id), nx=True)
+            else:
+                await self._repair_script(keys=[self._owner_prefix + session_id], args=[self.record(session_id), raw])
+
+    # -- reading ------------------------------------------------------------------------------------------
+
+    async def _records(self, session_ids: list[str]) -> list[str | None]:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for session_id in session_ids:
+                pipe.getrange(self._owner_prefix + session_id, 0, MAX_RECORD_BYTES)
+            found = await pipe.execute()
+        return [value or None for value in found]
+
     def _parsed(self, process_id: str, raw: str) -> ProcessInfo | None:
         """The registration's process, when the team key signed it and it was written within a lease (plus the
-        clock skew allowed between processes); None (logged) for anything else."""
+        clock skew allowed between processes); None (logged once) for anything else."""
         try:
+            if len(raw) > MAX_REGISTRATION_BYTES:
+                raise ValueError("too long")
             data = json.loads(raw)
             url, at, sig = data["url"], data["at"], data["sig"]
             valid = (isinstance(url, str) and isinstance(at, str) and self._key.verify("proc", sig, process_id, url, at)
                      and -self._skew_s <= time.time() - float(at) <= self.ttl_s + self._skew_s)
-        except (ValueError, TypeError, KeyError, AttributeError):
+        except Exception:  # whatever it holds (deep nesting raised RecursionError): no registration
             valid = False
         if not valid:
-            self.forged_seen += 1
-            if process_id in self._forged_logged or len(self._forged_logged) >= 100:
-                return None  # said once per process id: every owner lookup reads it again
-            self._forged_logged.add(process_id)
-            log.warning("cluster: ignored the registration of process %.64r: it is not signed with this process's "
-                        "team secret, or is older than a lease. Does MCP_CONSOLE_TEAM_SECRET match on every console "
-                        "process, and do their clocks agree? (If so, something else writes to this Redis.)",
-                        process_id)
+            self._forged("proc:" + process_id, "registration of process %.64r", process_id)
             return None
         return ProcessInfo(process_id, url)
+
+    def _forged(self, name: str, what: str, subject: str) -> None:
+        self.forged_seen += 1
+        if name in self._forged_logged or len(self._forged_logged) >= 100:
+            return  # said once per name: every lookup reads it again
+        self._forged_logged.add(name)
+        log.warning("cluster: ignored the " + what + ": it is not signed with this process's team secret, or is "
+                    "older than a lease. Does MCP_CONSOLE_TEAM_SECRET match on every console process, and do their "
+                    "clocks agree? (If so, something else writes to this Redis.)", subject)
 
     async def deregister(self) -> None:
         await self._redis.delete(self._proc_prefix + self.process_id)
@@ -310,7 +358,7 @@ class RedisCluster(_Heartbeat):
             await self._redis.aclose()
 
     async def _info(self, process_id: str) -> ProcessInfo | None:
-        raw = await self._redis.get(self._proc_prefix + process_id)
+        raw = await self._redis.getrange(self._proc_prefix + process_id, 0, MAX_REGISTRATION_BYTES)
         return self._parsed(process_id, raw) if raw else None
 
     async def processes(self) -> list[ProcessInfo]:
@@ -322,19 +370,34 @@ class RedisCluster(_Heartbeat):
         return sorted(found, key=lambda info: info.process_id)
 
     async def owner_of(self, session_id: str) -> ProcessInfo | None:
-        owner = await self._redis.get(self._owner_prefix + session_id)
+        [raw] = await self._records([session_id])
+        owner = self._owner_named(session_id, raw)
         return await self._info(owner) if owner else None
 
+    # -- claiming -------------------------------------------------------------------------------------------
+
     async def claim(self, session_id: str) -> bool:
+        [raw] = await self._records([session_id])
+        over = ""
+        if raw is not None and self._owner_named(session_id, raw) is None:
+            first = self._unsigned_since.setdefault((session_id, raw), time.monotonic())
+            if len(self._unsigned_since) > 10_000:
+                self._unsigned_since.clear()
+            if time.monotonic() - first <= self.ttl_s + self._skew_s:
+                return False  # its owner, if alive, writes its own back within a lease: not taken meanwhile
+            over = raw  # nobody wrote a record of its own over it in a lease: no live owner is behind it
         won = bool(await self._claim(keys=[self._owner_prefix + session_id],
-                                     args=[self.process_id, self._proc_prefix]))
+                                     args=[self.process_id, self._proc_prefix, self.record(session_id), over]))
         if won:
             self.mine.add(session_id)
         return won
 
     async def seize(self, session_id: str, dead_process_id: str) -> bool:
+        [raw] = await self._records([session_id])
+        if raw is None or self._owner_named(session_id, raw) != dead_process_id:
+            return False  # the record names someone else now, or is no record of this team's
         won = bool(await self._seize(keys=[self._owner_prefix + session_id],
-                                     args=[self.process_id, self._proc_prefix, dead_process_id]))
+                                     args=[self.process_id, self._proc_prefix, raw, self.record(session_id)]))
         if won:
             self.mine.add(session_id)
         return won

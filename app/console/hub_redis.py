@@ -70,6 +70,14 @@ SEND_BYTES_PER_S = 20e6  # the least rate a batch is given time for, on top of t
 MAX_FORGERS_LOGGED = 100  # senders of unsigned bus messages named in the log; past it they are only counted
 
 
+def _stream_id(text: str) -> tuple[int, int]:
+    milliseconds, _, sequence = text.partition("-")
+    try:
+        return int(milliseconds), int(sequence or 0)
+    except ValueError:
+        return 0, 0
+
+
 def new_process_id() -> str:
     return uuid.uuid4().hex[:16]
 
@@ -151,7 +159,7 @@ class RedisHub(Hub):
         self._closing = False
         self._forgers: set[str] = set()  # senders of unsigned messages already logged
         self.stats = {"sent": 0, "received": 0, "dropped": 0, "send_failures": 0, "read_failures": 0, "gaps": 0,
-                      "rejected": 0, "held": 0, "forged": 0, "beyond_store": 0}
+                      "rejected": 0, "held": 0, "forged": 0, "beyond_store": 0, "bus_resets": 0}
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -311,6 +319,8 @@ class RedisHub(Hub):
                 backoff = min(backoff * 2, 2.0)
                 continue
             backoff = 0.05
+            if not reply:
+                await self._check_position()
             for _stream, messages in reply or ():
                 for message_id, fields in messages:
                     self._last_id = message_id
@@ -319,6 +329,20 @@ class RedisHub(Hub):
                     except Exception:  # one message, whatever it holds, never stops the reader
                         self.stats["rejected"] += 1
                         log.exception("Redis hub: a bus message could not be handled; the reader goes on")
+
+    async def _check_position(self) -> None:
+        """After a quiet second: is the bus still ahead of where this reader stands? An entry with an id far in the
+        future, then the bus deleted (anything with Redis's password can do both), left every reader waiting past
+        ids the bus would take years to reach: no event, forget or link revocation crossed between processes again
+        until each restarted. A bus whose last id is behind this reader's was made anew: read it from its start
+        (what this process saw already is dropped by seq; the holes `p` shows are read again from the store)."""
+        tail = await self._redis.xrevrange(self._bus, count=1)
+        last = tail[0][0] if tail else "0-0"
+        if self._last_id is not None and _stream_id(last) < _stream_id(self._last_id):
+            log.warning("Redis hub: the bus ends before where this process read up to (it was deleted or made "
+                        "anew); reading it again from its start")
+            self.stats["bus_resets"] += 1
+            self._last_id = "0-0"
 
     async def _receive(self, fields: dict[str, str]) -> None:
         if fields.get("o") == self.process_id:

@@ -232,17 +232,21 @@ async def test_an_old_registration_replayed_is_no_process_whatever_ttl_its_key_h
     """A copy of a departed process's signed registration, written back with a long TTL, named an address that whoever
     took it next would answer at: the registration's own signed time makes it worthless after a lease."""
     c = RedisCluster("C", "http://127.0.0.1:9/C", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0,
-                     ttl_s=0.3, skew_s=0.2)
+                     ttl_s=1.0, skew_s=0.5)
     reader = RedisCluster("R", "http://127.0.0.1:9/R", redis_url, key=TEAM_KEY, prefix=redis_prefix,
-                          heartbeat_s=60.0, ttl_s=0.3, skew_s=0.2)
+                          heartbeat_s=60.0, ttl_s=1.0, skew_s=0.5)
     raw = aioredis.Redis.from_url(redis_url)
     try:
         await c.start()
+        assert await c.claim("s1")
         saved = await raw.get(f"{redis_prefix}proc:C".encode())
-        assert saved is not None
+        record = await raw.get(f"{redis_prefix}owner:s1".encode())
+        assert saved is not None and record is not None
         await c.stop()  # deregisters
         await raw.set(f"{redis_prefix}proc:C".encode(), saved, px=600_000)
-        await raw.set(f"{redis_prefix}owner:s1".encode(), b"C")
+        await raw.set(f"{redis_prefix}owner:s1".encode(), record)
+        owner = await reader.owner_of("s1")
+        assert owner is not None and owner.process_id == "C", "believed while a lease could still be running"
         deadline = time.monotonic() + 5.0
         while await reader.owner_of("s1") is not None:  # believed only while a lease could still be running
             assert time.monotonic() < deadline, "the replayed registration is still believed"
@@ -251,3 +255,43 @@ async def test_an_old_registration_replayed_is_no_process_whatever_ttl_its_key_h
     finally:
         await raw.aclose()
         await reader.stop()
+
+
+async def test_an_ownership_record_not_signed_for_its_session_is_claimed_over_only_once_no_owner_wrote_its_own(
+        redis_url: str, redis_prefix: str) -> None:
+    """A record naming a process it was not written by (a copy from another session, `evil`, a huge or deeply nested
+    value) names nobody. Its real owner, alive, writes its own back at its next heartbeat; only a record that stood
+    longer than that is claimed over: a session whose owner died is not stuck for ever, one whose owner lives never
+    gets a second owner."""
+    a = RedisCluster("A", "http://127.0.0.1:9/A", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0,
+                     ttl_s=0.5, skew_s=0.2)
+    b = RedisCluster("B", "http://127.0.0.1:9/B", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0,
+                     ttl_s=0.5, skew_s=0.2)
+    raw = aioredis.Redis.from_url(redis_url)
+    try:
+        await a.start()
+        await b.start()
+        assert await a.claim("s1") and await a.claim("s2")
+        copied = await raw.get(f"{redis_prefix}owner:s2".encode())
+        await raw.set(f"{redis_prefix}owner:s1".encode(), copied)  # A's own record, of another session
+        assert await b.owner_of("s1") is None and not await b.claim("s1")
+        await raw.set(f"{redis_prefix}proc:deep".encode(), b"[" * 200_000)
+        await raw.set(f"{redis_prefix}owner:s2".encode(), b"deep")
+        assert await b.owner_of("s2") is None and not await b.claim("s2")
+        await a.register()  # A, alive, writes both back
+        for sid in ("s1", "s2"):
+            owner = await b.owner_of(sid)
+            assert owner is not None and owner.process_id == "A"
+        await raw.set(f"{redis_prefix}owner:s3".encode(), b"evil")  # a session whose owner is gone
+        assert not await b.claim("s3")
+        deadline = time.monotonic() + 5.0
+        while not await b.claim("s3"):  # claimed over once it stood past a lease and the skew
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+            await b.register()  # B's heartbeat (its lease is short here)
+        owner = await a.owner_of("s3")
+        assert owner is not None and owner.process_id == "B"
+    finally:
+        await raw.aclose()
+        await a.stop()
+        await b.stop()

@@ -356,3 +356,24 @@ async def test_a_bus_message_of_any_bytes_is_dropped_and_the_reader_goes_on(
     a.publish(ev(2))
     assert await take(sub, 2) == [1, 2]
     assert b.stats["forged"] == 3
+
+
+async def test_a_bus_deleted_after_an_entry_from_the_future_is_read_again_from_its_start(
+        make: MakeHub, redis_url: str, redis_prefix: str) -> None:
+    """One XADD with an id far in the future, then DEL of the bus: every reader waited past ids the new bus would take
+    years to reach, and nothing crossed between processes again (a revoked link kept opening elsewhere)."""
+    a, b = make(), make()
+    await a.start()
+    await b.start()
+    sub, _ = b.subscribe("s1", None, 0)
+    intruder = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        await intruder.xadd(f"{redis_prefix}bus", {"o": "evil", "t": "ev"}, id="9999999999999-0")
+        await until(lambda: b.stats["forged"] >= 1)
+        await intruder.delete(f"{redis_prefix}bus")
+    finally:
+        await intruder.aclose()
+    await until(lambda: b.stats["bus_resets"] >= 1)
+    a.publish(ev(1))
+    a.publish(ev(2))
+    assert await take(sub, 2) == [1, 2]
