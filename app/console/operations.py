@@ -33,7 +33,8 @@ class Operation(OperationMachine):
     def __init__(self, id: str, method: str, params: dict[str, Any], *, max_rounds: int,
                  first_params: dict[str, Any] | None = None, replay_of: str | None = None,
                  log_level: str | None = None) -> None:
-        super().__init__(method, params, max_rounds=max_rounds, first_params=first_params)
+        super().__init__(method, params, max_rounds=max_rounds, first_params=first_params,
+                         cap_hint="setting mrtr_max_rounds")
         self.id = id
         self.replay_of = replay_of                 # the exchange key this operation re-sends
         self.log_level = log_level                 # this operation's own _meta logLevel (else the session's)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
@@ -47,14 +48,28 @@ def schema_defaults(schema: Any) -> dict[str, Any] | None:
     return None if any(name not in content for name in required) else content
 
 
+ANSWERS_FILE = ('An answers file holds a JSON object keyed like the server\'s inputRequests, each value a whole '
+                'answer: {"KEY": {"action": "accept", "content": {...}}}.')
+
+
+def _usage(message: str) -> NoReturn:
+    """A command line that cannot run: said in one line on stderr, exit 2 (as for a server that cannot be reached)."""
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
+
+
 def elicitor(mode: str) -> Elicitor:
     """How input requests are answered: `defaults`, `decline`, or a JSON file of answers keyed as the
     server keys its inputRequests (a key the file lacks is answered with the defaults)."""
     answers: dict[str, Any] = {}
     if mode not in ("defaults", "decline"):
-        loaded = json.loads(Path(mode).read_text(encoding="utf-8"))
+        try:
+            loaded = json.loads(Path(mode).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:  # a typo of defaults, a missing file, a file that is not JSON
+            _usage(f"--elicit {mode}: not defaults, not decline, and not a readable JSON file of answers "
+                   f"({type(exc).__name__}: {exc}). {ANSWERS_FILE}")
         if not isinstance(loaded, dict):
-            raise SystemExit(f"--elicit {mode}: the file must hold a JSON object keyed like inputRequests")
+            _usage(f"--elicit {mode}: the file must hold a JSON object. {ANSWERS_FILE}")
         answers = loaded
 
     def answer(key: str, request: dict[str, Any]) -> dict[str, Any]:

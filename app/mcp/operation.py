@@ -111,12 +111,14 @@ class OperationMachine:
     """The rounds of one operation. Not thread- or task-safe on its own: a driver serialises events to it."""
 
     def __init__(self, method: str, params: dict[str, Any], *, max_rounds: int,
-                 first_params: dict[str, Any] | None = None, clock: Callable[[], float] = time.time) -> None:
+                 first_params: dict[str, Any] | None = None, clock: Callable[[], float] = time.time,
+                 cap_hint: str = "") -> None:
         self.method = method
         self.params = {k: v for k, v in params.items() if k not in mrtr.MRTR_KEYS}  # the original, without _meta
         # What round 1 sends: the original params, or (a replay of a recorded round) what that round sent.
         self.first_params = dict(first_params) if first_params is not None else dict(self.params)
         self.max_rounds = max_rounds
+        self.cap_hint = cap_hint  # where the cap is set, for the message that says it was reached
         self.clock = clock
         self.started = clock()
         self.status: OpStatus = "running"
@@ -160,12 +162,16 @@ class OperationMachine:
         ended = self._ending(rnd, reply)
         if ended is not None:
             return ended
+        if self.pending and len(self.rounds) >= self.max_rounds:
+            # No retry may follow: asking would take answers that are never sent.
+            self.pending = {}
+            return self._capped(f"round {rnd.n} asked for input again")
         if self.pending:
             self.status = "awaiting_input"
             return AskInput(rnd.n, dict(self.pending))
-        # Only requestState came back (e.g. load shedding): sent again at once, and said so on the round.
+        # Only requestState came back (e.g. load shedding): sent again at once, and said so on the round (no person
+        # answered it: it has no human time).
         rnd.retried_at_once = True
-        rnd.answered = self.clock()
         return self._next_round(mrtr.retry_params(self.params, {}, rnd.state))
 
     def answer(self, key: str, value: Any, round_: int | None = None) -> Command | None:
@@ -215,12 +221,15 @@ class OperationMachine:
 
     # -- inside ---------------------------------------------------------------------------------------
 
+    def _capped(self, why: str) -> Ended:
+        hint = f"; {self.cap_hint}" if self.cap_hint else ""
+        self.status = "capped"
+        self.message = f"Stopped after {len(self.rounds)} rounds: {why} (the cap is {self.max_rounds}{hint})."
+        return Ended("capped", self.message)
+
     def _next_round(self, params: dict[str, Any]) -> Command:
         if len(self.rounds) >= self.max_rounds:
-            self.status = "capped"
-            self.message = (f"Stopped after {len(self.rounds)} rounds (the cap is {self.max_rounds}; setting "
-                            "mrtr_max_rounds).")
-            return Ended("capped", self.message)
+            return self._capped("the server wanted another round")
         self.status, self.message = "running", ""
         rnd = Round(n=len(self.rounds) + 1, key="", request_id="", sent=self.clock())
         self.rounds.append(rnd)

@@ -453,7 +453,7 @@ def test_several_input_requests_in_one_round_are_all_answered_before_a_single_re
 
 def test_an_operation_that_always_wants_more_input_is_capped_after_ten_rounds(tab: Page, console: Console) -> None:
     card = call_tool(tab, "always_more")
-    for n in range(1, DEFAULT_CAP + 1):
+    for n in range(1, DEFAULT_CAP):  # the last round's question is not asked: no retry could carry its answer
         settle(tab, card, "awaiting_input")
         assert rounds_shown(card) == n
         form = dialog(card, f"more_{n}")

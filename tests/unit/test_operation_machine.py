@@ -65,7 +65,7 @@ def test_no_state_is_sent_when_none_came_and_a_state_only_round_is_retried_at_on
     op.start()
     again = op.took(input_required(state="busy, try again"))
     assert isinstance(again, SendRound) and again.params["requestState"] == "busy, try again"
-    assert op.rounds[0].retried_at_once
+    assert op.rounds[0].retried_at_once and op.rounds[0].human_ms is None, "nobody answered it"
     asked = op.took(input_required({"who": FORM}))
     assert isinstance(asked, AskInput)
     retry = op.answer("who", {"action": "decline"}, 2)
@@ -99,6 +99,16 @@ def test_rounds_past_the_cap_end_the_operation_as_capped() -> None:
     op.took(input_required(state="1"))
     assert op.took(input_required(state="2")) == Ended("capped", op.message)
     assert op.status == "capped" and "the cap is 2" in op.message and len(op.rounds) == 2
+
+
+def test_the_last_round_allowed_asks_nobody_since_no_retry_could_carry_the_answers() -> None:
+    op = machine(max_rounds=2)
+    op.start()
+    assert isinstance(op.took(input_required({"a": FORM}, "1")), AskInput)
+    op.answer("a", {"action": "accept"}, 1)
+    ended = op.took(input_required({"b": FORM}, "2"))
+    assert ended == Ended("capped", op.message) and op.pending == {}
+    assert "round 2 asked for input again" in op.message
 
 
 def test_errors_cancellation_unknown_result_types_and_tool_errors_end_it_each_in_its_own_way() -> None:
