@@ -7,6 +7,16 @@ PY="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
 
+# --fast: the fast tier, for a change in progress: lint, types, and the tests that need no browser, no PostgreSQL
+# or Redis and no third-party Node server (unit, contracts on SQLite and in-process, the console's own processes).
+# Nothing is installed beyond the venv. CI and the line above run everything.
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  .venv/bin/ruff check app tests bench
+  .venv/bin/mypy app
+  exec .venv/bin/python -m pytest -q -m "not browser and not slow and not services" "$@"
+fi
+
 apt_install() {  # apt_install PACKAGE...: as root with apt-get, else through sudo; fails when neither can
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null

@@ -379,18 +379,32 @@ class RedisCluster(_Heartbeat):
     async def claim(self, session_id: str) -> bool:
         [raw] = await self._records([session_id])
         over = ""
-        if raw is not None and self._owner_named(session_id, raw) is None:
-            first = self._unsigned_since.setdefault((session_id, raw), time.monotonic())
-            if len(self._unsigned_since) > 10_000:
-                self._unsigned_since.clear()
-            if time.monotonic() - first <= self.ttl_s + self._skew_s:
-                return False  # its owner, if alive, writes its own back within a lease: not taken meanwhile
+        named = self._owner_named(session_id, raw)
+        if raw is not None and named is None:
+            # A record not signed for this session: its owner, if alive, writes its own back within a lease.
+            if not self._stood(session_id, raw):
+                return False
             over = raw  # nobody wrote a record of its own over it in a lease: no live owner is behind it
+        elif named is not None and named != self.process_id:
+            registration = await self._redis.getrange(self._proc_prefix + named, 0, MAX_REGISTRATION_BYTES)
+            if registration and self._parsed(named, registration) is None:
+                # The owner's registration is not its own (forged, or an old one replayed): a live owner writes its
+                # own over it at every heartbeat, so one that stands a lease has no live process behind it.
+                if not self._stood(named, registration):
+                    return False
+                over = raw or ""
         won = bool(await self._claim(keys=[self._owner_prefix + session_id],
                                      args=[self.process_id, self._proc_prefix, self.record(session_id), over]))
         if won:
             self.mine.add(session_id)
         return won
+
+    def _stood(self, name: str, value: str) -> bool:
+        """Whether this process has seen `value` under `name` for longer than a lease and the skew."""
+        first = self._unsigned_since.setdefault((name, value), time.monotonic())
+        if len(self._unsigned_since) > 10_000:
+            self._unsigned_since.clear()
+        return time.monotonic() - first > self.ttl_s + self._skew_s
 
     async def seize(self, session_id: str, dead_process_id: str) -> bool:
         [raw] = await self._records([session_id])

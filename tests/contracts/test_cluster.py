@@ -295,3 +295,32 @@ async def test_an_ownership_record_not_signed_for_its_session_is_claimed_over_on
         await raw.aclose()
         await a.stop()
         await b.stop()
+
+
+async def test_a_dead_owners_sessions_are_claimed_once_a_registration_forged_under_its_id_has_stood_a_lease(
+        redis_url: str, redis_prefix: str) -> None:
+    """A registration written under a dead process's id, with no TTL, used to keep its sessions from ever being taken
+    over. A live owner writes its own registration over such a value at every heartbeat; one that stands a lease and
+    the skew has nobody behind it."""
+    a = RedisCluster("A", "http://127.0.0.1:9/A", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0,
+                     ttl_s=0.5, skew_s=0.2)
+    b = RedisCluster("B", "http://127.0.0.1:9/B", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0,
+                     ttl_s=0.5, skew_s=0.2)
+    raw = aioredis.Redis.from_url(redis_url)
+    try:
+        await a.start()
+        await b.start()
+        assert await a.claim("s1")
+        await a.stop()  # gone; its record of s1 stays
+        await raw.set(f"{redis_prefix}proc:A".encode(), b'{"url": "http://127.0.0.1:18003"}')
+        assert not await b.claim("s1"), "not at once: a live A would write its own back within a lease"
+        deadline = time.monotonic() + 5.0
+        while not await b.claim("s1"):
+            assert time.monotonic() < deadline, "a forged registration kept the session from being taken over"
+            await asyncio.sleep(0.1)
+            await b.register()
+        owner = await b.owner_of("s1")
+        assert owner is not None and owner.process_id == "B"
+    finally:
+        await raw.aclose()
+        await b.stop()
