@@ -232,7 +232,10 @@ def _char_pattern(ch: str) -> str:
         short = _SHORT_ESCAPES[ch]
         bodies = [re.escape(f) for f in (short, *_HTML_ESCAPES.get(short, ()))]
         forms.append(f"{_BACKSLASHES}(?:{'|'.join(bodies)})")
-    return "(?:" + "|".join(forms) + ")"
+    # The character as it is goes last: tried first, a typed backslash took the first character of its own escape
+    # ("\\u005c") and left "u005c" after the mask.
+    plain = len(_HTML_ESCAPES.get(ch, ())) + 1
+    return "(?:" + "|".join(forms[plain:] + forms[:plain]) + ")"
 
 
 def _escaped_pattern(value: str) -> str:

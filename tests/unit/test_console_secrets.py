@@ -130,6 +130,7 @@ def _escape_each(value: str, choices: list[int]) -> str:
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=4, max_size=24).flatmap(
     lambda v: st.tuples(st.just(v), st.lists(st.integers(0, 5), min_size=len(v), max_size=len(v)))))
 @example(("0000", [1, 0, 0, 0]))  # "\u0030000": masking the plain "0000" in its tail first left "\u003" behind
+@example(("000\\", [0, 0, 0, 1]))  # "000\u005c": the typed backslash took the escape's first character
 def test_a_typed_value_is_masked_however_a_json_writer_escapes_each_of_its_characters(
         case: tuple[str, list[int]]) -> None:
     value, choices = case
