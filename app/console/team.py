@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from app.console.cluster import Cluster, MemoryCluster, RedisCluster
+from app.console.cluster import Cluster, MemoryCluster
+from app.console.cluster_redis import RedisCluster
 from app.console.hub import Hub, Renderer
 from app.console.hub_redis import OnRemote, RedisHub
 from app.console.team_key import TeamKey

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from app.console.cluster import Cluster, MemoryCluster, MemoryDirectory, ProcessInfo, RedisCluster
+from app.console.cluster import Cluster, MemoryCluster, MemoryDirectory, ProcessInfo
+from app.console.cluster_redis import RedisCluster
 from tests.services_redis import TEAM_KEY
 
 SHORT_TTL_S = 0.3
@@ -263,10 +264,8 @@ async def test_an_ownership_record_not_signed_for_its_session_is_claimed_over_on
     value) names nobody. Its real owner, alive, writes its own back at its next heartbeat; only a record that stood
     longer than that is claimed over: a session whose owner died is not stuck for ever, one whose owner lives never
     gets a second owner."""
-    a = RedisCluster("A", "http://127.0.0.1:9/A", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0,
-                     ttl_s=0.5, skew_s=0.2)
-    b = RedisCluster("B", "http://127.0.0.1:9/B", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0,
-                     ttl_s=0.5, skew_s=0.2)
+    a = short_lease("A", redis_url, redis_prefix)
+    b = short_lease("B", redis_url, redis_prefix)
     raw = aioredis.Redis.from_url(redis_url)
     try:
         await a.start()
@@ -302,10 +301,8 @@ async def test_a_dead_owners_sessions_are_claimed_once_a_registration_forged_und
     """A registration written under a dead process's id, with no TTL, used to keep its sessions from ever being taken
     over. A live owner writes its own registration over such a value at every heartbeat; one that stands a lease and
     the skew has nobody behind it."""
-    a = RedisCluster("A", "http://127.0.0.1:9/A", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0,
-                     ttl_s=0.5, skew_s=0.2)
-    b = RedisCluster("B", "http://127.0.0.1:9/B", redis_url, key=TEAM_KEY, prefix=redis_prefix, heartbeat_s=60.0,
-                     ttl_s=0.5, skew_s=0.2)
+    a = short_lease("A", redis_url, redis_prefix)
+    b = short_lease("B", redis_url, redis_prefix)
     raw = aioredis.Redis.from_url(redis_url)
     try:
         await a.start()
@@ -324,3 +321,9 @@ async def test_a_dead_owners_sessions_are_claimed_once_a_registration_forged_und
     finally:
         await raw.aclose()
         await b.stop()
+
+
+def short_lease(process_id: str, redis_url: str, redis_prefix: str) -> RedisCluster:
+    """A process whose lease (0.5 s, 0.2 s of skew) lapses within a test; its heartbeat runs only when called."""
+    return RedisCluster(process_id, f"http://127.0.0.1:9/{process_id}", redis_url, key=TEAM_KEY, prefix=redis_prefix,
+                        heartbeat_s=60.0, ttl_s=0.5, skew_s=0.2)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from app.console.cluster import ProcessInfo, RedisCluster
+from app.console.cluster import ProcessInfo
+from app.console.cluster_redis import RedisCluster
 from app.console.hub import Hub, Serialized
 from app.console.hub_redis import RedisHub
 from tests.integration.conftest import Console

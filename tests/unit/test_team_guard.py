@@ -5,6 +5,7 @@ a browser's own request."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
@@ -90,8 +91,6 @@ async def test_without_a_team_secret_the_advertise_host_is_no_host_of_this_conso
 
 async def test_a_peer_header_of_any_bytes_is_refused_not_a_server_error(tmp_path: Path) -> None:
     """A signature that is not ASCII made the constant-time comparison raise: a 500 instead of a refusal."""
-    import time
-
     app = make_app(tmp_path, "http://console-a:8780")
     receiver = app.state.web.manager.cluster.process_id
     peer = f"v1;b;{receiver};{time.time():.3f};n;".encode() + b"\xe9\xff"
