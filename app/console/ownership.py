@@ -3,7 +3,7 @@
 A session's MCP connection (an HTTP client or a stdio process) lives in exactly one process, its owner.
 `Ownership` is what the routing and replica code needs from the cluster: the owner of a session (None when
 nobody holds it or the holder's heartbeat expired), an atomic claim, a release. Both implementations are the
-cluster's process directory (`app/console/cluster.py`): `RedisCluster`, and `MemoryCluster`, whose shared
+cluster's process directory (`app/console/cluster.py`): `RedisCluster` (in `cluster_redis.py`), and `MemoryCluster`, whose shared
 `MemoryDirectory` (with an injectable clock, and `lapse` for a process that died) lets tests run several
 managers side by side.
 
