@@ -3,9 +3,9 @@
 A session's MCP connection (an HTTP client or a stdio process) lives in exactly one process, its owner.
 `Ownership` is what the routing and replica code needs from the cluster: the owner of a session (None when
 nobody holds it or the holder's heartbeat expired), an atomic claim, a release. Both implementations are the
-cluster's process directory (`app/console/cluster.py`): `RedisCluster` (in `cluster_redis.py`), and `MemoryCluster`, whose shared
-`MemoryDirectory` (with an injectable clock, and `lapse` for a process that died) lets tests run several
-managers side by side.
+cluster's process directory (`app/console/cluster.py`): `RedisCluster` (in `cluster_redis.py`), and
+`MemoryCluster`, whose shared `MemoryDirectory` (with an injectable clock, and `lapse` for a process that died)
+lets tests run several managers side by side.
 
 A console with no ownership configured (`SessionManager.ownership is None`) is a single process: it owns
 every session and nothing here is consulted.

@@ -11,8 +11,8 @@ request with the team key (`app/web/peer.py`): never the owner token, which a pr
 address a forged registration in Redis named. The owner believes the principal only when the signature holds,
 re-checks a link (active, same session) in its own registry, and the route dependencies then apply the link's
 role as for any request. A viewer's action is refused where it arrives, before anything is forwarded. Actions go
-only to a process whose registration is signed with the team key (`app/console/cluster_redis.py`). A forwarded request
-is always handled where it arrives, or refused; it is never forwarded again, so no loop can form.
+only to a process whose registration is signed with the team key (`app/console/cluster_redis.py`). A forwarded
+request is always handled where it arrives, or refused; it is never forwarded again, so no loop can form.
 """
 
 from __future__ import annotations
