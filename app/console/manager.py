@@ -26,7 +26,6 @@ from app.console.store import ImportRow, Store, iter_events, open_store
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.console.team import make_cluster, make_hub, team_key
-from app.console.timeline import flush_all
 from app.mcp.http import NoCookies
 from app.mcp.netstream import AsyncioHTTPTransport
 from app.settings import Settings
@@ -271,7 +270,8 @@ class SessionManager:
         if self.ownership is not None:  # another process takes these sessions over on their next action
             await self.ownership.release_all()
         await self.http.aclose()
-        flush_all()  # what the sessions' requests held reaches the store and the hub before they stop
+        for session in self.sessions.values():
+            session.timeline.flush()  # the frames last read reach the store before it closes
         await self.hub.stop()  # after the sessions: what closing them published still goes out
         await self.cluster.stop()
         self.store.close()

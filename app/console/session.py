@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -288,15 +287,7 @@ class ConsoleSession:
                 self._http_status.setdefault(event.exchange, event.http_status)
         recorded = self.timeline.add_frame(record)
         seq = recorded.seq if recorded is not None else 0
-        timeline = self.timeline
-        if timeline.deferring and (timeline.work_deferred or event.direction != "in" or event.frame is None
-                                   or event.frame.kind != "notification"):
-            # A held request's answer goes out before its lint runs (a pydantic check of the result, on every call);
-            # frames linted later keep the order the linter saw them in. A notification is no answer: with no lint
-            # waiting before it, it is linted now (a flood on a held request's stream paid a deferral per frame).
-            timeline.defer(functools.partial(self._lint, event, seq))
-        else:
-            self._lint(event, seq)
+        self._lint(event, seq)
         if event.exchange is None and event.direction == "in" and event.signal != "session_message":
             what = f"malformed frame from the server: {event.frame.problem}" if event.frame and event.frame.problem \
                 else f"a frame that {event.note or 'matches no request in flight'}"

@@ -1,32 +1,22 @@
 """The timeline of one session: the append-only source of truth, folded into the session's state.
 
-`append` is the only way state changes: the event is stored, folded (`state.apply`) and then
-published. The state holds a bounded window of entries; older ones are rebuilt from the store.
+`append` is the only way state changes: the event is stored, folded (`state.apply`) and then published, at
+once, so every reader (of the fold, of the store, of the hub) finds it. The state holds a bounded window of
+entries; older ones are rebuilt from the store.
 
 Frames take a lighter path (`add_frame`): they change no state (the fold skips them: see RESTORE_KINDS) and
-never reach a tab, so each is given its sequence number at once but the store gets them in batches: what comes in
-HOLD_S after its first frame at the latest, an outgoing frame on the next turn of the event loop (or every
-FRAME_BATCH frames), always before any other event, so the store still sees every event in sequence order. A
-server flooding 17,000 frames a second then costs one store write per batch, however few frames a read brings.
-
-A request sent from an action POST is *held* (`hold`): while the console waits for the target or writes its
-answer, the events of the kinds an exchange makes (HELD_KINDS) are numbered at once but stored, folded and
-published later, in sequence order with the frames: while the request is on the wire (the idle wait for the
-answer), or HOLD_S after the answer at the latest, or first thing when anything else is appended or read.
-Under bench.latency the store row, the fold and the hub's render were a quarter of the event loop's time per call,
-all of it between the target's answer and the console's. Nothing is lost or reordered: every reader outside the
-held request flushes first (`flush`, `flush_all`; the web entry points call it), and an event of any other kind
-(a status change, a notice) flushes the held ones before it is appended.
+never reach a tab, so each is given its sequence number at once but the store gets them in batches: an outgoing
+frame on the next turn of the event loop, what comes in HOLD_S after its first frame at the latest (or every
+FRAME_BATCH frames), always before any other event, so the store sees every event in sequence order. A server
+flooding 17,000 frames a second then costs one store write per batch, however few frames a read brings. Every
+read of the store made here (`stored`) hands the pending frames over first, so no reader needs to know of them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
-import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from app.console.entry_index import EntryHit, EntryQuery
@@ -35,27 +25,10 @@ from app.console.state import SessionState, apply
 from app.console.store import Store
 
 Publish = Callable[[TimelineEvent], None]
-log = logging.getLogger("mcp_console.timeline")
 QUOTA_NOTICE = ("stored data for this session reached the quota (setting max_session_store_bytes = {limit} "
                 "bytes); frames are no longer kept")
 FRAME_BATCH = 1000  # frames held for one store write at most (a loop turn may take a whole read buffer's worth)
-# What a held request records: its exchange, its operation's snapshots and the findings on its frames. None of them
-# is read back by the request that makes them (it answers from its own objects). Anything else is appended at once,
-# after the held ones: a status change, a notice, and the progress and logs its stream carries (those come while
-# the request waits for its answer, so storing what was held then costs the answer nothing, and a tab's live
-# progress is never held back).
-HELD_KINDS = frozenset({"exchange_started", "exchange_finished", "operation", "finding"})
-# Frames that are not the answer: a notification or a server request on the stream (stored on the next loop turn).
-_ON_THE_WAY = frozenset({"notification", "request"})
-HOLD_S = 0.004  # the longest a held event waits when no request goes out meanwhile (a tab sees it this late)
-# Timelines with events not yet stored: a reader outside the session's own requests flushes them all first.
-_UNFLUSHED: weakref.WeakSet[Timeline] = weakref.WeakSet()
-
-
-def flush_all() -> None:
-    """Store, fold and publish every held event of every session (before a page, a JSON twin or a socket reads)."""
-    for timeline in list(_UNFLUSHED):
-        timeline.flush()
+HOLD_S = 0.004  # the longest an incoming frame waits for its batch's store write
 
 
 class Timeline:
@@ -66,14 +39,7 @@ class Timeline:
         self._publish = publish
         self._quota = quota_bytes
         self.state = SessionState(session_id, window=window, seq=seq)
-        # Numbered, not yet handed to the store, in sequence order: frames (see add_frame) and held events (see hold),
-        # and work a held request put off until then (see defer).
-        self._pending: list[TimelineEvent | Callable[[], object]] = []
-        self._deferred = 0  # callables among them
-        self._flushing = False
-        self._holding = 0  # requests in flight under `hold`
-        self._presend = 0  # ... of which not yet on the wire: a flush now would sit on their path to the target
-        self._sends = 0  # outgoing frames while holding (how `hold` tells whether its request went out)
+        self._pending: list[TimelineEvent] = []  # frames numbered, not yet handed to the store (see add_frame)
         self._soon = False  # a flush is scheduled for the next loop turn
         self._timer: asyncio.TimerHandle | None = None  # ... or for HOLD_S from now
         self._batch_over: bool | None = None  # past the store quota, as found at this batch's first frame
@@ -118,24 +84,14 @@ class Timeline:
         return self.state.entry_count
 
     def append(self, record: Event) -> TimelineEvent | None:
-        """Record one event: store it, fold it, publish it. None when a frame is past the store quota.
-
-        While a request is held (see `hold`) an event of HELD_KINDS is numbered now and handled at the next flush.
-        None too once the session was deleted (see `end`).
-        """
+        """Record one event: store it, fold it, publish it. None when a frame is past the store quota, or once the
+        session was deleted (see `end`)."""
         if self._ended:
             return None
         if record.kind == "wire" and self._over_quota():
             return None
-        if self._flushing or (self._holding and record.kind in HELD_KINDS):
-            # (While flushing, whatever a deferred call appends takes its turn after what was held before it.)
-            self.state.seq += 1
-            event = TimelineEvent(self.session_id, self.state.seq, record)
-            self._pend(event)
-            self._flush_later()
-            return event
         if self._pending:
-            self.flush()  # the frames and held events before this event reach the store (and the fold) before it
+            self.flush()  # the frames before this event reach the store before it
         event = TimelineEvent(self.session_id, self.state.seq + 1, record)
         self._store.append(event)
         apply(self.state, event)
@@ -161,64 +117,21 @@ class Timeline:
         self._pend(event)
         if len(self._pending) >= FRAME_BATCH:
             self.flush()
-        elif self._holding and record.direction != "out" and record.frame_kind not in _ON_THE_WAY:
-            self._flush_later()  # a held request's answer: the answer to the browser or script goes first
+        elif record.direction == "out":
+            # On the next loop turn: for a request that turn is the wait for the target's answer, when the console
+            # has nothing else to do.
+            self._flush_soon()
         else:
-            if self._holding and self._presend:
-                self._presend -= 1
-                self._sends += 1
-            if record.direction == "out":
-                # On the next loop turn. For a held request's outgoing frame that turn is the wait for the target's
-                # answer: what was held so far is written while the console has nothing else to do.
-                self._flush_soon()
-            else:
-                # What comes in is written HOLD_S later at the latest, with whatever else came meanwhile: a flood
-                # read a few frames per loop turn paid a flush (and the store's queue) per turn, not per batch.
-                self._flush_later()
+            # What comes in is written HOLD_S later at the latest, with whatever else came meanwhile: a flood
+            # read a few frames per loop turn paid a flush (and the store's queue) per turn, not per batch.
+            self._flush_later()
         return event
 
-    @contextlib.contextmanager
-    def hold(self) -> Iterator[None]:
-        """Hold the events of the requests made inside (see the module's docstring); flushed HOLD_S after at most."""
-        self._holding += 1
-        self._presend += 1
-        sends = self._sends
-        try:
-            yield
-        finally:
-            self._holding -= 1
-            if self._sends == sends and self._presend:
-                self._presend -= 1  # refused before it reached the wire
-            # The sends are counted for the session, not per request: a request refused before the wire after
-            # another went out looks sent, and would leave one "about to send" behind for good (every later
-            # held event then waits for a send that never comes). No more can be about to send than are held.
-            self._presend = min(self._presend, self._holding)
-            if self._pending:
-                self._flush_later()
-
-    @property
-    def deferring(self) -> bool:
-        """Whether work on a frame should wait for the flush (see defer): a request is held, or work waits already."""
-        return self._holding > 0 or self._deferred > 0
-
-    @property
-    def work_deferred(self) -> bool:
-        """Whether work put off with `defer` waits for the flush (what comes after it must wait too, in order)."""
-        return self._deferred > 0
-
-    def defer(self, work: Callable[[], object]) -> None:
-        """Run `work` at the flush, in its place among the held events (a held request's lint: its findings
-        follow the frames they are about, after what was held before them)."""
-        if self._ended:
-            return
-        self._deferred += 1
-        self._pend(work)
-        self._flush_later()
-
-    def _pend(self, item: TimelineEvent | Callable[[], object]) -> None:
+    def _pend(self, event: TimelineEvent) -> None:
         if not self._pending:
-            _UNFLUSHED.add(self)
-        self._pending.append(item)
+            self._pending = [event]
+        else:
+            self._pending.append(event)
 
     def _flush_soon(self) -> None:
         if self._soon:
@@ -243,64 +156,24 @@ class Timeline:
         self.flush()
 
     def _timed_flush(self) -> None:
-        """HOLD_S passed. A held request about to send would wait for this flush: it flushes when it has sent."""
         self._timer = None
-        if self._presend:
-            self._flush_later()
-        else:
-            self.flush()
+        self.flush()
 
     def flush(self) -> None:
-        """Hand the pending frames and held events to the store in order; fold and publish the held events.
-
-        A run of frames goes in one write (a flood of 17,000 frames a second costs one write per loop turn).
-        """
+        """Hand the pending frames to the store, in one write."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._batch_over = None  # the store is about to hold more: the next frame asks again
-        if not self._pending or self._flushing:
-            return
-        self._flushing = True
-        try:
-            while self._pending:  # a deferred call may append: that comes next, in order
-                pending, self._pending = self._pending, []
-                self._flush_items(pending)
-        finally:
-            self._flushing = False
-            if not self._pending:
-                _UNFLUSHED.discard(self)
-
-    def _flush_items(self, pending: list[TimelineEvent | Callable[[], object]]) -> None:
-        frames: list[TimelineEvent] = []
-        for item in pending:
-            if not isinstance(item, TimelineEvent):
-                # Deferred work reads no stored frame and what it appends comes after this batch, so a run of
-                # frames and their lint stays one store write.
-                self._deferred -= 1
-                try:
-                    item()
-                except Exception:  # a check that breaks on a hostile frame must not cost the events after it
-                    log.exception("deferred work on session %s failed", self.session_id)
-                continue
-            if type(item.record) is Wire:
-                frames.append(item)
-                continue
-            if frames:
-                self._store.append_many(frames)
-                self.frame_batches += 1
-                frames = []
-            self._store.append(item)
-            try:
-                apply(self.state, item)
-                self._publish(item)
-            except Exception:
-                # Stored, so kept (a restart folds it); raising here would drop every event after it in this
-                # flush, numbered and never stored. Appended at once, the error went to the caller instead.
-                log.exception("folding or publishing event %s of session %s failed", item.seq, self.session_id)
-        if frames:
-            self._store.append_many(frames)
+        if self._pending:
+            pending, self._pending = self._pending, []
+            self._store.append_many(pending)
             self.frame_batches += 1
+
+    def stored(self) -> Store:
+        """The session's store with every frame numbered so far handed to it (a reader of the store directly)."""
+        self.flush()
+        return self._store
 
     def end(self) -> None:
         """The session is being deleted: what is pending is handled now, and nothing is recorded after.
@@ -352,14 +225,14 @@ class Timeline:
         if found is not None:
             return found
         snapshot: dict[str, Any] = {}
-        for event in self._store.events(self.session_id, exchange=key, kinds=(*EXCHANGE_KINDS, "operation")):
+        for event in self.stored().events(self.session_id, exchange=key, kinds=(*EXCHANGE_KINDS, "operation")):
             snapshot.update(_shown(event))
         return snapshot or None
 
     def wire(self, key: str) -> list[dict[str, Any]]:
         """An exchange's frames as the entry's JSON twin shows them (the frame's kind under `kind`, as on the wire)."""
         out = []
-        for e in self._store.events(self.session_id, exchange=key, kinds=("wire",)):
+        for e in self.stored().events(self.session_id, exchange=key, kinds=("wire",)):
             data = e.data
             data["kind"] = data.pop("frame_kind")
             out.append(data | {"seq": e.seq})
@@ -367,7 +240,7 @@ class Timeline:
 
     def older(self, before_seq: int, limit: int) -> list[dict[str, Any]]:
         """Entries that started before `before_seq`, newest first, rebuilt from the store."""
-        events = self._store.events(self.session_id, kinds=ENTRY_KINDS, before_seq=before_seq, limit=limit * 4)
+        events = self.stored().events(self.session_id, kinds=ENTRY_KINDS, before_seq=before_seq, limit=limit * 4)
         folded: OrderedDict[str, dict[str, Any]] = OrderedDict()
         for event in events:
             data = event.data
@@ -389,13 +262,14 @@ class Timeline:
         """A page of the entries of the whole session that match, newest first: (entries, total matches,
         the cursor for the next page, 0 when this is the last). The store finds them; each is taken from
         the window when it is there, else rebuilt from its events."""
-        found = self._store.find_entries(self.session_id, query, before_seq=before_seq, limit=limit)
+        found = self.stored().find_entries(self.session_id, query, before_seq=before_seq, limit=limit)
         entries = [self.entries.get(hit.key) or self._rebuild(hit) for hit in found.hits]
         more = len(found.hits) >= limit and found.hits[-1].seq0 > 1
         return entries, found.total, found.hits[-1].seq0 if more else 0
 
     def _rebuild(self, hit: EntryHit) -> dict[str, Any]:
         entry: dict[str, Any] = {"seq0": hit.seq0, "key": hit.key, "kind": hit.kind}
+        self.flush()
         if hit.kind == "notice":
             events = self._store.events(self.session_id, after_seq=hit.seq0 - 1, limit=1)
         else:

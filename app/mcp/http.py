@@ -25,7 +25,6 @@ from app.mcp.errors import (
 from app.mcp.fair import FairShare
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
-from app.mcp.lean_http import LeanPool, LeanResponse, Origin
 from app.mcp.sse import SeenIds, SseParser, sendable_id
 from app.mcp.standalone import StandaloneStream
 from app.mcp.transport import (
@@ -38,7 +37,7 @@ from app.mcp.transport import (
     stream_bound_note,
     text_codec,
 )
-from app.mcp.wire import Recorder, WireEvent
+from app.mcp.wire import Recorder, WireEvent, wire_headers
 
 ACCEPT = "application/json, text/event-stream"
 SESSION_HEADER = "Mcp-Session-Id"
@@ -49,15 +48,9 @@ DEFAULT_RETRY_MS = 1000  # when the server gave no `retry:`
 MAX_RETRY_MS = 30_000    # a hostile `retry:` cannot park a request for longer (its idle deadline also runs)
 
 
-# Headers the lean client sends as httpx does when it is left to set them; a caller setting one goes to httpx.
-_HTTPX_OWN = frozenset({"host", "content-length", "transfer-encoding", "cookie"})
-# What the lean client sends itself: token names, printable ASCII values without edge whitespace. Anything
-# else goes through httpx, which refuses or encodes it as it always did.
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+H11_HEAD_BOUND = 64 * 1024  # h11's max_incomplete_event_size, as httpcore leaves it
 _VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
-_PLAIN_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
-Answer = httpx.Response | LeanResponse
-_SENDABLE_KEPT = 256
+Answer = httpx.Response
 
 
 class NoCookies(CookieJar):
@@ -73,12 +66,8 @@ class NoCookies(CookieJar):
         return
 
 
-def _header_list(headers: httpx.Headers) -> list[tuple[str, str]]:
-    return headers.multi_items()  # a new list each time: the record keeps it as it is
-
-
 def _answer_headers(response: Answer) -> list[tuple[str, str]]:
-    return response.header_list if isinstance(response, LeanResponse) else _header_list(response.headers)
+    return wire_headers(response.headers)
 
 
 def _decoding(response: Answer, headers: list[tuple[str, str]]) -> str:
@@ -91,68 +80,23 @@ def _decoding(response: Answer, headers: list[tuple[str, str]]) -> str:
             "header bytes no charset)")
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _control_note(headers: list[tuple[str, str]]) -> str:
+    """What a note says when an answer's header value holds a control character (DEL, say): not valid HTTP
+    (RFC 9110 allows tab, visible ASCII and bytes from 0x80), shown as it came, and said so."""
+    bad = [name for name, value in headers if _CONTROL.search(value)]
+    if not bad:
+        return ""
+    return (f"the answer's header {', '.join(repr(n) for n in bad[:5])} holds a control character, which is not "
+            "valid HTTP (kept as it came)")
+
+
 def _content_type(response: Answer) -> str:
     """The media type alone, lower-cased (`text/event-stream`, `application/json`, ...)."""
-    value = response.content_type if isinstance(response, LeanResponse) else response.headers.get("content-type", "")
+    value: str = response.headers.get("content-type", "")
     return value.split(";")[0].strip().lower()
-
-
-class _LeanRoute:
-    """How the lean client reaches this transport's target: fixed once, since target and client do not change."""
-
-    def __init__(self, pool: LeanPool, url: httpx.URL, defaults: httpx.Headers) -> None:
-        self.pool = pool
-        self.url = url
-        self.origin: Origin = (url.host, url.port or 80)
-        self.request_line = b"POST " + url.raw_path + b" HTTP/1.1\r\n"
-        self.host = url.netloc.decode("ascii")
-        # The shared client's own headers (Accept, Accept-Encoding, Connection, User-Agent), as httpx merges them.
-        self.defaults = [(raw.decode("ascii"), low.decode("ascii"), value.decode("ascii"))
-                         for raw, low, value in defaults._list]
-        # Headers already found sendable here, name and value → lower-case name: most repeat on every request
-        # (the version, the method, the target's own), and the two patterns cost each request more than its send.
-        self._sendable: dict[tuple[str, str], str] = {}
-
-    def headers(self, ours: dict[str, str], length: int) -> list[tuple[str, str, str]] | None:
-        """(name as sent, lower-case name, value) in httpx's order, or None when httpx should send this one."""
-        mine = []
-        known = self._sendable
-        for name, value in ours.items():
-            low = known.get((name, value))
-            if low is None:
-                low = name.lower()
-                if low in _HTTPX_OWN or not _TOKEN.fullmatch(name) or not _PLAIN_VALUE.fullmatch(value):
-                    return None
-                if len(known) >= _SENDABLE_KEPT:
-                    known.clear()  # bounded: values that change per call (a tool's name) must not pile up
-                known[(name, value)] = low
-            mine.append((name, low, value))
-        taken = {low for _, low, _ in mine}
-        # Comprehensions, not generators: a generator costs a call per item it yields, on every request.
-        return [("Host", "host", self.host), *[d for d in self.defaults if d[1] not in taken], *mine,
-                ("Content-Length", "content-length", str(length))]
-
-    def head(self, headers: list[tuple[str, str, str]]) -> bytes:
-        lines = "".join([f"{name}: {value}\r\n" for name, _, value in headers])
-        return self.request_line + lines.encode("ascii") + b"\r\n"
-
-
-def lean_route(url: str, client: httpx.AsyncClient) -> _LeanRoute | None:
-    """The lean client's route to `url` when the shared client would send it plainly through the console's own
-    transport (which carries the lean pool): http://, no proxy, no credentials in the URL, no auth or hooks."""
-    try:
-        parsed = httpx.URL(url)
-        transport = client._transport_for_url(parsed)  # a proxy mounted from the environment is another one
-    except (httpx.InvalidURL, ValueError, TypeError):
-        return None
-    pool = getattr(transport, "lean", None)
-    if (not isinstance(pool, LeanPool) or parsed.scheme != "http" or parsed.userinfo or not parsed.host
-            or client.auth is not None or any(client.event_hooks.values())):
-        return None
-    try:
-        return _LeanRoute(pool, parsed, client.headers)
-    except UnicodeError:
-        return None
 
 
 class HttpExchange:
@@ -299,16 +243,9 @@ class HttpExchange:
         for event in unended:
             if event.data:
                 yield self._incoming(event.data, note="the stream ended inside this event (no blank line after it)")
+        self._say_leftover()
 
     async def _read_body(self) -> str:
-        response = self._response
-        whole = response.read_whole() if isinstance(response, LeanResponse) else None
-        if whole is not None:  # all here already: counted and bounded as one piece, without the async readers
-            self._count(whole)
-            if len(whole) > self._t.max_message_bytes:
-                self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
-                raise ProtocolViolation(f"response body larger than {self._t.max_message_bytes} bytes")
-            return self._decoded(whole)
         chunks: list[bytes] = []
         size = 0
         try:
@@ -325,7 +262,16 @@ class HttpExchange:
             if chunks:
                 self._record_part(b"".join(chunks))
             raise
+        self._say_leftover()
         return self._decoded(b"".join(chunks))
+
+    def _say_leftover(self) -> None:
+        """Bytes the server sent after this answer on its connection: on the record, and the connection retired
+        (app/mcp/netstream.py LeftoverWatch), so they are never read as the next call's answer."""
+        leftover = self._response.extensions.get("leftover_bytes")
+        if leftover:
+            self._record_problem(f"the server sent {leftover} bytes after this answer on its connection, unasked; "
+                                 "the connection is not used again")
 
     def _decoded(self, body: bytes) -> str:
         """A body as text in its charset; bytes not valid there are shown as U+FFFD, and the record says so."""
@@ -434,7 +380,6 @@ class HttpTransport:
         self._inflight_ids: set[str | int] = set()
         self._handed: dict[str | int, Frame] = {}
         self.event_ids = SeenIds()  # 2025-11-25: the SSE ids delivered on any of this session's streams
-        self._lean = lean_route(url, client)
         # What this target set, sent back to it only (the shared client's jar is `NoCookies`).
         self.cookies = httpx.Cookies()
 
@@ -470,37 +415,28 @@ class HttpTransport:
             body = encode(message)
             content = body.encode("utf-8")
             merged = self._headers(headers)
-            lean = self._lean
-            # The lean client takes the common case; once the target has set a cookie, httpx sends it back.
-            sent = lean.headers(merged, len(content)) if lean is not None and not self.cookies else None
-            request = None if sent is not None else self._client.build_request(
-                "POST", self.target, content=content, headers=merged, cookies=self.cookies or None)
+            request = self._client.build_request("POST", self.target, content=content, headers=merged,
+                                                 cookies=self.cookies or None)
         except (ValueError, TypeError, httpx.InvalidURL) as exc:  # UnicodeEncodeError is a ValueError
             note = f"could not build the request to {self.shown_target}: {exc}"
             self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
             raise ConnectFailed(note) from exc
-        recorded = [(low, value) for _, low, value in sent] if sent is not None else \
-            _header_list(request.headers) if request is not None else []
+        # Made now (its time is the send's), recorded once: in the loop turn after the request went out (while
+        # the target reads it, the console records it), or before any note if it never did. Either way before
+        # anything the target answers, which can only be read in a later turn.
+        sent = WireEvent(direction="out", raw=body, frame=None, exchange=key, headers=wire_headers(request.headers))
         out: list[WireEvent] = []
 
         def record_out() -> None:
-            # Once, in the frame's place: before any note on the exchange, whether the request went out or not.
             if not out:
-                out.append(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key,
-                                     headers=recorded))
-                self.record(out[0])
+                out.append(sent)
+                sent.frame = parse_frame(body)
+                self.record(sent)
 
         try:
-            if lean is not None and sent is not None:
-                # Recorded once it is on the socket: the target reads it while the console records it.
-                answer = await lean.pool.request(lean.origin, lean.head(sent), content, self._client.timeout,
-                                                 on_sent=record_out)
-                self._keep_cookies(lean, answer)
-                response: Answer = answer
-            else:
-                assert request is not None
-                record_out()
-                response = await self._client.send(request, stream=True)
+            asyncio.get_running_loop().call_soon(record_out)
+            response = await self._client.send(request, stream=True)
+            if "set-cookie" in response.headers:  # asked first: extracting builds urllib objects every time
                 self.cookies.extract_cookies(response)
         except (httpx.HTTPError, OSError, ValueError) as exc:  # a header httpx cannot encode raises ValueError
             record_out()
@@ -513,8 +449,10 @@ class HttpTransport:
         answered = _answer_headers(response)
         self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
                               headers=answered, note=f"HTTP {response.status_code} {response.reason_phrase}"))
-        if decoding := _decoding(response, answered):  # its own note: the head's is the status line (HAR reads it)
-            self.record(WireEvent(direction="transport", raw="", exchange=key, note=decoding))
+        # Each its own note: the head's is the status line (HAR reads it).
+        for note in (_decoding(response, answered), _control_note(answered)):
+            if note:
+                self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
         try:
             self._learn_session(message, response)
         except ProtocolViolation as exc:
@@ -522,13 +460,6 @@ class HttpTransport:
             await response.aclose()
             raise
         return response
-
-    def _keep_cookies(self, lean: _LeanRoute, response: LeanResponse) -> None:
-        """A cookie the server sets is kept for this target, as httpx would (later requests then use httpx)."""
-        if response.sets_cookie:
-            probe = httpx.Response(response.status_code, headers=response.headers,
-                                   request=httpx.Request("POST", lean.url))
-            self.cookies.extract_cookies(probe)
 
     async def open(self, message: dict[str, Any], headers: dict[str, str], key: str) -> HttpExchange:
         discovery = message.get("method") == "server/discover" and not self._discovered
@@ -686,5 +617,8 @@ def _explain(exc: Exception) -> str:
         return "timed out"
     if isinstance(exc, httpx.UnsupportedProtocol):
         return f"unsupported URL ({exc})"
+    if isinstance(exc, httpx.RemoteProtocolError) and "Receive buffer too long" in str(exc):
+        # h11's words for an answer head that does not end within its bound
+        return f"the answer's headers passed {H11_HEAD_BOUND // 1024} KiB without ending (RemoteProtocolError: {exc})"
     return f"{type(exc).__name__}: {exc}"
 

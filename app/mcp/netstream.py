@@ -24,13 +24,11 @@ import asyncio
 import contextlib
 import socket
 import ssl
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any, cast
 
 import httpcore
 import httpx
-
-from app.mcp.lean_http import LeanPool
 
 SocketOption = tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
 # What may wait in a connection's buffer before the socket stops being read (the kernel's buffers then fill and
@@ -124,6 +122,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         self._pending: list[bytes] = []
         self._pending_size = 0
         self._flush_scheduled = False
+        self.retired = False  # bytes came after an answer on it: never reused (see LeftoverWatch)
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -200,7 +199,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         if info == "is_readable":
             # For an idle keep-alive connection: readable means the server closed it or sent something unasked,
             # either way httpcore drops it. The protocol knows without polling the socket.
-            return self._protocol.eof or bool(self._protocol.buffer)
+            return self.retired or self._protocol.eof or bool(self._protocol.buffer)
         if info == "ssl_object":
             return self._transport.get_extra_info("ssl_object")
         if info == "client_addr":
@@ -259,9 +258,6 @@ class AsyncioHTTPTransport(httpx.AsyncHTTPTransport):
     httpx offers no argument for the network backend, so the pool it built is replaced by the same pool with
     this backend. Proxies from the environment are mounted by the client as separate transports and keep
     httpx's default backend.
-
-    `lean` is the lean HTTP/1.1 client (app/mcp/lean_http.py) with the same limits, for the Streamable HTTP
-    POST to a plain http:// target: `HttpTransport` uses it when the client would send through this transport.
     """
 
     def __init__(self, limits: httpx.Limits, verify: ssl.SSLContext | bool = True, trust_env: bool = True) -> None:
@@ -273,8 +269,43 @@ class AsyncioHTTPTransport(httpx.AsyncHTTPTransport):
                 max_keepalive_connections=limits.max_keepalive_connections,
                 keepalive_expiry=limits.keepalive_expiry,
                 network_backend=AsyncioBackend())
-        self.lean = LeanPool(limits.max_connections, limits.max_keepalive_connections, limits.keepalive_expiry)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await super().handle_async_request(request)
+        if isinstance(response.stream, httpx.AsyncByteStream):
+            response.stream = LeftoverWatch(response.stream, response.extensions)
+        return response
+
+
+def _leftover(stream: object) -> int:
+    """How many bytes the HTTP/1.1 parser holds past the answer just read: what a server sent unasked after it.
+
+    httpcore keeps them for the next answer on the connection, so a hostile server's junk would be read as the
+    answer to the next call. httpcore says nothing of them; its h11 state does (`trailing_data`). Read through
+    its private attributes, each looked up with a default: a changed httpcore makes this say 0, never fail."""
+    inner = getattr(getattr(stream, "_httpcore_stream", None), "_stream", None)
+    state = getattr(getattr(inner, "_connection", None), "_h11_state", None)
+    trailing = getattr(state, "trailing_data", None)
+    return len(trailing[0]) if isinstance(trailing, tuple) and isinstance(trailing[0], bytes | bytearray) else 0
+
+
+class LeftoverWatch(httpx.AsyncByteStream):
+    """An answer's body stream that, once read to its end, retires the connection when bytes came after it
+    (`extensions["leftover_bytes"]` says how many, for the record)."""
+
+    def __init__(self, stream: httpx.AsyncByteStream, extensions: dict[str, Any]) -> None:
+        self._stream = stream
+        self._extensions = extensions
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for part in self._stream:
+            yield part
+        leftover = _leftover(self._stream)
+        if leftover:
+            self._extensions["leftover_bytes"] = leftover
+            network = self._extensions.get("network_stream")
+            if isinstance(network, AsyncioStream):
+                network.retired = True
 
     async def aclose(self) -> None:
-        self.lean.close()
-        await super().aclose()
+        await self._stream.aclose()

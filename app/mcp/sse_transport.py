@@ -29,7 +29,7 @@ from app.mcp.transport import (
     replaced_note,
     stream_bound_note,
 )
-from app.mcp.wire import Recorder, WireEvent
+from app.mcp.wire import Recorder, WireEvent, wire_headers
 
 # What an export says of such an exchange: the POST's own answer is its status and headers (a 202, no body), and
 # what is shown as its content is what came for it on the stream, which no HAR reader would guess.
@@ -259,14 +259,14 @@ class HttpSseTransport:
         # Its headers and URL as sent, as the Streamable HTTP transport records its own: the HAR and cURL of the
         # exchange are this POST (to the endpoint, not the stream's URL), whose answer comes on the stream.
         self.record(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key,
-                              headers=request.headers.multi_items(), url=str(request.url)))
+                              headers=wire_headers(request.headers), url=str(request.url)))
         try:
             response = await self._client.send(request)
             self.cookies.extract_cookies(response)
         except (httpx.HTTPError, OSError, ValueError) as exc:
             raise ConnectFailed(f"could not POST to {self._shown_endpoint()}: {type(exc).__name__}: {exc}") from exc
         self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
-                              headers=response.headers.multi_items(),
+                              headers=wire_headers(response.headers),
                               note=f"HTTP {response.status_code} {response.reason_phrase}"))
         if not response.is_success:
             # Its start, without a character the cut at 200 bytes split (a U+FFFD the server never sent).

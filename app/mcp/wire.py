@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import httpx
+
 from app.mcp.jsonrpc import Frame
 
 Direction = Literal["out", "in", "stderr", "transport"]
@@ -58,3 +60,10 @@ Recorder = Callable[[WireEvent], None]
 
 def discard(_event: WireEvent) -> None:
     """A recorder that keeps nothing, for scripts that do not care."""
+
+
+def wire_headers(headers: httpx.Headers) -> list[tuple[str, str]]:
+    """HTTP headers as they went on the wire: names in the case they were sent with (`Mcp-Method`, not
+    `mcp-method`), in their order, repeats kept. A new list each time: the record keeps it as it is."""
+    encoding = headers.encoding
+    return [(name.decode(encoding), value.decode(encoding)) for name, value in headers.raw]

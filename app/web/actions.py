@@ -53,32 +53,28 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
     quickly, else a running card with Cancel and progress that the websocket keeps current.
     """
     as_json = wants_json(request)
-    # Its events are stored, folded and published while it waits for the target, or just after this answer
-    # (see Timeline.hold); the answer is made from the operation itself.
-    with s.timeline.hold():
-        op = s.operations.create(method, params, log_level=log_level)
-        if as_json:
-            # In this request's own task: a script waits for the end anyway, and a task of its own cost two more
-            # turns of the loop (its start, then waking this one). A client that goes away does not cancel it
-            # (the server only tells the app on its next read); a shutdown closes the session, which ends it.
-            await s.operations.run(op)
-        else:
-            task = w.manager.tasks.spawn(f"op-{op.id}", s.operations.run(op))
-            await asyncio.wait({task}, timeout=QUICK_ANSWER_S)
-        record = s.operations.record_of(op)
-        # The answer is the final reply with its operation beside it; the operation's own copy of that reply is
-        # left out (GET .../operations/<id>.json has it), so the answer says each thing once.
-        # The final reply as the last snapshot spelled it (the reply does not change once final), else spelled now.
-        recorded = op.recorded.final if op.recorded is not None else None
-        final = recorded if recorded is not None and op.final is not None else (
-            reply_json(op.final) if op.final else {"ok": False, "result": None})
-        data = {**final,
-                "status": record.status, "operation": operation_json(record, with_final=False),
-                "output_validation": op.validation}
-        if as_json:
-            return respond(request, True, data, None)
-        s.timeline.flush()  # the card shows the entry's progress and logs from the fold
-        return respond(request, False, data, w.render("_operation.html", s=s, op=record))
+    op = s.operations.create(method, params, log_level=log_level)
+    if as_json:
+        # In this request's own task: a script waits for the end anyway, and a task of its own cost two more
+        # turns of the loop (its start, then waking this one). A client that goes away does not cancel it
+        # (the server only tells the app on its next read); a shutdown closes the session, which ends it.
+        await s.operations.run(op)
+    else:
+        task = w.manager.tasks.spawn(f"op-{op.id}", s.operations.run(op))
+        await asyncio.wait({task}, timeout=QUICK_ANSWER_S)
+    record = s.operations.record_of(op)
+    # The answer is the final reply with its operation beside it; the operation's own copy of that reply is
+    # left out (GET .../operations/<id>.json has it), so the answer says each thing once.
+    # The final reply as the last snapshot spelled it (the reply does not change once final), else spelled now.
+    recorded = op.recorded.final if op.recorded is not None else None
+    final = recorded if recorded is not None and op.final is not None else (
+        reply_json(op.final) if op.final else {"ok": False, "result": None})
+    data = {**final,
+            "status": record.status, "operation": operation_json(record, with_final=False),
+            "output_validation": op.validation}
+    if as_json:
+        return respond(request, True, data, None)
+    return respond(request, False, data, w.render("_operation.html", s=s, op=record))
 
 
 @operator_post(router, "/sessions/{session_id}/tools/call")

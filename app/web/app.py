@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -14,7 +14,7 @@ from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from app.console.cluster import Cluster
 from app.console.manager import SessionManager
@@ -24,18 +24,14 @@ from app.console.team_checks import team_problems
 from app.settings import Settings
 from app.web import actions, export_routes, live_routes, op_routes, routes, share_routes, ws
 from app.web.deps import (
-    HOT_ROUTES,
     LinkEnded,
     Principal,
     TargetHTMLResponse,
     TargetJSONResponse,
     Web,
-    hoist_hot_routes,
     redactor,
 )
-from app.web.front_door import FrontDoor
-from app.web.held import FlushBeforeReads
-from app.web.limits import BodyLimitMiddleware, BodyLimits
+from app.web.limits import BodyLimitMiddleware
 from app.web.public_host import resolve_public_host
 from app.web.render import STATIC, EventRenderer, make_env
 from app.web.routing import RouteToOwner
@@ -61,16 +57,6 @@ class PagesGZipMiddleware(GZipMiddleware):
             await self.app(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
-
-
-class ConsoleApp(FastAPI):
-    """FastAPI with `front_door` (app/web/front_door.py) outside the whole middleware stack, once it is set."""
-
-    front_door: Callable[[ASGIApp], ASGIApp] | None = None
-
-    def build_middleware_stack(self) -> ASGIApp:
-        stack = super().build_middleware_stack()
-        return self.front_door(stack) if self.front_door is not None else stack
 
 
 def create_app(settings: Settings, store: Store | None = None, initial_targets: list[Target] | None = None,
@@ -106,18 +92,17 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
         yield
         await manager.shutdown()
 
-    app = ConsoleApp(title="MCP Console", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None,
-                  **_NO_TELEMETRY)
+    app = FastAPI(title="MCP Console", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None,
+              **_NO_TELEMETRY)
     app.state.web = Web(manager, env, guard)
     app.state.initial_sessions = []
+    app.include_router(actions.router)  # first: the calls from tabs and scripts are matched before any page
     app.include_router(routes.router)
-    app.include_router(actions.router)
     app.include_router(op_routes.router)
     app.include_router(live_routes.router)
     app.include_router(share_routes.router)
     app.include_router(export_routes.router)
     app.include_router(ws.router)
-    hoist_hot_routes(app.router.routes)  # the action POSTs, matched first
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -135,17 +120,12 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
         return TargetJSONResponse({"error": exc.detail}, status_code=exc.status_code)
 
     app.add_exception_handler(HTTPException, http_error)  # type: ignore[arg-type]
-    # Innermost: what the requests in flight held stored and folded before any other route reads it (app/web/held.py).
-    app.add_middleware(FlushBeforeReads)
     # Inside the guard (Host and Origin checked, cookies dropped off the public host) and before every route.
     app.add_middleware(RouteToOwner, web=app.state.web)
     # Small JSON replies go uncompressed: on loopback compressing them costs more than it saves.
     app.add_middleware(PagesGZipMiddleware, minimum_size=2048)
     app.add_middleware(GuardMiddleware, guard=guard)
     app.add_middleware(BodyLimitMiddleware, settings=settings)  # outermost: bodies bounded before anything reads them
-    # Outside even that, for the action POSTs only: the same checks made in one step (app/web/front_door.py).
-    limits = BodyLimits(settings)
-    app.front_door = lambda stack: FrontDoor(stack, app.state.web, HOT_ROUTES, limits, http_error)
 
     return app
 

@@ -14,7 +14,6 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from jinja2 import Environment
 from python_multipart.multipart import parse_options_header
-from starlette.routing import BaseRoute, Route
 
 from app.console.links import Role
 from app.console.manager import SessionManager
@@ -334,22 +333,6 @@ def operator_post(router: APIRouter, path: str) -> Callable[[ActionEndpoint], Ac
             return await endpoint(request, str(request.path_params["session_id"]), w)
 
         router.add_route(path, run, methods=["POST"], name=endpoint.__name__)
-        HOT_ROUTES.append(Route(path, run, methods=["POST"], name=endpoint.__name__))
         return endpoint
 
     return register
-
-
-# The same routes again, for the app's own route list (see `hoist_hot_routes`).
-HOT_ROUTES: list[BaseRoute] = []
-
-
-def hoist_hot_routes(routes: list[BaseRoute]) -> None:
-    """Put the action POSTs first in the app's routes, as plain Starlette routes.
-
-    FastAPI matches an included router as a whole and then again inside it, router by router: under
-    `bench.latency` that was 6% of a call's time before the action route was even found. First in the list,
-    one regex each decides. The paths are the same and no earlier route matched them, so nothing else changes;
-    the middleware (guard, routing to the owner, error handling) is around the router as before.
-    """
-    routes[:0] = [route for route in HOT_ROUTES if route not in routes]

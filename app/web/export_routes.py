@@ -55,7 +55,7 @@ def _gzip(pieces: Iterator[bytes]) -> Iterator[bytes]:
 async def export_session(request: Request, session_id: str, w: Viewer) -> Response:
     s = session_or_404(w, session_id)
     # Streamed: the store is read a chunk at a time (on a worker thread) and each chunk written as it is ready.
-    pieces = session_stream.session_file(s.id, s.meta(), s.created, s.store, _secrets(request),
+    pieces = session_stream.session_file(s.id, s.meta(), s.created, s.timeline.stored(), _secrets(request),
                                          share_links=principal(request).is_owner)
     return _streamed(request, pieces, f"mcp-session-{s.id}.json")
 
@@ -63,7 +63,7 @@ async def export_session(request: Request, session_id: str, w: Viewer) -> Respon
 @router.get("/sessions/{session_id}/export.har")
 async def export_har(request: Request, session_id: str, w: Viewer) -> Response:
     s = session_or_404(w, session_id)
-    pieces = export.har(s.id, s.target, s.store, _secrets(request))  # streamed, as the session file is
+    pieces = export.har(s.id, s.target, s.timeline.stored(), _secrets(request))  # streamed, as the session file is
     return _streamed(request, pieces, f"mcp-session-{s.id}.har")
 
 

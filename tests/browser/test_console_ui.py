@@ -62,7 +62,7 @@ def open_entry(entry: Locator) -> Locator:
 def header_rows(frame: Locator) -> dict[str, str]:
     rows = frame.locator("table.headers tr").evaluate_all(
         "rows => rows.map(r => [r.querySelector('th').textContent, r.querySelector('td code').textContent])")
-    return {name.strip().lower(): value for name, value in rows}
+    return {name.strip(): value for name, value in rows}  # names as the wire carried them
 
 
 def page_errors(page: Page) -> list[str]:
@@ -156,8 +156,8 @@ def test_calling_add_from_its_form_shows_the_sum_and_logs_a_tools_call_with_type
     sent = entry.locator(".detail .frame.dir-out").first
     expect(sent.locator("table.headers")).to_be_visible()
     headers = header_rows(sent)
-    assert headers.get("mcp-method") == "tools/call", headers
-    assert headers.get("mcp-name") == "add", headers
+    assert headers.get("Mcp-Method") == "tools/call", headers  # the case the wire carried
+    assert headers.get("Mcp-Name") == "add", headers
     raw = sent.locator("pre.raw").inner_text()
     assert re.search(r'"a":\s*2\b', raw) and not re.search(r'"a":\s*"2"', raw), raw
     body = json.loads(raw)

@@ -130,17 +130,17 @@ def test_presenter_mode_masks_a_bearer_header_that_the_owner_otherwise_sees(page
 
     sent = open_entry(discover).locator(".detail .frame.dir-out").first
     expect(sent.locator("table.headers")).to_be_visible()
-    assert header_rows(sent).get("authorization") == f"Bearer {SECRET}", header_rows(sent)
+    assert header_rows(sent).get("Authorization") == f"Bearer {SECRET}", header_rows(sent)
 
     page.get_by_role("button", name="Presenter mode", exact=True).click()
     expect(page.locator("body")).to_have_class(re.compile(r"\bpresenter\b"))
     expect(page).to_have_url(session_url)
     wait_live(page)
     sent = open_entry(discover).locator(".detail .frame.dir-out").first
-    assert header_rows(sent).get("authorization") == "Bearer ••••••", header_rows(sent)
+    assert header_rows(sent).get("Authorization") == "Bearer ••••••", header_rows(sent)
     # A 2026-07-28 demo shows its MCP headers: they stay visible in presenter mode, credentials masked.
     expect(sent.locator("table.headers")).to_be_visible()
-    assert header_rows(sent).get("mcp-method") == "server/discover", header_rows(sent)
+    assert header_rows(sent).get("Mcp-Method") == "server/discover", header_rows(sent)
     assert SECRET not in page.content()
 
     page.get_by_role("button", name="Leave presenter mode", exact=True).click()

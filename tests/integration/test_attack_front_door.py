@@ -1,5 +1,5 @@
-"""Attack: the action POSTs' one-step path (app/web/front_door.py) against a console served by uvicorn, with raw
-requests httpx would not send: odd Host values, hostile targets' answers."""
+"""Attack: the action POSTs against a console served by uvicorn, with raw requests httpx would not send: odd Host
+values, hostile targets' answers."""
 
 from __future__ import annotations
 
@@ -137,9 +137,9 @@ async def test_a_cookie_one_target_sets_goes_back_to_it_and_never_to_another_ses
         sb = (await console.connect(kind="http", url=b.url, headers=""))["id"]
         await _call(console, sa, {"set": True})
         again = await _call(console, sa, {})
-        assert ["cookie", "sid=A-secret"] in again  # the target's own cookie still goes back to it, on the record
+        assert ["Cookie", "sid=A-secret"] in again  # the target's own cookie still goes back to it, on the record
         elsewhere = await _call(console, sb, {})
-        assert not any(name == "cookie" for name, _ in elsewhere), elsewhere
+        assert not any(name.lower() == "cookie" for name, _ in elsewhere), elsewhere
         assert a.cookies_seen == [None, "sid=A-secret"]
         assert b.cookies_seen == [None]
 
@@ -199,28 +199,24 @@ def _answer_meaning(answer: bytes, ctx: dict[str, str]) -> tuple[int, str]:
     return status, text
 
 
-async def test_odd_raw_requests_get_from_the_front_door_what_the_full_stack_answers(
+async def test_odd_raw_requests_get_a_plain_answer_never_a_crash(
         make_console: Callable[..., Console], serve: Serve, demo_url: str) -> None:
-    front, full = make_console(), make_console()
-    full.app.front_door = None  # type: ignore[attr-defined]  # before its first request builds the stack
-    answers: list[list[tuple[int, str]]] = []
-    for console in (front, full):
-        served = await serve(console)
-        sid = await console.connected_http(demo_url)
-        links = [await console.http.post(f"/sessions/{sid}/links", data={"role": role}, headers=JSON)
-                 for role in ("operator", "viewer")]
-        op, view = (str(link.json()["url"]).rsplit("/s/", 1)[1] for link in links)
-        ctx = {"sid": sid, "ip": served.host, "pub": served.public, "name": console.public_host, "op": op,
-               "view": view}
-        seen = []
-        for target, host, extra in ODD_REQUESTS:
-            filled = [line.format(**ctx) for line in (target, host, *extra)]
-            request = _post(filled[0], filled[1].encode("latin-1"), *(x.encode("latin-1") for x in filled[2:]))
-            seen.append(_answer_meaning(await _raw(served, request), ctx))
-        answers.append(seen)
-    for request, one_step, stack in zip(ODD_REQUESTS, *answers, strict=True):
-        assert one_step == stack, request
-    assert {status for status, _ in answers[0]} >= {200, 400, 401, 403, 404, 307}
+    console = make_console()
+    served = await serve(console)
+    sid = await console.connected_http(demo_url)
+    links = [await console.http.post(f"/sessions/{sid}/links", data={"role": role}, headers=JSON)
+             for role in ("operator", "viewer")]
+    op, view = (str(link.json()["url"]).rsplit("/s/", 1)[1] for link in links)
+    ctx = {"sid": sid, "ip": served.host, "pub": served.public, "name": console.public_host, "op": op,
+           "view": view}
+    seen = []
+    for target, host, extra in ODD_REQUESTS:
+        filled = [line.format(**ctx) for line in (target, host, *extra)]
+        request = _post(filled[0], filled[1].encode("latin-1"), *(x.encode("latin-1") for x in filled[2:]))
+        seen.append(_answer_meaning(await _raw(served, request), ctx))
+    statuses = {status for status, _ in seen}
+    assert 500 not in statuses, seen
+    assert statuses >= {200, 400, 401, 403, 404, 307}, seen
 
 
 def _echo_target(tiny_http: TinyHttp, call: Callable[[dict[str, Any]], tuple[int, str, bytes]]

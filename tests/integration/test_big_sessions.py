@@ -15,7 +15,6 @@ import pytest
 
 from app.console import session_stream
 from app.console import store as store_module
-from app.console.timeline import flush_all
 from tests.integration.conftest import JSON, Console
 
 WINDOW = 4
@@ -93,7 +92,7 @@ async def test_export_reads_the_store_in_chunks_and_import_rebuilds_a_session_la
     for i in range(WINDOW + 2):
         await console.call_tool(sid, "echo", text=f"call {i}")
     store = console.manager.store
-    flush_all()  # read straight from the store, not through a route: the last call's held events first
+    console.manager.get(sid).timeline.flush()  # read straight from the store: its last frames first
     total = store.count(sid)
     chunk = 7
     assert total > 3 * chunk

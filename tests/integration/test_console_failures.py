@@ -193,7 +193,7 @@ async def test_extra_headers_from_the_form_are_sent_and_shown_on_the_wire(
     assert seen.headers["mcp-method"] == "server/discover"
     [discover] = [e for e in s["timeline"] if e["kind"] == "exchange"]
     [out] = [w for w in (await console.entry(s["id"], discover["key"]))["wire"] if w["direction"] == "out"]
-    assert ["x-team", "blue"] in out["headers"]
+    assert ["X-Team", "blue"] in out["headers"]  # as typed: names keep their case on the record
 
 
 async def test_a_header_line_without_a_colon_is_refused_before_anything_starts(console: Console) -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.console.state import fold, projection
-from app.console.timeline import flush_all
 from app.settings import Settings
 from tests.integration.conftest import JSON, TOKEN, Console, eventually
 
@@ -133,7 +132,7 @@ async def run_every_flow(console: Console, sid: str, demo: Any) -> None:
 
 def live_and_folded(console: Console, sid: str) -> tuple[Any, Any]:
     """Both projections at one instant: nothing runs between reading the live state and the store."""
-    flush_all()  # what the last call held, as any route would before it reads (app/web/held.py)
+    console.manager.get(sid).timeline.flush()  # read straight from the store: its last frames first
     session = console.manager.get(sid)
     live = json.loads(json.dumps(projection(session.state), default=str))
     events = console.manager.store.events(sid)

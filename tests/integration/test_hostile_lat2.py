@@ -61,6 +61,8 @@ async def test_bytes_after_a_keep_alive_answer_retire_that_connection_and_the_ne
     assert first["ok"] and _text(first) == "junk follows", first
     second = await _call(console, sid, "gzip_json")  # not sent on the polluted connection
     assert second["ok"] and _text(second) == "unzipped", second
+    notes = " ".join(str(w.get("note") or "") for w in (await console.entry(sid, first["key"]))["wire"])
+    assert "bytes after this answer on its connection, unasked" in notes, notes
 
 
 async def test_headers_that_never_end_fail_the_call_with_the_bound_said(

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from app.console.timeline import flush_all
 from tests.integration.conftest import JSON
 
 if TYPE_CHECKING:
@@ -45,14 +44,14 @@ async def test_past_the_store_quota_frames_are_no_longer_kept_said_once_and_the_
     for _ in range(3):
         await call(console, sid, "bulk", size="100000")
     store = console.manager.store
-    flush_all()  # read straight from the store, not through a route: the last call's held events first
+    console.manager.get(sid).timeline.flush()  # read straight from the store: its last frames first
     grown_from = store.stored_bytes(sid)
     assert grown_from >= QUOTA
     late = await call(console, sid, "store_echo", text="still working")
     assert "still working" in str(late["result"])
     assert await wire(console, sid, late["key"]) == []  # no more frames kept
     assert any(len(f["raw"]) > 100_000 for f in await wire(console, sid, early["key"]))  # the old ones stay
-    flush_all()
+    console.manager.get(sid).timeline.flush()  # read straight from the store: its last frames first
     assert store.stored_bytes(sid) - grown_from < 8_000  # the entry and operation, not the frames
     assert len(quota_notices(await console.session(sid))) == 1
 

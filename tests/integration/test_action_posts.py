@@ -1,4 +1,4 @@
-"""The action POSTs answered in one step (app/web/front_door.py) answer as the full middleware stack does."""
+"""The action POSTs: a streamed body and a declared one are answered alike, recorded alike, and bounded alike."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ FORM_TYPE = {"Content-Type": "application/x-www-form-urlencoded"}
 
 async def test_a_call_with_a_declared_length_and_a_streamed_one_get_the_same_answer_and_headers(
         console: Console, demo_url: str) -> None:
-    # A declared length is taken by the front door; a streamed body (no Content-Length) goes down the full stack.
+    # A declared length and a streamed body (no Content-Length) take the same path and get the same answer.
     sid = await console.connected_http(demo_url)
 
     async def streamed() -> AsyncIterator[bytes]:
@@ -43,7 +43,7 @@ async def test_a_call_with_a_declared_length_and_a_streamed_one_get_the_same_ans
         assert one_step.headers[name.decode()] == value.decode()
 
 
-async def test_a_call_through_the_front_door_is_recorded_like_any_other(console: Console, demo_url: str) -> None:
+async def test_a_call_with_a_declared_length_is_recorded_like_any_other(console: Console, demo_url: str) -> None:
     sid = await console.connected_http(demo_url)
     answer = await console.http.post(f"/sessions/{sid}/tools/call", content=FORM, headers={**JSON, **FORM_TYPE})
     assert answer.status_code == 200, answer.text
@@ -65,7 +65,7 @@ async def test_an_html_call_from_a_tab_is_answered_in_one_step_with_its_card(con
 
 async def test_a_declared_length_beside_a_transfer_encoding_is_counted_by_the_body_limit(
         console: Console, demo_url: str) -> None:
-    # Straight to the app (no HTTP parser in between to refuse the pair): the front door must not trust the length.
+    # Straight to the app (no HTTP parser in between to refuse the pair): the body limit must not trust the length.
     sid = await console.connected_http(demo_url)
     limit = console.settings.max_request_body_bytes
     chunks = [b"tool=echo&arg.text=", b"x" * (limit // 2), b"x" * (limit // 2 + 10)]

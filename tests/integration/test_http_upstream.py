@@ -1,0 +1,179 @@
+"""The console's one upstream HTTP client (httpx over app/mcp/netstream.py) against a raw socket server.
+
+Every target scheme goes through the same client, so what is checked here holds for http:// and https:// alike:
+the recorded headers are the bytes that went on the wire (names in their case, in their order), a compressed
+answer is inflated in bounded pieces (a gzip bomb of zeros cannot become one huge allocation before the stream
+bound looks at it), and hostile framing is a protocol error, not a hang or a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import tracemalloc
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import httpx
+import pytest
+
+from app.mcp.errors import TransportError
+from app.mcp.http import HttpTransport, NoCookies
+from app.mcp.inflate import DECODED_PIECE, body_pieces
+from app.mcp.netstream import AsyncioHTTPTransport
+from app.mcp.wire import WireEvent
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+BOMB_BYTES = 64 * 1024 * 1024
+TIMEOUT = httpx.Timeout(5.0)
+
+
+class RawServer:
+    """A TCP server that answers each connection with `handler`: the bytes a hostile target would send."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.requests: list[bytes] = []
+        self.server: asyncio.Server | None = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await self.handler(reader, writer)
+        finally:
+            writer.close()
+
+    async def __aenter__(self) -> RawServer:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/mcp"
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    return head + await reader.readexactly(length)
+
+
+def answering(raw: bytes, seen: list[bytes] | None = None) -> RawServer:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await read_request(reader)
+        if seen is not None:
+            seen.append(request)
+        writer.write(raw)
+        await writer.drain()
+        await reader.read()  # until the client closes: the answer is all the server says
+
+    return RawServer(handler)
+
+
+def encoded(encoding: str, body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Encoding: %s\r\nContent-Length: %d\r\n\r\n%s" % (
+        encoding.encode(), len(body), body)
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    """The client as the console builds it (app/console/manager.py)."""
+    limits = httpx.Limits(max_connections=20, max_keepalive_connections=5)
+    async with httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False, limits=limits,
+                                 transport=AsyncioHTTPTransport(limits), cookies=NoCookies()) as c:
+        yield c
+
+
+async def test_the_recorded_headers_keep_the_case_and_order_they_went_on_the_wire_with(
+        client: httpx.AsyncClient) -> None:
+    seen: list[bytes] = []
+    body = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Odd-CASE: yes\r\nx-lower: 1\r\n"
+              b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    events: list[WireEvent] = []
+    async with answering(answer, seen) as server:
+        transport = HttpTransport(server.url, client, events.append, extra_headers={"X-Team-Token": "t"})
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo"}}
+        exchange = await transport.open(message, {"Mcp-Method": "tools/call", "Mcp-Name": "echo"}, "k1")
+        frames = [frame async for frame in exchange.frames()]
+        await exchange.aclose()
+    assert frames and frames[0].id == 1
+    sent = next(e for e in events if e.direction == "out")
+    assert sent.headers is not None
+    names = [name for name, _ in sent.headers]
+    assert {"Mcp-Method", "Mcp-Name", "X-Team-Token", "Content-Type", "Host"} <= set(names)
+    # What the record says is what the server read, name for name and in the same order.
+    head = seen[0].split(b"\r\n\r\n")[0].split(b"\r\n")[1:]
+    assert [line.split(b":")[0].decode() for line in head] == names
+    answered = next(e for e in events if e.http_status == 200)
+    assert answered.headers == [("Content-Type", "application/json"), ("X-Odd-CASE", "yes"), ("x-lower", "1"),
+                                ("Content-Length", str(len(body)))]
+
+
+async def test_a_gzip_bomb_is_inflated_in_bounded_pieces_so_the_stream_bound_holds(
+        client: httpx.AsyncClient) -> None:
+    bomb = gzip.compress(b"\0" * BOMB_BYTES, 9)  # about 64 KiB on the wire
+    tracemalloc.start()
+    try:
+        async with answering(encoded("gzip", bomb)) as server, client.stream("POST", server.url) as response:
+            biggest = total = 0
+            async for piece in body_pieces(response):
+                biggest, total = max(biggest, len(piece)), total + len(piece)
+                if total > 8 * 1024 * 1024:  # what a stream bound does: stop reading
+                    break
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert biggest <= DECODED_PIECE
+    assert peak < 8 * 1024 * 1024 + 16 * DECODED_PIECE, f"peak {peak} bytes"
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw deflate"])
+async def test_bounded_inflating_gives_the_bytes_httpx_would_read_whole(client: httpx.AsyncClient,
+                                                                         encoding: str) -> None:
+    body = b"".join(b"line %d of a compressible answer\n" % i for i in range(200_000))
+    raw = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)  # "deflate" as some servers send it: no zlib header
+    packed = {"gzip": gzip.compress(body), "deflate": zlib.compress(body),
+              "raw deflate": raw.compress(body) + raw.flush()}[encoding]
+    name = encoding.split()[-1]
+    async with answering(encoded(name, packed)) as server, client.stream("POST", server.url) as response:
+        got = b"".join([piece async for piece in body_pieces(response)])
+    assert got == body == httpx.Response(200, headers={"content-encoding": name}, content=packed).read()
+
+
+async def test_a_corrupt_gzip_body_is_an_httpx_decoding_error(client: httpx.AsyncClient) -> None:
+    async with answering(encoded("gzip", b"\x1f\x8b\x08\x00not gzip at all")) as server, \
+            client.stream("POST", server.url) as response:
+        with pytest.raises(httpx.DecodingError):
+            b"".join([piece async for piece in body_pieces(response)])
+
+
+@pytest.mark.parametrize("raw", [
+    b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999999\r\n\r\nhello",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nhello",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffffffff\r\nabc",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc",
+    b"NOT HTTP AT ALL\r\n\r\n",
+], ids=["negative length", "overflowing length", "two lengths", "overflowing chunk size", "chunk size not hex",
+        "no status line"])
+async def test_hostile_framing_is_a_transport_error_on_the_record_not_a_hang(client: httpx.AsyncClient,
+                                                                             raw: bytes) -> None:
+    events: list[WireEvent] = []
+    async with answering(raw) as server:
+        transport = HttpTransport(server.url, client, events.append)
+        message = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        with pytest.raises(TransportError):
+            async with asyncio.timeout(10):
+                exchange = await transport.open(message, {}, "k1")
+                try:
+                    _ = [frame async for frame in exchange.frames()]
+                finally:
+                    await exchange.aclose()
+    assert any(e.direction == "out" for e in events)
+    assert any(e.direction == "transport" and e.note for e in events)
