@@ -47,9 +47,9 @@ from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
-from app.mcp.era import MODERN_VERSION, Answerer, Era, LegacyEra, ModernEra
+from app.mcp.connecting import Connected, ConnectMachine, Failed, Initialize, NotifyInitialized, Probe, StartClient
+from app.mcp.era import Answerer, Era, LegacyEra, ModernEra
 from app.mcp.errors import ConnectFailed, McpError, ProcessExited, SessionExpired
-from app.mcp.handshake import HandshakeFailed, Negotiated, discover_not_served, initialize
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import Linter
@@ -431,45 +431,53 @@ class ConsoleSession:
         self._finding_counts = {}
         self._strays_listed = 0  # a new connection's strays are told afresh (the count pending is still said)
         self._set_status("connecting")
-        chosen = self.target.era
-        legacy = chosen in ("legacy", "sse-2024")  # the older HTTP+SSE transport carries 2025-11-25 messages
-        if not await self._start_client(LegacyEra() if legacy else ModernEra()):
-            return
-        if legacy:
-            await self._connect_legacy(chosen, "forced on this target", probe=None)
-            return
-        probe_key = self._peek_key()
-        reply = await self.run("server/discover", {})
-        if reply.ok and reply.result is not None:
-            self.timeline.append(EraNegotiated(era="modern", protocol_version=MODERN_VERSION, chosen=chosen,
-                                               reason="server/discover answered" if chosen == "auto"
-                                               else "forced on this target", probe=probe_key))
-            self.timeline.append(Discovered(result=reply.result))
-            self._set_status("connected", self._version_note())
-            await self.refresh_lists()
-            return
-        why = discover_not_served(reply) if chosen == "auto" else None
-        if why is None:
-            self._set_status("failed", f"server/discover failed: {reply.error}")
-            return
-        self.timeline.notice("info", f"probe: server/discover not served ({why}); falling back to 2025-11-25 "
-                                     "(initialize)", signal="era_probe")
-        if not (self.transport is not None and getattr(self.transport, "alive", True)):
-            # A stdio server that died on the probe gets a fresh process for the handshake.
-            if not await self._start_client(LegacyEra()):
+        machine = ConnectMachine(self.target.era, CLIENT_INFO, self.capabilities)
+        command = machine.start()
+        while True:
+            for note in machine.take_notes():
+                self.timeline.notice(note.level, note.message, signal=note.signal)
+            if isinstance(command, StartClient):
+                if command.keep_transport and self.client is not None:
+                    self.client.config.era = LegacyEra()
+                    command = machine.started()
+                else:
+                    command = machine.started(await self._start_client(
+                        LegacyEra() if command.era == "legacy" else ModernEra()))
+            elif isinstance(command, Probe):
+                reply = await self.run("server/discover", {})
+                alive = self.transport is not None and getattr(self.transport, "alive", True)
+                command = machine.probed(reply, transport_alive=alive)
+            elif isinstance(command, Initialize):
+                command = machine.initialized(await self.run("initialize", command.params))
+            elif isinstance(command, NotifyInitialized):
+                assert self.client is not None and isinstance(self.client.config.era, LegacyEra)
+                self.client.config.era.negotiate(command.protocol_version)
+                try:
+                    await self.client.notify("notifications/initialized")
+                    command = machine.notified()
+                except McpError as exc:
+                    command = machine.notified(str(exc))
+            elif isinstance(command, Failed):
+                self._set_status("failed", command.message)
                 return
+            else:
+                await self._connected(command)
+                return
+
+    async def _connected(self, done: Connected) -> None:
+        self.timeline.append(EraNegotiated(era=done.era, protocol_version=done.protocol_version, chosen=done.chosen,
+                                           reason=done.reason, probe=done.probe))
+        self.timeline.append(Discovered(result=done.discovered))
+        if done.era == "modern":
+            self._set_status("connected", self._version_note())
         else:
-            assert self.client is not None
-            self.client.config.era = LegacyEra()
-        await self._connect_legacy(chosen, f"probe refused: server/discover not served ({why})", probe=probe_key)
+            self._set_status("connected", "")
+            if self._sets_log_level():
+                await self.run("logging/setLevel", {"level": self.log_level})
+        await self.refresh_lists()
 
-    def _peek_key(self) -> str:
-        """The exchange key the next request will get (so the era record can name the probe)."""
-        assert self.client is not None
-        return self.client.peek_key()
-
-    async def _start_client(self, era: Era) -> bool:
-        """A new transport and client speaking `era`; False (status failed) when the transport cannot start."""
+    async def _start_client(self, era: Era) -> str | None:
+        """A new transport and client speaking `era`; what went wrong when the transport cannot start."""
         old, first_key = self.client, 1
         if old is not None and self.state.status == "connecting":  # restarted mid-connect: keys go on
             first_key = old.next_key_number
@@ -486,33 +494,12 @@ class ConsoleSession:
         try:
             await self.transport.start()
         except McpError as exc:
-            self._set_status("failed", str(exc))
-            return False
-        return True
+            return str(exc)
+        return None
 
     def _server_request_answerer(self) -> Answerer | None:
         """Who answers a request from the server when the era asks (legacy only): the inbox's dialogs."""
         return None if self.read_only else self.server_requests.ask
-
-    async def _connect_legacy(self, chosen: str, why: str, probe: str | None) -> None:
-        """The 2025-11-25 handshake, recorded like any request; its answer is kept in the discover shape."""
-        assert self.client is not None
-        try:
-            negotiated = await initialize(self.client, lambda method, params: self.run(method, params))
-        except HandshakeFailed as exc:
-            self._set_status("failed", str(exc))
-            return
-        except McpError as exc:  # notifications/initialized could not be sent
-            self._set_status("failed", f"notifications/initialized failed: {exc}")
-            return
-        self.timeline.append(EraNegotiated(era="legacy", protocol_version=negotiated.protocol_version,
-                                           chosen=chosen, reason=f"{why}; initialize: {negotiated.note}",
-                                           probe=probe))
-        self.timeline.append(Discovered(result=discover_shape(negotiated)))
-        self._set_status("connected", "")
-        if self._sets_log_level():
-            await self.run("logging/setLevel", {"level": self.log_level})
-        await self.refresh_lists()
 
     def _version_note(self) -> str:
         versions = (self.discover or {}).get("supportedVersions")
@@ -749,16 +736,6 @@ class ConsoleSession:
         if self.status != "failed":
             self._set_status("closed")
         self.timeline.flush()  # what its requests held is stored before the store or the session goes
-
-
-def discover_shape(negotiated: Negotiated) -> dict[str, Any]:
-    """A legacy initialize answer in the shape server/discover has, so the rest of the session reads one shape."""
-    result: dict[str, Any] = {"supportedVersions": [negotiated.protocol_version],
-                              "capabilities": negotiated.capabilities,
-                              "_meta": {"io.modelcontextprotocol/serverInfo": negotiated.server_info}}
-    if negotiated.instructions is not None:
-        result["instructions"] = negotiated.instructions
-    return result
 
 
 def wire_record(event: WireEvent) -> Wire:

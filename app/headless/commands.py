@@ -182,14 +182,10 @@ class Check:
 
     async def run(self) -> bool:
         """Every step in turn; False when the server could not be reached at all."""
-        discover = await self.session.client.request("server/discover", {})
-        if isinstance(discover.error, NOT_CONNECTED):
-            self.steps.append(f"server/discover: could not connect ({discover.error})")
-            return False
-        self.steps.append("server/discover: " + ("answered" if discover.result is not None else str(discover.error)))
-        if discover.result is None:  # servers MUST implement it: without its answer there is nothing to go on
-            self.failure = f"server/discover answered no result ({discover.error}): nothing else could be checked"
-        caps = (discover.result or {}).get("capabilities")
+        connected = self.session.connected
+        assert connected is not None, "run inside `async with` the session"
+        self.steps.append("server/discover: answered")
+        caps = connected.discovered.get("capabilities")
         caps = caps if isinstance(caps, dict) else {}
         for capability, method, field in LISTS:
             if capability in caps:
@@ -268,6 +264,11 @@ async def check(args: argparse.Namespace) -> int:
     except NOT_CONNECTED as exc:
         runner.steps.append(f"could not connect: {exc}")
         reached = False
+    except HandshakeFailed as exc:  # servers MUST serve server/discover: without its answer there is nothing to go on
+        discover = session.discovery
+        runner.steps.append("server/discover: " + str(discover.error if discover is not None else exc))
+        runner.failure = f"{exc}: nothing else could be checked"
+        reached = True
     except McpError as exc:
         runner.steps.append(f"stopped: {exc}")
         reached = True

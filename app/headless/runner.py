@@ -5,6 +5,7 @@ Built on `app.mcp` alone (no web app): what `call` and `check` share.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import sys
@@ -16,9 +17,10 @@ import httpx
 
 from app.headless.report import MAX_NOTES, Said, cut_note
 from app.mcp.client import ClientConfig, McpClient, Reply, reply_json
-from app.mcp.era import LegacyEra, ServerAnswer
+from app.mcp.connecting import Connected, ConnectMachine, Failed, Initialize, NotifyInitialized, Probe, StartClient
+from app.mcp.era import Era, LegacyEra, ModernEra, ServerAnswer
 from app.mcp.errors import ConnectFailed, McpError, ProcessExited
-from app.mcp.handshake import discover_not_served, initialize
+from app.mcp.handshake import HandshakeFailed
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import Linter
@@ -101,7 +103,6 @@ class Headless:
         self.stdio = stdio
         # modern, legacy, sse-2024 (legacy over HTTP+SSE), or auto (probe server/discover, fall back to initialize)
         self.era = era
-        self.era_note = ""      # what was negotiated, and why
         self._answer = answer   # how a 2025-11-25 server's own requests (elicitation, roots) are answered
         self.events: list[WireEvent] = []
         # What the web timeline would show as notes and notices, in order: `call` prints them, so a CI log says
@@ -111,21 +112,32 @@ class Headless:
         self._methods: dict[str, str] = {}  # exchange key → the method its request sent
         self.linter = Linter()
         self._http: httpx.AsyncClient | None = None
+        self._headers = headers
+        self._idle_timeout_s, self._max_s = idle_timeout_s, max_s
+        self._caps: dict[str, Any] = {"elicitation": {"form": {}}, "roots": {}}
+        self.connected: Connected | None = None  # what connecting settled (app/mcp/connecting.py)
+        self.discovery: Reply | None = None  # the server/discover probe's reply, when one was sent
+        self.client = self._new_client(ModernEra())
+
+    def _new_client(self, era: Era) -> McpClient:
         record = self.linter.recorder(self._keep)
         transport: Transport
-        if stdio:
-            transport = StdioTransport(shlex.split(target), record)
-        elif era == "sse-2024":  # 2025-11-25 messages over the older HTTP+SSE transport, as a console target has it
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
-            transport = HttpSseTransport(target, self._http, record, extra_headers=headers)
+        if self.stdio:
+            transport = StdioTransport(shlex.split(self.target), record)
         else:
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
-            transport = HttpTransport(target, self._http, record, extra_headers=headers)
-        caps: dict[str, Any] = {"elicitation": {"form": {}}, "roots": {}}
-        self.client = McpClient(transport, ClientConfig(client_info=CLIENT_INFO, capabilities=lambda: caps,
-                                                        idle_timeout_s=idle_timeout_s, max_s=max_s,
-                                                        deadlines_named=("--timeout", "--max-time"),
-                                                        answerer=self._server_request))
+            if self._http is None:
+                self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+            if self.era == "sse-2024":  # 2025-11-25 over the older HTTP+SSE transport, as a console target has it
+                transport = HttpSseTransport(self.target, self._http, record, extra_headers=self._headers)
+            else:
+                transport = HttpTransport(self.target, self._http, record, extra_headers=self._headers)
+        caps = self._caps
+        first = getattr(self, "client", None)
+        return McpClient(transport, ClientConfig(client_info=CLIENT_INFO, capabilities=lambda: caps, era=era,
+                                                 idle_timeout_s=self._idle_timeout_s, max_s=self._max_s,
+                                                 deadlines_named=("--timeout", "--max-time"),
+                                                 answerer=self._server_request,
+                                                 first_key=first.next_key_number if first is not None else 1))
 
     def _keep(self, event: WireEvent) -> None:
         self.events.append(event)
@@ -142,32 +154,54 @@ class Headless:
         self.said.append(Said("era", note))
 
     async def __aenter__(self) -> Headless:
-        await self.client.transport.start()
-        await self._settle_era()
-        return self
-
-    async def _settle_era(self) -> None:
-        """Auto probes `server/discover` as the console does; a server that does not serve it gets `initialize`."""
-        if self.era == "modern":
-            return
-        if self.era == "auto":
-            probe = await self.client.request("server/discover", {})
-            why = discover_not_served(probe)
-            if why is None:
-                # Answered, or failed in a way that says nothing of the era (a timeout, a broken connection): the
-                # era stays 2026-07-28 either way, and the note says which it was.
-                self.era_note = "2026-07-28: server/discover answered" if probe.result is not None else (
-                    f"2026-07-28: server/discover got no answer ({probe.error}); not taken as a server without it")
-                self._say_era(self.era_note)
-                return
-            self.era_note = f"probe refused ({why}); "
-            # As the web timeline's notice words it.
-            self._say_era(f"probe: server/discover not served ({why}); falling back to 2025-11-25 (initialize)")
-        self.client.config.era = LegacyEra()
-        negotiated = await initialize(self.client)
-        self.era_note += f"2025-11-25 era: initialize negotiated {negotiated.protocol_version}"
-        self._say_era(f"initialize negotiated {negotiated.protocol_version}"
-                      + ("" if self.era == "auto" else f" (--era {self.era})"))
+        """Connect as the console does (the same machine): the probe, the fallback, the handshake. A server that
+        cannot be reached raises its NOT_CONNECTED error; one reached that settles no era raises HandshakeFailed."""
+        machine = ConnectMachine(self.era, CLIENT_INFO, self._caps)
+        command = machine.start()
+        fresh = True
+        while True:
+            for note in machine.take_notes():
+                self._say_era(note.message)
+            if isinstance(command, StartClient):
+                if command.keep_transport:
+                    self.client.config.era = LegacyEra()
+                    command = machine.started()
+                    continue
+                if not fresh:  # the probe took the process with it: a new one for the handshake
+                    with contextlib.suppress(Exception):
+                        await self.client.close()
+                    self.client = self._new_client(LegacyEra())
+                elif command.era == "legacy":
+                    self.client.config.era = LegacyEra()
+                fresh = False
+                await self.client.transport.start()  # refused or unreachable: raised as it is
+                command = machine.started()
+            elif isinstance(command, Probe):
+                self.discovery = reply = await self.client.request("server/discover", {})
+                if isinstance(reply.error, NOT_CONNECTED):
+                    raise reply.error
+                command = machine.probed(reply, transport_alive=getattr(self.client.transport, "alive", True))
+            elif isinstance(command, Initialize):
+                reply = await self.client.request("initialize", command.params)
+                if isinstance(reply.error, NOT_CONNECTED):
+                    raise reply.error
+                command = machine.initialized(reply)
+            elif isinstance(command, NotifyInitialized):
+                era = self.client.config.era
+                assert isinstance(era, LegacyEra)
+                era.negotiate(command.protocol_version)
+                try:
+                    await self.client.notify("notifications/initialized")
+                    command = machine.notified()
+                except McpError as exc:
+                    command = machine.notified(str(exc))
+            elif isinstance(command, Failed):
+                raise HandshakeFailed(command.message)
+            else:
+                self.connected = command
+                forced = "" if command.chosen == "auto" else f" (--era {command.chosen})"
+                self._say_era(f"{command.protocol_version}: {command.reason}{forced}")
+                return self
 
     async def _server_request(self, frame: Frame, _key: str) -> ServerAnswer:
         """A 2025-11-25 server's request on a stream, answered as an MRTR input request of the same kind would be."""

@@ -134,7 +134,10 @@ def test_a_call_to_a_server_that_refuses_every_method_says_so_escaped_and_exits_
     assert "\x1b" not in done.stderr + done.stdout and "\\x1b" in done.stderr
 
 
-def test_a_call_to_a_server_that_never_answers_discover_does_not_say_discover_answered(tmp_path: Path) -> None:
+def test_a_call_to_a_server_that_never_answers_discover_says_the_probe_failed_as_the_console_does(
+        tmp_path: Path) -> None:
     done = mcp_console("call", "--timeout", "1", "--stdio", _server(tmp_path, "silent"), "t")
-    assert done.returncode == 1, (done.stdout, done.stderr)  # the call timed out: it failed, the server is there
-    assert "server/discover got no answer" in done.stderr and "server/discover answered" not in done.stderr
+    # The connect machine the console drives: an unanswered probe is no sign of an older server, and no session.
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "could not start a session with the server: server/discover failed" in done.stderr
+    assert "server/discover answered" not in done.stderr

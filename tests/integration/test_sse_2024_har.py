@@ -107,7 +107,7 @@ def test_call_with_era_sse_2024_runs_the_tool_over_the_older_transport_and_its_h
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["result"]["content"][0]["text"] == "over sse", out
-    assert any("initialize negotiated" in line and "--era sse-2024" in line for line in done.stderr.splitlines()), \
+    assert any("initialize: " in line and "--era sse-2024" in line for line in done.stderr.splitlines()), \
         done.stderr
     entry = _entry_of(json.loads(har_path.read_text()), "tools/call")
     assert urlsplit(entry["request"]["url"]).path == "/messages", entry["request"]["url"]
