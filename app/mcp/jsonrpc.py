@@ -276,3 +276,21 @@ def indented(value: Any, compact: Callable[[], str]) -> str:
                 return text
         pieces.append(piece)
     return "".join(pieces)
+
+
+MAX_SHOWN_DEPTH = 200  # levels of a value kept when it is too deep to encode whole (orjson takes 254)
+CLIPPED = "(nested too deep to show here: see the frame on the wire)"
+
+
+def clipped(value: Any, left: int = MAX_SHOWN_DEPTH) -> Any:
+    """`value` with whatever lies deeper than `left` levels replaced by CLIPPED. A target's value nested nearly as
+    deep as the decoder takes, inside the page's or answer's own nesting, is past what the stdlib's encoder and
+    repr recurse to (how far depends on the stack beneath: a test runner's, a server's): shown clipped instead of
+    answering 500. The wire record keeps it whole."""
+    if isinstance(value, dict | list | tuple) and left <= 0:
+        return CLIPPED
+    if isinstance(value, dict):
+        return {k: clipped(v, left - 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clipped(v, left - 1) for v in value]
+    return value

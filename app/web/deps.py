@@ -19,6 +19,7 @@ from app.console.links import Role
 from app.console.manager import SessionManager
 from app.console.secrets import Redactor
 from app.console.session import ConsoleSession
+from app.mcp.jsonrpc import MAX_SHOWN_DEPTH, clipped
 from app.web.forms import FormInput
 from app.web.security import LINK_COOKIE, PRESENTER_COOKIE, Guard, token_matches
 
@@ -235,7 +236,7 @@ class TargetJSONResponse(JSONResponse):
             # A target's value nested nearly as deep as the frame decoder takes, inside the answer's own nesting
             # (session, operation, round, result), is past what the stdlib encoder recurses to: every JSON twin
             # holding it answered 500, for good. Deep parts are cut short here; the wire record has them whole.
-            return self._render(_clipped(content, MAX_ANSWER_DEPTH))
+            return self._render(clipped(content, MAX_SHOWN_DEPTH))
 
     def _render(self, content: Any) -> bytes:
         try:
@@ -250,18 +251,6 @@ class TargetJSONResponse(JSONResponse):
 
 
 # Exactly the arguments JSONResponse.render passes to json.dumps.
-MAX_ANSWER_DEPTH = 200  # levels of a JSON answer kept when it is too deep to encode whole (orjson takes 254)
-CLIPPED = "(nested too deep to show here: see the frame on the wire)"
-
-
-def _clipped(value: Any, left: int) -> Any:
-    if isinstance(value, dict | list | tuple) and left <= 0:
-        return CLIPPED
-    if isinstance(value, dict):
-        return {k: _clipped(v, left - 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clipped(v, left - 1) for v in value]
-    return value
 
 
 _ANSWER_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))

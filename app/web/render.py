@@ -29,7 +29,7 @@ from app.console.session import ConsoleSession
 from app.console.state import TAKEOVER_ERROR, host_key
 from app.mcp.errors import ERROR_NAMES
 from app.mcp.headers import decode_value
-from app.mcp.jsonrpc import indented, pretty, without_lone_surrogates
+from app.mcp.jsonrpc import clipped, indented, pretty, without_lone_surrogates
 from app.mcp.lint import RULES as LINT_RULES
 from app.mcp.mrtr import kind_of
 from app.web.answers import form_fields
@@ -167,7 +167,11 @@ def op_facts(entry: dict[str, Any], round_snapshots: Any = None) -> dict[str, An
 def dom_id(value: Any) -> str:
     """A stable, safe element id fragment for any string (URIs are not valid ids as they are). surrogatepass: a
     server's key may hold a lone surrogate escape (\\ud800), and hashing it as UTF-8 made the session page a 500."""
-    return hashlib.sha1(str(value).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    try:
+        text = str(value)
+    except RecursionError:  # a target's schema nested nearly as deep as the decoder takes (see jsonrpc.clipped)
+        text = str(clipped(value))
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def query(params: dict[str, Any]) -> str:
@@ -219,9 +223,15 @@ def without_meta(params: Any) -> Any:
 
 def to_json(value: Any, indent: int | None = 2) -> str:
     if indent != 2:
-        return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+        try:
+            return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+        except RecursionError:
+            return json.dumps(clipped(value), indent=indent, ensure_ascii=False, default=str)
     # Bounded: a target's value nested hundreds deep is shown compact, not indented into megabytes.
-    return indented(value, lambda: json.dumps(value, ensure_ascii=False, default=str))
+    try:
+        return indented(value, lambda: json.dumps(value, ensure_ascii=False, default=str))
+    except RecursionError:  # deeper than the encoder recurses from here (see jsonrpc.clipped)
+        return json.dumps(clipped(value), ensure_ascii=False, default=str)
 
 
 # Characters that reorder or hide text: bidi embeddings, overrides, isolates and marks, and zero-width ones.
