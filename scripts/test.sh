@@ -8,13 +8,14 @@ PY="${PYTHON:-python3}"
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
 
 # --fast: the fast tier, for a change in progress: lint, types, and the tests that need no browser, no PostgreSQL
-# or Redis and no third-party Node server (unit, contracts on SQLite and in-process, the console's own processes).
-# Nothing is installed beyond the venv. CI and the line above run everything.
+# or Redis, no third-party Node server and no console process of its own (unit, contracts on SQLite and in-process,
+# against real demo and hostile target processes), on every core. Nothing is installed beyond the venv. CI and
+# the line above run everything.
 if [ "${1:-}" = "--fast" ]; then
   shift
   .venv/bin/ruff check app tests bench
   .venv/bin/mypy app
-  exec .venv/bin/python -m pytest -q -m "not browser and not slow and not services" "$@"
+  exec .venv/bin/python -m pytest -q -n auto -m "not browser and not slow and not services and not processes" "$@"
 fi
 
 apt_install() {  # apt_install PACKAGE...: as root with apt-get, else through sudo; fails when neither can
