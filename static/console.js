@@ -66,11 +66,33 @@
   // opens (a tool's form, a timeline entry's frames). One listener for the page instead of htmx attributes on
   // every row: htmx hashes every attribute of an element it processes, which makes Chromium keep an Attr node
   // for each of them, and rows are what a page has many of. `toggle` does not bubble, hence the capture.
+  //
+  // Fetched with fetch(), not htmx.ajax: htmx keeps one request in flight per source element and queues only the
+  // last of the others, so opening a third form while the first loaded dropped the second for good, and a
+  // refused request (a 5xx) swapped nothing and left "loading the form…" forever. Each body says how its request
+  // went (data-status: the HTTP status, or "failed"); a failed one says so and is fetched again on the next open.
   function loadLazy(details) {
     var url = details.dataset.lazy, body = details.querySelector(":scope > .lazy-body");
     if (!url || !body || details.dataset.loaded) return Promise.resolve();
-    details.dataset.loaded = "1";
-    return htmx.ajax("GET", url, { target: body, swap: "innerHTML" });
+    details.dataset.loaded = "loading";
+    body.replaceChildren();
+    body.dataset.status = "loading";
+    return fetch(url, { headers: { "HX-Request": "true" }, credentials: "same-origin" }).then(function (r) {
+      body.dataset.status = String(r.status);
+      return r.text().then(function (text) {
+        if (!r.ok) throw new Error("HTTP " + r.status);
+        body.innerHTML = text;
+        htmx.process(body);
+        details.dataset.loaded = "1";
+      });
+    }).catch(function (err) {
+      if (body.dataset.status === "loading") body.dataset.status = "failed";
+      delete details.dataset.loaded;
+      var alert = document.createElement("p");
+      alert.className = "alert error";
+      alert.textContent = "Could not load this (" + (err && err.message || "failed") + "): close it and open it to try again.";
+      body.replaceChildren(alert);
+    });
   }
   document.addEventListener("toggle", function (evt) {
     var details = evt.target;
