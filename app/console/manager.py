@@ -8,8 +8,6 @@ from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any
 
-import httpx
-
 from app.console import gc_scope
 from app.console.cluster import FAILURES as DIRECTORY_FAILURES
 from app.console.cluster import Cluster
@@ -26,8 +24,7 @@ from app.console.store import ImportRow, Store, iter_events, open_store
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.console.team import make_cluster, make_hub, team_key
-from app.mcp.http import NoCookies
-from app.mcp.netstream import AsyncioHTTPTransport
+from app.mcp.http import upstream_client
 from app.settings import Settings
 
 # Everything but frames: the state is their fold (frames are read per entry, on demand).
@@ -67,13 +64,7 @@ class SessionManager:
         self.tasks = TaskGroup()
         self.sessions: dict[str, ConsoleSession] = {}
         self.links = LinkRegistry(self.store, self.hub, self._link_changed)
-        # One client for every HTTP target: connection pooling, and one place to set limits.
-        # Its transport is httpx's own over an asyncio network layer (app/mcp/netstream.py): the anyio one cost
-        # each call more than the console's recording did.
-        limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
-        # Its jar keeps nothing: each target's cookies stay with its own transport (app/mcp/http.py NoCookies).
-        self.http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), follow_redirects=False,
-                                      limits=limits, transport=AsyncioHTTPTransport(limits), cookies=NoCookies())
+        self.http = upstream_client()  # one for every HTTP target: pooling, and one place to set limits
 
     def create(self, target: Target) -> ConsoleSession:
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http)

@@ -459,6 +459,9 @@ class ConsoleSession:
                     command = machine.notified(str(exc))
             elif isinstance(command, Failed):
                 self._set_status("failed", command.message)
+                if self.client is not None:  # a stdio server that answered badly stops here, not at a delete
+                    with contextlib.suppress(Exception):
+                        await self.client.close()
                 return
             else:
                 await self._connected(command)

@@ -80,7 +80,7 @@ async def call(args: argparse.Namespace) -> int:
         raise SystemExit("--era sse-2024 is an HTTP transport: give the server's SSE URL, not --stdio")
     answer = elicitor(args.elicit)
     session = Headless(target, stdio, args.timeout, _headers(args.header), era=args.era, answer=answer,
-                       max_s=args.max_time)
+                       max_s=args.max_time, era_named=True)
     try:
         async with session:
             listed = await session.client.request("tools/list", {})

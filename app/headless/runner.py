@@ -21,7 +21,7 @@ from app.mcp.connecting import Connected, ConnectMachine, Failed, Initialize, No
 from app.mcp.era import Era, LegacyEra, ModernEra, ServerAnswer
 from app.mcp.errors import ConnectFailed, McpError, ProcessExited
 from app.mcp.handshake import HandshakeFailed
-from app.mcp.http import HttpTransport
+from app.mcp.http import HttpTransport, upstream_client
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import Linter
 from app.mcp.mrtr import kind_of
@@ -98,11 +98,13 @@ class Headless:
     """A connection that keeps every wire event and lints it as it is recorded."""
 
     def __init__(self, target: str, stdio: bool, idle_timeout_s: float, headers: dict[str, str] | None = None,
-                 era: str = "modern", answer: Elicitor | None = None, max_s: float = DEFAULT_MAX_S) -> None:
+                 era: str = "modern", answer: Elicitor | None = None, max_s: float = DEFAULT_MAX_S,
+                 era_named: bool = False) -> None:
         self.target = target
         self.stdio = stdio
         # modern, legacy, sse-2024 (legacy over HTTP+SSE), or auto (probe server/discover, fall back to initialize)
         self.era = era
+        self.era_named = era_named  # the command has --era (call does, check does not): its notes name it
         self._answer = answer   # how a 2025-11-25 server's own requests (elicitation, roots) are answered
         self.events: list[WireEvent] = []
         # What the web timeline would show as notes and notices, in order: `call` prints them, so a CI log says
@@ -126,7 +128,7 @@ class Headless:
             transport = StdioTransport(shlex.split(self.target), record)
         else:
             if self._http is None:
-                self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+                self._http = upstream_client()  # the console's own client (app/mcp/http.py)
             if self.era == "sse-2024":  # 2025-11-25 over the older HTTP+SSE transport, as a console target has it
                 transport = HttpSseTransport(self.target, self._http, record, extra_headers=self._headers)
             else:
@@ -155,7 +157,17 @@ class Headless:
 
     async def __aenter__(self) -> Headless:
         """Connect as the console does (the same machine): the probe, the fallback, the handshake. A server that
-        cannot be reached raises its NOT_CONNECTED error; one reached that settles no era raises HandshakeFailed."""
+        cannot be reached raises its NOT_CONNECTED error; one reached that settles no era raises HandshakeFailed.
+        Either way what was started is closed first (`async with` runs no exit for an entry that raised): a stdio
+        server that answered badly was left running, its parent gone."""
+        try:
+            return await self._connect()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.__aexit__()
+            raise
+
+    async def _connect(self) -> Headless:
         machine = ConnectMachine(self.era, CLIENT_INFO, self._caps)
         command = machine.start()
         fresh = True
@@ -199,7 +211,7 @@ class Headless:
                 raise HandshakeFailed(command.message)
             else:
                 self.connected = command
-                forced = "" if command.chosen == "auto" else f" (--era {command.chosen})"
+                forced = f" (--era {command.chosen})" if self.era_named and command.chosen != "auto" else ""
                 self._say_era(f"{command.protocol_version}: {command.reason}{forced}")
                 return self
 

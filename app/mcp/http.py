@@ -25,6 +25,7 @@ from app.mcp.errors import (
 from app.mcp.fair import FairShare
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
+from app.mcp.netstream import AsyncioHTTPTransport
 from app.mcp.sse import SeenIds, SseParser, sendable_id
 from app.mcp.standalone import StandaloneStream
 from app.mcp.transport import (
@@ -42,6 +43,9 @@ from app.mcp.wire import Recorder, WireEvent, wire_headers
 ACCEPT = "application/json, text/event-stream"
 SESSION_HEADER = "Mcp-Session-Id"
 DELETE_TIMEOUT_S = 5.0  # closing must not hang on a server that ignores the DELETE
+# A notification's (or an answer's) POST is waited for this long at most: no request deadline covers it, and a
+# server that never answers one held the connect (notifications/initialized), a cancel, and a pool slot forever.
+NOTIFY_TIMEOUT_S = 10.0
 # 2025-11-25 resumability: a POST stream that closes before its answer is reopened with GET + Last-Event-ID.
 MAX_RESUMES = 3
 DEFAULT_RETRY_MS = 1000  # when the server gave no `retry:`
@@ -51,6 +55,18 @@ MAX_RETRY_MS = 30_000    # a hostile `retry:` cannot park a request for longer (
 H11_HEAD_BOUND = 64 * 1024  # h11's max_incomplete_event_size, as httpcore leaves it
 _VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
 Answer = httpx.Response
+
+
+def upstream_client() -> httpx.AsyncClient:
+    """The client the console and the command line send every request to a target with, whatever its scheme.
+
+    Its transport is httpx's own over an asyncio network layer (app/mcp/netstream.py: the anyio one cost each call
+    more than the console's recording did), which also retires a connection a server sent unasked bytes on. Its
+    jar keeps nothing: each target's cookies stay with its own transport (NoCookies). No request deadline here:
+    the client's idle and overall deadlines bound each request (app/mcp/deadline.py)."""
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+    return httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), follow_redirects=False, limits=limits,
+                             transport=AsyncioHTTPTransport(limits), cookies=NoCookies())
 
 
 class NoCookies(CookieJar):
@@ -410,13 +426,15 @@ class HttpTransport:
                                         "(0x21-0x7E), as 2025-11-25 requires of a session id: it cannot be sent back")
             self.session_id = value
 
-    async def _post(self, message: dict[str, Any], headers: dict[str, str], key: str) -> Answer:
+    async def _post(self, message: dict[str, Any], headers: dict[str, str], key: str,
+                    timeout: float | None = None) -> Answer:
         try:
             body = encode(message)
             content = body.encode("utf-8")
             merged = self._headers(headers)
-            request = self._client.build_request("POST", self.target, content=content, headers=merged,
-                                                 cookies=self.cookies or None)
+            request = self._client.build_request(
+                "POST", self.target, content=content, headers=merged, cookies=self.cookies or None,
+                timeout=httpx.Timeout(timeout) if timeout is not None else httpx.USE_CLIENT_DEFAULT)
         except (ValueError, TypeError, httpx.InvalidURL) as exc:  # UnicodeEncodeError is a ValueError
             note = f"could not build the request to {self.shown_target}: {exc}"
             self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
@@ -441,6 +459,8 @@ class HttpTransport:
         except (httpx.HTTPError, OSError, ValueError) as exc:  # a header httpx cannot encode raises ValueError
             record_out()
             note = f"could not reach {self.shown_target}: {_explain(exc)}"
+            if timeout is not None and isinstance(exc, httpx.TimeoutException):
+                note += f" (no answer within {timeout:g} s)"
             self.record(WireEvent(direction="transport", raw="", exchange=key, note=note))
             raise ConnectFailed(note) from exc
         except BaseException:  # cancelled while connecting: the request is on the record, as it always was
@@ -514,7 +534,7 @@ class HttpTransport:
         return None
 
     async def notify(self, message: dict[str, Any], headers: dict[str, str], key: str) -> None:
-        response = await self._post(message, headers, key)
+        response = await self._post(message, headers, key, timeout=NOTIFY_TIMEOUT_S)
         if message.get("method") == "notifications/initialized" and response.is_success and self.standalone is None:
             # The 2025-11-25 session is open: listen for what the server sends outside any request.
             self.standalone = StandaloneStream(self, headers)

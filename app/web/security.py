@@ -34,7 +34,12 @@ def hostname(host_header: str) -> str:
     """The host part of a Host header value, without the port, lower-cased."""
     host = host_header.strip().lower()
     if host.startswith("["):
-        return host[: host.find("]") + 1] if "]" in host else host
+        end = host.find("]")
+        if end < 0:
+            return host
+        rest = host[end + 1:]
+        # After the bracket only a port may follow: "[::1]evil.example" is no host of ours (nor any valid host).
+        return host[: end + 1] if rest == "" or (rest.startswith(":") and ":" not in rest[1:]) else host
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 

@@ -85,10 +85,10 @@ async def _serve(websocket: WebSocket, w: Web, session_id: str, who: Principal) 
     session = w.manager.get(session_id)
     if session is None:
         return
-    last_seq = await _hello(websocket)
-    # A call held while the hello was awaited has numbered events the hub has not seen: published now, so the
-    # sequence the catch-up starts from is one the hub knows (else a fresh ring takes it for a gap: a needless reset).
-    session.timeline.flush()
+    try:
+        last_seq = await _hello(websocket)
+    except (WebSocketDisconnect, RuntimeError):  # the tab went before it said hello (a quick navigation away)
+        return
     # Awaited: a hub between processes may fill the gap from its shared log first.
     sub, whole = await w.manager.hub.subscribe_async(session_id, last_seq, session.timeline.seq,
                                                      link_id=who.link_id, masked=not who.sees_secrets)
