@@ -133,7 +133,6 @@ def test_calling_add_from_its_form_shows_the_sum_and_logs_a_tools_call_with_type
     for name in ("echo", "add", "profile_form", "html_trap"):
         expect(page.locator(f'details.item[data-tool="{name}"]')).to_be_visible()
     calls = page.locator('#timeline-list > li.entry[data-method="tools/call"]')
-    before = calls.count()
 
     add = open_tool(page, "add")
     a, b = add.get_by_label(label("A")), add.get_by_label(label("B"))
@@ -148,7 +147,8 @@ def test_calling_add_from_its_form_shows_the_sum_and_logs_a_tools_call_with_type
 
     expect(entry).to_have_attribute("data-method", "tools/call")
     expect(entry).to_have_attribute("data-status", DONE)
-    expect(calls).to_have_count(before + 1)
+    # The newest call on the timeline (not a count: the page keeps a bounded window, and a suite run before this
+    # one may have filled it, so a new entry can push the oldest out).
     expect(calls.first).to_have_attribute("id", entry.get_attribute("id") or "")
     expect(entry.locator(":scope > details > summary .name")).to_have_text("add")
 

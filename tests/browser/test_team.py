@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -24,7 +23,7 @@ from tests.browser.test_console_ui import call_echo, same_entry
 from tests.browser.test_live_feeds import running_card
 from tests.browser.test_sharing import create_link
 from tests.integration.conftest import DemoProcess, free_port
-from tests.team_processes import ConsoleProcess, Team, TeamSpec
+from tests.team_processes import ConsoleProcess, Team
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -37,13 +36,6 @@ def demo() -> Iterator[DemoProcess]:
     server._start()
     yield server
     server.stop()
-
-
-@pytest.fixture
-def team(tmp_path: Path, pg_database: str, redis_url: str, redis_prefix: str) -> Iterator[Team]:
-    made = Team(TeamSpec(pg_database, redis_url, redis_prefix), tmp_path)
-    yield made
-    made.stop()
 
 
 def new_context(browser: Browser) -> BrowserContext:

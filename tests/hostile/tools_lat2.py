@@ -1,4 +1,4 @@
-"""Wire shapes the console's lean HTTP/1.1 client (app/mcp/lean_http.py) must read as httpx did: chunked SSE split
+"""Wire shapes the console's upstream client (httpx, app/mcp/netstream.py) must read exactly: chunked SSE split
 inside a character and inside an event, a gzip-encoded answer, an interim 103 before the answer, a keep-alive
 answer followed by bytes nobody asked for (or by a whole second answer, in the same write), and headers that
 never end. Each writes the HTTP answer byte by byte itself, on the connection the target's HTTP server gives the

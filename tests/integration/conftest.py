@@ -66,6 +66,15 @@ def child_env() -> dict[str, str]:
     return env
 
 
+CLI_RUN_TIMEOUT_S = 90.0
+
+
+def mcp_console(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command line as a CI job runs it (`python -m app ARGS`), from the repository, to its end."""
+    return subprocess.run([sys.executable, "-m", "app", *args], cwd=REPO_ROOT, env=child_env(), capture_output=True,
+                          text=True, timeout=CLI_RUN_TIMEOUT_S, stdin=subprocess.DEVNULL)
+
+
 def pump(stream: IO[bytes], sink: queue.Queue[str]) -> None:
     """Drain a child's pipe on a thread so it never fills up and blocks the child."""
     for raw in iter(stream.readline, b""):

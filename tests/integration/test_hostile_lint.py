@@ -4,8 +4,6 @@ target's lint module (every rule it breaks is found, with its id, in the report 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -13,10 +11,7 @@ from typing import Any
 
 from app.mcp.lint import RULES
 from tests.hostile.fixtures import hostile_argv
-from tests.integration.conftest import child_env, free_port
-
-ROOT = Path(__file__).resolve().parents[2]
-RUN_TIMEOUT_S = 90.0
+from tests.integration.conftest import free_port, mcp_console
 
 # What the hostile target's lint module commits over HTTP (tools_lint.py), one rule each.
 HTTP_RULES = {"cache.fields", "tools.x-mcp-header", "tools.name", "result.type-missing", "result.type-unknown",
@@ -28,9 +23,6 @@ HTTP_RULES = {"cache.fields", "tools.x-mcp-header", "tools.name", "result.type-m
 STDIO_RULES = {"progress.after-final", "progress.after-cancel", "response.after-cancel"}
 
 
-def mcp_console(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, env=child_env(), capture_output=True,
-                          text=True, timeout=RUN_TIMEOUT_S, stdin=subprocess.DEVNULL)
 
 
 def junit_cases(path: Path) -> dict[str, ET.Element]:

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
+import sys
 import tracemalloc
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -22,6 +26,7 @@ from app.mcp.http import HttpTransport, NoCookies
 from app.mcp.inflate import DECODED_PIECE, body_pieces
 from app.mcp.netstream import AsyncioHTTPTransport
 from app.mcp.wire import WireEvent
+from tests.integration.conftest import REPO_ROOT, child_env
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 BOMB_BYTES = 64 * 1024 * 1024
@@ -177,3 +182,52 @@ async def test_hostile_framing_is_a_transport_error_on_the_record_not_a_hang(cli
                     await exchange.aclose()
     assert any(e.direction == "out" for e in events)
     assert any(e.direction == "transport" and e.note for e in events)
+
+
+async def test_the_command_line_retires_a_connection_a_server_sent_unasked_bytes_on_as_the_console_does(
+        tmp_path: Path) -> None:
+    """The CLI had its own plain httpx client: a second answer a server put after its discover answer, in the same
+    write, was read as the answer to the CLI's next request (tools/list), injected tools and all."""
+    def answer(message: dict[str, Any]) -> bytes:
+        method = message.get("method")
+        result: dict[str, Any] = {"resultType": "complete"}
+        if method == "server/discover":
+            result |= {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+        elif method == "tools/list":
+            result |= {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+        elif method == "tools/call":
+            result |= {"content": [{"type": "text", "text": "called"}]}
+        body = json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": result}).encode()
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+        if method == "server/discover":
+            injected = json.dumps({"jsonrpc": "2.0", "id": 2, "result": {
+                "resultType": "complete", "tools": [{"name": "INJECTED", "inputSchema": {"type": "object"}}]}}).encode()
+            body += b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+                len(injected), injected)
+        return head + body
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                request = await read_request(reader)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            message = json.loads(request.split(b"\r\n\r\n", 1)[1] or b"{}")
+            if "id" not in message:
+                writer.write(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+            else:
+                writer.write(answer(message))
+            await writer.drain()
+
+    har = tmp_path / "call.har"
+    async with RawServer(handler) as server:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "app", "call", server.url, "echo", "--har", str(har), cwd=REPO_ROOT,
+            env=child_env(), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    assert json.loads(out)["result"]["content"][0]["text"] == "called"
+    text = har.read_text()
+    assert "INJECTED" not in text
+    assert "bytes after this answer on its connection, unasked" in err.decode() + text

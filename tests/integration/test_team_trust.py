@@ -31,13 +31,13 @@ import redis.asyncio as aioredis
 from app.console.events import ServerRequestChanged, TimelineEvent
 from tests.integration.conftest import JSON, LINK_COOKIE, Catcher, link_token
 from tests.integration.conftest import eventually as _eventually
-from tests.integration.test_team_processes import WAIT_S, client_for, clients, connected_session, team, twin
+from tests.integration.test_team_processes import WAIT_S, client_for, clients, connected_session, twin
 from tests.services_redis import RedisServer
 from tests.team_processes import ConsoleProcess, Team, TeamSpec
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
-__all__ = ["clients", "team"]  # the two-process fixtures, shared with test_team_processes
+__all__ = ["clients"]  # a fixture, shared with test_team_processes
 PROMPT_S = 3.0  # what "answered where it arrived" means while the owner process is frozen
 
 

@@ -34,7 +34,7 @@ def test_host_ok_accepts_local_hosts_and_configured_extra_hosts(guard: Guard, ho
 
 
 @pytest.mark.parametrize("host", ["evil.com", "127.0.0.1.evil.com", "127.0.0.1.evil.com:8765", "localhost.evil.com",
-                                  "127.0.0.2", "0.0.0.0", "", None, "[::2]:8765"])
+                                  "127.0.0.2", "0.0.0.0", "", None, "[::2]:8765", "[::1]evil.example", "[::1]:80:81"])
 def test_host_ok_refuses_foreign_and_rebinding_hosts(guard: Guard, host: str | None) -> None:
     assert not guard.host_ok(host)
 
