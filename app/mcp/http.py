@@ -23,9 +23,9 @@ from app.mcp.errors import (
     expired_note,
 )
 from app.mcp.fair import FairShare
+from app.mcp.h11_transport import H11Transport
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
-from app.mcp.netstream import AsyncioHTTPTransport
 from app.mcp.sse import SeenIds, SseParser, sendable_id
 from app.mcp.standalone import StandaloneStream
 from app.mcp.transport import (
@@ -57,18 +57,6 @@ _VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
 Answer = httpx.Response
 
 
-def upstream_client() -> httpx.AsyncClient:
-    """The client the console and the command line send every request to a target with, whatever its scheme.
-
-    Its transport is httpx's own over an asyncio network layer (app/mcp/netstream.py: the anyio one cost each call
-    more than the console's recording did), which also retires a connection a server sent unasked bytes on. Its
-    jar keeps nothing: each target's cookies stay with its own transport (NoCookies). No request deadline here:
-    the client's idle and overall deadlines bound each request (app/mcp/deadline.py)."""
-    limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
-    return httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), follow_redirects=False, limits=limits,
-                             transport=AsyncioHTTPTransport(limits), cookies=NoCookies())
-
-
 class NoCookies(CookieJar):
     """The jar of a client shared by every session: it keeps nothing.
 
@@ -80,6 +68,42 @@ class NoCookies(CookieJar):
 
     def set_cookie(self, cookie: Cookie) -> None:
         return
+
+
+def upstream_client() -> httpx.AsyncClient:
+    """The client the console and the command line send every request to a target with, whatever its scheme.
+
+    Its transport is HTTP/1.1 by h11 over asyncio streams (app/mcp/h11_transport.py), for every scheme, which also
+    retires a connection a server sent unasked bytes on. Its jar keeps nothing: each target's cookies stay with its
+    own transport (NoCookies). No read deadline here: the client's idle and overall deadlines bound each request
+    (app/mcp/deadline.py)."""
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+    return _UpstreamClient(timeout=httpx.Timeout(30.0, read=None), follow_redirects=False, limits=limits,
+                           transport=H11Transport(limits))
+
+
+class _NoClientCookies(httpx.Cookies):
+    """The shared client's cookies: none, and nothing read off an answer. httpx reads every answer's Set-Cookie
+    into its client's jar, building urllib request and response objects for it each time (a few percent of a
+    call), only for NoCookies to drop them: each transport keeps its own target's cookies instead."""
+
+    def __init__(self) -> None:
+        super().__init__(NoCookies())
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
+class _UpstreamClient(httpx.AsyncClient):
+    _none = _NoClientCookies()
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._none
+
+    @cookies.setter
+    def cookies(self, _cookies: Any) -> None:
+        return None  # httpx's constructor sets its own; this client keeps none
 
 
 def _answer_headers(response: Answer) -> list[tuple[str, str]]:
@@ -283,7 +307,7 @@ class HttpExchange:
 
     def _say_leftover(self) -> None:
         """Bytes the server sent after this answer on its connection: on the record, and the connection retired
-        (app/mcp/netstream.py LeftoverWatch), so they are never read as the next call's answer."""
+        (app/mcp/h11_transport.py), so they are never read as the next call's answer."""
         leftover = self._response.extensions.get("leftover_bytes")
         if leftover:
             self._record_problem(f"the server sent {leftover} bytes after this answer on its connection, unasked; "

@@ -1,10 +1,9 @@
-"""A lighter network layer under httpx for the console's shared client: asyncio protocols instead of anyio streams.
+"""The network layer under the console's HTTP transport (app/mcp/h11_transport.py): asyncio protocols as streams.
 
-httpx's async client reaches the socket through httpcore's anyio backend, and under `bench.latency` that layer
-was a large part of the console's own time per call: a cancel scope and `fail_after` around every read and
-write, an `is_socket_readable` poll of the socket before each reuse of a keep-alive connection, and lookups
-of the current task for each of them. The bytes on the wire are the same with this backend; httpcore still
-speaks HTTP/1.1, keeps one keep-alive pool (per origin) and decides everything else.
+httpx's async client reaches the socket through httpcore's anyio backend by default, and under `bench.latency`
+that layer was a large part of the console's own time per call: a cancel scope and `fail_after` around every read
+and write, an `is_socket_readable` poll of the socket before each reuse of a keep-alive connection, and lookups
+of the current task for each of them. These streams carry the same bytes without them.
 
 - Reads: `data_received` buffers what arrived, so a read that finds data waiting returns without awaiting.
 - Writes: small ones are joined until the loop turns or the response is awaited, then handed to
@@ -14,8 +13,7 @@ speaks HTTP/1.1, keeps one keep-alive pool (per origin) and decides everything e
   unasked, so no poll of the socket is needed.
 - TLS: `loop.start_tls` on the same transport, as anyio does.
 
-Errors come out as httpcore's own (ConnectError, ReadError, WriteTimeout, ...), which httpx maps to its own:
-the callers in `app/mcp/http.py` see exactly what they saw with the anyio backend.
+Errors come out as httpcore's (ConnectError, ReadError, WriteTimeout, ...), which the transport maps to httpx's.
 """
 
 from __future__ import annotations
@@ -24,11 +22,10 @@ import asyncio
 import contextlib
 import socket
 import ssl
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from typing import Any, cast
 
 import httpcore
-import httpx
 
 SocketOption = tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
 # What may wait in a connection's buffer before the socket stops being read (the kernel's buffers then fill and
@@ -122,7 +119,6 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         self._pending: list[bytes] = []
         self._pending_size = 0
         self._flush_scheduled = False
-        self.retired = False  # bytes came after an answer on it: never reused (see LeftoverWatch)
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -199,7 +195,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         if info == "is_readable":
             # For an idle keep-alive connection: readable means the server closed it or sent something unasked,
             # either way httpcore drops it. The protocol knows without polling the socket.
-            return self.retired or self._protocol.eof or bool(self._protocol.buffer)
+            return self._protocol.eof or bool(self._protocol.buffer)
         if info == "ssl_object":
             return self._transport.get_extra_info("ssl_object")
         if info == "client_addr":
@@ -250,62 +246,3 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
-
-
-class AsyncioHTTPTransport(httpx.AsyncHTTPTransport):
-    """httpx's own transport (its error mapping and response streams) over `AsyncioBackend`.
-
-    httpx offers no argument for the network backend, so the pool it built is replaced by the same pool with
-    this backend. Proxies from the environment are mounted by the client as separate transports and keep
-    httpx's default backend.
-    """
-
-    def __init__(self, limits: httpx.Limits, verify: ssl.SSLContext | bool = True, trust_env: bool = True) -> None:
-        super().__init__(verify=verify, trust_env=trust_env, limits=limits)
-        if isinstance(getattr(self, "_pool", None), httpcore.AsyncConnectionPool):
-            self._pool = httpcore.AsyncConnectionPool(
-                ssl_context=httpx.create_ssl_context(verify=verify, trust_env=trust_env),
-                max_connections=limits.max_connections,
-                max_keepalive_connections=limits.max_keepalive_connections,
-                keepalive_expiry=limits.keepalive_expiry,
-                network_backend=AsyncioBackend())
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await super().handle_async_request(request)
-        if isinstance(response.stream, httpx.AsyncByteStream):
-            response.stream = LeftoverWatch(response.stream, response.extensions)
-        return response
-
-
-def _leftover(stream: object) -> int:
-    """How many bytes the HTTP/1.1 parser holds past the answer just read: what a server sent unasked after it.
-
-    httpcore keeps them for the next answer on the connection, so a hostile server's junk would be read as the
-    answer to the next call. httpcore says nothing of them; its h11 state does (`trailing_data`). Read through
-    its private attributes, each looked up with a default: a changed httpcore makes this say 0, never fail."""
-    inner = getattr(getattr(stream, "_httpcore_stream", None), "_stream", None)
-    state = getattr(getattr(inner, "_connection", None), "_h11_state", None)
-    trailing = getattr(state, "trailing_data", None)
-    return len(trailing[0]) if isinstance(trailing, tuple) and isinstance(trailing[0], bytes | bytearray) else 0
-
-
-class LeftoverWatch(httpx.AsyncByteStream):
-    """An answer's body stream that, once read to its end, retires the connection when bytes came after it
-    (`extensions["leftover_bytes"]` says how many, for the record)."""
-
-    def __init__(self, stream: httpx.AsyncByteStream, extensions: dict[str, Any]) -> None:
-        self._stream = stream
-        self._extensions = extensions
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for part in self._stream:
-            yield part
-        leftover = _leftover(self._stream)
-        if leftover:
-            self._extensions["leftover_bytes"] = leftover
-            network = self._extensions.get("network_stream")
-            if isinstance(network, AsyncioStream):
-                network.retired = True
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()

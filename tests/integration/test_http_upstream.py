@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import ipaddress
 import json
+import ssl
 import sys
 import tracemalloc
 import zlib
@@ -22,9 +24,8 @@ import httpx
 import pytest
 
 from app.mcp.errors import TransportError
-from app.mcp.http import HttpTransport, NoCookies
+from app.mcp.http import HttpTransport, upstream_client
 from app.mcp.inflate import DECODED_PIECE, body_pieces
-from app.mcp.netstream import AsyncioHTTPTransport
 from app.mcp.wire import WireEvent
 from tests.integration.conftest import REPO_ROOT, child_env
 
@@ -88,9 +89,7 @@ def encoded(encoding: str, body: bytes) -> bytes:
 @pytest.fixture
 async def client() -> AsyncIterator[httpx.AsyncClient]:
     """The client as the console builds it (app/console/manager.py)."""
-    limits = httpx.Limits(max_connections=20, max_keepalive_connections=5)
-    async with httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False, limits=limits,
-                                 transport=AsyncioHTTPTransport(limits), cookies=NoCookies()) as c:
+    async with upstream_client() as c:
         yield c
 
 
@@ -231,3 +230,64 @@ async def test_the_command_line_retires_a_connection_a_server_sent_unasked_bytes
     text = har.read_text()
     assert "INJECTED" not in text
     assert "bytes after this answer on its connection, unasked" in err.decode() + text
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1, made for this test with the cryptography package (what TLS servers use here)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+async def test_an_https_target_gets_the_very_bytes_an_http_target_gets_and_answers_the_same_way(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One path for every scheme: the request head and body a TLS target reads are the ones a plain one reads
+    (names, case, order), and the answer is read and recorded the same way."""
+    cert_file, key_file = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))  # trusted as a user trusts their own CA (httpx reads it)
+    body = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    seen: dict[str, list[bytes]] = {"http": [], "https": []}
+    recorded: dict[str, list[WireEvent]] = {"http": [], "https": []}
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert_file, key_file)
+    for scheme in ("http", "https"):
+        raw = answering(answer, seen[scheme])
+        async with raw:
+            if scheme == "https":  # the same handler, behind TLS on a port of its own
+                raw.server.close()
+                raw.server = await asyncio.start_server(raw._serve, "127.0.0.1", 0, ssl=server_tls)
+            url = raw.url.replace("http://", f"{scheme}://")
+            async with upstream_client() as client:
+                transport = HttpTransport(url, client, recorded[scheme].append, extra_headers={"X-Team": "t"})
+                message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo"}}
+                exchange = await transport.open(message, {"Mcp-Method": "tools/call", "Mcp-Name": "echo"}, "k1")
+                frames = [frame async for frame in exchange.frames()]
+                await exchange.aclose()
+            assert [f.id for f in frames] == [1]
+
+    def without_host(request: bytes) -> bytes:
+        return b"\r\n".join(line for line in request.split(b"\r\n") if not line.lower().startswith(b"host:"))
+
+    assert without_host(seen["https"][0]) == without_host(seen["http"][0])
+    heads = {s: [e.headers for e in recorded[s] if e.http_status == 200] for s in recorded}
+    assert heads["https"] == heads["http"]

@@ -1,4 +1,5 @@
-"""The asyncio network layer under the console's httpx client: keep-alive, a closed idle connection, flow control."""
+"""The network layer under the console's httpx client (h11 over asyncio streams): keep-alive, a closed idle
+connection, flow control, one write per request."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import httpx
 import pytest
 
 from app.mcp import netstream
-from app.mcp.netstream import AsyncioHTTPTransport
+from app.mcp.h11_transport import H11Transport
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 LIMITS = httpx.Limits(max_connections=10, max_keepalive_connections=5)
@@ -61,7 +62,7 @@ async def _echo_forever(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
 async def test_calls_to_one_target_share_one_keep_alive_connection(
         serve: Callable[..., Awaitable[tuple[str, list[int]]]]) -> None:
     url, connections = await serve(_echo_forever)
-    async with httpx.AsyncClient(transport=AsyncioHTTPTransport(LIMITS)) as client:
+    async with httpx.AsyncClient(transport=H11Transport(LIMITS)) as client:
         for i in range(5):
             reply = await client.post(url, content=b'{"n":%d}' % i)
             assert reply.json() == {"n": i}
@@ -76,7 +77,7 @@ async def test_an_idle_connection_the_server_closed_is_replaced_not_reused(
         await writer.drain()  # then close: keep-alive was offered but the server hangs up
 
     url, connections = await serve(once)
-    async with httpx.AsyncClient(transport=AsyncioHTTPTransport(LIMITS)) as client:
+    async with httpx.AsyncClient(transport=H11Transport(LIMITS)) as client:
         assert (await client.post(url, content=b"a")).text == "ok"
         for _ in range(50):  # the close reaches the client's protocol on a later loop turn
             if len(connections) == 1 and _all_idle_closed(client):
@@ -87,8 +88,8 @@ async def test_an_idle_connection_the_server_closed_is_replaced_not_reused(
 
 
 def _all_idle_closed(client: httpx.AsyncClient) -> bool:
-    pool = client._transport._pool  # type: ignore[attr-defined]
-    return all(c.has_expired() for c in pool.connections)
+    transport = client._transport  # type: ignore[attr-defined]
+    return not any(conn.reusable(None) for idle in transport._idle.values() for conn in idle)
 
 
 async def test_a_server_sending_faster_than_the_reader_reads_is_paused_at_the_high_water_mark(
@@ -114,7 +115,7 @@ async def test_a_server_sending_faster_than_the_reader_reads_is_paused_at_the_hi
         peak = max(peak, len(self.buffer))
 
     monkeypatch.setattr(netstream._Protocol, "data_received", watched)
-    async with httpx.AsyncClient(transport=AsyncioHTTPTransport(LIMITS)) as client, \
+    async with httpx.AsyncClient(transport=H11Transport(LIMITS)) as client, \
             client.stream("POST", url, content=b"go") as reply:
         size = 0
         async for part in reply.aiter_raw():
@@ -142,8 +143,36 @@ async def test_a_requests_headers_and_body_leave_in_one_write(
         self.transport.write = counted  # type: ignore[method-assign]
 
     monkeypatch.setattr(netstream._Protocol, "connection_made", watched)
-    async with httpx.AsyncClient(transport=AsyncioHTTPTransport(LIMITS)) as client:
+    async with httpx.AsyncClient(transport=H11Transport(LIMITS)) as client:
         for i in range(3):
             assert (await client.post(url, content=b'{"n":%d}' % i)).json() == {"n": i}
     assert len(writes) == 3
     assert all(w.startswith(b"POST /mcp HTTP/1.1\r\n") and w.endswith(b'}') for w in writes)
+
+
+async def test_a_target_holding_every_slot_of_its_origin_does_not_keep_another_target_waiting(
+        serve: Callable[..., Awaitable[tuple[str, list[int]]]]) -> None:
+    """At most max_connections requests per origin, each waiting `pool` seconds for a slot: a hostile target that
+    holds its answers open fills only its own slots."""
+    async def holds(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhal")  # and the rest never comes
+        await writer.drain()
+        await reader.read()
+
+    async def answers(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+
+    slow_url, _ = await serve(holds)
+    fast_url, _ = await serve(answers)
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with httpx.AsyncClient(transport=H11Transport(limits), timeout=httpx.Timeout(5.0, pool=0.3)) as client:
+        held = await client.send(client.build_request("POST", slow_url, content=b"a"), stream=True)
+        with pytest.raises(httpx.PoolTimeout):
+            await client.post(slow_url, content=b"b")
+        assert (await client.post(fast_url, content=b"c")).text == "ok"
+        await held.aclose()  # closed before its end: its slot comes free, its connection is not reused
+        second = await client.send(client.build_request("POST", slow_url, content=b"d"), stream=True)
+        await second.aclose()

@@ -1,0 +1,202 @@
+"""The network layer under the console's one httpx client: HTTP/1.1 by h11 over asyncio streams, any scheme.
+
+httpx builds every request (its headers, their order and case, the body) and reads every answer; this is its
+transport seam, below that. httpcore's pool sat here before, and under `bench.latency` it was a third of the
+client's time per call: anyio locks, shielded cancel scopes and async-library detection around each request, for
+a pool that is one list per origin. Here the same HTTP/1.1 (h11, as httpcore speaks it) runs over the asyncio
+streams of app/mcp/netstream.py, with TLS for https:// on the same connection (ALPN http/1.1), so a target
+answers the same bytes whatever its scheme.
+
+- One idle list per origin, at most `max_connections` requests in flight per origin (a target holding its
+  streams open cannot starve another's), each waiting `pool` seconds for a slot (httpx.PoolTimeout).
+- A connection goes back to its list only when its answer was read to the end with nothing after it; bytes a
+  server sent after its answer retire it and are counted (`extensions["leftover_bytes"]`, said on the record).
+- An idle connection the peer closed, or sent anything on, is dropped before reuse; so is one idle past
+  `keepalive_expiry`.
+- Errors are httpx's own (ConnectError, ReadTimeout, RemoteProtocolError, ...): callers see what they saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+import h11
+import httpcore
+import httpx
+
+from app.mcp.netstream import AsyncioBackend, AsyncioStream
+
+READ_SIZE = 64 * 1024
+MAX_HEAD_BYTES = 64 * 1024  # h11's own bound on an answer's head, as httpcore leaves it
+Origin = tuple[str, str, int]
+
+_MAPPED: tuple[tuple[type[Exception], type[httpx.RequestError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout), (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout), (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.ConnectError, httpx.ConnectError), (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError), (h11.RemoteProtocolError, httpx.RemoteProtocolError),
+    (h11.LocalProtocolError, httpx.LocalProtocolError),
+)
+
+
+def _mapped(exc: Exception, request: httpx.Request) -> Exception:
+    for theirs, ours in _MAPPED:
+        if isinstance(exc, theirs):
+            return ours(str(exc) or type(exc).__name__, request=request)
+    return exc
+
+
+class _Connection:
+    def __init__(self, stream: AsyncioStream, origin: Origin) -> None:
+        self.stream = stream
+        self.origin = origin
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
+        self.idle_since = time.monotonic()
+
+    def reusable(self, expiry: float | None) -> bool:
+        if self.stream.get_extra_info("is_readable"):  # the peer closed it, or sent something unasked
+            return False
+        return expiry is None or time.monotonic() - self.idle_since < expiry
+
+    async def next_event(self, timeout: float | None) -> Any:
+        while True:
+            event = self.h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            self.h11.receive_data(await self.stream.read(READ_SIZE, timeout))
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):  # closing what broke: nothing more to say
+            await self.stream.aclose()
+
+
+class _Body(httpx.AsyncByteStream):
+    """An answer's body, read event by event; the connection goes back to the pool only when it may."""
+
+    def __init__(self, pool: H11Transport, conn: _Connection, request: httpx.Request, timeout: float | None) -> None:
+        self._pool, self._conn, self._request, self._timeout = pool, conn, request, timeout
+        self.extensions: dict[str, Any] = {}
+        self._done = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        conn = self._conn
+        try:
+            while True:
+                event = await conn.next_event(self._timeout)
+                if isinstance(event, h11.Data):
+                    yield bytes(event.data)
+                elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
+                    break
+        except Exception as exc:
+            await self._finish(reuse=False)
+            raise _mapped(exc, self._request) from exc
+        leftover = len(conn.h11.trailing_data[0])
+        if leftover:
+            self.extensions["leftover_bytes"] = leftover
+        await self._finish(reuse=not leftover and conn.h11.our_state is h11.DONE
+                           and conn.h11.their_state is h11.DONE)
+
+    async def _finish(self, reuse: bool) -> None:
+        if self._done:
+            return
+        self._done = True
+        await self._pool.release(self._conn, reuse)
+
+    async def aclose(self) -> None:
+        await self._finish(reuse=False)  # closed before its end (a cancel): the connection goes with it
+
+
+class H11Transport(httpx.AsyncBaseTransport):
+    def __init__(self, limits: httpx.Limits, verify: ssl.SSLContext | bool = True) -> None:
+        self._max = limits.max_connections
+        self._keep = limits.max_keepalive_connections
+        self._expiry = limits.keepalive_expiry
+        self._ssl = verify if isinstance(verify, ssl.SSLContext) else httpx.create_ssl_context(verify=verify)
+        self._ssl.set_alpn_protocols(["http/1.1"])
+        self._backend = AsyncioBackend()
+        self._idle: dict[Origin, deque[_Connection]] = {}
+        self._slots: dict[Origin, asyncio.Semaphore] = {}
+        self._open: set[_Connection] = set()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        if url.scheme not in ("http", "https"):
+            raise httpx.UnsupportedProtocol(f"no transport for {url.scheme!r} URLs", request=request)
+        origin: Origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+        timeouts = request.extensions.get("timeout", {})
+        slots = self._slots.setdefault(origin, asyncio.Semaphore(self._max or 1_000_000))
+        try:
+            await asyncio.wait_for(slots.acquire(), timeouts.get("pool"))
+        except TimeoutError as exc:
+            raise httpx.PoolTimeout("no connection slot came free in time", request=request) from exc
+        conn: _Connection | None = None
+        try:
+            conn = await self._connection(origin, timeouts.get("connect"))
+            content = await request.aread()
+            head = conn.h11.send(h11.Request(method=request.method, target=url.raw_path,
+                                             headers=request.headers.raw))
+            body = conn.h11.send(h11.Data(data=content)) if content else b""
+            await conn.stream.write((head or b"") + (body or b"") + (conn.h11.send(h11.EndOfMessage()) or b""),
+                                    timeouts.get("write"))
+            event = await conn.next_event(timeouts.get("read"))
+            while isinstance(event, h11.InformationalResponse):  # 1xx: skipped, as httpcore does
+                event = await conn.next_event(timeouts.get("read"))
+            if not isinstance(event, h11.Response):
+                raise httpx.RemoteProtocolError("the server closed the connection without an answer",
+                                                request=request)
+        except BaseException as exc:
+            if conn is not None:
+                self._open.discard(conn)
+                await conn.close()
+            slots.release()
+            mapped = _mapped(exc, request) if isinstance(exc, Exception) else exc
+            if mapped is not exc:
+                raise mapped from exc
+            raise
+        extensions: dict[str, Any] = {"http_version": b"HTTP/" + event.http_version,
+                                      "reason_phrase": event.reason, "network_stream": conn.stream}
+        stream = _Body(self, conn, request, timeouts.get("read"))
+        response = httpx.Response(event.status_code, headers=event.headers.raw_items(), stream=stream,
+                                  extensions=extensions)
+        stream.extensions = response.extensions  # httpx keeps a copy: the leftover count goes on the answer's own
+        return response
+
+    async def _connection(self, origin: Origin, connect_timeout: float | None) -> _Connection:
+        idle = self._idle.get(origin)
+        while idle:
+            conn = idle.pop()  # the most recently used: the likeliest to be warm and open
+            if conn.reusable(self._expiry):
+                return conn
+            self._open.discard(conn)
+            await conn.close()
+        scheme, host, port = origin
+        stream = await self._backend.connect_tcp(host, port, timeout=connect_timeout)
+        if scheme == "https":
+            stream = await stream.start_tls(self._ssl, server_hostname=host, timeout=connect_timeout)
+        assert isinstance(stream, AsyncioStream)
+        conn = _Connection(stream, origin)
+        self._open.add(conn)
+        return conn
+
+    async def release(self, conn: _Connection, reuse: bool) -> None:
+        self._slots[conn.origin].release()
+        idle = self._idle.setdefault(conn.origin, deque())
+        if reuse and (self._keep is None or len(idle) < self._keep):
+            conn.h11.start_next_cycle()
+            conn.idle_since = time.monotonic()
+            idle.append(conn)
+            return
+        self._open.discard(conn)
+        await conn.close()
+
+    async def aclose(self) -> None:
+        for conn in list(self._open):
+            await conn.close()
+        self._open.clear()
+        self._idle.clear()
