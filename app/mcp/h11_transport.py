@@ -86,13 +86,23 @@ class _Body(httpx.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         conn = self._conn
+        pieces: list[bytes] = []
         try:
             while True:
-                event = await conn.next_event(self._timeout)
-                if isinstance(event, h11.Data):
-                    yield bytes(event.data)
+                event = conn.h11.next_event()
+                if event is h11.NEED_DATA:
+                    # Everything parsed from what was read goes up as one piece: a flood of one HTTP chunk per SSE
+                    # event (thousands a second) paid httpx's stream layers and the reader's wake-up per chunk.
+                    if pieces:
+                        yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                        pieces = []
+                    conn.h11.receive_data(await conn.stream.read(READ_SIZE, self._timeout))
+                elif isinstance(event, h11.Data):
+                    pieces.append(bytes(event.data))
                 elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
                     break
+            if pieces:
+                yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
         except Exception as exc:
             await self._finish(reuse=False)
             raise _mapped(exc, self._request) from exc

@@ -176,3 +176,24 @@ async def test_a_target_holding_every_slot_of_its_origin_does_not_keep_another_t
         await held.aclose()  # closed before its end: its slot comes free, its connection is not reused
         second = await client.send(client.build_request("POST", slow_url, content=b"d"), stream=True)
         await second.aclose()
+
+
+async def test_a_burst_of_chunks_already_read_goes_up_as_one_piece_with_every_byte_in_order(
+        serve: Callable[..., Awaitable[tuple[str, list[int]]]]) -> None:
+    """A flood of one HTTP chunk per SSE event: what one read brought is handed up at once, not chunk by chunk
+    (each piece paid httpx's stream layers and a wake-up of the reader: bench.progress_latency)."""
+    events = [b"data: %d\n\n" % i for i in range(500)]
+
+    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        chunked = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     + chunked)
+        await writer.drain()
+
+    url, _ = await serve(flood)
+    async with httpx.AsyncClient(transport=H11Transport(LIMITS)) as client, \
+            client.stream("POST", url, content=b"x") as response:
+        pieces = [piece async for piece in response.aiter_raw()]
+    assert b"".join(pieces) == b"".join(events)
+    assert len(pieces) < 20, len(pieces)
