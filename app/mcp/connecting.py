@@ -10,6 +10,8 @@ words (`notes`, drained by the driver after each step, are what the timeline sho
 The rule it keeps:
 - `legacy` and `sse-2024` go straight to `initialize` (the older HTTP+SSE transport carries 2025-11-25 messages);
 - `modern` and `auto` send `server/discover`: its answer is the server's description of itself (both need it);
+- UnsupportedProtocolVersion (-32022) listing 2026-07-28 sends the probe again, once (SEP-2575: a client retries
+  with a version the server supports); on `auto`, one listing only older revisions moves to `initialize`;
 - a refusal that says "I do not serve server/discover" (`discover_not_served`) moves `auto` to `initialize`,
   on a fresh transport when the old one died of the probe (a stdio server that exits on an unknown method);
 - anything else ends the connect as failed with what came back (`modern` never falls back: it was chosen).
@@ -21,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.mcp.client import Reply
-from app.mcp.era import LEGACY_VERSION, MODERN_VERSION
+from app.mcp.era import LEGACY_VERSION, LEGACY_VERSIONS, MODERN_VERSION
+from app.mcp.errors import RpcError
 from app.mcp.handshake import HandshakeFailed, Negotiated, discover_not_served, initialize_params, negotiated_from
 
 EraName = Literal["modern", "legacy"]
@@ -83,6 +86,19 @@ class Note:
     signal: str | None = None
 
 
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+
+def unsupported_version(reply: Reply) -> list[str] | None:
+    """The versions an UnsupportedProtocolVersion error (-32022) says the server speaks; None for any other reply."""
+    error = reply.error
+    if not isinstance(error, RpcError) or error.code != UNSUPPORTED_PROTOCOL_VERSION:
+        return None
+    data = error.data if isinstance(error.data, dict) else {}
+    listed = data.get("supported")
+    return [v for v in listed if isinstance(v, str)][:20] if isinstance(listed, list) else []
+
+
 def discover_shape(negotiated: Negotiated) -> dict[str, Any]:
     """A legacy initialize answer in the shape server/discover has, so whatever reads it reads one shape."""
     result: dict[str, Any] = {"supportedVersions": [negotiated.protocol_version],
@@ -103,6 +119,7 @@ class ConnectMachine:
     _why: str = ""
     _probe: str | None = None
     _negotiated: Negotiated | None = None
+    _retried: str = ""  # why the probe was sent again, once (UnsupportedProtocolVersion listing ours)
 
     def __post_init__(self) -> None:
         if self.chosen not in CHOICES:
@@ -133,10 +150,30 @@ class ConnectMachine:
         self._probe = reply.key
         if reply.ok and reply.result is not None:
             reason = "server/discover answered" if self.chosen == "auto" else "forced on this target"
+            if self._retried:
+                reason += f" (after {self._retried})"
             return self._end(Connected("modern", MODERN_VERSION, self.chosen, reason, reply.result, reply.key))
+        supported = unsupported_version(reply)
+        if supported is not None:
+            # UnsupportedProtocolVersion (-32022) names what the server speaks: the client retries with one it
+            # speaks too (2026-07-28, once), or, on Auto, takes the older revision the server lists.
+            if MODERN_VERSION in supported and not self._retried:
+                self._retried = f"the server refused the version once, listing {', '.join(supported)}"
+                self.notes.append(Note("info", f"server/discover: {self._retried}; asking again with "
+                                               f"{MODERN_VERSION}", "era_probe"))
+                return Probe()
+            older = [v for v in supported if v in LEGACY_VERSIONS]
+            if self.chosen == "auto" and older and MODERN_VERSION not in supported:
+                return self._fall_back(f"UnsupportedProtocolVersion, the server speaks {', '.join(older)}",
+                                       transport_alive)
+            return self._end(Failed(f"server/discover failed: {reply.error} (the server speaks "
+                                    f"{', '.join(supported) or 'no version it names'})"))
         why = discover_not_served(reply) if self.chosen == "auto" else None
         if why is None:
             return self._end(Failed(f"server/discover failed: {reply.error}"))
+        return self._fall_back(why, transport_alive)
+
+    def _fall_back(self, why: str, transport_alive: bool) -> Command:
         self.notes.append(Note("info", f"probe: server/discover not served ({why}); falling back to 2025-11-25 "
                                        "(initialize)", "era_probe"))
         self._why = f"probe refused: server/discover not served ({why})"

@@ -3,9 +3,10 @@
 The runner starts a scenario server, then runs this with the server's URL as the last argument and the
 scenario in MCP_CONFORMANCE_SCENARIO (and, with --spec-version, the revision in
 MCP_CONFORMANCE_PROTOCOL_VERSION). It drives `app.mcp` through the headless session (`app.headless.runner`),
-the same code `mcp-console call|check` run: the era follows the revision asked for (2026-07-28 is stateless,
-anything older gets the initialize handshake), then it does what a person at the console does: discover,
-list the tools, call each one (MRTR rounds and 2025-11-25 server requests answered with schema defaults).
+the same code `mcp-console call|check` run: the era follows the revision asked for (2026-07-28 is stateless and
+connects with server/discover, anything older gets the initialize handshake: app/mcp/connecting.py), then it
+does what a person at the console does: list the tools, call each one (MRTR rounds and 2025-11-25 server
+requests answered with schema defaults).
 Exit 0 when it could talk to the server at all; the runner, not this script, judges the wire.
 """
 
@@ -43,8 +44,6 @@ async def run(url: str, version: str) -> int:
             standalone = getattr(client.transport, "standalone", None)
             if standalone is not None:
                 await asyncio.wait_for(standalone.first_answer.wait(), 20.0)
-            if session.era == "modern":
-                await client.request("server/discover", {})
             listed = await client.request("tools/list", {})
             tools: list[dict[str, Any]] = [t for t in (listed.result or {}).get("tools", []) if isinstance(t, dict)]
             client.learn_tools(tools)

@@ -128,3 +128,40 @@ def test_a_client_that_cannot_start_fails_the_connect_with_its_reason() -> None:
 def test_an_unknown_era_is_refused_when_the_machine_is_made() -> None:
     with pytest.raises(ValueError, match="not one of"):
         machine("2024")
+
+
+def _unsupported(*supported: str) -> RpcError:
+    return RpcError(-32022, "Unsupported protocol version", data={"supported": list(supported),
+                                                                    "requested": "2026-07-28"}, http_status=400)
+
+
+@pytest.mark.parametrize("chosen", ["auto", "modern"])
+def test_an_unsupported_version_refusal_listing_ours_sends_the_probe_again_once(chosen: str) -> None:
+    """SEP-2575: a client retries with a version the server supports (the conformance runner's request-metadata
+    scenario refuses the first request of every client so)."""
+    m = machine(chosen)
+    m.start()
+    m.started()
+    assert m.probed(reply("server/discover", error=_unsupported("2026-07-28"))) == Probe()
+    assert "asking again with 2026-07-28" in m.take_notes()[0].message
+    done = m.probed(reply("server/discover", DISCOVER))
+    assert isinstance(done, Connected) and done.era == "modern" and "after the server refused" in done.reason
+    m2 = machine(chosen)
+    m2.start()
+    m2.started()
+    m2.probed(reply("server/discover", error=_unsupported("2026-07-28")))
+    again = m2.probed(reply("server/discover", error=_unsupported("2026-07-28")))
+    assert isinstance(again, Failed) and "the server speaks 2026-07-28" in again.message  # once, not forever
+
+
+def test_auto_takes_the_older_revision_an_unsupported_version_refusal_lists_and_modern_does_not() -> None:
+    m = machine("auto")
+    m.start()
+    m.started()
+    assert m.probed(reply("server/discover", error=_unsupported("2025-06-18"))) == StartClient(
+        "legacy", keep_transport=True)
+    m2 = machine("modern")
+    m2.start()
+    m2.started()
+    done = m2.probed(reply("server/discover", error=_unsupported("2025-06-18")))
+    assert isinstance(done, Failed) and "the server speaks 2025-06-18" in done.message
