@@ -8,7 +8,8 @@ streams of app/mcp/netstream.py, with TLS for https:// on the same connection (A
 answers the same bytes whatever its scheme.
 
 - One idle list per origin, at most `max_connections` requests in flight per origin (a target holding its
-  streams open cannot starve another's), each waiting `pool` seconds for a slot (httpx.PoolTimeout).
+  streams open cannot starve another's), each waiting `pool` seconds for a slot (httpx.PoolTimeout); at most
+  `max_keepalive_connections` idle in all, and those past `keepalive_expiry` closed whichever origin is called.
 - A connection goes back to its list only when its answer was read to the end with nothing after it; bytes a
   server sent after its answer retire it and are counted (`extensions["leftover_bytes"]`, said on the record).
 - An idle connection the peer closed, or sent anything on, is dropped before reuse; so is one idle past
@@ -34,6 +35,7 @@ from app.mcp.netstream import AsyncioBackend, AsyncioStream
 
 READ_SIZE = 64 * 1024
 MAX_HEAD_BYTES = 64 * 1024  # h11's own bound on an answer's head, as httpcore leaves it
+SWEEP_S = 1.0  # idle connections past their expiry are looked for at most this often
 Origin = tuple[str, str, int]
 
 _MAPPED: tuple[tuple[type[Exception], type[httpx.RequestError]], ...] = (
@@ -69,7 +71,11 @@ class _Connection:
             event = self.h11.next_event()
             if event is not h11.NEED_DATA:
                 return event
-            self.h11.receive_data(await self.stream.read(READ_SIZE, timeout))
+            data = await self.stream.read(READ_SIZE, timeout)
+            if not data and self.h11.their_state is h11.SEND_RESPONSE and self.h11.our_state is not h11.SEND_BODY:
+                # h11's own words for this are about its state machine ("can't handle event type ...")
+                raise h11.RemoteProtocolError("the server closed the connection without an answer")
+            self.h11.receive_data(data)
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):  # closing what broke: nothing more to say
@@ -133,6 +139,9 @@ class H11Transport(httpx.AsyncBaseTransport):
         self._idle: dict[Origin, deque[_Connection]] = {}
         self._slots: dict[Origin, asyncio.Semaphore] = {}
         self._open: set[_Connection] = set()
+        self._idle_count = 0  # idle connections of every origin: max_keepalive_connections bounds the whole pool
+        self._busy: dict[Origin, int] = {}  # requests in flight or waiting for a slot, per origin
+        self._swept = 0.0
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
@@ -141,10 +150,17 @@ class H11Transport(httpx.AsyncBaseTransport):
         origin: Origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
         timeouts = request.extensions.get("timeout", {})
         slots = self._slots.setdefault(origin, asyncio.Semaphore(self._max or 1_000_000))
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for drops a cancel that lands in the turn the slot is
+        # granted (bpo-42130), and the request then ran on with no deadline, past its Stop, holding a slot.
+        self._busy[origin] = self._busy.get(origin, 0) + 1  # in flight or waiting: its semaphore is kept
         try:
-            await asyncio.wait_for(slots.acquire(), timeouts.get("pool"))
-        except TimeoutError as exc:
-            raise httpx.PoolTimeout("no connection slot came free in time", request=request) from exc
+            async with asyncio.timeout(timeouts.get("pool")):
+                await slots.acquire()
+        except BaseException as exc:
+            self._not_busy(origin)
+            if isinstance(exc, TimeoutError):
+                raise httpx.PoolTimeout("no connection slot came free in time", request=request) from exc
+            raise
         conn: _Connection | None = None
         try:
             conn = await self._connection(origin, timeouts.get("connect"))
@@ -165,6 +181,7 @@ class H11Transport(httpx.AsyncBaseTransport):
                 self._open.discard(conn)
                 await conn.close()
             slots.release()
+            self._not_busy(origin)
             mapped = _mapped(exc, request) if isinstance(exc, Exception) else exc
             if mapped is not exc:
                 raise mapped from exc
@@ -181,6 +198,7 @@ class H11Transport(httpx.AsyncBaseTransport):
         idle = self._idle.get(origin)
         while idle:
             conn = idle.pop()  # the most recently used: the likeliest to be warm and open
+            self._idle_count -= 1
             if conn.reusable(self._expiry):
                 return conn
             self._open.discard(conn)
@@ -194,19 +212,48 @@ class H11Transport(httpx.AsyncBaseTransport):
         self._open.add(conn)
         return conn
 
+    def _not_busy(self, origin: Origin) -> None:
+        left = self._busy.get(origin, 1) - 1
+        if left > 0:
+            self._busy[origin] = left
+        else:
+            self._busy.pop(origin, None)
+
     async def release(self, conn: _Connection, reuse: bool) -> None:
         self._slots[conn.origin].release()
-        idle = self._idle.setdefault(conn.origin, deque())
-        if reuse and (self._keep is None or len(idle) < self._keep):
+        self._not_busy(conn.origin)
+        await self._sweep()
+        if reuse and (self._keep is None or self._idle_count < self._keep):
             conn.h11.start_next_cycle()
             conn.idle_since = time.monotonic()
-            idle.append(conn)
+            self._idle.setdefault(conn.origin, deque()).append(conn)
+            self._idle_count += 1
             return
         self._open.discard(conn)
         await conn.close()
+
+    async def _sweep(self) -> None:
+        """Close the idle connections of every origin that are past keepalive_expiry or that the peer closed (an
+        origin no longer called kept them, and their sockets, for good), and forget origins with nothing left."""
+        now = time.monotonic()
+        if now - self._swept < SWEEP_S:
+            return
+        self._swept = now
+        for origin in list(self._idle):
+            idle = self._idle[origin]
+            for conn in [c for c in idle if not c.reusable(self._expiry)]:
+                idle.remove(conn)
+                self._idle_count -= 1
+                self._open.discard(conn)
+                await conn.close()
+            if not idle:
+                del self._idle[origin]
+        for origin in [o for o in self._slots if not self._busy.get(o) and o not in self._idle]:
+            del self._slots[origin]  # nothing in flight, waiting or idle there
 
     async def aclose(self) -> None:
         for conn in list(self._open):
             await conn.close()
         self._open.clear()
         self._idle.clear()
+        self._idle_count = 0

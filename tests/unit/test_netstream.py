@@ -197,3 +197,62 @@ async def test_a_burst_of_chunks_already_read_goes_up_as_one_piece_with_every_by
         pieces = [piece async for piece in response.aiter_raw()]
     assert b"".join(pieces) == b"".join(events)
     assert len(pieces) < 20, len(pieces)
+
+
+async def test_a_cancel_in_the_turn_a_slot_comes_free_ends_the_waiting_request(
+        serve: Callable[..., Awaitable[tuple[str, list[int]]]]) -> None:
+    """Python 3.11's wait_for drops a cancel that lands in the turn its awaitable completes: a request waiting for
+    a slot, cancelled just as one came free, went on with no deadline (its Stop lost) and could hang for good."""
+    async def hangs(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhal")
+        await writer.drain()
+        await reader.read()
+
+    url, _ = await serve(hangs)
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with httpx.AsyncClient(transport=H11Transport(limits), timeout=httpx.Timeout(5.0, read=None)) as client:
+        holder = await client.send(client.build_request("POST", url, content=b"a"), stream=True)
+        waiter = asyncio.create_task(client.post(url, content=b"b"))
+        await asyncio.sleep(0.05)  # waiting for the one slot
+        await holder.aclose()  # the slot comes free ...
+        waiter.cancel()  # ... and the cancel lands in the same turn
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(waiter, 3)
+
+
+async def test_idle_connections_past_their_expiry_are_closed_whichever_origin_is_called_next(
+        serve: Callable[..., Awaitable[tuple[str, list[int]]]], monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.mcp import h11_transport
+
+    monkeypatch.setattr(h11_transport, "SWEEP_S", 0.0)
+
+    async def answers(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                await _read_request(reader)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+
+    a_url, _ = await serve(answers)
+    b_url, _ = await serve(answers)
+    transport = H11Transport(httpx.Limits(max_connections=10, max_keepalive_connections=5, keepalive_expiry=0.2))
+    async with httpx.AsyncClient(transport=transport) as client:
+        await asyncio.gather(*(client.post(a_url, content=b"x") for _ in range(3)))
+        assert sum(len(idle) for idle in transport._idle.values()) == 3
+        await asyncio.sleep(0.3)
+        assert (await client.post(b_url, content=b"y")).text == "ok"
+        assert [len(idle) for idle in transport._idle.values()] == [1]  # only B's, just used: A's were closed
+
+
+async def test_a_server_that_closes_without_answering_is_said_so_in_plain_words(
+        serve: Callable[..., Awaitable[tuple[str, list[int]]]]) -> None:
+    async def hangs_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+
+    url, _ = await serve(hangs_up)
+    async with httpx.AsyncClient(transport=H11Transport(LIMITS)) as client:
+        with pytest.raises(httpx.RemoteProtocolError, match="closed the connection without an answer"):
+            await client.post(url, content=b"x")
