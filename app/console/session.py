@@ -431,7 +431,7 @@ class ConsoleSession:
         self._finding_counts = {}
         self._strays_listed = 0  # a new connection's strays are told afresh (the count pending is still said)
         self._set_status("connecting")
-        machine = ConnectMachine(self.target.era, CLIENT_INFO, self.capabilities)
+        machine = ConnectMachine(self.target.era, CLIENT_INFO, self.capabilities, stdio=self.target.kind == "stdio")
         command = machine.start()
         while True:
             for note in machine.take_notes():

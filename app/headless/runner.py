@@ -168,7 +168,7 @@ class Headless:
             raise
 
     async def _connect(self) -> Headless:
-        machine = ConnectMachine(self.era, CLIENT_INFO, self._caps)
+        machine = ConnectMachine(self.era, CLIENT_INFO, self._caps, stdio=self.stdio)
         command = machine.start()
         fresh = True
         while True:

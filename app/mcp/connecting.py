@@ -114,6 +114,7 @@ class ConnectMachine:
     chosen: str
     client_info: dict[str, Any]
     capabilities: dict[str, Any]
+    stdio: bool = False  # a stdio server breaking off on the probe is an older one; an HTTP stream breaking is not
     notes: list[Note] = field(default_factory=list)
     _step: str = "new"
     _why: str = ""
@@ -168,7 +169,7 @@ class ConnectMachine:
                                        transport_alive)
             return self._end(Failed(f"server/discover failed: {reply.error} (the server speaks "
                                     f"{', '.join(supported) or 'no version it names'})"))
-        why = discover_not_served(reply) if self.chosen == "auto" else None
+        why = discover_not_served(reply, self.stdio) if self.chosen == "auto" else None
         if why is None:
             return self._end(Failed(f"server/discover failed: {reply.error}"))
         return self._fall_back(why, transport_alive)

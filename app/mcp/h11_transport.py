@@ -147,6 +147,12 @@ class H11Transport(httpx.AsyncBaseTransport):
         url = request.url
         if url.scheme not in ("http", "https"):
             raise httpx.UnsupportedProtocol(f"no transport for {url.scheme!r} URLs", request=request)
+        if "transfer-encoding" in request.headers and "content-length" in request.headers:
+            # A Transfer-Encoding typed among the target's headers, beside the length httpx gives the body: two
+            # framings of one body (RFC 9112 forbids it; a request-smuggling shape). Refused, never sent.
+            raise httpx.LocalProtocolError(
+                "a Transfer-Encoding header beside the body's Content-Length: remove Transfer-Encoding from the "
+                "target's headers (the console frames the body itself)", request=request)
         origin: Origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
         timeouts = request.extensions.get("timeout", {})
         slots = self._slots.setdefault(origin, asyncio.Semaphore(self._max or 1_000_000))

@@ -89,12 +89,13 @@ def _plain(client: McpClient) -> Send:
     return send
 
 
-def discover_not_served(reply: Reply) -> str | None:
+def discover_not_served(reply: Reply, stdio: bool = True) -> str | None:
     """Why a server/discover reply says "legacy server" (None when it does not say that).
 
     The signals: HTTP 400/404/405, JSON-RPC -32601, "Server not initialized" (server-everything), or
     a stdio server that broke off (an error or exit instead of an answer). A reply that reached no server
-    at all (connection refused) is no signal: falling back would only fail again, less clearly.
+    at all (connection refused) is no signal: falling back would only fail again, less clearly; nor is an HTTP
+    answer stream that broke (`stdio` False: a head too long, a reset), which no older server says so.
     """
     error = reply.error
     if error is None:
@@ -114,7 +115,7 @@ def discover_not_served(reply: Reply) -> str | None:
         return f"HTTP {status} ({text})"
     if NOT_INITIALIZED in text.lower():
         return text
-    if isinstance(error, ProcessExited | StreamLost):
+    if isinstance(error, ProcessExited) or (stdio and isinstance(error, StreamLost)):
         return f"stdio error ({text})"
     return None
 

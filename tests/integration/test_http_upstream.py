@@ -291,3 +291,15 @@ async def test_an_https_target_gets_the_very_bytes_an_http_target_gets_and_answe
     assert without_host(seen["https"][0]) == without_host(seen["http"][0])
     heads = {s: [e.headers for e in recorded[s] if e.http_status == 200] for s in recorded}
     assert heads["https"] == heads["http"]
+
+
+async def test_a_transfer_encoding_typed_among_the_targets_headers_is_refused_not_sent_beside_the_length(
+        client: httpx.AsyncClient) -> None:
+    seen: list[bytes] = []
+    events: list[WireEvent] = []
+    async with answering(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", seen) as server:
+        transport = HttpTransport(server.url, client, events.append, extra_headers={"Transfer-Encoding": "chunked"})
+        with pytest.raises(TransportError, match="Transfer-Encoding header beside the body's Content-Length"):
+            await transport.open({"jsonrpc": "2.0", "id": 1, "method": "ping"}, {}, "k1")
+    assert seen == []  # nothing reached the target
+    assert any(e.direction == "transport" and "Transfer-Encoding" in (e.note or "") for e in events)

@@ -17,7 +17,7 @@ from app.mcp.connecting import (
     StartClient,
     discover_shape,
 )
-from app.mcp.errors import ConnectFailed, ProcessExited, RequestTimedOut, RpcError
+from app.mcp.errors import ConnectFailed, ProcessExited, RequestTimedOut, RpcError, StreamLost
 
 INFO = {"name": "t", "version": "1"}
 CAPS = {"elicitation": {"form": {}}, "roots": {}}
@@ -165,3 +165,17 @@ def test_auto_takes_the_older_revision_an_unsupported_version_refusal_lists_and_
     m2.started()
     done = m2.probed(reply("server/discover", error=_unsupported("2025-06-18")))
     assert isinstance(done, Failed) and "the server speaks 2025-06-18" in done.message
+
+
+def test_a_broken_http_answer_stream_is_no_sign_of_an_older_server_but_a_stdio_one_is() -> None:
+    """A head too long, a reset: an HTTP probe whose stream broke was taken for a stdio server breaking off and
+    fell back to initialize, saying "stdio error" of an HTTP target."""
+    broke = reply("server/discover", error=StreamLost("the response stream broke: RemoteProtocolError"))
+    http = ConnectMachine("auto", INFO, CAPS, stdio=False)
+    http.start()
+    http.started()
+    assert isinstance(http.probed(broke), Failed)
+    stdio = ConnectMachine("auto", INFO, CAPS, stdio=True)
+    stdio.start()
+    stdio.started()
+    assert stdio.probed(broke, transport_alive=False) == StartClient("legacy", keep_transport=False)
