@@ -11,6 +11,7 @@ import asyncio
 import json
 import socket
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -485,9 +486,18 @@ STARTUP_TIMEOUT_S = 30.0
 MESSAGE_TOO_BIG = 1009
 
 
+@dataclass
+class ServedConsole:
+    """A console process: its public host name, its port, and what it printed (a queue its pump fills)."""
+
+    host: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    lines: queue.Queue[str]
+
+
 @pytest.fixture
-def served_console(tmp_path: Path) -> Iterator[tuple[str, int]]:
-    """A console process; its public host name and port."""
+def served_console(tmp_path: Path) -> Iterator[ServedConsole]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port), "--data-dir", str(tmp_path)],
                             cwd=REPO_ROOT, env={**child_env(), "MCP_CONSOLE_TOKEN": TOKEN},
@@ -502,16 +512,16 @@ def served_console(tmp_path: Path) -> Iterator[tuple[str, int]]:
             pytest.fail(f"the console did not start: {''.join(seen)!r}")
         match = launch.search(line)
         assert match is not None
-        yield match[1], port
+        yield ServedConsole(match[1], port, proc, lines)
     finally:
         stop_process(proc)
 
 
 async def test_a_websocket_message_far_larger_than_a_hello_is_refused_as_too_big(
-        served_console: tuple[str, int], demo_url: str) -> None:
+        served_console: ServedConsole, demo_url: str) -> None:
     """A tab sends one message, its hello of a few bytes; uvicorn's default let every socket hand the console a
     16 MiB message to buffer and decode (a few times that in memory), twenty sockets per share link."""
-    host, port = served_console
+    host, port = served_console.host, served_console.port
     public = f"{host}:{port}"
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers={**AUTH, "Host": public},
                                  timeout=WS_DEADLINE_S) as owner:
@@ -526,6 +536,28 @@ async def test_a_websocket_message_far_larger_than_a_hello_is_refused_as_too_big
             await ws.send("x" * (1024 * 1024))
             _, close = await ws_closed(ws)
     assert close is not None and close.code == MESSAGE_TOO_BIG, close
+
+
+async def test_sockets_closed_before_their_hello_end_quietly_with_no_traceback_in_the_log(
+        served_console: ServedConsole, demo_url: str) -> None:
+    """A tab that navigates away at once closes its socket before the hello: each logged "Exception in ASGI
+    application" with a traceback, which any link holder could repeat to fill the console's log."""
+    public = f"{served_console.host}:{served_console.port}"
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{served_console.port}",
+                                 headers={**AUTH, "Host": public}, timeout=WS_DEADLINE_S) as owner:
+        made = await owner.post("/sessions", data={"kind": "http", "url": demo_url}, headers=JSON)
+        assert made.status_code == 200, made.text
+        sid = made.json()["id"]
+        for _ in range(3):
+            ws = await connect(f"ws://{public}/sessions/{sid}/ws", host="127.0.0.1", port=served_console.port,
+                               open_timeout=WS_DEADLINE_S,
+                               additional_headers={"Cookie": f"{OWNER_COOKIE}={TOKEN}", "Origin": f"http://{public}"})
+            await ws.close()
+        assert (await owner.get(f"/sessions/{sid}.json")).status_code == 200  # still serving
+    # What the console printed meanwhile, up to a second more for a handler that is slow to end (or to log).
+    line, seen = wait_for_line(served_console.lines, served_console.proc,
+                               lambda text: "Exception in ASGI application" in text or "Traceback" in text, 1.0)
+    assert line is None, "".join(seen)
 
 
 # -- Two tabs acting on one session through the demo server: a roots request answered in one tab (an operator's,
