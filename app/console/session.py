@@ -50,6 +50,7 @@ from app.mcp.client import ClientConfig, McpClient, Reply
 from app.mcp.connecting import Connected, ConnectMachine, Failed, Initialize, NotifyInitialized, Probe, StartClient
 from app.mcp.era import Answerer, Era, LegacyEra, ModernEra
 from app.mcp.errors import ConnectFailed, McpError, ProcessExited, SessionExpired
+from app.mcp.handshake import send_initialized
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import Linter
@@ -450,13 +451,8 @@ class ConsoleSession:
             elif isinstance(command, Initialize):
                 command = machine.initialized(await self.run("initialize", command.params))
             elif isinstance(command, NotifyInitialized):
-                assert self.client is not None and isinstance(self.client.config.era, LegacyEra)
-                self.client.config.era.negotiate(command.protocol_version)
-                try:
-                    await self.client.notify("notifications/initialized")
-                    command = machine.notified()
-                except McpError as exc:
-                    command = machine.notified(str(exc))
+                assert self.client is not None
+                command = machine.notified(await send_initialized(self.client, command.protocol_version))
             elif isinstance(command, Failed):
                 self._set_status("failed", command.message)
                 if self.client is not None:  # a stdio server that answered badly stops here, not at a delete

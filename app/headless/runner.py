@@ -20,8 +20,8 @@ from app.mcp.client import ClientConfig, McpClient, Reply, reply_json
 from app.mcp.connecting import Connected, ConnectMachine, Failed, Initialize, NotifyInitialized, Probe, StartClient
 from app.mcp.era import Era, LegacyEra, ModernEra, ServerAnswer
 from app.mcp.errors import ConnectFailed, McpError, ProcessExited
-from app.mcp.handshake import HandshakeFailed
-from app.mcp.http import HttpTransport, upstream_client
+from app.mcp.handshake import HandshakeFailed, send_initialized
+from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import Linter
 from app.mcp.mrtr import kind_of
@@ -29,6 +29,7 @@ from app.mcp.operation import Ended, OperationMachine, SendRound
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
 from app.mcp.transport import Transport
+from app.mcp.upstream import upstream_client
 from app.mcp.wire import WireEvent
 
 CLIENT_INFO = {"name": "mcp-console-cli", "version": "0.1.0"}
@@ -128,7 +129,7 @@ class Headless:
             transport = StdioTransport(shlex.split(self.target), record)
         else:
             if self._http is None:
-                self._http = upstream_client()  # the console's own client (app/mcp/http.py)
+                self._http = upstream_client()  # the console's own client
             if self.era == "sse-2024":  # 2025-11-25 over the older HTTP+SSE transport, as a console target has it
                 transport = HttpSseTransport(self.target, self._http, record, extra_headers=self._headers)
             else:
@@ -199,14 +200,7 @@ class Headless:
                     raise reply.error
                 command = machine.initialized(reply)
             elif isinstance(command, NotifyInitialized):
-                era = self.client.config.era
-                assert isinstance(era, LegacyEra)
-                era.negotiate(command.protocol_version)
-                try:
-                    await self.client.notify("notifications/initialized")
-                    command = machine.notified()
-                except McpError as exc:
-                    command = machine.notified(str(exc))
+                command = machine.notified(await send_initialized(self.client, command.protocol_version))
             elif isinstance(command, Failed):
                 raise HandshakeFailed(command.message)
             else:

@@ -2,21 +2,19 @@
 
 `initialize` offers our version, client info and capabilities; the server answers with the version it
 picked (possibly older), its info, capabilities and instructions; `notifications/initialized` then opens
-the session. Nothing here records anything: the caller passes its own `send` (the console's records the
-exchange as a timeline entry), so the handshake is as visible as any other request.
+the session. Nothing here records anything: the console and the CLI drive the handshake from the connect machine
+(app/mcp/connecting.py), each recording its requests its own way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from app.mcp.client import McpClient, Reply
 from app.mcp.era import LEGACY_VERSION, LEGACY_VERSIONS, LegacyEra
-from app.mcp.errors import ProcessExited, RpcError, StreamLost
+from app.mcp.errors import McpError, ProcessExited, RpcError, StreamLost
 
-Send = Callable[[str, dict[str, Any]], Awaitable[Reply]]
 # The HTTP statuses and JSON-RPC errors with which a server says "I do not serve server/discover".
 NOT_SERVED_STATUSES = frozenset({400, 404, 405})
 METHOD_NOT_FOUND = -32601
@@ -67,26 +65,28 @@ def negotiated_from(reply: Reply, offered: str) -> Negotiated:
                       instructions=instructions if isinstance(instructions, str) else None, note=note)
 
 
-async def initialize(client: McpClient, send: Send | None = None,
-                     version: str = LEGACY_VERSION) -> Negotiated:
-    """Run the handshake on a client whose era is a LegacyEra; its version becomes the negotiated one.
-
-    `send` defaults to the client's own request; the console passes one that records the exchange.
-    """
-    era = client.config.era
-    assert isinstance(era, LegacyEra), "initialize is the legacy handshake"
+async def initialize(client: McpClient, version: str = LEGACY_VERSION) -> Negotiated:
+    """The handshake on its own, on a started client whose era is a LegacyEra (scripts and tests; a connect goes
+    through app/mcp/connecting.py, which orders the same two steps): `initialize`, then `send_initialized`."""
     params = initialize_params(client.config.client_info, client.config.capabilities(), version)
-    reply = await (send or _plain(client))("initialize", params)
-    negotiated = negotiated_from(reply, version)
-    era.negotiate(negotiated.protocol_version)
-    await client.notify("notifications/initialized")
+    negotiated = negotiated_from(await client.request("initialize", params), version)
+    problem = await send_initialized(client, negotiated.protocol_version)
+    if problem is not None:
+        raise HandshakeFailed(f"notifications/initialized failed: {problem}")
     return negotiated
 
 
-def _plain(client: McpClient) -> Send:
-    async def send(method: str, params: dict[str, Any]) -> Reply:
-        return await client.request(method, params)
-    return send
+async def send_initialized(client: McpClient, version: str) -> str | None:
+    """Take `version` as the session's (the era then names it on every request) and open the session with
+    `notifications/initialized`; what went wrong, or None."""
+    era = client.config.era
+    assert isinstance(era, LegacyEra), "the 2025-11-25 handshake needs a client of that era"
+    era.negotiate(version)
+    try:
+        await client.notify("notifications/initialized")
+    except McpError as exc:
+        return str(exc)
+    return None
 
 
 def discover_not_served(reply: Reply, stdio: bool = True) -> str | None:
