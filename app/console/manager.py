@@ -24,7 +24,7 @@ from app.console.store import ImportRow, Store, iter_events, open_store
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.console.team import make_cluster, make_hub, team_key
-from app.mcp.http import upstream_client
+from app.mcp.upstream import upstream_client
 from app.settings import Settings
 
 # Everything but frames: the state is their fold (frames are read per entry, on demand).

@@ -6,7 +6,6 @@ import asyncio
 import re
 import time
 from collections.abc import AsyncIterator
-from http.cookiejar import Cookie, CookieJar
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,7 +22,6 @@ from app.mcp.errors import (
     expired_note,
 )
 from app.mcp.fair import FairShare
-from app.mcp.h11_transport import H11Transport
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
 from app.mcp.sse import SeenIds, SseParser, sendable_id
@@ -55,55 +53,6 @@ MAX_RETRY_MS = 30_000    # a hostile `retry:` cannot park a request for longer (
 H11_HEAD_BOUND = 64 * 1024  # h11's max_incomplete_event_size, as httpcore leaves it
 _VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
 Answer = httpx.Response
-
-
-class NoCookies(CookieJar):
-    """The jar of a client shared by every session: it keeps nothing.
-
-    Cookies are not isolated by port, so a cookie one target set, kept by the shared client, went to every other
-    target on that host (another session's server, maybe a hostile one) and into that session's recording. Each
-    transport keeps its own target's cookies instead (`HttpTransport.cookies`); httpx still stores what every
-    answer sets in its client's jar, and this one drops it.
-    """
-
-    def set_cookie(self, cookie: Cookie) -> None:
-        return
-
-
-def upstream_client() -> httpx.AsyncClient:
-    """The client the console and the command line send every request to a target with, whatever its scheme.
-
-    Its transport is HTTP/1.1 by h11 over asyncio streams (app/mcp/h11_transport.py), for every scheme, which also
-    retires a connection a server sent unasked bytes on. Its jar keeps nothing: each target's cookies stay with its
-    own transport (NoCookies). No read deadline here: the client's idle and overall deadlines bound each request
-    (app/mcp/deadline.py)."""
-    limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
-    return _UpstreamClient(timeout=httpx.Timeout(30.0, read=None), follow_redirects=False, limits=limits,
-                           transport=H11Transport(limits))
-
-
-class _NoClientCookies(httpx.Cookies):
-    """The shared client's cookies: none, and nothing read off an answer. httpx reads every answer's Set-Cookie
-    into its client's jar, building urllib request and response objects for it each time (a few percent of a
-    call), only for NoCookies to drop them: each transport keeps its own target's cookies instead."""
-
-    def __init__(self) -> None:
-        super().__init__(NoCookies())
-
-    def extract_cookies(self, response: httpx.Response) -> None:
-        return None
-
-
-class _UpstreamClient(httpx.AsyncClient):
-    _none = _NoClientCookies()
-
-    @property
-    def cookies(self) -> httpx.Cookies:
-        return self._none
-
-    @cookies.setter
-    def cookies(self, _cookies: Any) -> None:
-        return None  # httpx's constructor sets its own; this client keeps none
 
 
 def _answer_headers(response: Answer) -> list[tuple[str, str]]:
@@ -420,7 +369,7 @@ class HttpTransport:
         self._inflight_ids: set[str | int] = set()
         self._handed: dict[str | int, Frame] = {}
         self.event_ids = SeenIds()  # 2025-11-25: the SSE ids delivered on any of this session's streams
-        # What this target set, sent back to it only (the shared client's jar is `NoCookies`).
+        # What this target set, sent back to it only (the shared client keeps none: app/mcp/upstream.py).
         self.cookies = httpx.Cookies()
 
     @property

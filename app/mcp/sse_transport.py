@@ -100,7 +100,7 @@ class HttpSseTransport:
         # Requests stopped at max_stream_bytes (their ids and tokens → frames dropped since): the one stream goes on
         # carrying what the server still sends for them, which is neither recorded nor routed.
         self._muted: dict[str | int, int] = {}
-        self.cookies = httpx.Cookies()  # this target's own (the shared client keeps none: app/mcp/http.py NoCookies)
+        self.cookies = httpx.Cookies()  # this target's own (the shared client keeps none: app/mcp/upstream.py)
         self.endpoint: str | None = None
         self.lost_reason = ""
         self.on_server_message: ServerMessageSink | None = None

@@ -24,8 +24,9 @@ import httpx
 import pytest
 
 from app.mcp.errors import TransportError
-from app.mcp.http import HttpTransport, upstream_client
+from app.mcp.http import HttpTransport
 from app.mcp.inflate import DECODED_PIECE, body_pieces
+from app.mcp.upstream import upstream_client
 from app.mcp.wire import WireEvent
 from tests.integration.conftest import REPO_ROOT, child_env
 
