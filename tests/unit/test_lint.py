@@ -104,9 +104,10 @@ def test_every_rule_id_is_documented_and_every_documented_id_is_a_rule() -> None
     documented = set(re.findall(r"^\| `([a-z.-]+)` \|", docs, flags=re.MULTILINE))
     assert documented == set(RULES)
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "mcp-console call" in readme
-    assert "mcp-console check" in readme
-    assert "docs/lint-rules.md" in readme
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    assert "mcp-console call" in readme and "docs/guide.md" in readme
+    assert "mcp-console check" in guide
+    assert "lint-rules.md" in guide
 
 
 def test_a_tool_name_ending_in_a_newline_breaks_the_naming_rule() -> None:
