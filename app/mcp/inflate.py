@@ -1,4 +1,4 @@
-"""Compressed answers decoded in bounded pieces, for the lean client and httpx answers alike.
+"""Compressed answers decoded in bounded pieces, whatever the target's scheme.
 
 Every bound on what a target sends (`max_stream_bytes`, `max_message_bytes`) counts decoded bytes as they are
 yielded, so it holds only if each yielded piece is small. httpx's decoders turn a network read whole, and a
@@ -62,17 +62,12 @@ def inflater(headers: httpx.Headers) -> Inflate | None:
     return Inflate(named[0]) if len(named) == 1 and named[0] in ("gzip", "deflate") else None
 
 
-def body_pieces(response: object) -> AsyncIterator[bytes]:
+def body_pieces(response: httpx.Response) -> AsyncIterator[bytes]:
     """A streamed answer's decoded body, in bounded pieces: what every reader of a target's answer iterates.
 
-    An httpx answer in gzip or deflate is read raw and inflated here; any other answer (the lean client's, which
-    bounds its own decoding, or identity) is its own `aiter_bytes()`."""
-    if isinstance(response, httpx.Response):
-        inflate = inflater(response.headers)
-        if inflate is not None:
-            return _inflated(response, inflate)
-    pieces: AsyncIterator[bytes] = response.aiter_bytes()  # type: ignore[attr-defined]
-    return pieces
+    An answer in gzip or deflate is read raw and inflated here; anything else is its own `aiter_bytes()`."""
+    inflate = inflater(response.headers)
+    return _inflated(response, inflate) if inflate is not None else response.aiter_bytes()
 
 
 async def _inflated(response: httpx.Response, inflate: Inflate) -> AsyncIterator[bytes]:
