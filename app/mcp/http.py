@@ -4,36 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
-from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from app.mcp.era import LEGACY_VERSIONS
 from app.mcp.errors import (
     ConnectFailed,
     ProtocolViolation,
     SessionExpired,
-    StreamLost,
-    StreamTooLarge,
     TransportError,
     expired_note,
 )
-from app.mcp.fair import FairShare
+from app.mcp.http_answer import Answer, HttpExchange, content_type, excerpt, shortened
 from app.mcp.inflate import body_pieces
-from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
-from app.mcp.sse import SeenIds, SseParser, sendable_id
+from app.mcp.jsonrpc import Frame, encode, parse_frame
+from app.mcp.sse import SeenIds
 from app.mcp.standalone import StandaloneStream
 from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_STREAM_BYTES,
     ServerMessageSink,
-    StreamText,
     replaced,
     replaced_note,
-    stream_bound_note,
     text_codec,
 )
 from app.mcp.wire import Recorder, WireEvent, wire_headers
@@ -44,15 +37,11 @@ DELETE_TIMEOUT_S = 5.0  # closing must not hang on a server that ignores the DEL
 # A notification's (or an answer's) POST is waited for this long at most: no request deadline covers it, and a
 # server that never answers one held the connect (notifications/initialized), a cancel, and a pool slot forever.
 NOTIFY_TIMEOUT_S = 10.0
-# 2025-11-25 resumability: a POST stream that closes before its answer is reopened with GET + Last-Event-ID.
-MAX_RESUMES = 3
-DEFAULT_RETRY_MS = 1000  # when the server gave no `retry:`
-MAX_RETRY_MS = 30_000    # a hostile `retry:` cannot park a request for longer (its idle deadline also runs)
+
 
 
 H11_HEAD_BOUND = 64 * 1024  # h11's max_incomplete_event_size, as httpcore leaves it
 _VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
-Answer = httpx.Response
 
 
 def _answer_headers(response: Answer) -> list[tuple[str, str]]:
@@ -80,265 +69,6 @@ def _control_note(headers: list[tuple[str, str]]) -> str:
         return ""
     return (f"the answer's header {', '.join(repr(n) for n in bad[:5])} holds a control character, which is not "
             "valid HTTP (kept as it came)")
-
-
-def _content_type(response: Answer) -> str:
-    """The media type alone, lower-cased (`text/event-stream`, `application/json`, ...)."""
-    value: str = response.headers.get("content-type", "")
-    return value.split(";")[0].strip().lower()
-
-
-class HttpExchange:
-    def __init__(self, transport: HttpTransport, response: Answer, key: str, request_id: Any = None,
-                 discovery: bool = False, protocol_headers: dict[str, str] | None = None) -> None:
-        self._t = transport
-        # The version header the request went with: an answer to a server request on this stream carries it too.
-        self._protocol = {k: v for k, v in (protocol_headers or {}).items() if k.lower() == "mcp-protocol-version"}
-        self._response = response
-        self._key = key
-        self._request_id = request_id
-        self._discovery = discovery  # the first server/discover of this connection: is this MCP at all?
-        self.cancelled = False
-        self.bytes_read = 0  # every byte of this response stream, counted against max_stream_bytes
-        self._last_event_id: str | None = None  # the stream's last SSE id, for resuming it (2025-11-25)
-        self._retry_ms: int | None = None       # the stream's `retry:`, the wait before resuming
-        self._session = transport.session_id    # the 2025-11-25 session the request went in, if any
-        # 2025-11-25 makes SSE ids unique across a session's streams: one seen again is a replay (see SeenIds).
-        self._legacy = next(iter(self._protocol.values()), "") in LEGACY_VERSIONS
-        self._replays = 0
-        self._said_replaced = False  # bytes not valid in the charset are said once per exchange
-
-    async def frames(self) -> AsyncIterator[Frame]:
-        response = self._response
-        ctype = _content_type(response)
-        try:
-            if ctype == "text/event-stream" and response.is_success:
-                async for frame in self._resumable_sse():
-                    yield frame
-                return
-            body = await self._read_body()
-            yield self._body_frame(body, ctype)
-        except httpx.HTTPError as exc:
-            if self.cancelled:
-                return
-            raise StreamLost(f"the response stream broke: {exc!r}") from exc
-        finally:
-            await self._response.aclose()  # the resumed stream, if the POST's was replaced
-
-    async def _resumable_sse(self) -> AsyncIterator[Frame]:
-        """The response stream; on 2025-11-25, one that closes before the answer is resumed as the server
-        asked (after its `retry:` delay, by GET with Last-Event-ID). 2026-07-28 has no resumption."""
-        for attempt in range(MAX_RESUMES + 1):
-            async for frame in self._sse():
-                yield frame
-                if frame.kind in ("response", "error") and frame.id == self._request_id:
-                    return
-            # The server may have sent the answer on the standalone GET stream instead (before this one ended, or
-            # while it was being resumed): take it from there, resumable or not.
-            handed = self._t.take_handed_over(self._request_id)
-            if handed is None and attempt < MAX_RESUMES and not self.cancelled and self._resumable():
-                resumed = await self._resume()
-                handed = self._t.take_handed_over(self._request_id)
-                if handed is None and resumed:
-                    continue
-            if handed is not None and not self.cancelled:
-                yield handed
-            return
-
-    def _resumable(self) -> bool:
-        return self._last_event_id is not None and self._legacy
-
-    async def _resume(self) -> bool:
-        """Wait the server's retry delay, then swap in the GET that resumes the stream; False when refused."""
-        assert self._last_event_id is not None
-        delay = min(self._retry_ms if self._retry_ms is not None else DEFAULT_RETRY_MS, MAX_RETRY_MS) / 1000
-        self._record_problem(f"the response stream closed before the answer; resuming it in {delay:g} s "
-                             f"with GET, Last-Event-ID {self._last_event_id}")
-        await asyncio.sleep(delay)  # the server's `retry:` says how long a client must wait before reconnecting
-        response = await self._t.resume(self._key, self._last_event_id, self._protocol)
-        if response is None:
-            return False
-        await self._response.aclose()
-        self._response = response
-        return True
-
-    def _count(self, chunk: bytes) -> None:
-        """Count a chunk before anything parses or records it; past the bound, stop reading the stream."""
-        self.bytes_read += len(chunk)
-        if self.bytes_read > self._t.max_stream_bytes:
-            note = stream_bound_note(self._t.max_stream_bytes, self.bytes_read)
-            self._record_problem(note)
-            raise StreamTooLarge(note)  # frames() closes the response: the 2026-07-28 HTTP cancel
-
-    async def _sse(self) -> AsyncIterator[Frame]:
-        parser = SseParser(self._t.max_message_bytes)
-        # Bytes, not text: the bound counts what crossed the wire; the decoder keeps split characters whole.
-        stream = StreamText(self._response.encoding)
-        fair = FairShare()  # a flood of chunks must not keep the loop from its timers (see app/mcp/fair.py)
-        previous: str | None = None  # the id of this stream's last event
-        try:
-            async for raw_chunk in body_pieces(self._response):
-                if fair.due():
-                    await fair.give_way()
-                self._count(raw_chunk)
-                text, was = stream.decode(raw_chunk)  # a target's own U+FFFD split across chunks is no replacement
-                if was and not self._said_replaced:
-                    self._say_replaced(stream.codec)
-                try:
-                    events = parser.feed(text)
-                except ValueError as exc:
-                    self._record_problem(str(exc))
-                    raise ProtocolViolation(str(exc)) from exc
-                if parser.last_id is not None and parser.last_id != self._last_event_id and sendable_id(parser.last_id):
-                    self._last_event_id = parser.last_id  # one a header cannot carry is not resumed from
-                self._retry_ms = parser.retry_ms if parser.retry_ms is not None else self._retry_ms
-                # The events of one piece arrived together: they carry its time (one clock read each, and the store's
-                # rows spell one wall time for the lot: see Wire.data_text).
-                mono, wall = time.monotonic(), time.time()
-                for event in events:
-                    # An event with no id of its own keeps the one before it (as SSE says): that is no replay.
-                    kept, previous = previous == event.id, event.id
-                    if event.id is not None and self._legacy and not kept and \
-                            not self._t.event_ids.first_time(event.id):
-                        self._replays += 1
-                        if self._replays == 1:  # said once: a resumption may replay thousands
-                            self._record_problem(f"sse id={_short(event.id)} was already delivered: a replay, not "
-                                                 "delivered again (nor are later replays on this request's stream)")
-                        continue
-                    if event.data == "":
-                        continue  # a priming event: nothing to parse
-                    yield self._incoming(event.data, note=f"sse id={event.id}" if event.id else None, at=(mono, wall))
-                    # A piece may carry hundreds of events (a backlog read at once): the slice counts them too.
-                    if fair.due():
-                        await fair.give_way()
-        except (httpx.HTTPError, asyncio.CancelledError):
-            # The stream broke off (or was given up) inside an event: what arrived of it is on the record.
-            part = parser.unfinished()
-            if part:
-                self._incoming(part, note="the stream broke off inside this event: what arrived of it")
-            raise
-        tail, was = stream.decode(b"", final=True)  # a character the stream ended inside: shown as U+FFFD
-        if was and not self._said_replaced:
-            self._say_replaced(stream.codec)
-        try:  # the last event, without its blank line, is only whole (and may only pass the bound) here
-            ended = parser.feed(tail) if tail else []
-            unended = parser.finish()
-        except ValueError as exc:
-            self._record_problem(str(exc))
-            raise ProtocolViolation(str(exc)) from exc
-        for event in ended:
-            if event.data:
-                yield self._incoming(event.data)
-        for event in unended:
-            if event.data:
-                yield self._incoming(event.data, note="the stream ended inside this event (no blank line after it)")
-        self._say_leftover()
-
-    async def _read_body(self) -> str:
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            async for chunk in body_pieces(self._response):
-                self._count(chunk)
-                size += len(chunk)
-                if size > self._t.max_message_bytes:
-                    self._record_problem(f"response body larger than {self._t.max_message_bytes} bytes; dropped")
-                    raise ProtocolViolation(f"response body larger than {self._t.max_message_bytes} bytes")
-                chunks.append(chunk)
-        except (httpx.HTTPError, asyncio.CancelledError):
-            # The body broke off (the server closed) or was given up (the deadline, a cancel): what arrived of it
-            # is on the record, not only that nothing whole did. Within max_message_bytes, as any body.
-            if chunks:
-                self._record_part(b"".join(chunks))
-            raise
-        self._say_leftover()
-        return self._decoded(b"".join(chunks))
-
-    def _say_leftover(self) -> None:
-        """Bytes the server sent after this answer on its connection: on the record, and the connection retired
-        (app/mcp/h11_transport.py), so they are never read as the next call's answer."""
-        leftover = self._response.extensions.get("leftover_bytes")
-        if leftover:
-            self._record_problem(f"the server sent {leftover} bytes after this answer on its connection, unasked; "
-                                 "the connection is not used again")
-
-    def _decoded(self, body: bytes) -> str:
-        """A body as text in its charset; bytes not valid there are shown as U+FFFD, and the record says so."""
-        codec = text_codec(self._response.encoding)
-        text = body.decode(codec, errors="replace")
-        if not self._said_replaced and replaced(body, text, codec):
-            self._say_replaced(codec)
-        return text
-
-    def _say_replaced(self, codec: str) -> None:
-        self._said_replaced = True
-        self._record_problem(replaced_note(codec))
-
-    def _record_part(self, part: bytes) -> None:
-        declared = self._response.headers.get("content-length")
-        said = f" (Content-Length {declared})" if declared is not None else ""
-        self._incoming(self._decoded(part),
-                       note=f"the body broke off after {len(part)} bytes{said}: what arrived of it")
-
-    def _body_frame(self, body: str, ctype: str) -> Frame:
-        status = self._response.status_code
-        if status == 202 and not body:
-            self._record_problem("HTTP 202 with no body: the server treated the request as a notification")
-            raise ProtocolViolation("HTTP 202 Accepted with no body for a request")
-        frame = self._incoming(body)
-        if status == 404 and self._session is not None:
-            # 2025-11-25: the server ended or forgot the session; a new one starts with initialize (a reconnect).
-            note = expired_note(self._session)
-            self._record_problem(note)
-            raise SessionExpired(note)
-        if frame.kind in ("response", "error"):
-            return frame
-        looks = "HTML" if "html" in ctype or body.lstrip().startswith("<") else (ctype or "no content type")
-        if self._discovery and (not self._response.is_success or looks == "HTML"):
-            raise ProtocolViolation(f"HTTP {status} ({looks}): this does not look like an MCP endpoint")
-        if not self._response.is_success:
-            # An endpoint that answered before is an MCP endpoint having a bad moment: say what it said.
-            raise ProtocolViolation(f"HTTP {status} {httpx.codes.get_reason_phrase(status)} from the server: "
-                                    f"{_excerpt(body)}")
-        raise ProtocolViolation(f"HTTP {status} with a body that is not a JSON-RPC response ({frame.problem or looks})")
-
-    def _incoming(self, raw: str, note: str | None = None, at: tuple[float, float] | None = None) -> Frame:
-        frame = parse_frame(raw, self._response.status_code)
-        if frame.kind in ("response", "error") and frame.id != self._request_id:
-            stray = f"response id {frame.id!r} matches no request: this stream is for id {self._request_id!r}"
-            note = f"{note}; {stray}" if note else stray
-        mono, wall = at if at is not None else (time.monotonic(), time.time())
-        self._t.record(
-            WireEvent(direction="in", raw=raw, frame=frame, exchange=self._key,
-                      http_status=self._response.status_code, note=note, mono=mono, wall=wall)
-        )
-        return frame
-
-    def _record_problem(self, note: str) -> None:
-        self._t.record(WireEvent(direction="transport", raw="", exchange=self._key, note=note))
-
-    async def cancel(self, reason: str, notify: bool = False) -> None:
-        # On 2026-07-28 HTTP, closing the response stream *is* the cancellation. On 2025-11-25 it is not
-        # (a disconnect may be resumed), so the era asks for notifications/cancelled first, on the session.
-        if self.cancelled:
-            return  # said once already
-        self.cancelled = True
-        try:
-            if notify:
-                message = notification("notifications/cancelled", {"requestId": self._request_id, "reason": reason})
-                await self._t.notify(message, self._protocol, self._key)
-        finally:
-            self._t.record(WireEvent(direction="transport", raw="", exchange=self._key,
-                                     note=f"closed the response stream to cancel ({reason})"))
-            await self._response.aclose()
-
-    async def answer(self, message: dict[str, Any]) -> None:
-        # A response to a server request is POSTed like any other message (how older revisions take them).
-        await self._t.notify(message, self._protocol, self._key)
-
-    async def aclose(self) -> None:
-        self._t.done_with(self._request_id)
-        await self._response.aclose()
 
 
 class HttpTransport:
@@ -395,7 +125,7 @@ class HttpTransport:
         value = response.headers.get(SESSION_HEADER)
         if value and response.is_success:
             if not _VISIBLE_ASCII.fullmatch(value):
-                raise ProtocolViolation(f"the server's {SESSION_HEADER} {_short(value)} is not visible ASCII "
+                raise ProtocolViolation(f"the server's {SESSION_HEADER} {shortened(value)} is not visible ASCII "
                                         "(0x21-0x7E), as 2025-11-25 requires of a session id: it cannot be sent back")
             self.session_id = value
 
@@ -492,7 +222,7 @@ class HttpTransport:
             self.record(WireEvent(direction="transport", raw="", exchange=key,
                                   note=f"resuming the stream with GET failed: {_explain(exc)}"))
             return None
-        ctype = _content_type(response)
+        ctype = content_type(response)
         self.record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
                               headers=_answer_headers(response),
                               note=f"GET with Last-Event-ID {last_event_id}: HTTP {response.status_code} "
@@ -529,7 +259,7 @@ class HttpTransport:
             # The 2025-11-25 session opens here: a server refusing it has no session for what follows.
             raise ProtocolViolation(f"HTTP {response.status_code} {response.reason_phrase} to "
                                     f"notifications/initialized: the server did not open the session "
-                                    f"({_excerpt(body)})")
+                                    f"({excerpt(body)})")
 
     async def _bounded_body(self, response: Answer) -> bytes:
         """A notification's answer should be empty; whatever comes, keep at most one message of it."""
@@ -589,18 +319,6 @@ def redact_url(url: str) -> str:
     except ValueError:
         return "(an unparseable URL)"
     return f"{parts.scheme}://{host}{port}{parts.path}" + ("?…" if parts.query else "")
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return repr(text[:limit] + ("…" if len(text) > limit else ""))
-
-
-def _excerpt(body: str, limit: int = 200) -> str:
-    """A short, one-line look at a body for a message (the wire record keeps all of it)."""
-    flat = " ".join(body.split())
-    if not flat:
-        return "(empty body)"
-    return repr(flat[:limit] + ("…" if len(flat) > limit else ""))
 
 
 def _explain(exc: Exception) -> str:
