@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.console.events import EXCHANGE_KINDS, TimelineEvent
+from app.console.events import EXCHANGE_KINDS, OP_KINDS, TimelineEvent
 from app.console.secrets import MASK
 
 # Status groups a person means when filtering; an exact status (e.g. "tool_error") works too.
@@ -29,7 +29,7 @@ STATUS_GROUPS: dict[str, frozenset[str]] = {
 TEXT_FIELDS = ("method", "name", "error", "message", "key", "op", "status")
 FACT_FIELDS = (*TEXT_FIELDS, "level")
 # The kinds of event that touch an index row (see `entry_key`; a frame never does).
-INDEXED_KINDS = frozenset({*EXCHANGE_KINDS, "operation", "notice", "finding"})
+INDEXED_KINDS = frozenset({*EXCHANGE_KINDS, *OP_KINDS, "notice", "finding"})
 ROUND = "round"  # an index row of an operation's round: never a match itself; its findings go to the operation
 
 
@@ -94,7 +94,7 @@ def entry_key(kind: str, seq: int, data: dict[str, Any]) -> tuple[str, str] | No
     """`entry_of` from an event's parts."""
     if kind in EXCHANGE_KINDS:
         return str(data.get("key") or ""), ROUND if data.get("op") else "exchange"
-    if kind == "operation":
+    if kind in OP_KINDS:
         return str(data.get("key") or ""), "operation"
     if kind == "notice":
         return f"n{seq}", "notice"

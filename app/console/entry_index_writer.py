@@ -104,7 +104,10 @@ def index_item_of(kind: str, seq: int, data: dict[str, Any]) -> IndexItem | None
         (key, entry), op = found, data.get("op")
     else:
         return None
-    return key, entry, {f: data[f] for f in entry_index.FACT_FIELDS if f in data}, op
+    facts = {f: data[f] for f in entry_index.FACT_FIELDS if f in data}
+    if kind == "op_started":  # an operation runs from its start; the event need not say so
+        facts["status"] = "running"
+    return key, entry, facts, op
 
 
 def _make_facts_json() -> Callable[[dict[str, Any]], str]:

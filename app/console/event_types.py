@@ -85,6 +85,8 @@ def _record_checkers(kind: str) -> dict[str, FieldCheck]:
     checkers = {name: _field(hint) for name, hint in hints.items() if name not in ("kind", "KIND")}
     for name, shape in _ITEMS.get(kind, {}).items():
         checkers[name] = _list_of(_shape(shape))
+    for name, shape in _ONE.get(kind, {}).items():
+        checkers[name] = _none_or(_shape(shape))
     for name in _PAIRS.get(kind, ()):
         checkers[name] = _none_or(_list_of(_pair))
     return {name: check for name, check in checkers.items() if check is not _ANY}
@@ -150,10 +152,14 @@ def _shape(fields: dict[str, Any]) -> Check:
 # another length (["a"]) imported, and its entry's cURL, its HAR and the session's HAR export raised on them.
 _PAIRS: dict[str, tuple[str, ...]] = {"wire": ("headers",)}
 # Items of a list a record types only as JSON objects, and that the pages read key by key: an operation's rounds
-# (as `operations._round_data` writes them) and a subscription's notifications (as `listen` records them).
+# (as `Round.to_data` writes them) and a subscription's notifications (as `listen` records them).
+_ROUND = {**typing.get_type_hints(Round), "human_ms": float | None}
 _ITEMS: dict[str, dict[str, dict[str, Any]]] = {
-    "operation": {"rounds": {**typing.get_type_hints(Round), "human_ms": float | None}},
+    "op_snapshot": {"rounds": _ROUND},
     "subscription": {"notifications": {"method": str, "params": dict[str, Any], "at": float}},
 }
+# One such object (or None) under a key: the round an operation's transition carries.
+_ONE: dict[str, dict[str, dict[str, Any]]] = {kind: {"round": _ROUND} for kind in ("op_started", "op_round",
+                                                                                    "op_ended")}
 
 

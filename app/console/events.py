@@ -1,10 +1,12 @@
-"""Typed timeline events: one record per kind, serialized explicitly, with a version and a v1 loader.
+"""Typed timeline events: one record per kind, serialized explicitly, with a version and loaders of older ones.
 
 A session is the fold of these records (`app.console.state.apply`). Each record is a dataclass
 whose `kind` is a Literal; `to_data()` writes every field, `from_data()` consumes every key (an
 unknown key means a newer writer, so loading says so instead of dropping it). `docs/events.md`
 documents every kind; a test keeps the two in step. Version 1 rows (untyped payloads, one
-"session" kind with five shapes) are migrated on load by `migrate_v1`.
+"session" kind with five shapes) are migrated on load by `migrate_v1`; version 2 rows (an operation recorded as a
+snapshot of every change) by `migrate_v2`. Version 3 records an operation as small transitions (`OpStarted` …
+`OpEnded`), folded into the operation by `apply`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeVar, cast
 
-EVENT_VERSION = 2
+EVENT_VERSION = 3
 Json = dict[str, Any]
 R = TypeVar("R", bound="Record")
 
@@ -249,11 +251,14 @@ TYPED_ANSWER_FIELDS = ("drafts", "errors")
 
 
 @dataclass(slots=True)
-class OperationChanged(Record):
-    """A full snapshot of an operation: enough to show it, its rounds and its result after a restart."""
+class OperationSnapshot(Record):
+    """A full snapshot of an operation, as versions 1 and 2 recorded every change (version 2's kind "operation").
 
-    KIND = "operation"
-    kind: Literal["operation"] = field(default="operation", init=False)
+    Version 3 writes transitions (`OpStarted` … `OpEnded`); a snapshot is read from an older log or file only, and
+    folds as the whole operation at that point."""
+
+    KIND = "op_snapshot"
+    kind: Literal["op_snapshot"] = field(default="op_snapshot", init=False)
     key: str = ""
     op: str = ""
     method: str = ""
@@ -273,6 +278,88 @@ class OperationChanged(Record):
     final: Json | None = None
     validation: Json | None = None
     log_level: str | None = None
+
+
+# An operation's life as transitions (version 3). Each names its operation (`op`) and its timeline entry (`key`,
+# "op-<op>", which the store indexes them by); the fold (`state.apply`) builds the operation from them.
+
+@dataclass(slots=True)
+class OpStarted(Record):
+    """An operation began: what it asks (its original params, without _meta) and its first round, sent."""
+
+    KIND = "op_started"
+    kind: Literal["op_started"] = field(default="op_started", init=False)
+    key: str = ""
+    op: str = ""
+    method: str = ""
+    name: Any = None
+    params: Json = field(default_factory=dict)
+    started: float = 0.0
+    round: Json = field(default_factory=dict)  # the first round (`Round.to_data`)
+    replay_of: str | None = None
+    log_level: str | None = None
+
+
+@dataclass(slots=True)
+class OpRound(Record):
+    """A round was sent (a retry with the answers, a requestState-only retry, a retry after enabling
+    capabilities), or the server answered it asking for input (`pending_requests`): the round as it now stands."""
+
+    KIND = "op_round"
+    kind: Literal["op_round"] = field(default="op_round", init=False)
+    key: str = ""
+    op: str = ""
+    round: Json = field(default_factory=dict)
+    status: str = "running"         # the operation's: running | awaiting_input
+    message: str = ""
+    pending_requests: Json = field(default_factory=dict)  # input key → input request (when it asks)
+
+
+@dataclass(slots=True)
+class OpAnswered(Record):
+    """One input request of the round was answered (the value goes to the server in the retry, not here)."""
+
+    KIND = "op_answered"
+    kind: Literal["op_answered"] = field(default="op_answered", init=False)
+    key: str = ""
+    op: str = ""
+    round: int = 0
+    input: str = ""
+    at: float = 0.0  # wall clock (the round's human time ends at its last answer)
+
+
+@dataclass(slots=True)
+class OpRefused(Record):
+    """An answer did not pass the console's checks: why, and what was typed, so the dialog shows it again."""
+
+    KIND = "op_refused"
+    kind: Literal["op_refused"] = field(default="op_refused", init=False)
+    key: str = ""
+    op: str = ""
+    round: int = 0
+    input: str = ""
+    errors: Json = field(default_factory=dict)   # field → message
+    drafts: Json = field(default_factory=dict)   # field → what was typed
+
+
+@dataclass(slots=True)
+class OpEnded(Record):
+    """The operation is over: complete, tool_error, error, cancelled, capped or abandoned."""
+
+    KIND = "op_ended"
+    kind: Literal["op_ended"] = field(default="op_ended", init=False)
+    key: str = ""
+    op: str = ""
+    status: str = "complete"
+    message: str = ""
+    round: Json | None = None       # the last round as its reply left it (None: it ended without one)
+    final: Json | None = None       # the last reply (`reply_json`)
+    validation: Json | None = None  # structuredContent checked against outputSchema
+    required_capabilities: Json | None = None  # after -32021: what "enable and retry" merges
+
+
+OP_RECORDS: tuple[type[Record], ...] = (OperationSnapshot, OpStarted, OpRound, OpAnswered, OpRefused, OpEnded)
+OP_KINDS = tuple(cls.KIND for cls in OP_RECORDS)
 
 
 @dataclass(slots=True)
@@ -387,6 +474,16 @@ class DeadlineExtended(Record):
 
 
 @dataclass(slots=True)
+class CancelRequested(Record):
+    """Someone asked to cancel a request in flight (an exchange key): who, shown until its end says how it ended."""
+
+    KIND = "cancel_requested"
+    kind: Literal["cancel_requested"] = field(default="cancel_requested", init=False)
+    key: str = ""
+    cancelled_by: str = ""  # owner | operator (the role that pressed Cancel)
+
+
+@dataclass(slots=True)
 class FindingRecorded(Record):
     """The live lint found a rule broken by a frame (`app/mcp/lint`): kept on the timeline like everything else."""
 
@@ -428,22 +525,27 @@ class ServerRequestChanged(Record):
 
 Event = (Restored | TakenOver | SessionCreated | StatusChanged | Discovered | ListsRefreshed | CapabilitiesChanged
          | RootsChanged | RequestSettingsChanged | ExchangeStarted | ExchangeFinished | Wire | Notice | Stderr
-         | OperationChanged | Progress | Log | SubscriptionChanged | Reread | LinkCreated | LinkRevoked
-         | DeadlineExtended | EraNegotiated | FindingRecorded | ServerRequestChanged)
-RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in (
+         | OperationSnapshot | OpStarted | OpRound | OpAnswered | OpRefused | OpEnded | Progress | Log
+         | SubscriptionChanged | Reread | LinkCreated | LinkRevoked | DeadlineExtended | EraNegotiated
+         | FindingRecorded | ServerRequestChanged | CancelRequested)
+_ALL_RECORDS: tuple[type[Record], ...] = (
     Restored, TakenOver, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
-    RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, OperationChanged, Progress, Log,
+    RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, *OP_RECORDS, Progress, Log,
     SubscriptionChanged, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded,
-    ServerRequestChanged)}
+    ServerRequestChanged, CancelRequested)
+RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in _ALL_RECORDS}
 EXCHANGE_KINDS = ("exchange_started", "exchange_finished")
 # The kinds that make or change a timeline entry.
-ENTRY_KINDS = (*EXCHANGE_KINDS, "notice", "operation", "deadline_extended")
+ENTRY_KINDS = (*EXCHANGE_KINDS, "notice", *OP_KINDS, "deadline_extended", "cancel_requested")
 
 
 def load(kind: str, data: Json, version: int = EVENT_VERSION) -> Event:
     """A typed record from a stored (kind, data) of any known version."""
     if version == 1:
         kind, data = migrate_v1(kind, data)
+        version = 2
+    if version == 2:
+        kind, data = migrate_v2(kind, data)
     elif version != EVENT_VERSION:
         raise ValueError(f"unknown timeline event version {version!r}")
     cls = RECORDS.get(kind)
@@ -521,6 +623,17 @@ def migrate_v1(kind: str, data: Json) -> tuple[str, Json]:
     return kind, data
 
 
+# Version 2 → 3: a kind that version 2 wrote as a snapshot of every change is read under its v3 snapshot name.
+V2_NAMES = {"operation": "op_snapshot"}
+V2_OLD_NAMES = {v3: v2 for v2, v3 in V2_NAMES.items()}  # what a store's read by v3 kind also asks for
+
+
+def migrate_v2(kind: str, data: Json) -> tuple[str, Json]:
+    """Version 2 → 3: an operation's snapshot keeps its data under the name `op_snapshot` (version 3 records an
+    operation's transitions instead, and folds a snapshot as the whole operation at that point)."""
+    return V2_NAMES.get(kind, kind), data
+
+
 _EVENT_KEYS = frozenset({"v", "session_id", "seq", "kind", "at", "data"})
 
 
@@ -590,7 +703,7 @@ class TimelineEvent:
         if unknown := raw.keys() - _EVENT_KEYS:  # every key consumed: an unknown key means a newer writer
             raise ValueError(f"unknown keys in timeline event: {sorted(unknown)}")
         version, data = raw["v"], raw["data"]
-        if version not in (1, EVENT_VERSION):
+        if version not in (1, 2, EVENT_VERSION):
             raise ValueError(f"unknown timeline event version {version!r}")
         event = cls(session_id=session_id, seq=raw["seq"], record=load(raw["kind"], data, version), at=raw["at"])
         if version == EVENT_VERSION and isinstance(data, dict) and len(data) == len(_names(type(event.record))):

@@ -11,7 +11,8 @@ the state by the end. So an import goes in two passes:
 2. `window_events` reads back from the store every event the state needs: all the kinds that are not
    entries, fully; the entry events (exchanges, notices) only after the first event of the final window, and
    of those only the ones of a key in the final window, from the event that (last) brought it in. An
-   operation's change outside the window still updates the operations (`state.operation_record`).
+   operation's change outside the window still updates the operations: the same `apply`, told that the entry
+   is not in the window (`in_window=False`).
 
 Folded (`state.apply`), this gives what the full fold gives for the window, the rounds, the operations and
 everything that is not an entry; the entries before the window are counted (`Timeline.set_total`).
@@ -26,14 +27,14 @@ from itertools import compress
 from operator import itemgetter
 from typing import Any
 
-from app.console.events import EXCHANGE_KINDS, RECORDS, OperationChanged, TimelineEvent
-from app.console.state import SessionState, operation_record
+from app.console.events import EXCHANGE_KINDS, OP_KINDS, RECORDS, TimelineEvent
+from app.console.state import SessionState, apply
 from app.console.store import Store, iter_events
 
 # Entry events read back only from the window's first event on; every other kind is read whole.
 WINDOW_KINDS = (*EXCHANGE_KINDS, "notice")
 OTHER_KINDS = tuple(k for k in RECORDS if k not in WINDOW_KINDS and k != "wire")
-TRACKED_KINDS = frozenset({*WINDOW_KINDS, "operation"})  # the kinds `WindowTracker.see` follows
+TRACKED_KINDS = frozenset({*WINDOW_KINDS, *OP_KINDS})  # the kinds `WindowTracker.see` follows
 ROUNDS_PER_ENTRY = 4  # the fold keeps window * 4 rounds (state._exchange)
 
 
@@ -95,7 +96,7 @@ class WindowTracker:
             if data.get("signal") == "store_quota":
                 self.quota_reached = True
             self._enter(self.entries, f"n{seq}", seq, self.window)
-        elif kind == "operation":
+        elif kind in OP_KINDS:
             self._count(seq, data)
             self._enter(self.entries, data.get("key", ""), seq, self.window)
 
@@ -142,10 +143,8 @@ def fold_window(state: SessionState, events: Iterator[TimelineEvent],
     """`window_events` folded into `state`: an entry event outside the final window folds only what outlives
     its entry. Yields the events it folded whole (for a caller that folds through its own timeline)."""
     for event in events:
-        if (event.kind in WINDOW_KINDS or event.kind == "operation") and not tracker.in_window(event):
-            if isinstance(event.record, OperationChanged):
-                operation_record(state, event.record)
-            state.seq = max(state.seq, event.seq)
+        if (event.kind in WINDOW_KINDS or event.kind in OP_KINDS) and not tracker.in_window(event):
+            apply(state, event, in_window=False)
             continue
         yield event
     state.last_id = max(state.last_id, tracker.last_id)

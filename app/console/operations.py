@@ -12,11 +12,11 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from app.console.events import OperationChanged
+from app.console.events import OpAnswered, OpEnded, OpRefused, OpRound, OpStarted
 from app.console.outputs import validate_structured
 from app.console.state import OperationRecord
 from app.mcp.client import reply_json
-from app.mcp.operation import Command, OperationMachine, Round, SendRound
+from app.mcp.operation import AskInput, Command, Ended, OperationMachine, Round, SendRound
 
 if TYPE_CHECKING:
     from app.console.runner import RequestRunner
@@ -40,22 +40,11 @@ class Operation(OperationMachine):
         self.log_level = log_level                 # this operation's own _meta logLevel (else the session's)
         self.validation: dict[str, Any] | None = None  # structuredContent checked against outputSchema
         self.lock = asyncio.Lock()
-        self.recorded: OperationChanged | None = None  # the last snapshot appended
+        self.begun = False  # its start is on the timeline (recorded when its first round's request is)
 
     @property
     def key(self) -> str:
         return f"op-{self.id}"
-
-    def snapshot(self) -> OperationChanged:
-        """What the timeline records for this operation: a full snapshot, enough to show it after a restart."""
-        return OperationChanged(
-            key=self.key, op=self.id, method=self.method, name=self.name, status=self.status, message=self.message,
-            started=self.started, rounds=[r.to_data() for r in self.rounds],
-            pending=sorted(self.pending), answered=sorted(self.answers),
-            required_capabilities=self.required_capabilities, replay_of=self.replay_of, params=self.params,
-            pending_requests=dict(self.pending), errors=dict(self.errors), drafts=dict(self.drafts),
-            final=reply_json(self.final) if self.final is not None else None, validation=self.validation,
-            log_level=self.log_level)
 
 
 def is_stale(op: Operation, round_: int | None) -> bool:
@@ -66,8 +55,9 @@ def is_stale(op: Operation, round_: int | None) -> bool:
 class OperationDriver:
     """Runs rounds for a session's operations and keeps them (pending ones survive a page reload).
 
-    It sends through a `RequestRunner` and records every change as an `OperationChanged` on the
-    timeline; what it reads back (ids in use, awaiting operations) comes from the timeline's fold.
+    It sends through a `RequestRunner` and records each step as a transition on the timeline (started, a round
+    sent or answered, an answer taken or refused, ended); the fold builds the operation from them, and what it
+    reads back (ids in use, awaiting operations, the record a page shows) comes from the fold.
     """
 
     def __init__(self, runner: RequestRunner, timeline: Timeline) -> None:
@@ -97,25 +87,54 @@ class OperationDriver:
         return [op for op in self.timeline.state.operations.values() if op.status == "awaiting_input"]
 
     def record_of(self, op: Operation) -> OperationRecord:
-        """The record the fold makes of the operation's last snapshot (made here: while its request is held the
-        fold has not seen it yet); an operation not yet recorded (its first round not started) shows as it is."""
-        if op.recorded is not None:
-            return OperationRecord.of(op.recorded)
-        return self.timeline.state.operations.get(op.id) or OperationRecord.of(op.snapshot())
+        """The operation as the fold knows it; one whose first round never started (nothing reached the timeline:
+        the session was not connected) shows as the machine left it."""
+        record = self.timeline.state.operations.get(op.id)
+        if record is not None:
+            return record
+        return OperationRecord(
+            id=op.id, key=op.key, method=op.method, name=op.name, status=op.status, message=op.message,
+            started=op.started, rounds=[r.to_data() for r in op.rounds], pending=dict(op.pending), answers=[],
+            errors={}, drafts={}, required_capabilities=op.required_capabilities, replay_of=op.replay_of,
+            params=dict(op.params), final=None, validation=op.validation, log_level=op.log_level)
 
     def refuse(self, op: Operation, key: str, errors: dict[str, str], drafts: dict[str, list[str]],
                round_: int | None = None) -> None:
         """An answer that did not pass the checks: keep what was typed and say why, in every tab."""
         if op.refuse(key, errors, drafts, round_):
-            self._record(op)
+            self.timeline.append(OpRefused(key=op.key, op=op.id, round=len(op.rounds), input=key, errors=errors,
+                                           drafts=drafts))
 
-    def _record(self, op: Operation) -> None:
-        op.recorded = op.snapshot()
-        self.timeline.append(op.recorded)
+    def _sent(self, op: Operation, rnd: Round) -> None:
+        """A round's request went out: the operation's start with it, or the round."""
+        if not op.begun:
+            op.begun = True
+            self.timeline.append(OpStarted(key=op.key, op=op.id, method=op.method, name=op.name, params=op.params,
+                                           started=op.started, round=rnd.to_data(), replay_of=op.replay_of,
+                                           log_level=op.log_level))
+        else:
+            self.timeline.append(OpRound(key=op.key, op=op.id, round=rnd.to_data()))
 
-    def record(self, op: Operation) -> None:
-        """Re-publish an operation as it stands (e.g. its deadline moved): every tab re-renders it."""
-        self._record(op)
+    def _took(self, op: Operation, command: Command) -> None:
+        """What the machine made of a round's reply: asking for input, retrying at once, or (the caller records
+        the end) over."""
+        rnd = op.last
+        if rnd is None or not op.begun or isinstance(command, Ended):
+            return
+        if isinstance(command, AskInput):
+            self.timeline.append(OpRound(key=op.key, op=op.id, round=rnd.to_data(), status="awaiting_input",
+                                         message=op.message, pending_requests=dict(op.pending)))
+        elif isinstance(command, SendRound) and len(op.rounds) > 1:  # requestState only: the round it answered
+            self.timeline.append(OpRound(key=op.key, op=op.id, round=op.rounds[-2].to_data(), message=op.message))
+
+    def _ended(self, op: Operation) -> None:
+        if not op.begun:
+            return  # nothing of it reached the timeline (the session was not connected): the answer says why
+        rnd = op.last
+        self.timeline.append(OpEnded(
+            key=op.key, op=op.id, status=op.status, message=op.message, round=rnd.to_data() if rnd else None,
+            final=reply_json(op.final) if op.final is not None else None, validation=op.validation,
+            required_capabilities=op.required_capabilities))
 
     def create(self, method: str, params: dict[str, Any], replay_of: str | None = None,
                keep_mrtr: bool = False, log_level: str | None = None) -> Operation:
@@ -143,6 +162,7 @@ class OperationDriver:
         op = Operation(record.id, record.method, dict(record.params), max_rounds=self.runner.mrtr_max_rounds,
                        replay_of=record.replay_of, log_level=record.log_level)
         op.revive("awaiting_input", record.message, record.rounds, record.pending, record.started)
+        op.begun = True
         self._keep(op)
         return op
 
@@ -162,23 +182,25 @@ class OperationDriver:
 
     async def _drive(self, op: Operation, command: Command) -> None:
         """Send what the machine asks for, round after round (requestState-only rounds go again at once), until it
-        asks for input or ends; then record it, so every tab shows where it stands."""
+        asks for input or ends; each step is recorded, so every tab shows where it stands."""
         op.max_rounds = self.runner.mrtr_max_rounds
         while isinstance(command, SendRound):
             rnd = command.round
 
             def started(key: str, request_id: Any, rnd: Round = rnd) -> Callable[[], None]:
                 rnd.key, rnd.request_id = key, request_id
-                return functools.partial(self._record, op)
+                return functools.partial(self._sent, op, rnd)
 
             reply = await self.runner.run(op.method, command.params, op=op.id, round_=rnd.n, on_start=started,
                                            log_level=op.log_level)
             command = op.took(reply)
-        if op.method == "tools/call" and op.final is not None and op.status in ("complete", "tool_error"):
-            # Checked before the final event is recorded, so every tab shows it.
-            tool = next((t for t in self.runner.lists.get("tools", []) if t.get("name") == op.name), None)
-            op.validation = validate_structured(tool, op.final.result or {})
-        self._record(op)
+            self._took(op, command)
+        if isinstance(command, Ended):
+            if op.method == "tools/call" and op.final is not None and op.status in ("complete", "tool_error"):
+                # Checked before the end is recorded, so every tab shows it.
+                tool = next((t for t in self.runner.lists.get("tools", []) if t.get("name") == op.name), None)
+                op.validation = validate_structured(tool, op.final.result or {})
+            self._ended(op)
 
     async def answer(self, op: Operation, key: str, value: Any, round_: int | None = None) -> bool:
         """Record one answer; when every input request of the round is answered, send the retry.
@@ -188,9 +210,13 @@ class OperationDriver:
         become the answer to a question nobody here has read. A key already answered in this round keeps its
         first answer (see OperationMachine.answer). False when nothing was taken."""
         async with op.lock:
+            n = len(op.rounds)  # the round asking (a retry the answer brings is one more)
             command = op.answer(key, value, round_)
             if command is None:
                 return False
+            answered = op.rounds[n - 1].answered if n else None  # set when this answer was the round's last
+            self.timeline.append(OpAnswered(key=op.key, op=op.id, round=n, input=key,
+                                            at=answered if answered is not None else op.clock()))
             await self._drive(op, command)
             return True
 
@@ -201,7 +227,7 @@ class OperationDriver:
         async with op.lock:
             if op.abandon(why, round_) is None:
                 return False
-            self._record(op)
+            self._ended(op)
             return True
 
     async def enable_and_retry(self, op: Operation) -> bool:

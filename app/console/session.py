@@ -14,6 +14,7 @@ import httpx
 from app import __version__
 from app.console.events import (
     EVENT_VERSION,
+    CancelRequested,
     CapabilitiesChanged,
     DeadlineExtended,
     Discovered,
@@ -41,7 +42,7 @@ from app.console.live import NotificationBudget, ProgressCoalescer, StderrBatche
 from app.console.operations import OperationDriver
 from app.console.secrets import Redactor
 from app.console.server_requests import ServerRequests
-from app.console.state import DEFAULT_CAPABILITIES, SessionState
+from app.console.state import DEFAULT_CAPABILITIES, SessionState, cancelled_by
 from app.console.store import Store
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
@@ -114,7 +115,6 @@ class ConsoleSession:
                                              settings.max_entry_notification_bytes)
         self.stderr_batch = StderrBatcher(lambda _kind, data: self.timeline.append(Stderr(**data)),
                                           settings.max_stderr_lines, guard=self._safe_cut)
-        self.cancelled_by: dict[str, str] = {}
         self.listeners = Listeners(self, self.timeline, self._on_change, legacy=self._is_legacy)
         # Questions a 2025-11-25 server asks on our streams: dialogs in the inbox, answered within a deadline.
         self.server_requests = ServerRequests(self.timeline, lambda: self.roots,
@@ -654,16 +654,16 @@ class ConsoleSession:
             return None
         view = self.deadline_view(exchange)
         assert view is not None
-        if op is not None:
-            self.operations.record(op)
-        else:
-            self.timeline.append(DeadlineExtended(key=exchange, extensions=view["extensions"]))
+        # An operation's entry shows its last round's deadline.
+        self.timeline.append(DeadlineExtended(key=op.key if op is not None else exchange,
+                                              extensions=view["extensions"]))
         return view
+
     async def cancel(self, key: str, who: str) -> bool:
         """Cancel an in-flight request: HTTP closes its stream, stdio sends notifications/cancelled."""
         if self.client is None:
             return False
-        self.cancelled_by[key] = who
+        self.timeline.append(CancelRequested(key=key, cancelled_by=who))
         return await self.client.cancel(key, f"cancelled by the {who}")
 
     def _finished(self, key: str, reply: Reply, op: str | None, round_: int | None) -> ExchangeFinished:
@@ -676,7 +676,7 @@ class ConsoleSession:
             status = "tool_error"
         first = reply.first_byte
         return ExchangeFinished(
-            key=key, status=status, duration_ms=reply.duration_ms, cancelled_by=self.cancelled_by.pop(key, None),
+            key=key, status=status, duration_ms=reply.duration_ms, cancelled_by=cancelled_by(self.state, key),
             ttfb_ms=None if first is None else (first - reply.sent) * 1000, bytes_in=self._bytes_in.pop(key, 0),
             http_status=self._http_status.pop(key, None), error=str(reply.error) if reply.error else None,
             error_code=getattr(reply.error, "code", None), warnings=list(reply.warnings),

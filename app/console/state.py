@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.console.events import (
+    OP_RECORDS,
+    CancelRequested,
     CapabilitiesChanged,
     DeadlineExtended,
     Discovered,
@@ -26,7 +28,12 @@ from app.console.events import (
     ListsRefreshed,
     Log,
     Notice,
-    OperationChanged,
+    OpAnswered,
+    OpEnded,
+    OperationSnapshot,
+    OpRefused,
+    OpRound,
+    OpStarted,
     Progress,
     RequestSettingsChanged,
     Restored,
@@ -105,13 +112,29 @@ class OperationRecord:
     log_level: str | None
 
     @classmethod
-    def of(cls, ev: OperationChanged) -> OperationRecord:
+    def of(cls, ev: OperationSnapshot) -> OperationRecord:
         return cls(id=ev.op, key=ev.key, method=ev.method, name=ev.name, status=ev.status, message=ev.message,
                    started=ev.started, rounds=[dict(r) for r in ev.rounds], pending=dict(ev.pending_requests),
                    answers=list(ev.answered), errors=dict(ev.errors), drafts=dict(ev.drafts),
                    required_capabilities=ev.required_capabilities, replay_of=ev.replay_of, params=dict(ev.params),
                    final=FinalReply(ev.final) if ev.final is not None else None, validation=ev.validation,
                    log_level=ev.log_level)
+
+    def summary(self) -> Json:
+        """What its timeline entry shows (the record keeps params, the input requests, what was typed, the reply)."""
+        return {"key": self.key, "op": self.id, "method": self.method, "name": self.name, "status": self.status,
+                "message": self.message, "started": self.started, "rounds": [dict(r) for r in self.rounds],
+                "pending": sorted(self.pending), "answered": sorted(self.answers),
+                "required_capabilities": self.required_capabilities, "replay_of": self.replay_of}
+
+    def put_round(self, data: Json) -> None:
+        """A round as it now stands: replaces the one of its number, or comes after the last."""
+        n = data.get("n")
+        for i in range(len(self.rounds) - 1, -1, -1):
+            if self.rounds[i].get("n") == n:
+                self.rounds[i] = dict(data)
+                return
+        self.rounds.append(dict(data))
 
     def to_json(self, with_final: bool = True) -> Json:
         """The JSON twin's operation: the snapshot keys, the input requests, errors and the final reply.
@@ -241,13 +264,20 @@ class SessionState:
     entry_count: int = 0
 
 
-def apply(state: SessionState, event: TimelineEvent) -> None:
-    """Fold one event into the state. The only writer of session state."""
+def apply(state: SessionState, event: TimelineEvent, in_window: bool = True) -> None:
+    """Fold one event into the state. The only writer of session state.
+
+    `in_window=False`: the caller knows that the timeline entry this event changes is not in the final window
+    (an import, see app/console/import_fold.py); only what outlives the entry is folded (its operation)."""
     state.seq = max(state.seq, event.seq)
     record = event.record
     handler = _HANDLERS.get(type(record))
-    if handler is not None:
+    if handler is None:
+        return
+    if in_window:
         handler(state, record, event)
+    elif type(record) in OP_RECORDS:
+        handler(state, record, None)
 
 
 def _created(state: SessionState, ev: SessionCreated, _e: TimelineEvent) -> None:
@@ -367,23 +397,90 @@ def _notice(state: SessionState, ev: Notice, e: TimelineEvent) -> None:
     _entry(state, f"n{e.seq}", "notice", ev.to_data(), e)
 
 
-def _operation(state: SessionState, ev: OperationChanged, e: TimelineEvent) -> None:
-    operation_record(state, ev)
-    data = ev.to_data()
-    for heavy in ("params", "pending_requests", "errors", "drafts", "final", "validation", "log_level"):
-        data.pop(heavy)  # the entry shows the summary; the operation record keeps the rest
-    _entry(state, ev.key, "operation", data, e)
+def _op_snapshot(state: SessionState, ev: OperationSnapshot, e: TimelineEvent | None) -> None:
+    """A version 1 or 2 log's snapshot: the whole operation at that point."""
+    _keep_operation(state, OperationRecord.of(ev), e)
 
 
-def operation_record(state: SessionState, ev: OperationChanged) -> None:
-    """The operations part of folding an operation's change, without its timeline entry (a fold that knows
-    the entry is not in the final window, see app/console/import_fold.py, folds only this)."""
-    state.operations[ev.op] = OperationRecord.of(ev)
-    state.operations.move_to_end(ev.op)
+def _op_started(state: SessionState, ev: OpStarted, e: TimelineEvent | None) -> None:
+    record = OperationRecord(
+        id=ev.op, key=ev.key, method=ev.method, name=ev.name, status="running", message="", started=ev.started,
+        rounds=[dict(ev.round)] if ev.round else [], pending={}, answers=[], errors={}, drafts={},
+        required_capabilities=None, replay_of=ev.replay_of, params=dict(ev.params), final=None, validation=None,
+        log_level=ev.log_level)
+    _keep_operation(state, record, e)
+
+
+def _op_round(state: SessionState, ev: OpRound, e: TimelineEvent | None) -> None:
+    op = state.operations.get(ev.op)
+    if op is None:
+        return  # its start was never folded (older than the operations kept): nothing to change
+    op.put_round(ev.round)
+    op.status, op.message, op.pending = ev.status, ev.message, dict(ev.pending_requests)
+    # A round sent or answered starts with no answers: what the last round was asked and told is past.
+    op.answers, op.errors, op.drafts, op.required_capabilities = [], {}, {}, None
+    _keep_operation(state, op, e)
+
+
+def _op_answered(state: SessionState, ev: OpAnswered, e: TimelineEvent | None) -> None:
+    op = state.operations.get(ev.op)
+    if op is None:
+        return
+    if ev.input not in op.answers:
+        op.answers.append(ev.input)
+    op.errors.pop(ev.input, None)
+    op.drafts.pop(ev.input, None)
+    if op.rounds and op.rounds[-1].get("n") == ev.round and set(op.pending) <= set(op.answers):
+        rnd = op.rounds[-1] = dict(op.rounds[-1])  # the round's human time ends with its last answer
+        rnd["answered"] = ev.at
+        received = rnd.get("received")
+        rnd["human_ms"] = (ev.at - received) * 1000 if isinstance(received, int | float) else None
+    _keep_operation(state, op, e)
+
+
+def _op_refused(state: SessionState, ev: OpRefused, e: TimelineEvent | None) -> None:
+    op = state.operations.get(ev.op)
+    if op is None:
+        return
+    op.errors[ev.input], op.drafts[ev.input] = dict(ev.errors), dict(ev.drafts)
+    _keep_operation(state, op, e)
+
+
+def _op_ended(state: SessionState, ev: OpEnded, e: TimelineEvent | None) -> None:
+    op = state.operations.get(ev.op)
+    if op is None:
+        return
+    if ev.round:
+        op.put_round(ev.round)
+    op.status, op.message, op.pending, op.answers = ev.status, ev.message, {}, []
+    op.errors, op.drafts = {}, {}
+    op.final = FinalReply(ev.final) if ev.final is not None else op.final
+    op.validation, op.required_capabilities = ev.validation, ev.required_capabilities
+    _keep_operation(state, op, e)
+
+
+def _keep_operation(state: SessionState, record: OperationRecord, e: TimelineEvent | None) -> None:
+    """The operation as it now stands, and its timeline entry (`e` None: only the operation, see `apply`)."""
+    state.operations[record.id] = record
+    state.operations.move_to_end(record.id)
     while len(state.operations) > MAX_OPERATIONS:
         oldest = next((k for k, o in state.operations.items() if o.status not in ("awaiting_input", "running")),
                       next(iter(state.operations)))
         del state.operations[oldest]
+    if e is not None:
+        _entry(state, record.key, "operation", record.summary(), e)
+
+
+def _cancel_requested(state: SessionState, ev: CancelRequested, _e: TimelineEvent) -> None:
+    """Who asked to cancel shows on the exchange (or the round) at once; its end records it again."""
+    found = state.rounds.get(ev.key) or state.entries.get(ev.key)
+    if found is not None:
+        found["cancelled_by"] = ev.cancelled_by
+
+
+def cancelled_by(state: SessionState, key: str) -> str | None:
+    found = state.rounds.get(key) or state.entries.get(key)
+    return found.get("cancelled_by") if found is not None else None
 
 
 def _server_request(state: SessionState, ev: ServerRequestChanged, _e: TimelineEvent) -> None:
@@ -492,7 +589,9 @@ _HANDLERS: dict[type[Any], Any] = {
     Restored: _restored, TakenOver: _taken_over, SessionCreated: _created, StatusChanged: _status,
     Discovered: _discovered, ListsRefreshed: _lists,
     CapabilitiesChanged: _capabilities, RootsChanged: _roots, RequestSettingsChanged: _request_settings,
-    ExchangeStarted: _exchange, ExchangeFinished: _exchange, Notice: _notice, OperationChanged: _operation,
+    ExchangeStarted: _exchange, ExchangeFinished: _exchange, Notice: _notice, OperationSnapshot: _op_snapshot,
+    OpStarted: _op_started, OpRound: _op_round, OpAnswered: _op_answered, OpRefused: _op_refused, OpEnded: _op_ended,
+    CancelRequested: _cancel_requested,
     Progress: _progress, Log: _log, Stderr: _stderr, SubscriptionChanged: _subscription,
     LinkCreated: _link_created, LinkRevoked: _link_revoked, ServerRequestChanged: _server_request,
 }

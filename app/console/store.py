@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from app.console import entry_index, entry_index_writer, sql_rows
 from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
-from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, TimelineEvent, Wire, load
+from app.console.events import EVENT_VERSION, EXCHANGE_KINDS, V2_OLD_NAMES, TimelineEvent, Wire, load
 from app.settings import Settings
 
 log = logging.getLogger("mcp_console.store")
@@ -384,7 +384,8 @@ class SqliteStore:
         with self._read_lock:
             row = self._read.execute(
                 "SELECT COUNT(DISTINCT COALESCE(exchange, 'n' || seq)) FROM events WHERE session_id=? AND "
-                "(kind IN ('notice','operation') OR (kind IN ('exchange','exchange_started','exchange_finished') "
+                "(kind IN ('notice','operation','op_snapshot','op_started','op_round','op_answered','op_refused',"
+                "'op_ended') OR (kind IN ('exchange','exchange_started','exchange_finished') "
                 "AND json_extract(data,'$.op') IS NULL))",
                 (session_id,)).fetchone()
         return int(row[0])
@@ -538,8 +539,12 @@ _V1_NAMES = {**{k: "exchange" for k in EXCHANGE_KINDS},
                                        "request_settings_changed")}}
 
 
+
+
 def _with_v1_names(kinds: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys([*kinds, *(_V1_NAMES[k] for k in kinds if k in _V1_NAMES)]))
+    """The kinds as asked, and the names older versions stored them under."""
+    return tuple(dict.fromkeys([*kinds, *(_V1_NAMES[k] for k in kinds if k in _V1_NAMES),
+                                *(V2_OLD_NAMES[k] for k in kinds if k in V2_OLD_NAMES)]))
 
 
 def _private(db: Path) -> None:

@@ -45,7 +45,7 @@ from psycopg_pool import ConnectionPool
 from app.console import entry_index, entry_index_writer
 from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
 from app.console.entry_index_writer import POSTGRES, IndexWriter
-from app.console.events import EVENT_VERSION, TimelineEvent, load
+from app.console.events import EVENT_VERSION, V2_OLD_NAMES, TimelineEvent, load
 from app.console.store import ImportRow, StoredEvent, bindable_exchange, mask_url
 
 log = logging.getLogger(__name__)
@@ -310,6 +310,7 @@ class PostgresStore:
                before_seq: int | None = None, after_seq: int | None = None,
                limit: int | None = None) -> list[TimelineEvent]:
         # No v1 kind names here (SqliteStore reads those): a PostgreSQL database never held version-1 rows.
+        # It may hold version-2 rows: an operation's snapshot was stored as "operation" (read as op_snapshot).
         sql = "SELECT seq, kind, at, data, v FROM events WHERE session_id=%s"
         args: list[Any] = [session_id]
         if exchange is not None:
@@ -317,7 +318,7 @@ class PostgresStore:
             args.append(exchange)
         if kinds:
             sql += " AND kind = ANY(%s)"
-            args.append(list(kinds))
+            args.append([*kinds, *(V2_OLD_NAMES[k] for k in kinds if k in V2_OLD_NAMES)])
         if before_seq is not None:
             sql += " AND seq<%s"
             args.append(before_seq)
@@ -351,7 +352,8 @@ class PostgresStore:
         """How many timeline entries a session has (operation rounds nest, so they do not count)."""
         (row,) = self._rows(
             "SELECT COUNT(DISTINCT COALESCE(exchange, 'n' || seq)) FROM events WHERE session_id=%s AND "
-            "(kind IN ('notice','operation') OR (kind IN ('exchange','exchange_started','exchange_finished') "
+            "(kind IN ('notice','operation','op_snapshot','op_started','op_round','op_answered','op_refused',"
+            "'op_ended') OR (kind IN ('exchange','exchange_started','exchange_finished') "
             "AND op IS NULL))", (session_id,))
         return int(row[0])
 

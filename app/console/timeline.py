@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.console.entry_index import EntryHit, EntryQuery
-from app.console.events import ENTRY_KINDS, EXCHANGE_KINDS, TYPED_ANSWER_FIELDS, Event, Notice, TimelineEvent, Wire
+from app.console.events import EXCHANGE_KINDS, OP_KINDS, Event, Notice, TimelineEvent, Wire
 from app.console.state import SessionState, apply
 from app.console.store import Store
 
@@ -112,8 +112,8 @@ class Timeline:
             over = self._batch_over = self._over_quota()
         if over:
             return None
-        self.state.seq += 1
-        event = TimelineEvent(self.session_id, self.state.seq, record)
+        event = TimelineEvent(self.session_id, self.state.seq + 1, record)
+        apply(self.state, event)  # a frame folds to nothing but its number (the state's seq)
         self._pend(event)
         if len(self._pending) >= FRAME_BATCH:
             self.flush()
@@ -224,10 +224,7 @@ class Timeline:
         found = self.entries.get(key) or self.rounds.get(key)
         if found is not None:
             return found
-        snapshot: dict[str, Any] = {}
-        for event in self.stored().events(self.session_id, exchange=key, kinds=(*EXCHANGE_KINDS, "operation")):
-            snapshot.update(_shown(event))
-        return snapshot or None
+        return self._refold(key, self.stored().events(self.session_id, exchange=key, kinds=ENTRY_EVENT_KINDS))
 
     def wire(self, key: str) -> list[dict[str, Any]]:
         """An exchange's frames as the entry's JSON twin shows them (the frame's kind under `kind`, as on the wire)."""
@@ -240,23 +237,30 @@ class Timeline:
 
     def older(self, before_seq: int, limit: int) -> list[dict[str, Any]]:
         """Entries that started before `before_seq`, newest first, rebuilt from the store."""
-        events = self.stored().events(self.session_id, kinds=ENTRY_KINDS, before_seq=before_seq, limit=limit * 4)
+        events = self.stored().events(self.session_id, kinds=(*EXCHANGE_KINDS, "notice", *OP_KINDS),
+                                      before_seq=before_seq, limit=limit * 4)
         folded: OrderedDict[str, dict[str, Any]] = OrderedDict()
         for event in events:
             data = event.data
             key = data.get("key") or f"n{event.seq}"
             if event.kind in EXCHANGE_KINDS and data.get("op"):
                 continue  # rounds nest under their operation
-            kind = "exchange" if event.kind in EXCHANGE_KINDS else event.kind
             if key not in folded:
-                folded[key] = {"seq0": event.seq, "key": key, "kind": kind, **_shown(event), "at0": event.at}
+                folded[key] = {"seq0": event.seq, "key": key, "kind": event.kind, **data, "at0": event.at}
         keys = list(reversed(folded))[:limit]
-        for key in keys:  # later snapshots of an entry may lie after before_seq: take them all
+        for key in keys:  # later events of an entry may lie after before_seq: all of them are folded again
             if folded[key]["kind"] != "notice":
-                for event in self._store.events(self.session_id, exchange=key,
-                                                kinds=(*EXCHANGE_KINDS, "operation")):
-                    folded[key].update(_shown(event))
+                entry = self._refold(key, self._store.events(self.session_id, exchange=key, kinds=ENTRY_EVENT_KINDS))
+                if entry is not None:
+                    folded[key] = entry
         return [folded[k] for k in keys]
+
+    def _refold(self, key: str, events: list[TimelineEvent]) -> dict[str, Any] | None:
+        """One entry (or a round's exchange) folded again from its stored events, by the same `apply`."""
+        state = SessionState(self.session_id)
+        for event in events:
+            apply(state, event)
+        return state.entries.get(key) or state.rounds.get(key)
 
     def search(self, query: EntryQuery, before_seq: int | None, limit: int) -> tuple[list[dict[str, Any]], int, int]:
         """A page of the entries of the whole session that match, newest first: (entries, total matches,
@@ -271,23 +275,17 @@ class Timeline:
         entry: dict[str, Any] = {"seq0": hit.seq0, "key": hit.key, "kind": hit.kind}
         self.flush()
         if hit.kind == "notice":
-            events = self._store.events(self.session_id, after_seq=hit.seq0 - 1, limit=1)
+            for event in self._store.events(self.session_id, after_seq=hit.seq0 - 1, limit=1):
+                entry.update(event.data)
+                entry.setdefault("at0", event.at)
         else:
-            events = self._store.events(self.session_id, exchange=hit.key, kinds=(*EXCHANGE_KINDS, "operation"))
-        for event in events:
-            entry.update(_shown(event))
-            entry.setdefault("at0", event.at)
+            events = self._store.events(self.session_id, exchange=hit.key, kinds=ENTRY_EVENT_KINDS)
+            entry.update({k: v for k, v in (self._refold(hit.key, events) or {}).items() if k != "seq0"})
         if hit.findings:
             entry["finding_count"] = hit.findings
         return entry
 
 
-def _shown(event: TimelineEvent) -> dict[str, Any]:
-    """An event's data as an entry rebuilt from the store takes it: an operation's without what was typed into a
-    refused answer (TYPED_ANSWER_FIELDS), as the fold's entries are. Rebuilt with it, an entry gave it to whoever
-    could read the session, a viewer too."""
-    data = event.data
-    if event.kind == "operation":  # a copy: the event's own data is not ours to change
-        return {k: v for k, v in data.items() if k not in TYPED_ANSWER_FIELDS}
-    return data
-
+# The events of one entry, read back to fold it again when it is not in the window: its exchange's, or its
+# operation's transitions (and who cancelled it, and when its deadline moved).
+ENTRY_EVENT_KINDS = (*EXCHANGE_KINDS, *OP_KINDS, "cancel_requested", "deadline_extended")

@@ -65,8 +65,8 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
     record = s.operations.record_of(op)
     # The answer is the final reply with its operation beside it; the operation's own copy of that reply is
     # left out (GET .../operations/<id>.json has it), so the answer says each thing once.
-    # The final reply as the last snapshot spelled it (the reply does not change once final), else spelled now.
-    recorded = op.recorded.final if op.recorded is not None else None
+    # The final reply as its end recorded it (the reply does not change once final), else spelled now.
+    recorded = record.final.data if record.final is not None else None
     final = recorded if recorded is not None and op.final is not None else (
         reply_json(op.final) if op.final else {"ok": False, "result": None})
     data = {**final,

@@ -405,7 +405,7 @@ class EventRenderer:
             entry = session.timeline.entries.get(key)
             if entry is None:
                 return None  # e.g. a round of an operation: its operation event renders it
-            op = session.state.operations.get(entry["op"]) if event.kind == "operation" else None
+            op = session.state.operations.get(entry["op"]) if entry.get("kind") == "operation" else None
             ctx.update(entry=entry, fresh=entry["seq0"] == event.seq, op=op)
             return self.env.get_template("_push_entry.html").render(ctx)
         if event.kind == "finding":  # the lint found something on an entry's frame: show it on that entry

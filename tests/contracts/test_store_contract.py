@@ -20,11 +20,12 @@ import pytest
 
 from app.console.entry_index import EntryQuery, matches, statuses_for
 from app.console.events import (
+    EVENT_VERSION,
     ExchangeFinished,
     ExchangeStarted,
     FindingRecorded,
     Notice,
-    OperationChanged,
+    OperationSnapshot,
     Stderr,
     TimelineEvent,
     Wire,
@@ -140,8 +141,8 @@ def test_filters_combine(store: Store) -> None:
 
 
 def test_appending_the_same_sequence_number_again_replaces_the_event(store: Store) -> None:
-    store.append(TimelineEvent("s1", 1, OperationChanged(key="op-1", op="1", status="running"), 1.0))
-    store.append(TimelineEvent("s1", 1, OperationChanged(key="op-1", op="1", status="complete"), 1.0))
+    store.append(TimelineEvent("s1", 1, OperationSnapshot(key="op-1", op="1", status="running"), 1.0))
+    store.append(TimelineEvent("s1", 1, OperationSnapshot(key="op-1", op="1", status="complete"), 1.0))
     (only,) = store.events("s1")
     assert only.data["status"] == "complete"
 
@@ -156,8 +157,8 @@ def test_count_is_the_highest_sequence_number(store: Store) -> None:
 def test_entry_count_counts_entries_but_not_the_rounds_nested_in_operations(store: Store) -> None:
     store.append(TimelineEvent("s1", 1, ExchangeStarted(key="x1", method="tools/list"), 1.0))
     store.append(TimelineEvent("s1", 2, ExchangeStarted(key="x2", method="tools/call", op="1", round=1), 2.0))
-    store.append(TimelineEvent("s1", 3, OperationChanged(key="op-1", op="1"), 3.0))
-    store.append(TimelineEvent("s1", 4, OperationChanged(key="op-1", op="1", status="complete"), 4.0))
+    store.append(TimelineEvent("s1", 3, OperationSnapshot(key="op-1", op="1"), 3.0))
+    store.append(TimelineEvent("s1", 4, OperationSnapshot(key="op-1", op="1", status="complete"), 4.0))
     store.append(ev(5, kind="notice"))
     assert store.entry_count("s1") == 3
 
@@ -282,7 +283,7 @@ def test_event_rows_page_through_the_stored_json_of_a_session_after_a_sequence_n
     assert [r.seq for r in store.event_rows("s1", after_seq=first[-1].seq, limit=3)] == [4, 5, 6]
     assert [r.seq for r in store.event_rows("s1", after_seq=6, limit=3)] == [7]
     (row,) = store.event_rows("s1", after_seq=1, limit=1)
-    assert (row.kind, row.v, row.at) == ("notice", 2, 1002.0)
+    assert (row.kind, row.v, row.at) == ("notice", EVENT_VERSION, 1002.0)
     assert TimelineEvent("s1", row.seq, load(row.kind, json.loads(row.data), row.v), row.at) == store.events("s1")[1]
 
 
@@ -335,10 +336,10 @@ def test_find_entries_filters_by_the_final_status_and_by_text_in_the_entry_facts
 def test_find_entries_counts_findings_on_the_entry_that_shows_them_and_never_lists_rounds(store: Store) -> None:
     seq = _call(store, 1, "x1")
     store.append(TimelineEvent("s1", seq, FindingRecorded(rule="r", exchange="x1"), 1.0))
-    store.append(TimelineEvent("s1", seq + 1, OperationChanged(key="op-1", op="1", method="tools/call"), 1.0))
+    store.append(TimelineEvent("s1", seq + 1, OperationSnapshot(key="op-1", op="1", method="tools/call"), 1.0))
     store.append(TimelineEvent("s1", seq + 2, ExchangeStarted(key="x9", method="tools/call", op="1", round=1), 1.0))
     store.append(TimelineEvent("s1", seq + 3, FindingRecorded(rule="r", exchange="x9"), 1.0))
-    store.append(TimelineEvent("s1", seq + 4, OperationChanged(key="op-1", op="1", method="tools/call",
+    store.append(TimelineEvent("s1", seq + 4, OperationSnapshot(key="op-1", op="1", method="tools/call",
                                                                 status="complete"), 1.0))
     found = store.find_entries("s1", EntryQuery(findings=True))
     assert [(h.key, h.kind, h.findings) for h in found.hits] == [("op-1", "operation", 1), ("x1", "exchange", 1)]

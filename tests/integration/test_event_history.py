@@ -1,5 +1,5 @@
-"""Event history: a database written by the version-1 console restores through today's loader, and a
-live session is exactly the fold of its stored events, flow by flow, against the real demo server."""
+"""Event history: databases written by the version-1 and version-2 consoles restore through today's loader,
+and a live session is exactly the fold of its stored events, flow by flow, against the real demo server."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 
 V1_DB = Path(__file__).resolve().parents[1] / "fixtures" / "v1-session.sqlite3"
+V2_DB = Path(__file__).resolve().parents[1] / "fixtures" / "v2-session.sqlite3"
 
 
 async def test_a_database_written_by_the_v1_console_restores_with_its_operations_and_settings(
@@ -58,6 +59,56 @@ async def test_a_database_written_by_the_v1_console_restores_with_its_operations
         events = console.manager.store.events(listed["id"])
         assert [e.kind for e in events].count("session_created") == 1
         assert projection(fold(listed["id"], events))["lists"] == s["lists"]
+    finally:
+        await console.close()
+
+
+async def test_a_database_written_by_the_v2_console_folds_its_operation_snapshots_and_keeps_one_waiting(
+        tmp_path: Path) -> None:
+    """Version 2 recorded a full snapshot of an operation at each change (`operation`); version 3 reads them as
+    `op_snapshot` and folds each as the whole operation at that point. The operation left waiting for its answer
+    still waits, with its question, after the restore (tests/fixtures/make_v2_db.py wrote the file)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copyfile(V2_DB, data / "console.sqlite3")
+    console = Console(Settings(data_dir=str(data), token=TOKEN, allowed_hosts="testserver"))
+    try:
+        assert console.manager.restore() == 1
+        (listed,) = (await console.http.get("/sessions.json")).json()["sessions"]
+        sid = listed["id"]
+        s = await console.session(sid)
+        assert s["status"] == "closed" and "added_in_v2" in {t["name"] for t in s["lists"]["tools"]}
+        assert s["roots"] == [{"uri": "file:///tmp/v2", "name": "The v2 root"}]
+        done, waiting = [op for op in s["operations"] if op["name"] == "two_step"]
+        assert done["status"] == "complete" and [r["status"] for r in done["rounds"]] == [
+            "input_required", "input_required", "complete"]
+        assert done["rounds"][0]["human_ms"] is not None and done["errors"] == {}
+        assert waiting["status"] == "awaiting_input" and len(waiting["rounds"]) == 1
+        (question,) = waiting["pending_requests"].values()
+        assert question["method"] == "elicitation/create"
+        assert {op["name"]: op["status"] for op in s["operations"]}["echo"] == "complete"
+        (sub,) = s["subscriptions"]
+        assert sub["state"] == "stopped" and sub["total"] >= 1
+
+        stored = console.manager.store.events(sid)
+        kinds = {e.kind for e in stored}
+        assert "op_snapshot" in kinds and "operation" not in kinds  # read under its version-3 name
+        assert projection(fold(sid, stored))["operations"] == projection(console.manager.get(sid).state)["operations"]
+        page = await console.http.get(f"/sessions/{sid}")
+        assert page.status_code == 200 and "Step 1 of 2: what is your name?" in page.text
+
+        # Its file (version 3: the snapshots under their new name) imports into the same operations.
+        exported = await console.http.get(f"/sessions/{sid}/export.json", params={"secrets": "1"})
+        assert exported.status_code == 200
+        assert {e["v"] for e in exported.json()["events"]} == {3}
+        imported = await console.http.post("/sessions/import", content=exported.content, headers=JSON)
+        assert imported.status_code in (200, 303), imported.text
+        copy = await console.session(imported.json()["id"])
+        assert [(op["op"], op["rounds"]) for op in copy["operations"]] == \
+            [(op["op"], op["rounds"]) for op in s["operations"]]
+        # A read-only copy answers nothing: the question it was waiting on is over there.
+        assert {op["op"]: op["status"] for op in copy["operations"]} == {
+            op["op"]: "interrupted" if op["op"] == waiting["op"] else op["status"] for op in s["operations"]}
     finally:
         await console.close()
 

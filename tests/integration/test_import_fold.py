@@ -29,7 +29,7 @@ from app.console.events import (
     FindingRecorded,
     Log,
     Notice,
-    OperationChanged,
+    OperationSnapshot,
     Progress,
     Restored,
     ServerRequestChanged,
@@ -93,13 +93,13 @@ def _record_mixed(manager: SessionManager) -> str:
             tl.append(Stderr(lines=[f"err {i}"]))
         if i % 9 == 0:  # an operation with rounds (more of them, in all, than the round window keeps)
             op = f"o{i}"
-            tl.append(OperationChanged(key=f"op-{op}", op=op, method="tools/call", name="ask", status="running"))
+            tl.append(OperationSnapshot(key=f"op-{op}", op=op, method="tools/call", name="ask", status="running"))
             for r in range(6):
                 _call(tl, f"{op}-r{r}", 1000 * i + r, op=op)
                 tl.append(FindingRecorded(rule="R2", exchange=f"{op}-r{r}", frame_seq=tl.seq))
             tl.append(ServerRequestChanged(id=f"s{i}", key=f"{op}-r5", request_id=i, method="elicitation/create",
                                            status="awaiting"))
-            tl.append(OperationChanged(key=f"op-{op}", op=op, method="tools/call", name="ask",
+            tl.append(OperationSnapshot(key=f"op-{op}", op=op, method="tools/call", name="ask",
                                        status="complete" if i < 50 else "awaiting_input"))
         if i == 58:
             tl.append(ExchangeFinished(key="late", status="ok", duration_ms=9.0))
@@ -349,13 +349,13 @@ WRONG_TYPES = [
     ("exchange_started", {"key": "e1", "method": "ping", "replay_of": {"a": 1}}),  # the page raised
     ("discovered", {"result": "x"}),                                     # the page and its JSON twin raised
     ("lists_refreshed", {"lists": "x"}),
-    ("operation", {"key": "o1", "op": "o1", "method": "tools/call", "rounds": [1]}),
+    ("op_snapshot", {"key": "o1", "op": "o1", "method": "tools/call", "rounds": [1]}),
     ("subscription", {"sub": "s1", "notifications": ["x"]}),
     ("notice", {"level": "info", "message": {"nested": "markup"}}),
     ("wire", {"direction": "out", "raw": "{}", "exchange": "e1", "headers": "x"}),  # the HAR and the entry raised
     ("wire", {"direction": "out", "raw": 7, "exchange": "e1", "headers": None}),     # the entry's page raised
     # The right types, but the items the pages read by their keys without those keys: the entry's body raised.
-    ("operation", {"key": "o1", "op": "o1", "method": "tools/call", "rounds": [{"key": "e7", "n": 1}]}),
+    ("op_snapshot", {"key": "o1", "op": "o1", "method": "tools/call", "rounds": [{"key": "e7", "n": 1}]}),
     ("subscription", {"sub": "s1", "notifications": [{"method": "notifications/tools/list_changed"}]}),
 ]
 

@@ -29,7 +29,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "events.md"
 def test_timeline_event_round_trips_through_to_dict_and_from_dict() -> None:
     event = TimelineEvent("s1", 4, ExchangeStarted(key="x1", method="m", name={"list": [1, None, "é"]}), at=12.5)
     raw = event.to_dict()
-    assert raw["v"] == EVENT_VERSION == 2
+    assert raw["v"] == EVENT_VERSION == 3
     assert raw["kind"] == "exchange_started" and raw["data"]["name"] == {"list": [1, None, "é"]}
     assert TimelineEvent.from_dict(raw) == event
     assert TimelineEvent.from_json(event.to_json()) == event
@@ -62,7 +62,7 @@ def test_a_record_rejects_an_unknown_key_in_its_data() -> None:
         load("status", {"status": "connected", "message": "", "colour": "red"})
 
 
-@pytest.mark.parametrize("version", [0, 3, "1", None])
+@pytest.mark.parametrize("version", [0, 4, "1", None])
 def test_timeline_event_from_dict_rejects_unknown_versions(version: object) -> None:
     raw = {**TimelineEvent("s1", 1, StatusChanged()).to_dict(), "v": version}
     with pytest.raises(ValueError, match="version"):

@@ -9,14 +9,54 @@ from typing import Any
 
 import pytest
 
-from app.console.operations import OperationDriver
+from app.console.operations import Operation, OperationDriver
+from app.console.state import fold, projection
 from app.console.timeline import Timeline
+from app.mcp.client import reply_json
 from tests.memory_runner import MakeRunner, error, result, until_stopped
 
 CAPS = "io.modelcontextprotocol/clientCapabilities"
 ASK_NAME = {"method": "elicitation/create",
             "params": {"mode": "form", "message": "Your name?",
                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}
+
+
+def machine_view(op: Operation) -> dict[str, Any]:
+    """What the machine itself holds of an operation, in the fold's words."""
+    return {"status": op.status, "message": op.message, "rounds": [r.to_data() for r in op.rounds],
+            "pending": op.pending, "answers": sorted(op.answers), "errors": op.errors, "drafts": op.drafts,
+            "required_capabilities": op.required_capabilities, "params": op.params, "started": op.started,
+            "final": reply_json(op.final) if op.final is not None else None, "validation": op.validation}
+
+
+def fold_view(timeline: Timeline, op_id: str) -> dict[str, Any]:
+    record = timeline.state.operations[op_id]
+    return {"status": record.status, "message": record.message, "rounds": record.rounds, "pending": record.pending,
+            "answers": sorted(record.answers), "errors": record.errors, "drafts": record.drafts,
+            "required_capabilities": record.required_capabilities, "params": record.params,
+            "started": record.started, "final": record.final.data if record.final is not None else None,
+            "validation": record.validation}
+
+
+@pytest.fixture(autouse=True)
+def every_operation_is_its_fold(monkeypatch: pytest.MonkeyPatch, timeline: Timeline) -> Iterator[None]:
+    """After each test: every operation a driver ran is, in the fold of its transitions, what its machine holds
+    (no state beside the fold), and the fold of the stored events is the live fold."""
+    drivers: list[OperationDriver] = []
+    init = OperationDriver.__init__
+
+    def keep(self: OperationDriver, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        drivers.append(self)
+
+    monkeypatch.setattr(OperationDriver, "__init__", keep)
+    yield
+    for driver in drivers:
+        for op in driver.ops.values():
+            if op.begun:
+                assert fold_view(timeline, op.id) == machine_view(op), op.id
+    stored = timeline.stored().events(timeline.session_id)
+    assert projection(fold(timeline.session_id, stored))["operations"] == projection(timeline.state)["operations"]
 
 
 async def test_a_plain_call_completes_in_one_round_and_the_fold_records_it(
@@ -196,12 +236,53 @@ async def test_a_second_answer_to_a_key_already_answered_in_the_round_is_not_tak
     op = await driver.start("tools/call", {"name": "pair"})
     first, second = {"action": "accept", "content": {"name": "Ada"}}, {"action": "decline"}
     assert await driver.answer(op, "a", first)
-    recorded = op.recorded
+    recorded = timeline.seq
 
     assert not await driver.answer(op, "a", second)
-    assert op.answers == {"a": first} and op.recorded is recorded  # nothing changed, nothing recorded
+    assert op.answers == {"a": first} and timeline.seq == recorded  # nothing changed, nothing recorded
     assert await driver.answer(op, "b", second)
     assert runner.sent("tools/call")[1]["params"]["inputResponses"] == {"a": first, "b": second}
+
+
+async def test_a_refused_answer_keeps_what_was_typed_until_an_answer_is_taken_and_the_round_is_timed(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        if "inputResponses" not in message["params"]:
+            yield result(message, {"resultType": "input_required", "inputRequests": {"a": ASK_NAME, "b": ASK_NAME},
+                                   "requestState": "s1"})
+        else:
+            yield result(message, {"resultType": "complete", "content": []})
+
+    driver = OperationDriver(make_runner(server), timeline)
+    op = await driver.start("tools/call", {"name": "pair"})
+    driver.refuse(op, "a", {"name": "too long"}, {"name": ["x" * 9]}, round_=1)
+    driver.refuse(op, "a", {"name": "stale"}, {"name": ["y"]}, round_=2)  # another round's: not taken
+    record = timeline.state.operations[op.id]
+    assert record.errors == {"a": {"name": "too long"}} and record.drafts == {"a": {"name": ["x" * 9]}}
+    assert "drafts" not in timeline.state.entries[op.key]  # the entry a viewer sees never carries them
+    assert await driver.answer(op, "a", {"action": "decline"})
+    assert timeline.state.operations[op.id].errors == {} and timeline.state.operations[op.id].answers == ["a"]
+    assert await driver.answer(op, "b", {"action": "decline"})
+    record = timeline.state.operations[op.id]
+    assert record.status == "complete" and record.rounds[0]["answered"] is not None
+    assert record.rounds[0]["human_ms"] == pytest.approx((record.rounds[0]["answered"]
+                                                          - record.rounds[0]["received"]) * 1000)
+
+
+async def test_abandoning_a_waiting_operation_ends_it_with_the_reason_and_no_questions(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        yield result(message, {"resultType": "input_required", "inputRequests": {"a": ASK_NAME},
+                               "requestState": "s1"})
+
+    driver = OperationDriver(make_runner(server), timeline)
+    op = await driver.start("tools/call", {"name": "ask"})
+    assert not await driver.abandon(op, "not this one", round_=2)
+    assert await driver.abandon(op, "Abandoned by the user", round_=1)
+    record = timeline.state.operations[op.id]
+    assert (record.status, record.message, record.pending) == ("abandoned", "Abandoned by the user", {})
+    assert [e.kind for e in timeline.stored().events(timeline.session_id) if e.kind.startswith("op_")] == [
+        "op_started", "op_round", "op_ended"]
 
 
 async def test_structured_content_is_checked_against_the_output_schema_of_the_listed_tool(
@@ -240,3 +321,4 @@ async def test_new_operation_ids_pass_the_folds_ids_and_read_the_fold_once_not_p
     numbers = [int(i.split("-")[0]) for i in ids]
     assert numbers[0] > 900000 and numbers == sorted(set(numbers))
     assert _CountingOps.walks == 1
+    del restored["900000-abcd"]  # a stand-in, not a record: the fold of the stored events has nothing of it

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.console.events import ExchangeStarted, OperationChanged, Restored, ServerRequestChanged, TimelineEvent
+from app.console.events import ExchangeStarted, OperationSnapshot, Restored, ServerRequestChanged, TimelineEvent
 from app.console.state import fold
 
 
@@ -17,7 +17,7 @@ def asked(status: str = "awaiting") -> ServerRequestChanged:
 
 def test_a_server_request_nests_under_the_operation_whose_round_carried_it() -> None:
     state = fold("s", events(
-        OperationChanged(key="op-1-s", op="1-s", method="tools/call", status="running"),
+        OperationSnapshot(key="op-1-s", op="1-s", method="tools/call", status="running"),
         ExchangeStarted(key="c1x4", method="tools/call", id=4, op="1-s", round=1),
         asked()))
     assert state.entries["op-1-s"]["server_requests"]["sr3"]["status"] == "awaiting"

@@ -299,10 +299,10 @@ def test_a_masked_export_leaves_out_what_was_typed_into_a_refused_answer(data: s
     from app.console.target import Target
 
     redact = Redactor(Target(kind="http", url="http://h/mcp"))
-    text = session_stream._event_text(StoredEvent(1, "operation", 1.5, data, EVENT_VERSION), redact)
+    text = session_stream._event_text(StoredEvent(1, "op_snapshot", 1.5, data, EVENT_VERSION), redact)
     written = json.loads("{\"seq\": " + text)["data"]
     assert written["drafts"] == {} and written["errors"] == {} and written["op"] == "o1"
-    kept = session_stream._event_text(StoredEvent(1, "operation", 1.5, data, EVENT_VERSION), None)
+    kept = session_stream._event_text(StoredEvent(1, "op_snapshot", 1.5, data, EVENT_VERSION), None)
     assert json.loads("{\"seq\": " + kept)["data"] == json.loads(data)  # the owner's file with secrets keeps it
 
 
@@ -313,7 +313,7 @@ def test_an_operation_event_with_nothing_typed_is_exported_masked_as_it_was_stor
 
     data = '{"op": "o1", "errors": {}, "drafts": {}, "final": null}'
     redact = Redactor(Target(kind="http", url="http://h/mcp"))
-    assert session_stream._event_text(StoredEvent(1, "operation", 1.5, data, EVENT_VERSION), redact).endswith(
+    assert session_stream._event_text(StoredEvent(1, "op_snapshot", 1.5, data, EVENT_VERSION), redact).endswith(
         f'"data": {data}}}')
 
 

@@ -34,7 +34,7 @@ class ReferenceTracker(WindowTracker):
             if data.get("signal") == "store_quota":
                 self.quota_reached = True
             self._enter(self.entries, f"n{seq}", seq, self.window)
-        elif kind == "operation":
+        elif kind in ("op_started", "op_round", "op_ended"):
             self._count(seq, data)
             self._enter(self.entries, data.get("key", ""), seq, self.window)
 
@@ -48,8 +48,8 @@ KEYS = st.sampled_from(["a", "b", "c", "d", ""]) | st.integers(0, 2) | st.none()
 DATA = st.fixed_dictionaries({}, optional={
     "key": KEYS, "op": st.sampled_from([None, "", "o1", "o2"]), "id": st.none() | st.integers(-2, 9) | st.booleans()
     | st.floats(0, 9) | st.text(max_size=1), "exchange": KEYS, "signal": st.sampled_from(["store_quota", "x"])})
-EVENTS = st.lists(st.tuples(st.sampled_from(["exchange_started", "exchange_finished", "notice", "operation", "wire",
-                                             "status"]), DATA), max_size=40)
+EVENTS = st.lists(st.tuples(st.sampled_from(["exchange_started", "exchange_finished", "notice", "op_started",
+                                             "op_round", "op_ended", "wire", "status"]), DATA), max_size=40)
 
 
 @settings(max_examples=300, deadline=None)
