@@ -498,21 +498,22 @@ class FindingRecorded(Record):
 
 
 @dataclass(slots=True)
-class ServerRequestChanged(Record):
-    """A request *from* the server (legacy elicitation, sampling, roots) and where its dialog stands: a snapshot.
+class ServerRequestSnapshot(Record):
+    """A request *from* the server (legacy elicitation, sampling, roots) and where its dialog stands: as version 2
+    recorded every change (its kind "server_request"), and the shape the fold keeps it in.
 
     It nests under the entry of the client request whose stream carried it (`key`).
     """
 
-    KIND = "server_request"
-    kind: Literal["server_request"] = field(default="server_request", init=False)
+    KIND = "sr_snapshot"
+    kind: Literal["sr_snapshot"] = field(default="sr_snapshot", init=False)
     id: str = ""                  # the console's id for it (unique in the session)
     key: str = ""                 # the exchange key of the client request whose stream carried it
     request_id: Any = None        # the server's JSON-RPC id: the response goes back with it
     method: str = ""
     params: Json = field(default_factory=dict)
     # awaiting | answered | declined | cancelled | timed_out | gone (its stream ended before anyone answered) |
-    # withdrawn (the server cancelled it with notifications/cancelled: nothing went back)
+    # withdrawn (the server cancelled it with notifications/cancelled: nothing went back) | interrupted
     status: str = "awaiting"
     answered_by: str = ""         # owner | operator | console (roots are answered from the session's list)
     response: Json | None = None  # exactly what went back: {"result": …} or {"error": …}
@@ -523,16 +524,63 @@ class ServerRequestChanged(Record):
     ended: float | None = None
 
 
+# A server request's life as transitions (version 3), each naming it (`id`) and the exchange that carried it (`key`).
+
+@dataclass(slots=True)
+class SrAsked(Record):
+    """The server asked: its question waits for an answer (roots are answered by the console at once)."""
+
+    KIND = "sr_asked"
+    kind: Literal["sr_asked"] = field(default="sr_asked", init=False)
+    id: str = ""
+    key: str = ""
+    request_id: Any = None
+    method: str = ""
+    params: Json = field(default_factory=dict)
+    asked: float = 0.0
+    due: float | None = None
+
+
+@dataclass(slots=True)
+class SrRefused(Record):
+    """An answer did not pass the console's checks: nothing went back; why, and what was typed."""
+
+    KIND = "sr_refused"
+    kind: Literal["sr_refused"] = field(default="sr_refused", init=False)
+    id: str = ""
+    key: str = ""
+    errors: Json = field(default_factory=dict)
+    drafts: Json = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SrEnded(Record):
+    """The question is over: answered, declined, cancelled, timed out, gone with its stream, or withdrawn."""
+
+    KIND = "sr_ended"
+    kind: Literal["sr_ended"] = field(default="sr_ended", init=False)
+    id: str = ""
+    key: str = ""
+    status: str = "answered"
+    answered_by: str = ""
+    response: Json | None = None  # exactly what went back (None: nothing did)
+    ended: float = 0.0
+
+
+SR_RECORDS: tuple[type[Record], ...] = (ServerRequestSnapshot, SrAsked, SrRefused, SrEnded)
+SR_KINDS = tuple(cls.KIND for cls in SR_RECORDS)
+
+
 Event = (Restored | TakenOver | SessionCreated | StatusChanged | Discovered | ListsRefreshed | CapabilitiesChanged
          | RootsChanged | RequestSettingsChanged | ExchangeStarted | ExchangeFinished | Wire | Notice | Stderr
          | OperationSnapshot | OpStarted | OpRound | OpAnswered | OpRefused | OpEnded | Progress | Log
          | SubscriptionChanged | Reread | LinkCreated | LinkRevoked | DeadlineExtended | EraNegotiated
-         | FindingRecorded | ServerRequestChanged | CancelRequested)
+         | FindingRecorded | ServerRequestSnapshot | SrAsked | SrRefused | SrEnded | CancelRequested)
 _ALL_RECORDS: tuple[type[Record], ...] = (
     Restored, TakenOver, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
     RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, *OP_RECORDS, Progress, Log,
     SubscriptionChanged, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded,
-    ServerRequestChanged, CancelRequested)
+    *SR_RECORDS, CancelRequested)
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in _ALL_RECORDS}
 EXCHANGE_KINDS = ("exchange_started", "exchange_finished")
 # The kinds that make or change a timeline entry.
@@ -624,13 +672,14 @@ def migrate_v1(kind: str, data: Json) -> tuple[str, Json]:
 
 
 # Version 2 → 3: a kind that version 2 wrote as a snapshot of every change is read under its v3 snapshot name.
-V2_NAMES = {"operation": "op_snapshot"}
+V2_NAMES = {"operation": "op_snapshot", "server_request": "sr_snapshot"}
 V2_OLD_NAMES = {v3: v2 for v2, v3 in V2_NAMES.items()}  # what a store's read by v3 kind also asks for
 
 
 def migrate_v2(kind: str, data: Json) -> tuple[str, Json]:
-    """Version 2 → 3: an operation's snapshot keeps its data under the name `op_snapshot` (version 3 records an
-    operation's transitions instead, and folds a snapshot as the whole operation at that point)."""
+    """Version 2 → 3: an operation's and a server request's snapshots keep their data under the names
+    `op_snapshot` and `sr_snapshot` (version 3 records their transitions instead, and folds a snapshot as the
+    whole operation or question at that point)."""
     return V2_NAMES.get(kind, kind), data
 
 

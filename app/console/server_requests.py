@@ -1,7 +1,8 @@
 """Requests *from* the server (2025-11-25 elicitation, sampling, roots): the session's answerer.
 
 A legacy server asks on the stream of one of our requests and waits for a JSON-RPC response with its id.
-Each question becomes a `server_request` event, folded into a record the MRTR dialog macro can show, so it
+Each question is recorded as transitions (`sr_asked`, `sr_refused`, `sr_ended`), folded into a record the MRTR
+dialog macro can show, so it
 opens in the same "Awaiting your input" inbox with the same forms, validation and URL warnings as an MRTR
 input request. A person's answer resolves the future `ask` awaits; `ask` returns what goes back. Nobody
 answering within `server_request_timeout_s` sends a JSON-RPC error and marks the dialog timed out.
@@ -15,12 +16,11 @@ answer is still recorded, nested under the request that carried it, so it is vis
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from app.console.events import ServerRequestChanged
+from app.console.events import SrAsked, SrEnded, SrRefused
 from app.console.state import ServerRequestRecord
 from app.mcp import mrtr
 from app.mcp.era import ServerAnswer
@@ -35,44 +35,46 @@ REJECTED_CODE = -1     # 2025-11-25 sampling: "User rejected sampling request"
 
 
 class ServerRequests:
-    """The open questions of one session and their futures; every change is a `server_request` event."""
+    """The open questions of one session and their futures (the driver's part: what each question is and where
+    it stands is the fold's, `timeline.state.server_requests`)."""
 
     def __init__(self, timeline: Timeline, roots: Callable[[], list[Json]], timeout_s: Callable[[], float]) -> None:
         self.timeline = timeline
         self._roots = roots
         self._timeout_s = timeout_s
-        self._live: dict[str, tuple[ServerRequestChanged, asyncio.Future[ServerAnswer]]] = {}
+        self._live: dict[str, tuple[str, asyncio.Future[ServerAnswer]]] = {}  # id → (its carrier's key, future)
 
     async def ask(self, frame: Frame, key: str) -> ServerAnswer:
         """The `Answerer` of the session's client: record the question, wait for an answer or the deadline."""
         now = time.time()
-        ev = ServerRequestChanged(id=f"sr{self.timeline.seq + 1}", key=key, request_id=frame.id,
-                                  method=frame.method or "", params=dict(frame.params), asked=now)
-        if mrtr.kind_of(ev.to_data()) == "roots":
+        sr_id, method = f"sr{self.timeline.seq + 1}", frame.method or ""
+        if mrtr.kind_of({"method": method, "params": frame.params}) == "roots":
+            self.timeline.append(SrAsked(id=sr_id, key=key, request_id=frame.id, method=method,
+                                         params=dict(frame.params), asked=now))
             answer = ServerAnswer(result={"roots": [dict(r) for r in self._roots()]})
-            self._record(ev, "answered", answer, "console")
+            self._record(sr_id, key, "answered", answer, "console")
             return answer
         timeout = self._timeout_s()
-        ev = dataclasses.replace(ev, due=now + timeout)
         future: asyncio.Future[ServerAnswer] = asyncio.get_running_loop().create_future()
-        self._live[ev.id] = (ev, future)
-        self.timeline.append(ev)
+        self._live[sr_id] = (key, future)
+        self.timeline.append(SrAsked(id=sr_id, key=key, request_id=frame.id, method=method, params=dict(frame.params),
+                                     asked=now, due=now + timeout))
         try:
             try:
                 done, _ = await asyncio.wait({future}, timeout=timeout)
             except asyncio.CancelledError:
                 if not future.done():  # the server withdrew it (notifications/cancelled): nothing goes back
                     future.cancel()
-                    self._record(ev, "withdrawn", None, "server")
+                    self._record(sr_id, key, "withdrawn", None, "server")
                 raise
             if not done:
                 timed_out = ServerAnswer(error={"code": TIMEOUT_CODE, "message": (
                     f"Request timed out: nobody answered within {timeout:g} s "
                     "(the console's setting server_request_timeout_s)")})
-                self._finish(ev.id, "timed_out", timed_out, "console")
+                self._finish(sr_id, "timed_out", timed_out, "console")
             return await future
         finally:
-            self._live.pop(ev.id, None)
+            self._live.pop(sr_id, None)
 
     def awaiting(self) -> list[ServerRequestRecord]:
         return [r for r in self.timeline.state.server_requests.values() if r.status == "awaiting"]
@@ -99,15 +101,12 @@ class ServerRequests:
         """An answer that did not pass the checks: nothing goes back; every tab shows why beside what was typed."""
         if not self.is_open(sr_id):
             return
-        ev, future = self._live[sr_id]
-        ev = dataclasses.replace(ev, errors=dict(errors), drafts=dict(drafts))
-        self._live[sr_id] = (ev, future)
-        self.timeline.append(ev)
+        self.timeline.append(SrRefused(id=sr_id, key=self._live[sr_id][0], errors=dict(errors), drafts=dict(drafts)))
 
     def end_of(self, key: str) -> None:
         """The client request `key` is over: questions it carried can no longer be answered on its stream."""
-        for sr_id, (ev, _) in list(self._live.items()):
-            if ev.key == key:
+        for sr_id, (carrier, _) in list(self._live.items()):
+            if carrier == key:
                 self._finish(sr_id, "gone", ServerAnswer(error={
                     "code": TIMEOUT_CODE, "message": "the request that carried this one is over"}), "console")
 
@@ -120,13 +119,13 @@ class ServerRequests:
         live = self._live.get(sr_id)
         if live is None or live[1].done():
             return False  # answered already (perhaps in another tab), or timed out
-        ev, future = live
-        self._record(ev, status, answer, who)
+        key, future = live
+        self._record(sr_id, key, status, answer, who)
         future.set_result(answer)
         return True
 
-    def _record(self, ev: ServerRequestChanged, status: str, answer: ServerAnswer | None, who: str) -> None:
+    def _record(self, sr_id: str, key: str, status: str, answer: ServerAnswer | None, who: str) -> None:
         response: Json | None = None if answer is None else \
             {"error": answer.error} if answer.error is not None else {"result": answer.result or {}}
-        self.timeline.append(dataclasses.replace(ev, status=status, answered_by=who, response=response,
-                                                 errors={}, drafts={}, ended=time.time()))
+        self.timeline.append(SrEnded(id=sr_id, key=key, status=status, answered_by=who, response=response,
+                                     ended=time.time()))

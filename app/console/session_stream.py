@@ -115,7 +115,7 @@ def _event_text(row: StoredEvent, redact: Redactor | None) -> str:
 
 
 # The events with TYPED_ANSWER_FIELDS: a masked file (the one that is shared) leaves them out.
-_ANSWERED_KINDS = frozenset({"op_snapshot", "op_refused", "server_request"})
+_ANSWERED_KINDS = frozenset({"op_snapshot", "op_refused", "sr_snapshot", "sr_refused"})
 
 
 def _nothing_typed(text: str) -> bool:

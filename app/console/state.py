@@ -9,6 +9,7 @@ compared and a second process could hold the same state.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,8 +39,11 @@ from app.console.events import (
     RequestSettingsChanged,
     Restored,
     RootsChanged,
-    ServerRequestChanged,
+    ServerRequestSnapshot,
     SessionCreated,
+    SrAsked,
+    SrEnded,
+    SrRefused,
     StatusChanged,
     Stderr,
     SubscriptionChanged,
@@ -160,7 +164,7 @@ class ServerRequestRecord:
     keyed by the server's JSON-RPC id (`dialog_key`), and `request` is it in the MRTR input-request shape.
     """
 
-    ev: ServerRequestChanged
+    ev: ServerRequestSnapshot  # the question and where it stands, in the shape version 2 recorded it
 
     @property
     def id(self) -> str:
@@ -331,7 +335,7 @@ def _end_in_flight(state: SessionState, status: str, error: str | None, resume: 
                 op.message = error
     for key, sr in list(state.server_requests.items()):
         if sr.status == "awaiting":  # its stream is gone with the process: nobody can answer it any more
-            ended = ServerRequestChanged(**{**sr.ev.to_data(), "status": "interrupted"})
+            ended = dataclasses.replace(sr.ev, status="interrupted")
             state.server_requests[key] = ServerRequestRecord(ended)
             _nest(state, state.server_requests[key])
     for sub in state.subscriptions.values():
@@ -483,9 +487,34 @@ def cancelled_by(state: SessionState, key: str) -> str | None:
     return found.get("cancelled_by") if found is not None else None
 
 
-def _server_request(state: SessionState, ev: ServerRequestChanged, _e: TimelineEvent) -> None:
-    record = state.server_requests[ev.id] = ServerRequestRecord(ev)
-    state.server_requests.move_to_end(ev.id)
+def _sr_snapshot(state: SessionState, ev: ServerRequestSnapshot, _e: TimelineEvent) -> None:
+    _keep_server_request(state, ServerRequestRecord(ev))
+
+
+def _sr_asked(state: SessionState, ev: SrAsked, _e: TimelineEvent) -> None:
+    _keep_server_request(state, ServerRequestRecord(ServerRequestSnapshot(
+        id=ev.id, key=ev.key, request_id=ev.request_id, method=ev.method, params=dict(ev.params), asked=ev.asked,
+        due=ev.due)))
+
+
+def _sr_refused(state: SessionState, ev: SrRefused, _e: TimelineEvent) -> None:
+    sr = state.server_requests.get(ev.id)
+    if sr is not None:
+        _keep_server_request(state, ServerRequestRecord(dataclasses.replace(
+            sr.ev, errors=dict(ev.errors), drafts=dict(ev.drafts))))
+
+
+def _sr_ended(state: SessionState, ev: SrEnded, _e: TimelineEvent) -> None:
+    sr = state.server_requests.get(ev.id)
+    if sr is not None:
+        _keep_server_request(state, ServerRequestRecord(dataclasses.replace(
+            sr.ev, status=ev.status, answered_by=ev.answered_by, response=ev.response, errors={}, drafts={},
+            ended=ev.ended)))
+
+
+def _keep_server_request(state: SessionState, record: ServerRequestRecord) -> None:
+    state.server_requests[record.id] = record
+    state.server_requests.move_to_end(record.id)
     while len(state.server_requests) > MAX_SERVER_REQUESTS:
         oldest = next((k for k, r in state.server_requests.items() if r.status != "awaiting"),
                       next(iter(state.server_requests)))
@@ -593,7 +622,8 @@ _HANDLERS: dict[type[Any], Any] = {
     OpStarted: _op_started, OpRound: _op_round, OpAnswered: _op_answered, OpRefused: _op_refused, OpEnded: _op_ended,
     CancelRequested: _cancel_requested,
     Progress: _progress, Log: _log, Stderr: _stderr, SubscriptionChanged: _subscription,
-    LinkCreated: _link_created, LinkRevoked: _link_revoked, ServerRequestChanged: _server_request,
+    LinkCreated: _link_created, LinkRevoked: _link_revoked, ServerRequestSnapshot: _sr_snapshot,
+    SrAsked: _sr_asked, SrRefused: _sr_refused, SrEnded: _sr_ended,
 }
 
 

@@ -19,7 +19,7 @@ from urllib.parse import urlencode, urlsplit
 from jinja2 import Environment, FileSystemLoader, Template, select_autoescape
 from markupsafe import Markup, escape
 
-from app.console.events import ENTRY_KINDS, TimelineEvent
+from app.console.events import ENTRY_KINDS, SR_KINDS, TimelineEvent
 from app.console.export import needs_live_session
 from app.console.live import LOG_LEVELS
 from app.console.manager import SessionManager
@@ -414,7 +414,7 @@ class EventRenderer:
                 return None
             ctx.update(entry=entry, fresh=False, op=None)
             return self.env.get_template("_push_finding.html").render(ctx)
-        if event.kind == "server_request":
+        if event.kind in SR_KINDS:
             sr = session.state.server_requests.get(str(data.get("id")))
             if sr is None:
                 return None

@@ -32,7 +32,7 @@ from app.console.events import (
     OperationSnapshot,
     Progress,
     Restored,
-    ServerRequestChanged,
+    ServerRequestSnapshot,
     StatusChanged,
     Stderr,
     TimelineEvent,
@@ -97,7 +97,7 @@ def _record_mixed(manager: SessionManager) -> str:
             for r in range(6):
                 _call(tl, f"{op}-r{r}", 1000 * i + r, op=op)
                 tl.append(FindingRecorded(rule="R2", exchange=f"{op}-r{r}", frame_seq=tl.seq))
-            tl.append(ServerRequestChanged(id=f"s{i}", key=f"{op}-r5", request_id=i, method="elicitation/create",
+            tl.append(ServerRequestSnapshot(id=f"s{i}", key=f"{op}-r5", request_id=i, method="elicitation/create",
                                            status="awaiting"))
             tl.append(OperationSnapshot(key=f"op-{op}", op=op, method="tools/call", name="ask",
                                        status="complete" if i < 50 else "awaiting_input"))

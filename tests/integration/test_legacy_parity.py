@@ -497,7 +497,11 @@ async def test_a_server_request_that_repeats_an_open_id_opens_no_second_dialog_a
     async def said() -> bool:
         return "repeats the id of one still open" in await notes(console, sid)
 
+    async def dialog() -> bool:  # its dialog opens in a task of its own: it may come after the note of the repeat
+        return bool((await console.session(sid))["server_requests"])
+
     await eventually(said, what="the repeated id to be noted")
+    await eventually(dialog, what="the first request's dialog")
     asked = (await console.session(sid))["server_requests"]
     assert len(asked) == 1 and asked[0]["params"]["message"] == "first", asked
     assert not [m for m in posted(server) if m.get("id") == "d"], "the open one is still to be answered, once"

@@ -28,7 +28,7 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from app.console.events import ServerRequestChanged, TimelineEvent
+from app.console.events import ServerRequestSnapshot, TimelineEvent
 from tests.integration.conftest import JSON, LINK_COOKIE, Catcher, link_token
 from tests.integration.conftest import eventually as _eventually
 from tests.integration.test_team_processes import WAIT_S, client_for, clients, connected_session, twin
@@ -92,7 +92,7 @@ async def test_forged_bus_messages_reach_no_replica_and_a_huge_seq_freezes_nothi
     a, b = client_for(clients, owner), client_for(clients, other)
     sid = await connected_session(a, demo_url)
     seen = await _eventually(lambda: twin(b, sid), WAIT_S, "the replica on B")
-    dialog = ServerRequestChanged(id="forged-dialog", key="x", request_id=1, method="elicitation/create",
+    dialog = ServerRequestSnapshot(id="forged-dialog", key="x", request_id=1, method="elicitation/create",
                                   params={"mode": "url", "message": "Your session expired, sign in again",
                                           "url": "http://127.0.0.1:9/login", "elicitationId": "e"})
     forged = [(seen["seq"] + 1, seen["seq"]), (10**12, 10**12 - 1)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.console.events import ExchangeStarted, OperationSnapshot, Restored, ServerRequestChanged, TimelineEvent
+from app.console.events import ExchangeStarted, OperationSnapshot, Restored, ServerRequestSnapshot, TimelineEvent
 from app.console.state import fold
 
 
@@ -10,8 +10,8 @@ def events(*records: object) -> list[TimelineEvent]:
     return [TimelineEvent("s", n, record) for n, record in enumerate(records, 1)]  # type: ignore[arg-type]
 
 
-def asked(status: str = "awaiting") -> ServerRequestChanged:
-    return ServerRequestChanged(id="sr3", key="c1x4", request_id="e-1", method="elicitation/create",
+def asked(status: str = "awaiting") -> ServerRequestSnapshot:
+    return ServerRequestSnapshot(id="sr3", key="c1x4", request_id="e-1", method="elicitation/create",
                                 params={"message": "name?"}, status=status, asked=1.0)
 
 
