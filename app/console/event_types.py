@@ -154,12 +154,15 @@ _PAIRS: dict[str, tuple[str, ...]] = {"wire": ("headers",)}
 # Items of a list a record types only as JSON objects, and that the pages read key by key: an operation's rounds
 # (as `Round.to_data` writes them) and a subscription's notifications (as `listen` records them).
 _ROUND = {**typing.get_type_hints(Round), "human_ms": float | None}
+_NOTE = {"method": str, "params": dict[str, Any], "at": float}
 _ITEMS: dict[str, dict[str, dict[str, Any]]] = {
     "op_snapshot": {"rounds": _ROUND},
-    "subscription": {"notifications": {"method": str, "params": dict[str, Any], "at": float}},
+    "sub_snapshot": {"notifications": _NOTE},
 }
 # One such object (or None) under a key: the round an operation's transition carries.
-_ONE: dict[str, dict[str, dict[str, Any]]] = {kind: {"round": _ROUND} for kind in ("op_started", "op_round",
-                                                                                    "op_ended")}
+_ONE: dict[str, dict[str, dict[str, Any]]] = {
+    **{kind: {"round": _ROUND} for kind in ("op_started", "op_round", "op_ended")},
+    "sub_notified": {"notification": _NOTE},
+}
 
 

@@ -385,9 +385,12 @@ class Log(Record):
 
 
 @dataclass(slots=True)
-class SubscriptionChanged(Record):
-    KIND = "subscription"
-    kind: Literal["subscription"] = field(default="subscription", init=False)
+class SubscriptionSnapshot(Record):
+    """A listen subscription as version 2 recorded every change (its kind "subscription"), with the notifications
+    that change added: read from older logs and files only."""
+
+    KIND = "sub_snapshot"
+    kind: Literal["sub_snapshot"] = field(default="sub_snapshot", init=False)
     sub: str = ""
     requested: Json = field(default_factory=dict)
     acknowledged: Json | None = None
@@ -400,6 +403,82 @@ class SubscriptionChanged(Record):
     total: int = 0
     exchange: str | None = None
     notifications: list[Json] = field(default_factory=list)  # the notifications this change adds
+
+
+# A subscription's life as transitions (version 3), each naming it (`sub`, the console's id: L1, L2, …).
+
+@dataclass(slots=True)
+class SubStarted(Record):
+    """Someone asked to listen (or a restart resumed a subscription that was live): what was asked for."""
+
+    KIND = "sub_started"
+    kind: Literal["sub_started"] = field(default="sub_started", init=False)
+    sub: str = ""
+    requested: Json = field(default_factory=dict)
+    reconnects: int = 0
+    total: int = 0  # notifications before (a resumed subscription counts on)
+
+
+@dataclass(slots=True)
+class SubListening(Record):
+    """A listen request went out (the first, or a re-listen after a drop): nothing is acknowledged yet."""
+
+    KIND = "sub_listening"
+    kind: Literal["sub_listening"] = field(default="sub_listening", init=False)
+    sub: str = ""
+    state: str = "opening"        # opening | reconnecting
+    exchange: str = ""            # its exchange key
+    subscription_id: Any = None   # the listen request's JSON-RPC id (notifications carry it)
+    reconnects: int = 0
+
+
+@dataclass(slots=True)
+class SubAcknowledged(Record):
+    """The server said what it grants (notifications/subscriptions/acknowledged; a 2025-11-25 session: what
+    resources/subscribe took). `dropped`: asked for but not granted."""
+
+    KIND = "sub_acknowledged"
+    kind: Literal["sub_acknowledged"] = field(default="sub_acknowledged", init=False)
+    sub: str = ""
+    acknowledged: Json = field(default_factory=dict)
+    dropped: Json = field(default_factory=dict)
+    ack_ms: float | None = None
+    state: str = "active"
+
+
+@dataclass(slots=True)
+class SubNotified(Record):
+    """A change notification arrived on it."""
+
+    KIND = "sub_notified"
+    kind: Literal["sub_notified"] = field(default="sub_notified", init=False)
+    sub: str = ""
+    notification: Json = field(default_factory=dict)  # method, params, at
+
+
+@dataclass(slots=True)
+class SubProblem(Record):
+    """Something about it broke a rule or failed (no acknowledgement in time, a wrong subscriptionId, a drop)."""
+
+    KIND = "sub_problem"
+    kind: Literal["sub_problem"] = field(default="sub_problem", init=False)
+    sub: str = ""
+    problem: str = ""
+
+
+@dataclass(slots=True)
+class SubEnded(Record):
+    """Its stream ended: stopped by someone, closed by the server, or lost (then it listens again)."""
+
+    KIND = "sub_ended"
+    kind: Literal["sub_ended"] = field(default="sub_ended", init=False)
+    sub: str = ""
+    state: str = "stopped"  # stopped | closed_by_server | connection_lost
+
+
+SUB_RECORDS: tuple[type[Record], ...] = (SubscriptionSnapshot, SubStarted, SubListening, SubAcknowledged,
+                                         SubNotified, SubProblem, SubEnded)
+SUB_KINDS = tuple(cls.KIND for cls in SUB_RECORDS)
 
 
 @dataclass(slots=True)
@@ -574,12 +653,13 @@ SR_KINDS = tuple(cls.KIND for cls in SR_RECORDS)
 Event = (Restored | TakenOver | SessionCreated | StatusChanged | Discovered | ListsRefreshed | CapabilitiesChanged
          | RootsChanged | RequestSettingsChanged | ExchangeStarted | ExchangeFinished | Wire | Notice | Stderr
          | OperationSnapshot | OpStarted | OpRound | OpAnswered | OpRefused | OpEnded | Progress | Log
-         | SubscriptionChanged | Reread | LinkCreated | LinkRevoked | DeadlineExtended | EraNegotiated
+         | SubscriptionSnapshot | SubStarted | SubListening | SubAcknowledged | SubNotified | SubProblem
+         | SubEnded | Reread | LinkCreated | LinkRevoked | DeadlineExtended | EraNegotiated
          | FindingRecorded | ServerRequestSnapshot | SrAsked | SrRefused | SrEnded | CancelRequested)
 _ALL_RECORDS: tuple[type[Record], ...] = (
     Restored, TakenOver, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
     RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, *OP_RECORDS, Progress, Log,
-    SubscriptionChanged, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded,
+    *SUB_RECORDS, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded,
     *SR_RECORDS, CancelRequested)
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in _ALL_RECORDS}
 EXCHANGE_KINDS = ("exchange_started", "exchange_finished")
@@ -672,14 +752,14 @@ def migrate_v1(kind: str, data: Json) -> tuple[str, Json]:
 
 
 # Version 2 → 3: a kind that version 2 wrote as a snapshot of every change is read under its v3 snapshot name.
-V2_NAMES = {"operation": "op_snapshot", "server_request": "sr_snapshot"}
+V2_NAMES = {"operation": "op_snapshot", "server_request": "sr_snapshot", "subscription": "sub_snapshot"}
 V2_OLD_NAMES = {v3: v2 for v2, v3 in V2_NAMES.items()}  # what a store's read by v3 kind also asks for
 
 
 def migrate_v2(kind: str, data: Json) -> tuple[str, Json]:
-    """Version 2 → 3: an operation's and a server request's snapshots keep their data under the names
-    `op_snapshot` and `sr_snapshot` (version 3 records their transitions instead, and folds a snapshot as the
-    whole operation or question at that point)."""
+    """Version 2 → 3: the snapshots of an operation, a server request and a subscription keep their data under
+    the names `op_snapshot`, `sr_snapshot` and `sub_snapshot` (version 3 records their transitions instead, and
+    folds a snapshot as the whole of it at that point)."""
     return V2_NAMES.get(kind, kind), data
 
 

@@ -9,20 +9,19 @@ reconnect is simply a new listen request with a new id.
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from app.console.events import SubscriptionChanged
+from app.console.events import SubAcknowledged, SubEnded, SubListening, SubNotified, SubProblem, SubStarted
 from app.mcp.client import Reply
 from app.mcp.jsonrpc import Frame
 from app.mcp.stdio import SUBSCRIPTION_KEY
 
 if TYPE_CHECKING:
     from app.console.runner import RequestRunner
+    from app.console.state import SubscriptionRecord
     from app.console.timeline import Timeline
 
 SubState = Literal["opening", "active", "closed_by_server", "connection_lost", "reconnecting", "stopped"]
@@ -47,42 +46,48 @@ def _ignore(_frame: Frame) -> None:
 
 @dataclass(eq=False)
 class Subscription:
+    """A subscription's driver: what it asked for and what only the task listening for it knows (that it is being
+    stopped, that the server ended it, when its listen went out). Where it stands is the fold's (`record`)."""
+
     id: str
     requested: dict[str, Any]
-    state: SubState = "opening"
-    acknowledged: dict[str, Any] | None = None
-    subscription_id: Any = None
-    exchange_key: str | None = None
-    opened_at: float = 0.0
-    ack_ms: float | None = None
-    reconnects: int = 0
-    problems: list[str] = field(default_factory=list)
-    notifications: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=200))
-    total: int = 0
+    timeline: Timeline
     stopping: bool = False
     ended_by_server: bool = False
     legacy: bool = False  # a 2025-11-25 session: resources/subscribe per URI, no listen stream
+    opened_at: float = 0.0  # monotonic: when its last listen (or subscribe) went out
 
-    def dropped(self) -> dict[str, Any]:
-        """What was asked for but not granted."""
-        ack = self.acknowledged or {}
-        out: dict[str, Any] = {}
-        for key, value in self.requested.items():
-            if key == "resourceSubscriptions":
-                missing = [u for u in value if u not in (ack.get(key) or [])]
-                if missing:
-                    out[key] = missing
-            elif value and not ack.get(key):
-                out[key] = value
-        return out
+    @property
+    def record(self) -> SubscriptionRecord | None:
+        return self.timeline.state.subscriptions.get(self.id)
 
-    def snapshot(self, added: list[dict[str, Any]] | None = None) -> SubscriptionChanged:
-        """The subscription as it is now, and the notifications this change adds (the fold keeps the history)."""
-        return SubscriptionChanged(
-            sub=self.id, requested=self.requested, acknowledged=self.acknowledged,
-            dropped=self.dropped() if self.acknowledged is not None else None, state=self.state,
-            subscription_id=self.subscription_id, ack_ms=self.ack_ms, reconnects=self.reconnects,
-            problems=list(self.problems), total=self.total, exchange=self.exchange_key, notifications=added or [])
+    @property
+    def state(self) -> str:
+        record = self.record
+        return record.state if record is not None else "stopped"
+
+    @property
+    def acknowledged(self) -> dict[str, Any] | None:
+        record = self.record
+        return record.acknowledged if record is not None else None
+
+    @property
+    def exchange_key(self) -> str | None:
+        record = self.record
+        return record.exchange_key if record is not None else None
+
+
+def dropped(requested: dict[str, Any], acknowledged: dict[str, Any]) -> dict[str, Any]:
+    """What was asked for but not granted."""
+    out: dict[str, Any] = {}
+    for key, value in requested.items():
+        if key == "resourceSubscriptions":
+            missing = [u for u in value if u not in (acknowledged.get(key) or [])]
+            if missing:
+                out[key] = missing
+        elif value and not acknowledged.get(key):
+            out[key] = value
+    return out
 
 
 class Listeners:
@@ -106,8 +111,8 @@ class Listeners:
         self.subs: dict[str, Subscription] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
-    def _record(self, sub: Subscription, added: list[dict[str, Any]] | None = None) -> None:
-        self.timeline.append(sub.snapshot(added))
+    def _problem(self, sub: Subscription, problem: str) -> None:
+        self.timeline.append(SubProblem(sub=sub.id, problem=problem))
 
     def _new_id(self) -> str:
         """L1, L2, …: unique within the session, also after a restart (past the ids the fold knows)."""
@@ -125,18 +130,17 @@ class Listeners:
 
     def start(self, requested: dict[str, Any], sub_id: str | None = None, reconnects: int = 0,
               total: int = 0) -> Subscription:
-        sub = Subscription(id=sub_id or self._new_id(), requested=requested,
-                           reconnects=reconnects, total=total)
+        sub = Subscription(id=sub_id or self._new_id(), requested=requested, timeline=self.timeline)
         self.subs[sub.id] = sub
+        self.timeline.append(SubStarted(sub=sub.id, requested=requested, reconnects=reconnects, total=total))
         name = f"listen-{self.timeline.session_id}-{sub.id}"
-        task = asyncio.get_running_loop().create_task(self._run(sub), name=name)
+        task = asyncio.get_running_loop().create_task(self._run(sub, reconnects), name=name)
         self._tasks[sub.id] = task
 
         def forget(_task: asyncio.Task[None], sid: str = sub.id) -> None:
             self._tasks.pop(sid, None)
 
         task.add_done_callback(forget)
-        self._record(sub)
         return sub
 
     async def stop(self, sub: Subscription, who: str = "owner") -> None:
@@ -149,8 +153,7 @@ class Listeners:
         task = self._tasks.get(sub.id)
         if task is not None and sub.state == "reconnecting":
             task.cancel()
-        sub.state = "stopped"
-        self._record(sub)
+        self.timeline.append(SubEnded(sub=sub.id, state="stopped"))
 
     async def stop_all(self) -> None:
         for sub in list(self.subs.values()):
@@ -159,36 +162,34 @@ class Listeners:
         for task in list(self._tasks.values()):
             task.cancel()
 
-    async def _run(self, sub: Subscription) -> None:
+    async def _run(self, sub: Subscription, reconnects: int) -> None:
         if self.legacy():
             await self._subscribe_legacy(sub)
             return
         backoff = self.first_backoff_s
         while not sub.stopping:
-            sub.state = "opening" if sub.reconnects == 0 else "reconnecting"
             sub.ended_by_server = False
-            sub.acknowledged, sub.ack_ms = None, None
-            reply = await self._listen_once(sub)
+            reply = await self._listen_once(sub, reconnects)
+            record = sub.record
+            acknowledged = record is not None and record.ack_ms is not None
             if sub.stopping:
-                sub.state = "stopped"
+                ended: SubState = "stopped"
             elif reply.error is None or sub.ended_by_server:
                 # A graceful end: the server answered the listen request, or (stdio) sent
                 # notifications/cancelled for it. Either way it is not to be re-opened.
-                sub.state = "closed_by_server"
+                ended = "closed_by_server"
             else:
-                sub.state = "connection_lost"
-                sub.problems.append(f"stream dropped: {reply.error}")
-            del sub.problems[:-20]
-            self._record(sub)
-            if sub.state != "connection_lost":
+                ended = "connection_lost"
+                self._problem(sub, f"stream dropped: {reply.error}")
+            self.timeline.append(SubEnded(sub=sub.id, state=ended))
+            if ended != "connection_lost":
                 return
             status = self.runner.status
             if status not in ("connected", "unreachable"):  # unreachable may come back: keep trying
-                sub.problems.append(f"not listening again: the session is {status} "
-                                    f"({self.runner.status_message or 'no target'})")
-                self._record(sub)
+                self._problem(sub, f"not listening again: the session is {status} "
+                                   f"({self.runner.status_message or 'no target'})")
                 return
-            if sub.ack_ms is not None and time.monotonic() - sub.opened_at >= self.max_backoff_s:
+            if acknowledged and time.monotonic() - sub.opened_at >= self.max_backoff_s:
                 # It worked for a while: start the backoff over. An acknowledgement alone is not that: a server
                 # that acknowledges and drops every stream at once was listened to again every first_backoff_s.
                 backoff = self.first_backoff_s
@@ -198,11 +199,10 @@ class Listeners:
                 # A stdio server whose process ended answers nothing until a reconnect starts it again: each listen
                 # tried every few seconds was an exchange and a subscription event more, for as long as the session
                 # sat unreachable (days). Wait for the reconnect instead, asking nothing.
-                sub.problems.append("the server process is gone: listening again once the session reconnects")
-                self._record(sub)
+                self._problem(sub, "the server process is gone: listening again once the session reconnects")
                 while not sub.stopping and self.runner.status == "unreachable" and not self.runner.target_alive:
                     await asyncio.sleep(self.first_backoff_s)  # a look at the status, no request
-            sub.reconnects += 1
+            reconnects += 1
 
     async def _subscribe_legacy(self, sub: Subscription) -> None:
         """2025-11-25 has no listen stream: a server announces list changes to every session that its capabilities
@@ -216,33 +216,34 @@ class Listeners:
             if reply.error is None:
                 granted.append(uri)
             else:
-                sub.problems.append(f"resources/subscribe {uri}: {reply.error}")
+                self._problem(sub, f"resources/subscribe {uri}: {reply.error}")
         ack: dict[str, Any] = {k: v for k, v in sub.requested.items() if k != "resourceSubscriptions" and v}
         if granted:
             ack["resourceSubscriptions"] = granted
-        sub.acknowledged, sub.ack_ms = ack, (time.monotonic() - sub.opened_at) * 1000
-        sub.state = "stopped" if sub.stopping else "active"
-        self._record(sub)
+        self.timeline.append(SubAcknowledged(sub=sub.id, acknowledged=ack, dropped=dropped(sub.requested, ack),
+                                             ack_ms=(time.monotonic() - sub.opened_at) * 1000,
+                                             state="stopped" if sub.stopping else "active"))
 
     def deliver(self, frame: Frame) -> None:
         """A notification from outside any request (a legacy session's): into each active legacy subscription
         that asked for it, then once to on_change, since a list change refreshes whether or not anyone listens."""
         for sub in self.subs.values():
-            if not (sub.legacy and sub.state == "active" and _legacy_wants(sub, frame)):
+            if not (sub.legacy and sub.state == "active" and _legacy_wants(sub.acknowledged or {}, frame)):
                 continue
-            sub.total += 1
             note = {"method": frame.method, "params": frame.params, "at": time.time()}
-            sub.notifications.append(note)
-            self._record(sub, [note])
+            self.timeline.append(SubNotified(sub=sub.id, notification=note))
         self.on_change(frame)
 
-    async def _listen_once(self, sub: Subscription) -> Reply:
+    async def _listen_once(self, sub: Subscription, reconnects: int) -> Reply:
         sub.opened_at = time.monotonic()
         watchdog = asyncio.get_running_loop().call_later(self.ack_deadline_s, self._no_ack, sub)
+        state = "opening" if reconnects == 0 else "reconnecting"
 
         def started(key: str, request_id: Any) -> Callable[[], None]:
-            sub.exchange_key, sub.subscription_id = key, request_id
-            return functools.partial(self._record, sub)
+            def listening() -> None:  # recorded with the listen request's start, after its exchange's
+                self.timeline.append(SubListening(sub=sub.id, state=state, exchange=key, subscription_id=request_id,
+                                                  reconnects=reconnects))
+            return listening
 
         try:
             return await self.runner.run("subscriptions/listen", {"notifications": sub.requested},
@@ -253,37 +254,33 @@ class Listeners:
 
     def _no_ack(self, sub: Subscription) -> None:
         if sub.acknowledged is None and not sub.stopping:
-            sub.problems.append(f"no notifications/subscriptions/acknowledged within {self.ack_deadline_s:g} s")
-            self._record(sub)
+            self._problem(sub, f"no notifications/subscriptions/acknowledged within {self.ack_deadline_s:g} s")
 
     def _on_frame(self, sub: Subscription, frame: Frame) -> None:
+        record = sub.record
+        listening = record.subscription_id if record is not None else None
         meta = frame.params.get("_meta")
         sid = meta.get(SUBSCRIPTION_KEY) if isinstance(meta, dict) else None
-        if sid != sub.subscription_id:
-            sub.problems.append(f"{frame.method}: subscriptionId {sid!r}, expected {sub.subscription_id!r}")
+        if sid != listening:
+            self._problem(sub, f"{frame.method}: subscriptionId {sid!r}, expected {listening!r}")
         if frame.method == "notifications/cancelled":
             sub.ended_by_server = True
-            sub.problems.append(f"the server ended the stream: {frame.params.get('reason') or 'no reason given'}")
+            self._problem(sub, f"the server ended the stream: {frame.params.get('reason') or 'no reason given'}")
         elif frame.method == "notifications/subscriptions/acknowledged":
             granted = frame.params.get("notifications")
-            sub.acknowledged = granted if isinstance(granted, dict) else {}
-            sub.ack_ms = (time.monotonic() - sub.opened_at) * 1000
-            sub.state = "active"
+            ack = granted if isinstance(granted, dict) else {}
+            self.timeline.append(SubAcknowledged(sub=sub.id, acknowledged=ack, dropped=dropped(sub.requested, ack),
+                                                 ack_ms=(time.monotonic() - sub.opened_at) * 1000))
         else:
             if sub.acknowledged is None:
-                sub.problems.append(f"{frame.method} arrived before the acknowledgement")
-            sub.total += 1
+                self._problem(sub, f"{frame.method} arrived before the acknowledgement")
             note = {"method": frame.method, "params": frame.params, "at": time.time()}
-            sub.notifications.append(note)
+            self.timeline.append(SubNotified(sub=sub.id, notification=note))
             self.on_change(frame)
-            self._record(sub, [note])
-            return
-        self._record(sub)
 
 
-def _legacy_wants(sub: Subscription, frame: Frame) -> bool:
-    ack = sub.acknowledged or {}
+def _legacy_wants(acknowledged: dict[str, Any], frame: Frame) -> bool:
     if frame.method == "notifications/resources/updated":
-        return frame.params.get("uri") in (ack.get("resourceSubscriptions") or [])
+        return frame.params.get("uri") in (acknowledged.get("resourceSubscriptions") or [])
     flag = LEGACY_FLAGS.get(frame.method or "")
-    return flag is not None and bool(ack.get(flag))
+    return flag is not None and bool(acknowledged.get(flag))

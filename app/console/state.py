@@ -46,7 +46,13 @@ from app.console.events import (
     SrRefused,
     StatusChanged,
     Stderr,
-    SubscriptionChanged,
+    SubAcknowledged,
+    SubEnded,
+    SubListening,
+    SubNotified,
+    SubProblem,
+    SubscriptionSnapshot,
+    SubStarted,
     TakenOver,
     TimelineEvent,
 )
@@ -559,14 +565,66 @@ def _stderr(state: SessionState, ev: Stderr, _e: TimelineEvent) -> None:
     state.stderr_current = ev.current
 
 
-def _subscription(state: SessionState, ev: SubscriptionChanged, _e: TimelineEvent) -> None:
-    sub = state.subscriptions.get(ev.sub)
+def _new_subscription(state: SessionState, sub_id: str, requested: Json) -> SubscriptionRecord:
+    sub = state.subscriptions.get(sub_id)
     if sub is None:
-        sub = state.subscriptions[ev.sub] = SubscriptionRecord(id=ev.sub, requested=ev.requested)
+        sub = state.subscriptions[sub_id] = SubscriptionRecord(id=sub_id, requested=requested)
         while len(state.subscriptions) > MAX_SUBSCRIPTIONS:
             oldest = next((k for k, s in state.subscriptions.items() if s.state in ENDED_SUBSCRIPTIONS),
                           next(iter(state.subscriptions)))
             del state.subscriptions[oldest]
+    return sub
+
+
+def _subscription_of(state: SessionState, sub_id: str) -> SubscriptionRecord | None:
+    sub = state.subscriptions.get(sub_id)
+    if sub is not None:
+        sub.resume = False  # it changed: whatever a restart left to resume is being done
+    return sub
+
+
+def _sub_started(state: SessionState, ev: SubStarted, _e: TimelineEvent) -> None:
+    sub = _new_subscription(state, ev.sub, ev.requested)
+    sub.requested, sub.state, sub.reconnects, sub.total, sub.resume = ev.requested, "opening", ev.reconnects, \
+        ev.total, False
+
+
+def _sub_listening(state: SessionState, ev: SubListening, _e: TimelineEvent) -> None:
+    if (sub := _subscription_of(state, ev.sub)) is not None:
+        sub.state, sub.exchange_key, sub.subscription_id, sub.reconnects = ev.state, ev.exchange, \
+            ev.subscription_id, ev.reconnects
+        sub.acknowledged, sub.dropped_, sub.ack_ms = None, None, None
+
+
+def _sub_acknowledged(state: SessionState, ev: SubAcknowledged, _e: TimelineEvent) -> None:
+    if (sub := _subscription_of(state, ev.sub)) is not None:
+        sub.acknowledged, sub.dropped_, sub.ack_ms, sub.state = ev.acknowledged, ev.dropped, ev.ack_ms, ev.state
+
+
+def _sub_notified(state: SessionState, ev: SubNotified, _e: TimelineEvent) -> None:
+    if (sub := _subscription_of(state, ev.sub)) is not None:
+        sub.total += 1
+        sub.notifications.append(ev.notification)
+        del sub.notifications[:-HISTORY]
+
+
+SUBSCRIPTION_PROBLEMS = 20  # the latest problems kept per subscription
+
+
+def _sub_problem(state: SessionState, ev: SubProblem, _e: TimelineEvent) -> None:
+    if (sub := _subscription_of(state, ev.sub)) is not None:
+        sub.problems.append(ev.problem)
+        del sub.problems[:-SUBSCRIPTION_PROBLEMS]
+
+
+def _sub_ended(state: SessionState, ev: SubEnded, _e: TimelineEvent) -> None:
+    if (sub := _subscription_of(state, ev.sub)) is not None:
+        sub.state = ev.state
+
+
+def _sub_snapshot(state: SessionState, ev: SubscriptionSnapshot, _e: TimelineEvent) -> None:
+    """A version 2 log's snapshot: the whole subscription at that point, and the notifications it added."""
+    sub = _new_subscription(state, ev.sub, ev.requested)
     sub.requested, sub.state, sub.acknowledged, sub.dropped_ = ev.requested, ev.state, ev.acknowledged, ev.dropped
     sub.subscription_id, sub.exchange_key, sub.ack_ms = ev.subscription_id, ev.exchange, ev.ack_ms
     sub.reconnects, sub.problems, sub.total = ev.reconnects, list(ev.problems), ev.total
@@ -621,7 +679,9 @@ _HANDLERS: dict[type[Any], Any] = {
     ExchangeStarted: _exchange, ExchangeFinished: _exchange, Notice: _notice, OperationSnapshot: _op_snapshot,
     OpStarted: _op_started, OpRound: _op_round, OpAnswered: _op_answered, OpRefused: _op_refused, OpEnded: _op_ended,
     CancelRequested: _cancel_requested,
-    Progress: _progress, Log: _log, Stderr: _stderr, SubscriptionChanged: _subscription,
+    Progress: _progress, Log: _log, Stderr: _stderr, SubscriptionSnapshot: _sub_snapshot,
+    SubStarted: _sub_started, SubListening: _sub_listening, SubAcknowledged: _sub_acknowledged,
+    SubNotified: _sub_notified, SubProblem: _sub_problem, SubEnded: _sub_ended,
     LinkCreated: _link_created, LinkRevoked: _link_revoked, ServerRequestSnapshot: _sr_snapshot,
     SrAsked: _sr_asked, SrRefused: _sr_refused, SrEnded: _sr_ended,
 }

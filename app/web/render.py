@@ -19,7 +19,7 @@ from urllib.parse import urlencode, urlsplit
 from jinja2 import Environment, FileSystemLoader, Template, select_autoescape
 from markupsafe import Markup, escape
 
-from app.console.events import ENTRY_KINDS, SR_KINDS, TimelineEvent
+from app.console.events import ENTRY_KINDS, SR_KINDS, SUB_KINDS, TimelineEvent
 from app.console.export import needs_live_session
 from app.console.live import LOG_LEVELS
 from app.console.manager import SessionManager
@@ -434,11 +434,12 @@ class EventRenderer:
         if event.kind in ("progress", "log"):
             ctx.update(target=data.get("target"), p=data, l=data)
             return self.env.get_template(f"_push_{event.kind}.html").render(ctx)
-        if event.kind == "subscription":
+        if event.kind in SUB_KINDS:
             sub = session.state.subscriptions.get(str(data.get("sub")))
             if sub is None:
                 return None
-            ctx.update(sub=sub, fresh=data.get("state") == "opening" and sub.subscription_id is None)
+            # A new subscription's card goes on top of the list; every later change replaces its card by id.
+            ctx.update(sub=sub, fresh=event.kind == "sub_started" and not data.get("reconnects"))
             return self.env.get_template("_push_subscription.html").render(ctx)
         if event.kind == "reread":
             ctx.update(uri=data.get("uri"), op=session.state.operations.get(str(data.get("op"))))

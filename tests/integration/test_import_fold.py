@@ -350,13 +350,13 @@ WRONG_TYPES = [
     ("discovered", {"result": "x"}),                                     # the page and its JSON twin raised
     ("lists_refreshed", {"lists": "x"}),
     ("op_snapshot", {"key": "o1", "op": "o1", "method": "tools/call", "rounds": [1]}),
-    ("subscription", {"sub": "s1", "notifications": ["x"]}),
+    ("sub_snapshot", {"sub": "s1", "notifications": ["x"]}),
     ("notice", {"level": "info", "message": {"nested": "markup"}}),
     ("wire", {"direction": "out", "raw": "{}", "exchange": "e1", "headers": "x"}),  # the HAR and the entry raised
     ("wire", {"direction": "out", "raw": 7, "exchange": "e1", "headers": None}),     # the entry's page raised
     # The right types, but the items the pages read by their keys without those keys: the entry's body raised.
     ("op_snapshot", {"key": "o1", "op": "o1", "method": "tools/call", "rounds": [{"key": "e7", "n": 1}]}),
-    ("subscription", {"sub": "s1", "notifications": [{"method": "notifications/tools/list_changed"}]}),
+    ("sub_snapshot", {"sub": "s1", "notifications": [{"method": "notifications/tools/list_changed"}]}),
 ]
 
 
