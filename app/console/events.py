@@ -317,7 +317,7 @@ class OpRound(Record):
 
 @dataclass(slots=True)
 class OpAnswered(Record):
-    """One input request of the round was answered (the value goes to the server in the retry, not here)."""
+    """One input request of the round was answered; the retry carries the round's answers to the server."""
 
     KIND = "op_answered"
     kind: Literal["op_answered"] = field(default="op_answered", init=False)
@@ -326,6 +326,7 @@ class OpAnswered(Record):
     round: int = 0
     input: str = ""
     at: float = 0.0  # wall clock (the round's human time ends at its last answer)
+    value: Any = None  # the answer, kept so a restart before the retry still has it (a masked file leaves it out)
 
 
 @dataclass(slots=True)

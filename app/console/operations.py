@@ -161,7 +161,8 @@ class OperationDriver:
             return None
         op = Operation(record.id, record.method, dict(record.params), max_rounds=self.runner.mrtr_max_rounds,
                        replay_of=record.replay_of, log_level=record.log_level)
-        op.revive("awaiting_input", record.message, record.rounds, record.pending, record.started)
+        op.revive("awaiting_input", record.message, record.rounds, record.pending, record.started,
+                  answers=record.answer_values)
         op.begun = True
         self._keep(op)
         return op
@@ -216,7 +217,7 @@ class OperationDriver:
                 return False
             answered = op.rounds[n - 1].answered if n else None  # set when this answer was the round's last
             self.timeline.append(OpAnswered(key=op.key, op=op.id, round=n, input=key,
-                                            at=answered if answered is not None else op.clock()))
+                                            at=answered if answered is not None else op.clock(), value=value))
             await self._drive(op, command)
             return True
 

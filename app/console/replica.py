@@ -271,7 +271,7 @@ class Replicas:
                                  created=loaded.events[0].at, new=False)
         for event in loaded.events:
             session.timeline.fold(event)
-        session.state.seq = max(session.state.seq, loaded.last_seq)
+        session.timeline.fold_through(loaded.last_seq)
         if loaded.imported:  # folded, never stored: the same view manager.restore gives an import
             session.timeline.fold(TimelineEvent(session_id, session.state.seq,
                                                 Restored(note="imported: read-only", imported=True)))

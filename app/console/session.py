@@ -373,11 +373,9 @@ class ConsoleSession:
         metadata row is read only for a version-1 log, which never recorded the target, the
         server's discover answer or the list items: those are appended as events once.
         """
-        seq = max(self.state.seq, last_seq)
         for event in events:  # an iterator: a big session is folded a chunk at a time, never held whole
             self.timeline.fold(event)
-            seq = max(seq, event.seq)
-        self.state.seq = seq
+        self.timeline.fold_through(last_seq)
         if not self.state.target:  # a version-1 log: it never recorded the session's creation
             self._restore_v1(meta)
         if imported:  # read-only: its log stays exactly the file's; the view is folded, not stored

@@ -109,6 +109,8 @@ def _event_text(row: StoredEvent, redact: Redactor | None) -> str:
             data = json.dumps(redact(mask_wire(value) if kind == "wire" else value))
     if redact is not None and kind in _ANSWERED_KINDS and not _nothing_typed(data):
         data = json.dumps({**json.loads(data), **{key: {} for key in TYPED_ANSWER_FIELDS}})
+    elif redact is not None and kind == "op_answered":  # an answer typed: the retry's frame carries what was sent
+        data = json.dumps({**json.loads(data), "value": None})
     if "NaN" in data or "Infinity" in data:  # a C scan of each event's text: most have neither word in them
         data = _strict_json(data)
     return f'{row.seq}, "kind": {_json_str(kind)}, "at": {_json_at(row.at)}, "data": {data}}}'

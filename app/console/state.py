@@ -120,6 +120,8 @@ class OperationRecord:
     final: FinalReply | None
     validation: Json | None
     log_level: str | None
+    # input key → the answer given in this round, until the retry carries them (never shown: what a person typed)
+    answer_values: Json = field(default_factory=dict)
 
     @classmethod
     def of(cls, ev: OperationSnapshot) -> OperationRecord:
@@ -428,7 +430,7 @@ def _op_round(state: SessionState, ev: OpRound, e: TimelineEvent | None) -> None
     op.put_round(ev.round)
     op.status, op.message, op.pending = ev.status, ev.message, dict(ev.pending_requests)
     # A round sent or answered starts with no answers: what the last round was asked and told is past.
-    op.answers, op.errors, op.drafts, op.required_capabilities = [], {}, {}, None
+    op.answers, op.answer_values, op.errors, op.drafts, op.required_capabilities = [], {}, {}, {}, None
     _keep_operation(state, op, e)
 
 
@@ -438,6 +440,7 @@ def _op_answered(state: SessionState, ev: OpAnswered, e: TimelineEvent | None) -
         return
     if ev.input not in op.answers:
         op.answers.append(ev.input)
+        op.answer_values[ev.input] = ev.value
     op.errors.pop(ev.input, None)
     op.drafts.pop(ev.input, None)
     if op.rounds and op.rounds[-1].get("n") == ev.round and set(op.pending) <= set(op.answers):
@@ -462,7 +465,7 @@ def _op_ended(state: SessionState, ev: OpEnded, e: TimelineEvent | None) -> None
         return
     if ev.round:
         op.put_round(ev.round)
-    op.status, op.message, op.pending, op.answers = ev.status, ev.message, {}, []
+    op.status, op.message, op.pending, op.answers, op.answer_values = ev.status, ev.message, {}, [], {}
     op.errors, op.drafts = {}, {}
     op.final = FinalReply(ev.final) if ev.final is not None else op.final
     op.validation, op.required_capabilities = ev.validation, ev.required_capabilities

@@ -201,6 +201,15 @@ class Timeline:
         """Fold a stored event without storing it again (restore, import)."""
         apply(self.state, event)
 
+    def fold_through(self, last_seq: int) -> None:
+        """The log is stored up to `last_seq`, and what a restore folded ends before it (frames are not read back
+        to fold: they change nothing but the number): the last stored event is folded for its number, so new
+        events continue after it and the fold stays the only writer of the state."""
+        if last_seq <= self.state.seq:
+            return
+        for event in self.stored().events(self.session_id, after_seq=last_seq - 1, limit=1):
+            apply(self.state, event)
+
     def set_total(self, count: int) -> None:
         """After a restore: how many entries exist in all (those not in the window load on demand)."""
         self.state.entry_count = max(count, len(self.state.entries))

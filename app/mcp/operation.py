@@ -295,10 +295,11 @@ class OperationMachine:
     # -- taken up again ---------------------------------------------------------------------------------
 
     def revive(self, status: OpStatus, message: str, rounds: list[dict[str, Any]],
-               pending: dict[str, dict[str, Any]], started: float) -> None:
-        """Take up a recorded operation that was waiting for input (after a restart): its rounds and the
-        requests of its last one. Answers given to that round before it were never sent, and are asked again."""
+               pending: dict[str, dict[str, Any]], started: float, answers: dict[str, Any] | None = None) -> None:
+        """Take up a recorded operation that was waiting for input (after a restart): its rounds, the requests of
+        its last one and the answers already given to them (the retry is sent once every request has one)."""
         self.status, self.message, self.started = status, message, started
         self.rounds = [Round.from_data(r) for r in rounds]
         self.pending = dict(pending) if status == "awaiting_input" else {}
-        self.answers, self.errors, self.drafts = {}, {}, {}
+        self.answers = {k: v for k, v in (answers or {}).items() if k in self.pending}
+        self.errors, self.drafts = {}, {}

@@ -269,6 +269,32 @@ async def test_a_refused_answer_keeps_what_was_typed_until_an_answer_is_taken_an
                                                           - record.rounds[0]["received"]) * 1000)
 
 
+async def test_an_operation_taken_up_again_from_the_fold_keeps_the_answers_given_before_and_sends_them_all(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        if "inputResponses" not in message["params"]:
+            yield result(message, {"resultType": "input_required", "inputRequests": {"a": ASK_NAME, "b": ASK_NAME},
+                                   "requestState": "s1"})
+        else:
+            yield result(message, {"resultType": "complete", "content": []})
+
+    before = OperationDriver(make_runner(server), timeline)
+    op = await before.start("tools/call", {"name": "pair"})
+    first = {"action": "accept", "content": {"name": "Ada"}}
+    assert await before.answer(op, "a", first)
+    before.ops.clear()  # that console is gone (its process killed)
+    # A console that starts again has only the fold: it takes the operation up from it.
+    runner = make_runner(server)
+    again = OperationDriver(runner, timeline)
+    revived = again.revive(op.id)
+    assert revived is not None and revived.answers == {"a": first}
+    assert await again.answer(revived, "b", {"action": "decline"})
+    (retry,) = runner.sent("tools/call")
+    assert retry["params"]["inputResponses"] == {"a": first, "b": {"action": "decline"}}
+    assert retry["params"]["requestState"] == "s1" and retry["params"]["name"] == "pair"
+    assert timeline.state.operations[op.id].status == "complete"
+
+
 async def test_abandoning_a_waiting_operation_ends_it_with_the_reason_and_no_questions(
         make_runner: MakeRunner, timeline: Timeline) -> None:
     async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
