@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.console.events import OpAnswered, OpEnded, OpRefused, OpRound, OpStarted
 from app.console.outputs import validate_structured
-from app.console.state import OperationRecord
+from app.console.state import FinalReply, OperationRecord
 from app.mcp.client import reply_json
 from app.mcp.operation import AskInput, Command, Ended, OperationMachine, Round, SendRound
 
@@ -47,9 +47,9 @@ class Operation(OperationMachine):
         return f"op-{self.id}"
 
 
-def is_stale(op: Operation, round_: int | None) -> bool:
-    """An answer written for another round than the one now asking (None: the caller did not say)."""
-    return op.is_stale(round_)
+def is_stale(op: OperationRecord, round_: int | None) -> bool:
+    """An answer written for another round than the one the fold shows asking (None: the caller did not say)."""
+    return round_ is not None and round_ != len(op.rounds)
 
 
 class OperationDriver:
@@ -96,7 +96,8 @@ class OperationDriver:
             id=op.id, key=op.key, method=op.method, name=op.name, status=op.status, message=op.message,
             started=op.started, rounds=[r.to_data() for r in op.rounds], pending=dict(op.pending), answers=[],
             errors={}, drafts={}, required_capabilities=op.required_capabilities, replay_of=op.replay_of,
-            params=dict(op.params), final=None, validation=op.validation, log_level=op.log_level)
+            params=dict(op.params), final=FinalReply(reply_json(op.final)) if op.final is not None else None,
+            validation=op.validation, log_level=op.log_level)
 
     def refuse(self, op: Operation, key: str, errors: dict[str, str], drafts: dict[str, list[str]],
                round_: int | None = None) -> None:

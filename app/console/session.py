@@ -646,8 +646,11 @@ class ConsoleSession:
 
         Every tab learns the new deadline the one way tabs learn anything: an event that re-renders the entry.
         """
-        op = self.operations.ops.get(key.removeprefix("op-")) if key.startswith("op-") else None
-        exchange = (op.last.key if op is not None and op.last is not None else "") if key.startswith("op-") else key
+        op = self.state.operations.get(key.removeprefix("op-")) if key.startswith("op-") else None
+        if key.startswith("op-"):  # an operation waits on its last round's request
+            exchange = str(op.rounds[-1].get("key") or "") if op is not None and op.rounds else ""
+        else:
+            exchange = key
         if self.client is None or not exchange or self.client.wait_longer(exchange) is None:
             return None
         view = self.deadline_view(exchange)

@@ -65,13 +65,11 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
     record = s.operations.record_of(op)
     # The answer is the final reply with its operation beside it; the operation's own copy of that reply is
     # left out (GET .../operations/<id>.json has it), so the answer says each thing once.
-    # The final reply as its end recorded it (the reply does not change once final), else spelled now.
-    recorded = record.final.data if record.final is not None else None
-    final = recorded if recorded is not None and op.final is not None else (
-        reply_json(op.final) if op.final else {"ok": False, "result": None})
+    # The final reply as its end recorded it; none yet while it runs or waits for input.
+    final = record.final.data if record.final is not None else {"ok": False, "result": None}
     data = {**final,
             "status": record.status, "operation": operation_json(record, with_final=False),
-            "output_validation": op.validation}
+            "output_validation": record.validation}
     if as_json:
         return respond(request, True, data, None)
     return respond(request, False, data, w.render("_operation.html", s=s, op=record))

@@ -16,6 +16,7 @@ from fastapi.responses import Response
 
 from app.console.operations import Operation, is_stale
 from app.console.session import ConsoleSession
+from app.console.state import OperationRecord
 from app.mcp import mrtr
 from app.web.answers import NotAnswered, elicitation_answer, raw_answer, sampling_answer
 from app.web.deps import (
@@ -84,17 +85,19 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
     form = await form_input(request)
     key = posted_key(form)
     round_ = posted_round(form)
-    if op.status == "running" and key not in op.pending:
+    record = s.operations.record_of(op)
+    if record.status == "running" and key not in record.pending:
         async with op.lock:  # the retry in flight decides what the next round asks; wait for it
             pass
-    problem = not_taken(op, key, round_)
+    problem = not_taken(s.operations.record_of(op), key, round_)
     if problem is not None:
         raise problem
-    input_request = op.pending[key]
+    input_request = s.operations.record_of(op).pending[key]
     if mrtr.kind_of(input_request) == "sampling" and form.first("action") == "decline":
         # No error replay exists in MRTR: declining simply stops; the server is not waiting.
         if not await s.operations.abandon(op, "The sampling request was declined; nothing was sent.", round_):
-            problem = not_taken(op, key, round_)  # another tab's answer moved it on while this one waited
+            # another tab's answer moved it on while this one waited
+            problem = not_taken(s.operations.record_of(op), key, round_)
             if problem is not None:
                 raise problem
         return dialogs_response(w, request, s, op)
@@ -105,15 +108,16 @@ async def answer(request: Request, session_id: str, op_id: str, w: Operator) -> 
         return dialogs_response(w, request, s, op)
     if not await s.operations.answer(op, key, value, round_):
         # Another tab's answer (or Abandon) ended the operation or moved it on while this one waited.
-        problem = not_taken(op, key, round_)
+        problem = not_taken(s.operations.record_of(op), key, round_)
         if problem is not None:
             raise problem
     return dialogs_response(w, request, s, op)
 
 
-def not_taken(op: Operation, key: str, round_: int | None) -> HTTPException | None:
-    """Why an answer for `key`, written for `round_`, cannot be taken now (None: it can): the operation is over,
-    the answer was written for another round, or the round now asking does not ask for that key."""
+def not_taken(op: OperationRecord, key: str, round_: int | None) -> HTTPException | None:
+    """Why an answer for `key`, written for `round_`, cannot be taken now (None: it can), as the fold knows the
+    operation: it is over, the answer was written for another round, or the round now asking does not ask for
+    that key."""
     if op.status not in ("awaiting_input", "running"):
         return ended(op)
     if is_stale(op, round_) and op.status == "awaiting_input":
@@ -125,7 +129,7 @@ def not_taken(op: Operation, key: str, round_: int | None) -> HTTPException | No
     return None
 
 
-def already_answered(op: Operation, key: str) -> HTTPException:
+def already_answered(op: OperationRecord, key: str) -> HTTPException:
     return HTTPException(409, f"{shown_key(key)} was already answered in round {len(op.rounds)} of operation {op.id} "
                               "(perhaps in another tab): this answer was not taken and nothing was sent.")
 
@@ -142,12 +146,12 @@ def posted_round(form: FormInput) -> int | None:
     return int(text)
 
 
-def ended(op: Operation) -> HTTPException:
+def ended(op: OperationRecord) -> HTTPException:
     return HTTPException(409, f"Operation {op.id} is already {op.status.replace('_', ' ')} (perhaps in another "
                               "tab): this answer was not taken and nothing was sent.")
 
 
-def stale_round(op: Operation, round_: int | None) -> HTTPException:
+def stale_round(op: OperationRecord, round_: int | None) -> HTTPException:
     return HTTPException(409, f"That answer was written for round {round_} of operation {op.id}, which is now at "
                               f"round {len(op.rounds)} (perhaps answered in another tab): nothing was sent. "
                               "Its current question is under Awaiting your input.")
@@ -164,7 +168,7 @@ def shown_key(key: str) -> str:
     return json.dumps(cut) + ("…" if cut != key else "")
 
 
-def not_asked(op: Operation, key: str) -> HTTPException:
+def not_asked(op: OperationRecord, key: str) -> HTTPException:
     asked = list(op.pending) if op.status == "awaiting_input" else []
     named = ", ".join(shown_key(k) for k in asked[:SHOWN_KEYS])
     if len(asked) > SHOWN_KEYS:
@@ -244,13 +248,13 @@ async def cancel_operation(request: Request, session_id: str, op_id: str, w: Ope
     s = connected(w, session_id)
     op = find_op(s, op_id)
     if not await s.operations.cancel(op, principal(request).role):
-        raise not_cancelled(op)
+        raise not_cancelled(s.operations.record_of(op))
     async with op.lock:  # the round ends promptly once cancelled; show its final state
         pass
     return op_response(w, request, s, op)
 
 
-def not_cancelled(op: Operation) -> HTTPException:
+def not_cancelled(op: OperationRecord) -> HTTPException:
     """Cancel found nothing in flight: the operation ended, waits for input, or its request has not gone out yet
     (or has just come back). Said, so a tab whose card is behind does not take the pressed button for done."""
     if op.status == "running":
@@ -288,13 +292,14 @@ async def abandon(request: Request, session_id: str, op_id: str, w: Operator) ->
     s = session_or_404(w, session_id)
     op = find_op(s, op_id)
     round_ = posted_round(await form_input(request))
-    if not await s.operations.abandon(op, "Abandoned by the user; no retry was sent.", round_) \
-            and op.status == "awaiting_input" and is_stale(op, round_):
-        raise stale_abandon(op, round_)
+    if not await s.operations.abandon(op, "Abandoned by the user; no retry was sent.", round_):
+        record = s.operations.record_of(op)
+        if record.status == "awaiting_input" and is_stale(record, round_):
+            raise stale_abandon(record, round_)
     return op_response(w, request, s, op)
 
 
-def stale_abandon(op: Operation, round_: int | None) -> HTTPException:
+def stale_abandon(op: OperationRecord, round_: int | None) -> HTTPException:
     return HTTPException(409, f"Abandon was pressed on round {round_} of operation {op.id}, which is now at round "
                               f"{len(op.rounds)} (perhaps answered in another tab): nothing was abandoned. Its "
                               "current question is under Awaiting your input.")
@@ -305,11 +310,11 @@ async def enable_and_retry(request: Request, session_id: str, op_id: str, w: Own
     s = connected(w, session_id)
     op = find_op(s, op_id)
     if not await s.operations.enable_and_retry(op):
-        raise not_retried(op)
+        raise not_retried(s.operations.record_of(op))
     return op_response(w, request, s, op)
 
 
-def not_retried(op: Operation) -> HTTPException:
+def not_retried(op: OperationRecord) -> HTTPException:
     return HTTPException(409, f"No client capability is asked for on operation {op.id} (it is "
                               f"{op.status.replace('_', ' ')}; perhaps it was enabled and retried in another tab): "
                               "nothing was enabled and nothing was sent.")
