@@ -106,8 +106,9 @@ async def test_a_notification_under_the_wrong_subscription_id_is_flagged(
     listeners = Listeners(make_runner(server), timeline)
     sub = listeners.start(ASKED)
     await published.until(lambda: timeline.state.subscriptions[sub.id].total == 1)
-    [problem] = timeline.state.subscriptions[sub.id].problems
-    assert "subscriptionId 'someone-else'" in problem and f"expected {timeline.state.subscriptions[sub.id].subscription_id!r}" in problem
+    record = timeline.state.subscriptions[sub.id]
+    [problem] = record.problems
+    assert "subscriptionId 'someone-else'" in problem and f"expected {record.subscription_id!r}" in problem
     await listeners.stop_all()
 
 
