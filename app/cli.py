@@ -47,7 +47,9 @@ def parser() -> argparse.ArgumentParser:
     _add_serve_options(serve)
     demo = sub.add_parser("demo", help="run the console plus the bundled demo server, with a session open")
     _add_serve_options(demo)
-    demo.add_argument("--demo-port", type=int, default=0, help="HTTP port of the demo server (default: any free)")
+    demo.add_argument("--demo-port", type=int, default=0,
+                      help="HTTP port of the demo server (default: the one it had last time in this data directory, "
+                           "else any free)")
     server = sub.add_parser("demo-server", help="run the bundled demo server alone")
     mode = server.add_mutually_exclusive_group()
     mode.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766)")
@@ -102,9 +104,10 @@ def binds_everywhere(host: str) -> bool:
     return any(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_unspecified for info in infos)
 
 
-def start_demo_server(port: int) -> tuple[subprocess.Popen[str], str]:
+def start_demo_server(port: int, state_key_file: Path | None = None) -> tuple[subprocess.Popen[str], str]:
     """Start the demo server as its own process (as any target would be) and wait for its ready line."""
-    proc = subprocess.Popen([sys.executable, "-m", "app.demo", "--port", str(port)], cwd=str(ROOT),
+    keyed = ["--state-key-file", str(state_key_file)] if state_key_file is not None else []
+    proc = subprocess.Popen([sys.executable, "-m", "app.demo", "--port", str(port), *keyed], cwd=str(ROOT),
                             stderr=subprocess.PIPE, text=True, start_new_session=True, env=inherited_env())
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -115,6 +118,44 @@ def start_demo_server(port: int) -> tuple[subprocess.Popen[str], str]:
             return proc, match.group(1)
         sys.stderr.write(line)
     raise SystemExit(f"The demo server exited before it was ready (code {proc.wait()})")
+
+
+DEMO_KEY_FILE = "demo-state.key"
+DEMO_PORT_FILE = "demo-port"
+
+
+def demo_continuity(data_dir: Path, port: int) -> tuple[Path, int]:
+    """What lets an operation of the demo survive a restart of `mcp-console demo`: the demo server seals its
+    requestState with a key kept in the data directory (made once, owner-only), and listens on the port it had
+    last time when that is free, so the restored session's target is the same server."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    key_file = data_dir / DEMO_KEY_FILE
+    if not key_file.exists():
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(os.urandom(32).hex())
+    if port == 0:
+        try:
+            last = int((data_dir / DEMO_PORT_FILE).read_text(encoding="ascii").strip())
+        except (OSError, ValueError):
+            last = 0
+        port = last if 0 < last < 65536 and _port_free(last) else 0
+    return key_file, port
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def remember_demo_port(data_dir: Path, url: str) -> None:
+    port = urlsplit(url).port
+    if port:
+        (data_dir / DEMO_PORT_FILE).write_text(str(port), encoding="ascii")
 
 
 def asyncio_free_drain(proc: subprocess.Popen[str]) -> None:
@@ -162,7 +203,9 @@ def main(argv: list[str] | None = None) -> None:
     # uvicorn re-raises SIGTERM once it has shut down; make that an exit that runs `finally`,
     # so the demo server is stopped however the console is.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    proc, url = start_demo_server(args.demo_port)
+    key_file, port = demo_continuity(Path(settings.data_dir).expanduser(), args.demo_port)
+    proc, url = start_demo_server(port, key_file)
+    remember_demo_port(Path(settings.data_dir).expanduser(), url)
     print(f"Demo server: {url}", flush=True)
     settings.demo_url = url
     try:

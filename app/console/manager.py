@@ -211,6 +211,14 @@ class SessionManager:
         self.hub.stored(session.id)
         return session
 
+    def restored_for(self, target: Target) -> ConsoleSession | None:
+        """The newest session restored from the store for exactly this target that this process may connect (not
+        an imported copy, not another team process's); None when there is none."""
+        wanted = target.to_dict()
+        found = [s for s in self.sessions.values() if not s.read_only and s.status in ("closed", "new")
+                 and s.target.to_dict() == wanted and s.id not in self.replicas.ids]
+        return max(found, key=lambda s: s.last_activity, default=None)
+
     def start(self, session: ConsoleSession) -> None:
         self.tasks.spawn(f"connect-{session.id}", self._connect(session))
 

@@ -77,6 +77,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="extra Host header value to accept, e.g. demo:8766 (repeatable; for container networks)",
     )
     parser.add_argument(
+        "--state-key-file",
+        help="file holding the hex key that seals requestState, so an operation waiting for input can be answered "
+             "after this server restarts (default: a key for this process only)",
+    )
+    parser.add_argument(
         "--log-level",
         default="WARNING",
         type=str.upper,
@@ -86,8 +91,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def serve_http(port: int, log_level: str, host: str = HOST, allowed_hosts: list[str] | None = None) -> None:
-    server = build_server()
+def read_state_key(path: str | None) -> bytes | None:
+    if not path:
+        return None
+    try:
+        return bytes.fromhex(open(path, encoding="ascii").read().strip())
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"Cannot read the requestState key from {path}: {exc}") from None
+
+
+def serve_http(port: int, log_level: str, host: str = HOST, allowed_hosts: list[str] | None = None,
+               state_key: bytes | None = None) -> None:
+    server = build_server(state_key)
     logging.getLogger().setLevel(log_level)
     security = None
     if allowed_hosts:
@@ -108,8 +123,8 @@ def serve_http(port: int, log_level: str, host: str = HOST, allowed_hosts: list[
     _AnnouncingServer(config, on_shutdown=lambda: close_listen_streams(server)).run()
 
 
-def serve_stdio(log_level: str) -> None:
-    server = build_server()
+def serve_stdio(log_level: str, state_key: bytes | None = None) -> None:
+    server = build_server(state_key)
     logging.getLogger().setLevel(log_level)
     # The SDK's stdio transport claims fd 1 for protocol output; nothing else may print there.
     anyio.run(server.run_stdio_async)
@@ -118,10 +133,11 @@ def serve_stdio(log_level: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     try:
+        key = read_state_key(args.state_key_file)
         if args.stdio:
-            serve_stdio(args.log_level)
+            serve_stdio(args.log_level, key)
         else:
-            serve_http(args.port, args.log_level, args.host, args.allowed_host)
+            serve_http(args.port, args.log_level, args.host, args.allowed_host, key)
     except KeyboardInterrupt:
         # Ctrl-C is the normal way to stop a demo server; no traceback.
         pass

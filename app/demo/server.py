@@ -13,7 +13,7 @@ from typing import Any
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import MCPServer, RequestStateSecurity
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -52,9 +52,14 @@ Nothing here touches the outside world; every tool is safe to call.
 """
 
 
-def build_server() -> MCPServer:
-    """A fresh demo server with its own state (counters, cancellations, runtime tools)."""
+def build_server(state_key: bytes | None = None) -> MCPServer:
+    """A fresh demo server with its own state (counters, cancellations, runtime tools).
+
+    `state_key`: the key that seals requestState. Without one the SDK makes a key for this process only, so an
+    operation waiting for input cannot be answered after the demo server restarts; `mcp-console demo` keeps one in
+    its data directory, so an operation survives a restart of the console and of the demo it runs."""
     state = DemoState()
+    security = RequestStateSecurity(keys=[state_key]) if state_key is not None else None
     server: MCPServer = MCPServer(
         name=SERVER_NAME,
         title="MCP Console demo server",
@@ -63,6 +68,7 @@ def build_server() -> MCPServer:
         version=DEMO_VERSION,
         # INFO would log every failing demo call (fail, bad arguments) as noise on stderr.
         log_level="WARNING",
+        request_state_security=security,
     )
     tools_basic.register(server)
     interactive.register(server)

@@ -85,7 +85,9 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
         await manager.start_services()
         manager.restore()
         for target in initial_targets or []:
-            session = manager.create(target)
+            # The session a restart brought back for this very target is taken up again (`mcp-console demo` started
+            # twice on one data directory: what waited for input there can still be answered), else a new one.
+            session = manager.restored_for(target) or manager.create(target)
             await manager.settle(session)
             app.state.initial_sessions.append(session.id)
             manager.start(session)

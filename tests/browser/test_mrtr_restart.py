@@ -66,3 +66,48 @@ def test_an_operation_waiting_for_input_is_answered_after_a_kill_9_and_completes
         if second is not None:
             second.kill_all(second.terminate())
         first.kill_all(demo_server | (first.children if first.proc.poll() is None else set()))
+
+
+def test_mcp_console_demo_stopped_and_started_again_takes_up_its_session_and_the_waiting_operation_completes(
+        tmp_path: Path, context: BrowserContext) -> None:
+    """`mcp-console demo` stops its demo server with it. Started again on the same data directory, the demo server
+    listens on the port it had and seals requestState with the key kept there, and the console takes the restored
+    session up again instead of opening another: what waited for input is answered against the same server."""
+    first = RunningConsole(tmp_path)
+    second: RunningConsole | None = None
+    try:
+        page = track(context.new_page())
+        page.goto(first.console.launch_url)
+        wait_live(page)
+        sid = first.console.session_id
+        card = settle(page, call_tool(page, "two_step"), "awaiting_input")
+        op = card.get_attribute("data-op")
+        before = op_json(page, first.console, card)
+        first.kill_all(first.terminate())  # SIGTERM: the console stops, and its demo server with it
+        assert not first.demo_port_open()
+
+        second = RunningConsole(tmp_path)
+        assert second.console.demo_url == first.console.demo_url, "the demo server listens where it did"
+        assert second.console.session_id == sid, "the restored session is taken up, not a new one opened"
+        page.goto(second.console.launch_url)
+        wait_live(page)
+        expect(page.locator("#session-status")).to_have_attribute("data-status", "connected")
+        dialog = page.locator(f'#inbox .inbox-op[data-op="{op}"] section[role=dialog]')
+        dialog.get_by_label("Your name", exact=True).fill("Grace")
+        press(page, dialog, "Accept")
+        confirm = page.locator(f'#inbox .inbox-op[data-op="{op}"] section[role=dialog]')
+        confirm.get_by_label("Confirm?", exact=True).check()
+        press(page, confirm, "Accept")
+        data = page.request.get(second.console.url(f"/sessions/{sid}/operations/{op}.json")).json()
+        assert data["status"] == "complete", (data["status"], data["message"])
+        assert data["final"]["result"]["content"][0]["text"] == "hello Grace, confirmed=true"
+        assert data["rounds"][0]["state"] == before["rounds"][0]["state"]
+        listed = page.request.get(second.console.url("/sessions.json")).json()["sessions"]
+        assert [s["id"] for s in listed] == [sid]
+        key = (tmp_path / "data" / "demo-state.key")
+        assert key.stat().st_mode & 0o777 == 0o600
+    finally:
+        if second is not None:
+            second.kill_all(second.terminate())
+        if first.proc.poll() is None:
+            first.kill_all(first.terminate())
