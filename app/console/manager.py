@@ -226,6 +226,9 @@ class SessionManager:
         await session.connect()
         if session.status == "connected":  # what was listening when the console went down listens again
             session.listeners.resume()
+            # ... and a retry that was due when it went down (every question answered, nothing sent) goes out
+            for op_id in session.operations.answered_in_full():
+                self.tasks.spawn(f"resume-{op_id}", session.operations.resume(op_id))
 
     def _link_changed(self, link: ShareLink, created: bool) -> None:
         """Links are part of the session's fold (the links table stays the source of token hashes)."""

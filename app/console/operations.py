@@ -168,6 +168,24 @@ class OperationDriver:
         self._keep(op)
         return op
 
+    def answered_in_full(self) -> list[str]:
+        """Operations the fold shows waiting with every question of their round answered: the console stopped
+        between the last answer and the retry's start (the retry is recorded when it reaches the wire)."""
+        return [op.id for op in self.timeline.state.operations.values()
+                if op.status == "awaiting_input" and op.pending and all(k in op.answer_values for k in op.pending)]
+
+    async def resume(self, op_id: str) -> bool:
+        """Send the retry of an operation answered in full before a restart (see `answered_in_full`)."""
+        op = self.ops.get(op_id) or self.revive(op_id)
+        if op is None:
+            return False
+        async with op.lock:
+            command = op.resume()
+            if command is None:
+                return False
+            await self._drive(op, command)
+            return True
+
     async def run(self, op: Operation) -> Operation:
         async with op.lock:
             await self._drive(op, op.start())

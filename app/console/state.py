@@ -56,6 +56,7 @@ from app.console.events import (
     TakenOver,
     TimelineEvent,
 )
+from app.mcp.operation import MAX_INPUT_REQUESTS  # questions a round may ask: the fold keeps no more
 
 Json = dict[str, Any]
 DEFAULT_CAPABILITIES: Json = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
@@ -89,13 +90,21 @@ class FinalReply:
     data: Json
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
         if name == "error":
             err = self.data.get("error")
             return ErrorInfo(err) if isinstance(err, dict) else err
-        try:
-            return self.data[name]
-        except KeyError as exc:
-            raise AttributeError(name) from exc
+        # A reply field the record lacks, or holds as another type (an imported file's final reply may be anything
+        # of an object), reads as a live reply's would when empty: the result template reads them as attributes.
+        value = self.data.get(name)
+        if name in ("warnings", "notifications"):
+            return value if isinstance(value, list) else []
+        if name in ("result", "params"):
+            return value if isinstance(value, dict) else None
+        if name == "ok":
+            return value is True
+        return value
 
 
 @dataclass(slots=True)
@@ -133,15 +142,24 @@ class OperationRecord:
                    log_level=ev.log_level)
 
     def summary(self) -> Json:
-        """What its timeline entry shows (the record keeps params, the input requests, what was typed, the reply)."""
+        """What its timeline entry shows (the record keeps params, the input requests, what was typed, the reply).
+        Its rounds are the record's round objects (a round changed is replaced, never changed in place), in a list
+        of its own: a copy of each on every change of an operation of thousands of rounds was quadratic."""
         return {"key": self.key, "op": self.id, "method": self.method, "name": self.name, "status": self.status,
-                "message": self.message, "started": self.started, "rounds": [dict(r) for r in self.rounds],
+                "message": self.message, "started": self.started, "rounds": list(self.rounds),
                 "pending": sorted(self.pending), "answered": sorted(self.answers),
                 "required_capabilities": self.required_capabilities, "replay_of": self.replay_of}
 
     def put_round(self, data: Json) -> None:
         """A round as it now stands: replaces the one of its number, or comes after the last."""
         n = data.get("n")
+        rounds = self.rounds
+        if rounds and rounds[-1].get("n") == n:  # the usual cases first: the last round changed, or a new one
+            rounds[-1] = dict(data)
+            return
+        if not rounds or (isinstance(n, int) and isinstance(rounds[-1].get("n"), int) and n > rounds[-1]["n"]):
+            rounds.append(dict(data))
+            return
         for i in range(len(self.rounds) - 1, -1, -1):
             if self.rounds[i].get("n") == n:
                 self.rounds[i] = dict(data)
@@ -333,9 +351,10 @@ def _end_in_flight(state: SessionState, status: str, error: str | None, resume: 
                 entry["error"] = error
                 if entry.get("kind") == "operation":  # an operation's entry says why in its message
                     entry["message"] = error
-            for rnd in entry.get("rounds") or ():  # the copy of its rounds an operation entry shows
-                if isinstance(rnd, dict) and rnd.get("status") in ending:
-                    rnd["status"] = status
+            rounds = entry.get("rounds")
+            if isinstance(rounds, list):  # the rounds an operation's entry shows (its record's: replaced, not changed)
+                entry["rounds"] = [{**r, "status": status} if isinstance(r, dict) and r.get("status") in ending
+                                   else r for r in rounds]
     for op in state.operations.values():
         if op.status in ending:
             op.status, op.pending = status, {}
@@ -411,7 +430,7 @@ def _notice(state: SessionState, ev: Notice, e: TimelineEvent) -> None:
 
 def _op_snapshot(state: SessionState, ev: OperationSnapshot, e: TimelineEvent | None) -> None:
     """A version 1 or 2 log's snapshot: the whole operation at that point."""
-    _keep_operation(state, OperationRecord.of(ev), e)
+    _keep_operation(state, OperationRecord.of(ev), ev.key, e)
 
 
 def _op_started(state: SessionState, ev: OpStarted, e: TimelineEvent | None) -> None:
@@ -420,60 +439,70 @@ def _op_started(state: SessionState, ev: OpStarted, e: TimelineEvent | None) -> 
         rounds=[dict(ev.round)] if ev.round else [], pending={}, answers=[], errors={}, drafts={},
         required_capabilities=None, replay_of=ev.replay_of, params=dict(ev.params), final=None, validation=None,
         log_level=ev.log_level)
-    _keep_operation(state, record, e)
+    _keep_operation(state, record, ev.key, e)
+
+
+def _operation(state: SessionState, op_id: str, key: str, e: TimelineEvent | None) -> OperationRecord:
+    """The operation a transition changes. One whose start the fold never saw (a file that left it out, or an
+    operation older than those kept) is shown as what its transitions say, with what it asked unknown: every
+    transition makes or changes its entry, as the store and an import's window count it."""
+    record = state.operations.get(op_id)
+    if record is None:
+        record = OperationRecord(
+            id=op_id, key=key, method="", name=None, status="running", message="its start is not in the log",
+            started=e.at if e is not None else 0.0, rounds=[], pending={}, answers=[], errors={}, drafts={},
+            required_capabilities=None, replay_of=None, params={}, final=None, validation=None, log_level=None)
+    return record
 
 
 def _op_round(state: SessionState, ev: OpRound, e: TimelineEvent | None) -> None:
-    op = state.operations.get(ev.op)
-    if op is None:
-        return  # its start was never folded (older than the operations kept): nothing to change
+    op = _operation(state, ev.op, ev.key, e)
     op.put_round(ev.round)
-    op.status, op.message, op.pending = ev.status, ev.message, dict(ev.pending_requests)
+    # At most MAX_INPUT_REQUESTS questions a round, as the machine takes (a file may say more: not all kept).
+    asked = ev.pending_requests
+    op.status, op.message = ev.status, ev.message
+    op.pending = dict(asked) if len(asked) <= MAX_INPUT_REQUESTS else dict(list(asked.items())[:MAX_INPUT_REQUESTS])
     # A round sent or answered starts with no answers: what the last round was asked and told is past.
     op.answers, op.answer_values, op.errors, op.drafts, op.required_capabilities = [], {}, {}, {}, None
-    _keep_operation(state, op, e)
+    _keep_operation(state, op, ev.key, e)
 
 
 def _op_answered(state: SessionState, ev: OpAnswered, e: TimelineEvent | None) -> None:
-    op = state.operations.get(ev.op)
-    if op is None:
-        return
-    if ev.input not in op.answers:
+    op = _operation(state, ev.op, ev.key, e)
+    if ev.input in op.pending and ev.input not in op.answer_values:  # only what is asked, and its first answer
         op.answers.append(ev.input)
         op.answer_values[ev.input] = ev.value
-    op.errors.pop(ev.input, None)
-    op.drafts.pop(ev.input, None)
-    if op.rounds and op.rounds[-1].get("n") == ev.round and set(op.pending) <= set(op.answers):
-        rnd = op.rounds[-1] = dict(op.rounds[-1])  # the round's human time ends with its last answer
-        rnd["answered"] = ev.at
-        received = rnd.get("received")
-        rnd["human_ms"] = (ev.at - received) * 1000 if isinstance(received, int | float) else None
-    _keep_operation(state, op, e)
+        op.errors.pop(ev.input, None)
+        op.drafts.pop(ev.input, None)
+        if op.rounds and op.rounds[-1].get("n") == ev.round and len(op.answer_values) == len(op.pending):
+            rnd = op.rounds[-1] = dict(op.rounds[-1])  # the round's human time ends with its last answer
+            rnd["answered"] = ev.at
+            received = rnd.get("received")
+            rnd["human_ms"] = (ev.at - received) * 1000 if isinstance(received, int | float) else None
+    _keep_operation(state, op, ev.key, e)
 
 
 def _op_refused(state: SessionState, ev: OpRefused, e: TimelineEvent | None) -> None:
-    op = state.operations.get(ev.op)
-    if op is None:
-        return
-    op.errors[ev.input], op.drafts[ev.input] = dict(ev.errors), dict(ev.drafts)
-    _keep_operation(state, op, e)
+    op = _operation(state, ev.op, ev.key, e)
+    if ev.input in op.pending:
+        op.errors[ev.input], op.drafts[ev.input] = dict(ev.errors), dict(ev.drafts)
+    _keep_operation(state, op, ev.key, e)
 
 
 def _op_ended(state: SessionState, ev: OpEnded, e: TimelineEvent | None) -> None:
-    op = state.operations.get(ev.op)
-    if op is None:
-        return
+    op = _operation(state, ev.op, ev.key, e)
     if ev.round:
         op.put_round(ev.round)
     op.status, op.message, op.pending, op.answers, op.answer_values = ev.status, ev.message, {}, [], {}
     op.errors, op.drafts = {}, {}
     op.final = FinalReply(ev.final) if ev.final is not None else op.final
     op.validation, op.required_capabilities = ev.validation, ev.required_capabilities
-    _keep_operation(state, op, e)
+    _keep_operation(state, op, ev.key, e)
 
 
-def _keep_operation(state: SessionState, record: OperationRecord, e: TimelineEvent | None) -> None:
-    """The operation as it now stands, and its timeline entry (`e` None: only the operation, see `apply`)."""
+def _keep_operation(state: SessionState, record: OperationRecord, key: str, e: TimelineEvent | None) -> None:
+    """The operation as it now stands, and the timeline entry its event names (`e` None: only the operation,
+    see `apply`)."""
     state.operations[record.id] = record
     state.operations.move_to_end(record.id)
     while len(state.operations) > MAX_OPERATIONS:
@@ -481,7 +510,7 @@ def _keep_operation(state: SessionState, record: OperationRecord, e: TimelineEve
                       next(iter(state.operations)))
         del state.operations[oldest]
     if e is not None:
-        _entry(state, record.key, "operation", record.summary(), e)
+        _entry(state, key, "operation", record.summary(), e)
 
 
 def _cancel_requested(state: SessionState, ev: CancelRequested, _e: TimelineEvent) -> None:

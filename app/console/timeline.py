@@ -254,8 +254,9 @@ class Timeline:
             key = data.get("key") or f"n{event.seq}"
             if event.kind in EXCHANGE_KINDS and data.get("op"):
                 continue  # rounds nest under their operation
-            if key not in folded:
-                folded[key] = {"seq0": event.seq, "key": key, "kind": event.kind, **data, "at0": event.at}
+            if key not in folded:  # a notice is its data; any other entry is folded again below from its events
+                shown = data if event.kind == "notice" else {}
+                folded[key] = {"seq0": event.seq, "key": key, "kind": event.kind, **shown, "at0": event.at}
         keys = list(reversed(folded))[:limit]
         for key in keys:  # later events of an entry may lie after before_seq: all of them are folded again
             if folded[key]["kind"] != "notice":

@@ -415,6 +415,8 @@ class EventRenderer:
             ctx.update(entry=entry, fresh=False, op=None)
             return self.env.get_template("_push_finding.html").render(ctx)
         if event.kind in SR_KINDS:
+            if event.kind == "sr_asked" and data.get("due") is None:
+                return None  # nobody is asked (roots: the console answers at once); its end shows it
             sr = session.state.server_requests.get(str(data.get("id")))
             if sr is None:
                 return None

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from app.console.events import OpAnswered, OpRound, OpStarted
 from app.console.operations import Operation, OperationDriver
 from app.console.state import fold, projection
 from app.console.timeline import Timeline
@@ -293,6 +294,43 @@ async def test_an_operation_taken_up_again_from_the_fold_keeps_the_answers_given
     assert retry["params"]["inputResponses"] == {"a": first, "b": {"action": "decline"}}
     assert retry["params"]["requestState"] == "s1" and retry["params"]["name"] == "pair"
     assert timeline.state.operations[op.id].status == "complete"
+
+
+async def test_an_operation_answered_in_full_whose_retry_never_went_out_sends_it_when_taken_up_again(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        if "inputResponses" not in message["params"]:
+            yield result(message, {"resultType": "input_required", "inputRequests": {"a": ASK_NAME, "b": ASK_NAME},
+                                   "requestState": "s1"})
+        else:
+            yield result(message, {"resultType": "complete", "content": []})
+
+    before = OperationDriver(make_runner(server), timeline)
+    op = await before.start("tools/call", {"name": "pair"})
+    # The console stopped after recording both answers and before its retry reached the wire.
+    for key in ("a", "b"):
+        timeline.append(OpAnswered(key=op.key, op=op.id, round=1, input=key, at=op.started + 1, value={"k": key}))
+    before.ops.clear()
+    runner = make_runner(server)
+    again = OperationDriver(runner, timeline)
+    assert again.answered_in_full() == [op.id]
+    assert await again.resume(op.id)
+    (retry,) = runner.sent("tools/call")
+    assert retry["params"]["inputResponses"] == {"a": {"k": "a"}, "b": {"k": "b"}}
+    assert retry["params"]["requestState"] == "s1"
+    assert timeline.state.operations[op.id].status == "complete" and again.answered_in_full() == []
+    assert not await again.resume(op.id)  # nothing twice
+
+
+async def test_three_thousand_rounds_fold_into_one_operation_whose_entry_shows_them_all(timeline: Timeline) -> None:
+    timeline.append(OpStarted(key="op-x", op="x", method="tools/call", name="t", round={"n": 1, "status": "pending"}))
+    for n in range(1, 3001):
+        timeline.append(OpRound(key="op-x", op="x", round={"n": n, "status": "input_required"},
+                                status="awaiting_input", pending_requests={f"k{i}": ASK_NAME for i in range(150)}))
+    record = timeline.state.operations["x"]
+    assert [r["n"] for r in record.rounds] == list(range(1, 3001))
+    assert len(record.pending) == 100  # as many questions as the machine takes in one round
+    assert timeline.state.entries["op-x"]["rounds"] == record.rounds
 
 
 async def test_abandoning_a_waiting_operation_ends_it_with_the_reason_and_no_questions(
