@@ -245,9 +245,13 @@ class Timeline:
         return out
 
     def older(self, before_seq: int, limit: int) -> list[dict[str, Any]]:
-        """Entries that started before `before_seq`, newest first, rebuilt from the store."""
-        events = self.stored().events(self.session_id, kinds=(*EXCHANGE_KINDS, "notice", *OP_KINDS),
-                                      before_seq=before_seq, limit=limit * 4)
+        """Entries that started before `before_seq`, newest first, rebuilt from the store.
+
+        Found by the events that begin an entry only: read by every kind of an entry's events, an operation of
+        many rounds or answers used up the events read for a page, which then came back short and said it was the
+        last."""
+        events = self.stored().events(self.session_id, kinds=ENTRY_BEGINNINGS, before_seq=before_seq,
+                                      limit=limit * 4)
         folded: OrderedDict[str, dict[str, Any]] = OrderedDict()
         for event in events:
             data = event.data
@@ -299,3 +303,6 @@ class Timeline:
 # The events of one entry, read back to fold it again when it is not in the window: its exchange's, or its
 # operation's transitions (and who cancelled it, and when its deadline moved).
 ENTRY_EVENT_KINDS = (*EXCHANGE_KINDS, *OP_KINDS, "cancel_requested", "deadline_extended")
+# The events that begin an entry (an exchange's start that is a round begins none; a version-2 operation began with
+# its first snapshot).
+ENTRY_BEGINNINGS = ("exchange_started", "notice", "op_started", "op_snapshot")

@@ -40,7 +40,7 @@ from app.console.events import (
 )
 from app.console.import_fold import WindowTracker
 from app.console.manager import RESTORE_KINDS, SessionManager
-from app.console.state import SessionState, apply, projection
+from app.console.state import SessionState, apply, fold, projection
 from app.console.store import ImportRow, iter_events
 from app.console.target import Target
 from app.settings import Settings
@@ -591,7 +591,10 @@ async def test_transitions_of_operations_a_file_never_started_fold_into_entries_
         assert page.status_code == 200, page.text[:300]
     older = (await console.http.get(f"/sessions/{sid}/timeline", params={"before": 100000, "limit": 300},
                                     headers=JSON)).json()
-    shown = {e["key"]: e for e in older["timeline"]}
-    assert {"op-a", "op-b", "op-c", "op-d"} <= set(shown) and shown["op-c"]["kind"] == "operation"
     assert "TYPED-VALUE" not in json.dumps(older) and "TYPED-DRAFT" not in json.dumps(older)
-    assert console.manager.store.entry_count(sid) == len(shown) == 259  # as the import's window counted them
+    # The import's window is what a restart's full fold of the stored events makes, and counts what the store counts.
+    imported = console.manager.get(sid)
+    full = fold(sid, console.manager.store.events(sid))
+    assert list(imported.state.entries) == list(full.entries) and imported.state.entry_count == 259
+    assert console.manager.store.entry_count(sid) == 259
+    assert "TYPED" not in json.dumps(projection(imported.state)["entries"])

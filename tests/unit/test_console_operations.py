@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.console.events import OpAnswered, OpRound, OpStarted
+from app.console.events import ExchangeFinished, ExchangeStarted, OpAnswered, OpEnded, OpRound, OpStarted
 from app.console.operations import Operation, OperationDriver
 from app.console.state import fold, projection
 from app.console.timeline import Timeline
@@ -386,3 +386,19 @@ async def test_new_operation_ids_pass_the_folds_ids_and_read_the_fold_once_not_p
     assert numbers[0] > 900000 and numbers == sorted(set(numbers))
     assert _CountingOps.walks == 1
     del restored["900000-abcd"]  # a stand-in, not a record: the fold of the stored events has nothing of it
+
+
+async def test_load_older_finds_a_page_of_entries_past_an_operation_of_many_rounds(timeline: Timeline) -> None:
+    for n in range(1, 6):
+        timeline.append(ExchangeStarted(key=f"e{n}", method="ping", id=n))
+        timeline.append(ExchangeFinished(key=f"e{n}", status="ok"))
+    timeline.append(OpStarted(key="op-x", op="x", method="tools/call", name="t", round={"n": 1, "status": "pending"}))
+    for n in range(1, 51):
+        timeline.append(OpRound(key="op-x", op="x", round={"n": n, "status": "input_required"},
+                                status="awaiting_input", pending_requests={"k": ASK_NAME}))
+    timeline.append(OpEnded(key="op-x", op="x", status="abandoned", message="given up"))
+    newer = timeline.seq + 1
+    page = timeline.older(newer, 2)
+    assert [e["key"] for e in page] == ["op-x", "e5"]
+    assert page[0]["kind"] == "operation" and page[0]["status"] == "abandoned" and len(page[0]["rounds"]) == 50
+    assert [e["key"] for e in timeline.older(page[-1]["seq0"], 10)] == ["e4", "e3", "e2", "e1"]
