@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.console.events import EXCHANGE_KINDS, OP_KINDS, TimelineEvent
+from app.console.events import EXCHANGE_KINDS, TimelineEvent
+from app.console.live_events import OP_KINDS
 from app.console.secrets import MASK
 
 # Status groups a person means when filtering; an exact status (e.g. "tool_error") works too.

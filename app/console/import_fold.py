@@ -27,7 +27,8 @@ from itertools import compress
 from operator import itemgetter
 from typing import Any
 
-from app.console.events import EXCHANGE_KINDS, OP_KINDS, RECORDS, TimelineEvent
+from app.console.events import EXCHANGE_KINDS, RECORDS, TimelineEvent
+from app.console.live_events import OP_KINDS
 from app.console.state import SessionState, apply
 from app.console.store import Store, iter_events
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from app.console.events import SubAcknowledged, SubEnded, SubListening, SubNotified, SubProblem, SubStarted
+from app.console.live_events import SubAcknowledged, SubEnded, SubListening, SubNotified, SubProblem, SubStarted
 from app.mcp.client import Reply
 from app.mcp.jsonrpc import Frame
 from app.mcp.stdio import SUBSCRIPTION_KEY

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from app.console.events import OpAnswered, OpEnded, OpRefused, OpRound, OpStarted
+from app.console.live_events import OpAnswered, OpEnded, OpRefused, OpRound, OpStarted
 from app.console.outputs import validate_structured
 from app.console.state import FinalReply, OperationRecord
 from app.mcp.client import reply_json

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from app.console.events import SrAsked, SrEnded, SrRefused
+from app.console.live_events import SrAsked, SrEnded, SrRefused
 from app.console.state import ServerRequestRecord
 from app.mcp import mrtr
 from app.mcp.era import ServerAnswer

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.console.events import (
-    OP_RECORDS,
     CancelRequested,
     CapabilitiesChanged,
     DeadlineExtended,
@@ -29,23 +28,28 @@ from app.console.events import (
     ListsRefreshed,
     Log,
     Notice,
+    Progress,
+    RequestSettingsChanged,
+    Restored,
+    RootsChanged,
+    SessionCreated,
+    StatusChanged,
+    Stderr,
+    TakenOver,
+    TimelineEvent,
+)
+from app.console.live_events import (
+    OP_RECORDS,
     OpAnswered,
     OpEnded,
     OperationSnapshot,
     OpRefused,
     OpRound,
     OpStarted,
-    Progress,
-    RequestSettingsChanged,
-    Restored,
-    RootsChanged,
     ServerRequestSnapshot,
-    SessionCreated,
     SrAsked,
     SrEnded,
     SrRefused,
-    StatusChanged,
-    Stderr,
     SubAcknowledged,
     SubEnded,
     SubListening,
@@ -53,8 +57,6 @@ from app.console.events import (
     SubProblem,
     SubscriptionSnapshot,
     SubStarted,
-    TakenOver,
-    TimelineEvent,
 )
 from app.mcp.operation import MAX_INPUT_REQUESTS  # questions a round may ask: the fold keeps no more
 

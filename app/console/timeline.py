@@ -20,7 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from app.console.entry_index import EntryHit, EntryQuery
-from app.console.events import EXCHANGE_KINDS, OP_KINDS, Event, Notice, TimelineEvent, Wire
+from app.console.events import EXCHANGE_KINDS, Event, Notice, TimelineEvent, Wire
+from app.console.live_events import OP_KINDS
 from app.console.state import SessionState, apply
 from app.console.store import Store
 

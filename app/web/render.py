@@ -19,9 +19,10 @@ from urllib.parse import urlencode, urlsplit
 from jinja2 import Environment, FileSystemLoader, Template, select_autoescape
 from markupsafe import Markup, escape
 
-from app.console.events import ENTRY_KINDS, SR_KINDS, SUB_KINDS, TimelineEvent
+from app.console.events import ENTRY_KINDS, TimelineEvent
 from app.console.export import needs_live_session
 from app.console.live import LOG_LEVELS
+from app.console.live_events import SR_KINDS, SUB_KINDS
 from app.console.manager import SessionManager
 from app.console.operations import Operation
 from app.console.secrets import Redactor, mask_headers, mask_url

@@ -25,12 +25,12 @@ from app.console.events import (
     ExchangeStarted,
     FindingRecorded,
     Notice,
-    OperationSnapshot,
     Stderr,
     TimelineEvent,
     Wire,
     load,
 )
+from app.console.live_events import OperationSnapshot
 from app.console.store import ImportRow, SqliteStore, Store
 
 # Each implementation: a factory that opens (or reopens) the same store each time it is called in one test.

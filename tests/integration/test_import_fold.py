@@ -29,16 +29,15 @@ from app.console.events import (
     FindingRecorded,
     Log,
     Notice,
-    OperationSnapshot,
     Progress,
     Restored,
-    ServerRequestSnapshot,
     StatusChanged,
     Stderr,
     TimelineEvent,
     Wire,
 )
 from app.console.import_fold import WindowTracker
+from app.console.live_events import OperationSnapshot, ServerRequestSnapshot
 from app.console.manager import RESTORE_KINDS, SessionManager
 from app.console.state import SessionState, apply, fold, projection
 from app.console.store import ImportRow, iter_events

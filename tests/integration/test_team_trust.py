@@ -28,7 +28,8 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from app.console.events import ServerRequestSnapshot, TimelineEvent
+from app.console.events import TimelineEvent
+from app.console.live_events import ServerRequestSnapshot
 from tests.integration.conftest import JSON, LINK_COOKIE, Catcher, link_token
 from tests.integration.conftest import eventually as _eventually
 from tests.integration.test_team_processes import WAIT_S, client_for, clients, connected_session, twin

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.console.events import ExchangeFinished, ExchangeStarted, OpAnswered, OpEnded, OpRound, OpStarted
+from app.console.events import ExchangeFinished, ExchangeStarted
+from app.console.live_events import OpAnswered, OpEnded, OpRound, OpStarted
 from app.console.operations import Operation, OperationDriver
 from app.console.state import fold, projection
 from app.console.timeline import Timeline

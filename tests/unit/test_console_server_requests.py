@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.console.events import ExchangeStarted, OperationSnapshot, Restored, ServerRequestSnapshot, TimelineEvent
+from app.console.events import ExchangeStarted, Restored, TimelineEvent
+from app.console.live_events import OperationSnapshot, ServerRequestSnapshot
 from app.console.state import fold
 
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from app.console import events
+from app.console import record as record_base
 from app.console.events import Notice, StatusChanged
 
 
@@ -19,7 +19,7 @@ def test_to_data_reads_the_field_names_once_per_class(monkeypatch: pytest.Monkey
         calls.append(obj)
         return real(obj)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(events, "fields", counted)
+    monkeypatch.setattr(record_base, "fields", counted)
     for i in range(100):
         Notice(level="info", message=f"n{i}").to_data()
     assert calls == []
