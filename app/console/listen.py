@@ -20,8 +20,8 @@ from app.mcp.jsonrpc import Frame
 from app.mcp.stdio import SUBSCRIPTION_KEY
 
 if TYPE_CHECKING:
+    from app.console.live_records import SubscriptionRecord
     from app.console.runner import RequestRunner
-    from app.console.state import SubscriptionRecord
     from app.console.timeline import Timeline
 
 SubState = Literal["opening", "active", "closed_by_server", "connection_lost", "reconnecting", "stopped"]

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from app.console.live_events import OpAnswered, OpEnded, OpRefused, OpRound, OpStarted
+from app.console.live_records import FinalReply, OperationRecord
 from app.console.outputs import validate_structured
-from app.console.state import FinalReply, OperationRecord
 from app.mcp.client import reply_json
 from app.mcp.operation import AskInput, Command, Ended, OperationMachine, Round, SendRound
 

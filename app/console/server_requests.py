@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from app.console.live_events import SrAsked, SrEnded, SrRefused
-from app.console.state import ServerRequestRecord
+from app.console.live_records import ServerRequestRecord
 from app.mcp import mrtr
 from app.mcp.era import ServerAnswer
 from app.mcp.jsonrpc import Frame

@@ -14,9 +14,9 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
+from app.console.live_records import OperationRecord
 from app.console.operations import Operation, is_stale
 from app.console.session import ConsoleSession
-from app.console.state import OperationRecord
 from app.mcp import mrtr
 from app.web.answers import NotAnswered, elicitation_answer, raw_answer, sampling_answer
 from app.web.deps import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from app.console.events import TYPED_ANSWER_FIELDS
+from app.console.live_records import OperationRecord, ServerRequestRecord
 from app.console.session import ConsoleSession
-from app.console.state import OperationRecord, ServerRequestRecord
 from app.mcp.client import reply_json
 
 __all__ = ["operation_json", "reply_json", "session_json"]
