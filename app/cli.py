@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from app.console.team_checks import service_problems, serving_problems, team_problems
+from app.hardening import die_with_parent
 from app.headless.commands import add_parsers as add_headless_parsers
 from app.headless.commands import run as run_headless
 from app.mcp.stdio import inherited_env
@@ -107,8 +108,10 @@ def binds_everywhere(host: str) -> bool:
 def start_demo_server(port: int, state_key_file: Path | None = None) -> tuple[subprocess.Popen[str], str]:
     """Start the demo server as its own process (as any target would be) and wait for its ready line."""
     keyed = ["--state-key-file", str(state_key_file)] if state_key_file is not None else []
+    # It dies with the console, a `kill -9` included (Linux): an orphan kept the port and the next start moved away.
     proc = subprocess.Popen([sys.executable, "-m", "app.demo", "--port", str(port), *keyed], cwd=str(ROOT),
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=inherited_env())
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=inherited_env(),
+                            preexec_fn=die_with_parent)
     assert proc.stderr is not None
     for line in proc.stderr:
         match = DEMO_READY.search(line)
@@ -139,12 +142,19 @@ def demo_continuity(data_dir: Path, port: int) -> tuple[Path, int]:
             last = int((data_dir / DEMO_PORT_FILE).read_text(encoding="ascii").strip())
         except (OSError, ValueError):
             last = 0
+        if 0 < last < 65536 and not _port_free(last):
+            print(f"The demo server's port of last time, {last}, is taken by another program: it listens on another "
+                  "one, and the sessions of last time cannot reach it (stop that program, or pass --demo-port).",
+                  file=sys.stderr, flush=True)
         port = last if 0 < last < 65536 and _port_free(last) else 0
     return key_file, port
 
 
 def _port_free(port: int) -> bool:
+    """Whether a server could listen on it now: as uvicorn binds (SO_REUSEADDR), so the connections of the last run
+    that the kernel still keeps (TIME-WAIT, about a minute) do not count as taken."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:

@@ -14,8 +14,10 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import signal
 import sys
 
+PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_GET_DUMPABLE = 3
 log = logging.getLogger("mcp_console.hardening")
@@ -44,3 +46,11 @@ def keep_secrets_from_children() -> bool:
                     "its environment from /proc", ctypes.get_errno())
         return False
     return bool(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0)
+
+
+def die_with_parent() -> None:
+    """In a child before it runs its program (`preexec_fn`, Linux): the kernel sends it SIGTERM when the process
+    that started it dies, a `kill -9` included. Elsewhere nothing is done: the parent stops it when it can."""
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
