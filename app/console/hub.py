@@ -11,6 +11,7 @@ object. A hub between processes (Redis) can carry exactly the same messages.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ from app.console.events import TimelineEvent
 
 Renderer = Callable[[TimelineEvent], str | None]
 
+
+log = logging.getLogger("mcp_console.hub")
 
 class Payload(str):
     """A rendered fragment, as the sockets receive it."""
@@ -125,7 +128,11 @@ class Hub:
 
     @staticmethod
     def _text(render: Renderer, event: TimelineEvent) -> Payload:
-        rendered = render(event)
+        try:
+            rendered = render(event)
+        except Exception:  # a fragment that cannot be made must not fail the change it shows (its append)
+            log.exception("could not render event %s (%s) of session %s", event.seq, event.kind, event.session_id)
+            return NOTHING
         return NOTHING if not rendered else Payload(rendered)
 
     def subscribe(self, session_id: str, last_seq: int | None, current_seq: int,

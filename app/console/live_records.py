@@ -11,6 +11,7 @@ from typing import Any
 from app.console.live_events import OperationSnapshot, ServerRequestSnapshot
 
 Json = dict[str, Any]
+ROUNDS_KEPT = 1000  # rounds an operation keeps in the fold (see OperationRecord.put_round)
 
 
 class ErrorInfo(dict[str, Any]):
@@ -94,20 +95,27 @@ class OperationRecord:
                 "required_capabilities": self.required_capabilities, "replay_of": self.replay_of}
 
     def put_round(self, data: Json) -> None:
-        """A round as it now stands: replaces the one of its number, or comes after the last."""
+        """A round as it now stands: replaces the one of its number, or comes after the last. At most
+        ROUNDS_KEPT rounds are kept, the latest (a live operation stops at the setting mrtr_max_rounds, 10 by
+        default; a file may hold any number, and every change of an operation costs as many as it keeps)."""
         n = data.get("n")
         rounds = self.rounds
         if rounds and rounds[-1].get("n") == n:  # the usual cases first: the last round changed, or a new one
             rounds[-1] = dict(data)
             return
-        if not rounds or (isinstance(n, int) and isinstance(rounds[-1].get("n"), int) and n > rounds[-1]["n"]):
-            rounds.append(dict(data))
-            return
-        for i in range(len(self.rounds) - 1, -1, -1):
-            if self.rounds[i].get("n") == n:
-                self.rounds[i] = dict(data)
-                return
-        self.rounds.append(dict(data))
+        if rounds and not (isinstance(n, int) and isinstance(rounds[-1].get("n"), int) and n > rounds[-1]["n"]):
+            for i in range(len(rounds) - 1, -1, -1):
+                if rounds[i].get("n") == n:
+                    rounds[i] = dict(data)
+                    return
+        rounds.append(dict(data))
+        if len(rounds) > ROUNDS_KEPT:
+            del rounds[0]
+
+    @property
+    def asking_round(self) -> Any:
+        """The number of the last round (the one an answer must be written for)."""
+        return self.rounds[-1].get("n") if self.rounds else None
 
     def to_json(self, with_final: bool = True) -> Json:
         """The JSON twin's operation: the snapshot keys, the input requests, errors and the final reply.

@@ -49,7 +49,7 @@ class Operation(OperationMachine):
 
 def is_stale(op: OperationRecord, round_: int | None) -> bool:
     """An answer written for another round than the one the fold shows asking (None: the caller did not say)."""
-    return round_ is not None and round_ != len(op.rounds)
+    return round_ is not None and round_ != op.asking_round
 
 
 class OperationDriver:
@@ -180,8 +180,12 @@ class OperationDriver:
         if op is None:
             return False
         async with op.lock:
+            op.max_rounds = self.runner.mrtr_max_rounds
             command = op.resume()
             if command is None:
+                return False
+            if isinstance(command, Ended):  # the cap was lowered meanwhile: it ends here, and says so
+                self._ended(op)
                 return False
             await self._drive(op, command)
             return True

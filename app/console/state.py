@@ -69,6 +69,7 @@ HISTORY = 200          # notifications kept per subscription
 STDERR_LINES = 500
 LOG_LINES = 200
 MAX_OPERATIONS = 500   # operations kept in state; older finished ones live on in the store
+NESTED_SERVER_REQUESTS = 50  # shown under the entry that carried them
 MAX_SERVER_REQUESTS = 200  # server requests kept in state; the oldest ended ones go first
 MAX_SUBSCRIPTIONS = 100  # subscriptions kept in state; the oldest ended ones go first
 
@@ -288,7 +289,10 @@ def _op_round(state: SessionState, ev: OpRound, e: TimelineEvent | None) -> None
 
 def _op_answered(state: SessionState, ev: OpAnswered, e: TimelineEvent | None) -> None:
     op = _operation(state, ev.op, ev.key, e)
-    if ev.input in op.pending and ev.input not in op.answer_values:  # only what is asked, and its first answer
+    asking = op.asking_round
+    # Only an answer to what the round now asking asks, and its first one (a late answer of an earlier round's
+    # question under the same key is not this round's answer: the machine refuses it as stale too).
+    if ev.input in op.pending and ev.input not in op.answer_values and (asking is None or ev.round == asking):
         op.answers.append(ev.input)
         op.answer_values[ev.input] = ev.value
         op.errors.pop(ev.input, None)
@@ -391,6 +395,8 @@ def _nest(state: SessionState, record: ServerRequestRecord) -> None:
     if entry is not None:
         nested = dict(entry.get("server_requests") or {})
         nested[record.id] = record.summary()
+        while len(nested) > NESTED_SERVER_REQUESTS:  # the latest; the session's list (and the store) have them all
+            del nested[next(iter(nested))]
         entry["server_requests"] = nested
 
 

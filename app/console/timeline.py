@@ -15,6 +15,7 @@ read of the store made here (`stored`) hands the pending frames over first, so n
 from __future__ import annotations
 
 import asyncio
+import heapq
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -251,29 +252,46 @@ class Timeline:
         Found by the events that begin an entry only: read by every kind of an entry's events, an operation of
         many rounds or answers used up the events read for a page, which then came back short and said it was the
         last."""
-        events = self.stored().events(self.session_id, kinds=ENTRY_BEGINNINGS, before_seq=before_seq,
-                                      limit=limit * 4)
-        folded: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        for event in events:
-            data = event.data
-            key = data.get("key") or f"n{event.seq}"
-            if event.kind in EXCHANGE_KINDS and data.get("op"):
-                continue  # rounds nest under their operation
-            if key not in folded:  # a notice is its data; any other entry is folded again below from its events
+        store = self.stored()
+        found: OrderedDict[str, dict[str, Any]] = OrderedDict()  # newest first
+        cursor = before_seq
+        while len(found) < limit:
+            events = store.events(self.session_id, kinds=ENTRY_BEGINNINGS, before_seq=cursor, limit=limit * 4)
+            for event in reversed(events):  # a round's start begins no entry: read on until a page is full
+                data = event.data
+                key = data.get("key") or f"n{event.seq}"
+                if (event.kind in EXCHANGE_KINDS and data.get("op")) or key in found:
+                    continue
+                # A notice is its data; any other entry is folded again below from its events.
                 shown = data if event.kind == "notice" else {}
-                folded[key] = {"seq0": event.seq, "key": key, "kind": event.kind, **shown, "at0": event.at}
-        keys = list(reversed(folded))[:limit]
+                found[key] = {"seq0": event.seq, "key": key, "kind": event.kind, **shown, "at0": event.at}
+                if len(found) >= limit:
+                    break
+            if len(events) < limit * 4:
+                break
+            cursor = events[0].seq
+        folded = found
+        keys = list(folded)[:limit]
+        ends = store.events(self.session_id, kinds=SESSION_ENDS)
         for key in keys:  # later events of an entry may lie after before_seq: all of them are folded again
             if folded[key]["kind"] != "notice":
-                entry = self._refold(key, self._store.events(self.session_id, exchange=key, kinds=ENTRY_EVENT_KINDS))
+                entry = self._refold(key, self._store.events(self.session_id, exchange=key, kinds=ENTRY_EVENT_KINDS),
+                                     ends)
                 if entry is not None:
                     folded[key] = entry
         return [folded[k] for k in keys]
 
-    def _refold(self, key: str, events: list[TimelineEvent]) -> dict[str, Any] | None:
-        """One entry (or a round's exchange) folded again from its stored events, by the same `apply`."""
+    def _refold(self, key: str, events: list[TimelineEvent],
+                ends: list[TimelineEvent] | None = None) -> dict[str, Any] | None:
+        """One entry (or a round's exchange) folded again from its stored events, by the same `apply`, with the
+        session's restarts and takeovers after its start (what was in flight then ended then, as in the window)."""
+        if not events:
+            return None
+        if ends is None:
+            ends = self._store.events(self.session_id, kinds=SESSION_ENDS)
         state = SessionState(self.session_id)
-        for event in events:
+        first = events[0].seq
+        for event in heapq.merge(events, [e for e in ends if e.seq > first], key=lambda e: e.seq):
             apply(state, event)
         return state.entries.get(key) or state.rounds.get(key)
 
@@ -307,3 +325,5 @@ ENTRY_EVENT_KINDS = (*EXCHANGE_KINDS, *OP_KINDS, "cancel_requested", "deadline_e
 # The events that begin an entry (an exchange's start that is a round begins none; a version-2 operation began with
 # its first snapshot).
 ENTRY_BEGINNINGS = ("exchange_started", "notice", "op_started", "op_snapshot")
+# What ends everything in flight at once: an entry folded again takes them too.
+SESSION_ENDS = ("restored", "taken_over")

@@ -61,12 +61,20 @@ def retry_params(original: dict[str, Any], responses: dict[str, Any], state: str
 
 
 def kind_of(request: dict[str, Any]) -> InputKind:
+    """Which dialog answers the request. One whose params lack the shape that dialog reads (params that are not an
+    object, sampling messages that are not a list of objects) is "unknown": answered as raw JSON, shown as sent."""
     method = request.get("method")
-    params = request.get("params") if isinstance(request.get("params"), dict) else {}
-    assert isinstance(params, dict)
+    raw = request.get("params")
+    if raw is not None and not isinstance(raw, dict):
+        return "unknown"
+    params = raw or {}
     if method == "elicitation/create":
         return "url" if params.get("mode") == "url" else "form"
     if method == "sampling/createMessage":
+        messages = params.get("messages")
+        if messages is not None and not (isinstance(messages, list) and all(
+                isinstance(m, dict) and isinstance(m.get("content"), dict | list | None) for m in messages)):
+            return "unknown"
         return "sampling"
     if method == "roots/list":
         return "roots"
@@ -97,8 +105,10 @@ def _property_problem(prop: Any) -> str | None:
     extra: set[str]
     if kind == "string" and ("enum" in prop or "oneOf" in prop):
         extra = set(prop) - _ENUM_KEYS
-        options = prop.get("enum") or [o.get("const") for o in prop.get("oneOf", []) if isinstance(o, dict)]
-        if not options or not all(isinstance(o, str) for o in options):
+        one_of = prop.get("oneOf", [])
+        options = prop.get("enum") or [o.get("const") for o in (one_of if isinstance(one_of, list) else [])
+                                       if isinstance(o, dict)]
+        if not isinstance(options, list) or not options or not all(isinstance(o, str) for o in options):
             return "enum options must be strings"
     elif kind == "string":
         extra = set(prop) - _STRING_KEYS

@@ -294,9 +294,10 @@ class OperationMachine:
 
     # -- taken up again ---------------------------------------------------------------------------------
 
-    def resume(self) -> SendRound | None:
+    def resume(self) -> SendRound | Ended | None:
         """A revived operation whose round was answered in full before the console stopped, but whose retry never
-        went out: the retry now. None when something is still to be answered (or it is not waiting)."""
+        went out: the retry now (or its end, when the round cap has been lowered meanwhile). None when something is
+        still to be answered (or it is not waiting)."""
         rnd = self.last
         if self.status != "awaiting_input" or not self.pending or rnd is None \
                 or any(k not in self.answers for k in self.pending):
@@ -304,7 +305,7 @@ class OperationMachine:
         if rnd.answered is None:
             rnd.answered = self.clock()
         command = self._next_round(mrtr.retry_params(self.params, dict(self.answers), rnd.state))
-        return command if isinstance(command, SendRound) else None
+        return command if isinstance(command, SendRound | Ended) else None
 
     def revive(self, status: OpStatus, message: str, rounds: list[dict[str, Any]],
                pending: dict[str, dict[str, Any]], started: float, answers: dict[str, Any] | None = None) -> None:

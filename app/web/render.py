@@ -35,6 +35,7 @@ from app.mcp.lint import RULES as LINT_RULES
 from app.mcp.mrtr import kind_of
 from app.web.answers import form_fields
 from app.web.forms import fields_for
+from app.web.result_shape import result_shaped
 from app.web.urls import url_facts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -311,7 +312,7 @@ def make_env() -> Environment:
                        form_fields=form_fields, kind_of=kind_of, first_of_each=first_of_each, levels=LOG_LEVELS,
                        mask_headers=mask_headers,
                        needs_live_session=needs_live_session,
-                       mask_url=mask_url)
+                       mask_url=mask_url, result_shaped=result_shaped)
     return env
 
 

@@ -43,6 +43,7 @@ from app.console.state import SessionState, apply, fold, projection
 from app.console.store import ImportRow, iter_events
 from app.console.target import Target
 from app.settings import Settings
+from app.web.result_shape import result_shaped
 from tests.integration.conftest import JSON, create_link
 
 if TYPE_CHECKING:
@@ -597,3 +598,32 @@ async def test_transitions_of_operations_a_file_never_started_fold_into_entries_
     assert list(imported.state.entries) == list(full.entries) and imported.state.entry_count == 259
     assert console.manager.store.entry_count(sid) == 259
     assert "TYPED" not in json.dumps(projection(imported.state)["entries"])
+
+
+ODD_RESULTS = [
+    {"content": 5}, {"contents": 5}, {"contents": [{"blob": 5}]}, {"messages": 7}, {"completion": "x"},
+    {"completion": {"values": 5}}, {"content": [{"type": "resource", "resource": {"blob": 5}}]},
+    {"content": [{"type": "image", "data": 5, "mimeType": "image/png"}]},
+    {"messages": [{"role": "user", "content": 3}]},
+]
+
+
+@pytest.mark.parametrize("result", ODD_RESULTS, ids=[json.dumps(r)[:40] for r in ODD_RESULTS])
+async def test_a_final_reply_whose_result_has_another_shape_is_shown_as_sent_and_the_pages_open(
+        console: Console, result: dict[str, object]) -> None:
+    events = [{"v": 3, "session_id": "x", "seq": 1, "kind": "op_started", "at": 1.0,
+               "data": {"key": "op-a", "op": "a", "method": "tools/call", "name": "t"}},
+              {"v": 3, "session_id": "x", "seq": 2, "kind": "op_ended", "at": 2.0,
+               "data": {"key": "op-a", "op": "a", "status": "complete",
+                        "final": {"ok": True, "result": result, "key": "e1", "id": 1, "method": "tools/call"}}}]
+    status, text = await _post_import(console, HEAD + '"session": {"id": "x", "created": 1, "meta": {}}, "events": '
+                                      + json.dumps(events) + "}")
+    assert status == 200, text
+    sid = json.loads(text)["id"]
+    for path in (f"/sessions/{sid}/operations/a", f"/sessions/{sid}"):
+        page = await console.http.get(path)
+        assert page.status_code == 200, (path, page.text[:300])
+    shown = (await console.http.get(f"/sessions/{sid}/operations/a")).text
+    # A block of an odd type or value is shown by the content macro itself (as JSON, or "not shown"); a result the
+    # template cannot read at all is shown whole, as sent, and says so.
+    assert ("shown as the server sent it" in shown) == (not result_shaped(result))

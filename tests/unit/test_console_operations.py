@@ -323,15 +323,28 @@ async def test_an_operation_answered_in_full_whose_retry_never_went_out_sends_it
     assert not await again.resume(op.id)  # nothing twice
 
 
-async def test_three_thousand_rounds_fold_into_one_operation_whose_entry_shows_them_all(timeline: Timeline) -> None:
+async def test_three_thousand_rounds_fold_into_one_operation_that_keeps_the_latest_thousand(
+        timeline: Timeline) -> None:
     timeline.append(OpStarted(key="op-x", op="x", method="tools/call", name="t", round={"n": 1, "status": "pending"}))
     for n in range(1, 3001):
         timeline.append(OpRound(key="op-x", op="x", round={"n": n, "status": "input_required"},
                                 status="awaiting_input", pending_requests={f"k{i}": ASK_NAME for i in range(150)}))
     record = timeline.state.operations["x"]
-    assert [r["n"] for r in record.rounds] == list(range(1, 3001))
+    assert [r["n"] for r in record.rounds] == list(range(2001, 3001))  # the last one is the one asking
     assert len(record.pending) == 100  # as many questions as the machine takes in one round
     assert timeline.state.entries["op-x"]["rounds"] == record.rounds
+
+
+async def test_an_answer_recorded_for_an_earlier_round_is_not_the_answer_of_the_round_asking(
+        timeline: Timeline) -> None:
+    timeline.append(OpStarted(key="op-x", op="x", method="tools/call", name="t", round={"n": 1, "status": "pending"}))
+    timeline.append(OpRound(key="op-x", op="x", round={"n": 2, "status": "input_required"}, status="awaiting_input",
+                            pending_requests={"k": ASK_NAME}))
+    timeline.append(OpAnswered(key="op-x", op="x", round=1, input="k", value={"late": True}))
+    record = timeline.state.operations["x"]
+    assert record.answers == [] and record.answer_values == {}
+    timeline.append(OpAnswered(key="op-x", op="x", round=2, input="k", value={"now": True}))
+    assert timeline.state.operations["x"].answer_values == {"k": {"now": True}}
 
 
 async def test_abandoning_a_waiting_operation_ends_it_with_the_reason_and_no_questions(

@@ -78,3 +78,24 @@ def test_a_burst_of_events_wakes_the_sqlite_writer_once_not_per_event(
         assert _CountingQueue.waits <= 4  # the idle wait, the batch, the flush's read; never one per event
     finally:
         store.close()
+
+
+def test_an_event_whose_fragment_cannot_be_rendered_is_still_recorded_and_the_next_ones_reach_the_tabs(
+        tmp_path: Path) -> None:
+    def render(event: TimelineEvent) -> str:
+        if event.record.kind == "notice" and getattr(event.record, "message", "") == "breaks":
+            raise TypeError("a template met a value of another shape")
+        return f"<p>{event.seq}</p>"
+
+    store, hub = SqliteStore(tmp_path / "console.sqlite3"), Hub(render)
+    timeline = Timeline("s1", store, hub.publish, window=200)
+    sub, _ = hub.subscribe("s1", None, 0)
+    assert timeline.append(Notice(level="info", message="breaks")) is not None
+    assert timeline.append(Notice(level="info", message="fine")) is not None
+    assert [e.kind for e in store.events("s1")] == ["notice", "notice"]
+    assert timeline.state.entry_count == 2
+    offered = []
+    while not sub.queue.empty():
+        offered.append(sub.queue.get_nowait())
+    assert any("<p>2</p>" in str(item) for item in offered)
+    store.close()
