@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from app import data_dir
 from app.console.team_checks import service_problems, serving_problems, team_problems
 from app.hardening import die_with_parent
 from app.headless.commands import add_parsers as add_headless_parsers
@@ -133,10 +134,22 @@ def demo_continuity(data_dir: Path, port: int) -> tuple[Path, int]:
     last time when that is free, so the restored session's target is the same server."""
     data_dir.mkdir(parents=True, exist_ok=True)
     key_file = data_dir / DEMO_KEY_FILE
-    if not key_file.exists():
-        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        kept = key_file.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeError):
+        kept = ""
+    if not _is_key(kept):
+        # None yet, or one that cannot seal anything (empty: a start cut off while writing it; not hex): nothing
+        # it sealed can be waiting, so a new one loses nothing.
+        if key_file.exists():
+            print(f"The demo server's requestState key in {key_file} was not a key: a new one is made.",
+                  file=sys.stderr, flush=True)
+        tmp = key_file.with_name(DEMO_KEY_FILE + ".new")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="ascii") as out:
             out.write(os.urandom(32).hex())
+        os.replace(tmp, key_file)  # whole or not at all
+    os.chmod(key_file, 0o600)  # the owner's alone, however it came to be
     if port == 0:
         try:
             last = int((data_dir / DEMO_PORT_FILE).read_text(encoding="ascii").strip())
@@ -148,6 +161,13 @@ def demo_continuity(data_dir: Path, port: int) -> tuple[Path, int]:
                   file=sys.stderr, flush=True)
         port = last if 0 < last < 65536 and _port_free(last) else 0
     return key_file, port
+
+
+def _is_key(text: str) -> bool:
+    try:
+        return len(bytes.fromhex(text)) == 32
+    except ValueError:
+        return False
 
 
 def _port_free(port: int) -> bool:
@@ -204,6 +224,8 @@ def main(argv: list[str] | None = None) -> None:
     from app.console.session import Target
     from app.serving import serve
 
+    if not settings.database_url:  # the embedded store is one process's (app/data_dir.py)
+        data_dir.hold(Path(settings.data_dir).expanduser())
     if args.command == "serve":
         try:
             serve(settings)

@@ -102,3 +102,31 @@ def test_serve_refuses_an_owner_token_shorter_than_16_characters(tmp_path: Path,
         pytest.fail("`serve` with a 5-character token kept running instead of refusing")
     assert done.returncode != 0
     assert "at least 16" in done.stderr + done.stdout
+
+
+def test_a_second_console_on_the_same_data_directory_refuses_to_start_and_names_the_first(tmp_path: Path) -> None:
+    first = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(_free_port()),
+                              "--data-dir", str(tmp_path)], cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env={**os.environ, "MCP_CONSOLE_TOKEN": "cli-owner-token-0123"})
+    assert first.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_pump, args=(first.stdout, lines), name="cli-stdout", daemon=True).start()
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while "MCP Console is running" not in lines.get(timeout=max(0.1, deadline - time.monotonic())):
+            pass
+        second = subprocess.run([sys.executable, "-m", "app", "serve", "--port", str(_free_port()),
+                                 "--data-dir", str(tmp_path)], cwd=REPO_ROOT, capture_output=True, text=True,
+                                timeout=STARTUP_TIMEOUT_S, stdin=subprocess.DEVNULL,
+                                env={**os.environ, "MCP_CONSOLE_TOKEN": "cli-owner-token-0123"})
+        assert second.returncode != 0
+        said = second.stderr + second.stdout
+        assert f"Another MCP Console (pid {first.pid}) is using the data directory {tmp_path}" in said, said
+    finally:
+        first.kill()  # kill -9: the kernel lets the lock go with the process
+        first.wait(timeout=10)
+    third = subprocess.run([sys.executable, "-m", "app", "serve", "--host", "0.0.0.0", "--port", str(_free_port()),
+                            "--data-dir", str(tmp_path)], cwd=REPO_ROOT, capture_output=True, text=True,
+                           timeout=STARTUP_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    assert "Another MCP Console" not in third.stderr + third.stdout  # (refused for its wildcard bind instead)
