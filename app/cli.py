@@ -56,6 +56,8 @@ def parser() -> argparse.ArgumentParser:
     mode = server.add_mutually_exclusive_group()
     mode.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766)")
     mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout instead of HTTP")
+    server.add_argument("--state-key-file", help="file holding the hex key that seals requestState (64 hex digits), "
+                        "so an operation waiting for input outlives a restart of the demo server")
     add_headless_parsers(sub)
     return top
 
@@ -214,7 +216,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "demo-server":
         from app.demo.run import main as demo_main  # the demo is its own program; imported only to run it
 
-        demo_main(["--stdio"] if args.stdio else ["--port", str(args.port)])
+        keyed = ["--state-key-file", args.state_key_file] if args.state_key_file else []
+        demo_main([*(["--stdio"] if args.stdio else ["--port", str(args.port)]), *keyed])
         return
     if args.command in ("call", "check"):
         sys.exit(run_headless(args))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import queue
 import re
@@ -11,7 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -130,3 +131,44 @@ def test_a_second_console_on_the_same_data_directory_refuses_to_start_and_names_
                             "--data-dir", str(tmp_path)], cwd=REPO_ROOT, capture_output=True, text=True,
                            timeout=STARTUP_TIMEOUT_S, stdin=subprocess.DEVNULL)
     assert "Another MCP Console" not in third.stderr + third.stdout  # (refused for its wildcard bind instead)
+
+
+def _demo_server(port: int, key_file: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-m", "app", "demo-server", "--port", str(port),
+                             "--state-key-file", str(key_file)], cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "demo server listening on" in line:
+            threading.Thread(target=lambda: [None for _ in proc.stderr or ()], daemon=True).start()  # drain
+            return proc
+    raise AssertionError(f"the demo server exited before it was ready (code {proc.wait()})")
+
+
+async def test_a_demo_server_started_again_with_its_key_file_takes_the_request_state_it_sealed_before(
+        tmp_path: Path, console: Any) -> None:
+    """An operation waiting for input outlives a restart of the demo server itself when both runs seal requestState
+    with the same key (`mcp-console demo-server --state-key-file`); with the SDK's default key it could not."""
+    key_file = tmp_path / "key"
+    key_file.write_text("11" * 32)
+    port = _free_port()
+    server = _demo_server(port, key_file)
+    try:
+        s = await console.connect(kind="http", url=f"http://127.0.0.1:{port}/mcp", headers="")
+        op = (await console.call_tool(s["id"], "two_step"))["operation"]
+        assert op["status"] == "awaiting_input", op
+        # Off the event loop: the console's loop goes on meanwhile, as it would, and sees the old server close its
+        # idle connection before the answer's retry looks for one.
+        server.terminate()
+        await asyncio.to_thread(server.wait, 10)
+        server = await asyncio.to_thread(_demo_server, port, key_file)
+        key = next(iter(op["pending_requests"]))
+        answered = await console.http.post(f"/sessions/{s['id']}/operations/{op['op']}/answer",
+                                           data={"key": key, "action": "accept", "arg.name": "Ada"},
+                                           headers={"Accept": "application/json"})
+        assert answered.status_code == 200, answered.text
+        data = answered.json()
+        assert data["status"] == "awaiting_input" and len(data["rounds"]) == 2, data["message"]  # the 2nd question
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
