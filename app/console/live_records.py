@@ -57,22 +57,22 @@ class OperationRecord:
 
     id: str
     key: str
-    method: str
-    name: Any
-    status: str
-    message: str
-    started: float
-    rounds: list[Json]
-    pending: Json                     # input key → input request
-    answers: list[str]                # the input keys answered so far in this round
-    errors: Json
-    drafts: Json
-    required_capabilities: Json | None
-    replay_of: str | None
-    params: Json
-    final: FinalReply | None
-    validation: Json | None
-    log_level: str | None
+    method: str = ""
+    name: Any = None
+    status: str = "running"
+    message: str = ""
+    started: float = 0.0
+    rounds: list[Json] = field(default_factory=list)
+    pending: Json = field(default_factory=dict)        # input key → input request
+    answers: list[str] = field(default_factory=list)   # the input keys answered so far in this round
+    errors: Json = field(default_factory=dict)
+    drafts: Json = field(default_factory=dict)
+    required_capabilities: Json | None = None
+    replay_of: str | None = None
+    params: Json = field(default_factory=dict)
+    final: FinalReply | None = None
+    validation: Json | None = None
+    log_level: str | None = None
     # input key → the answer given in this round, until the retry carries them (never shown: what a person typed)
     answer_values: Json = field(default_factory=dict)
 

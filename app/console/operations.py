@@ -94,10 +94,10 @@ class OperationDriver:
             return record
         return OperationRecord(
             id=op.id, key=op.key, method=op.method, name=op.name, status=op.status, message=op.message,
-            started=op.started, rounds=[r.to_data() for r in op.rounds], pending=dict(op.pending), answers=[],
-            errors={}, drafts={}, required_capabilities=op.required_capabilities, replay_of=op.replay_of,
-            params=dict(op.params), final=FinalReply(reply_json(op.final)) if op.final is not None else None,
-            validation=op.validation, log_level=op.log_level)
+            started=op.started, rounds=[r.to_data() for r in op.rounds], pending=dict(op.pending),
+            required_capabilities=op.required_capabilities, replay_of=op.replay_of, params=dict(op.params),
+            final=FinalReply(reply_json(op.final)) if op.final is not None else None, validation=op.validation,
+            log_level=op.log_level)
 
     def refuse(self, op: Operation, key: str, errors: dict[str, str], drafts: dict[str, list[str]],
                round_: int | None = None) -> None:

@@ -254,11 +254,9 @@ def _op_snapshot(state: SessionState, ev: OperationSnapshot, e: TimelineEvent | 
 
 
 def _op_started(state: SessionState, ev: OpStarted, e: TimelineEvent | None) -> None:
-    record = OperationRecord(
-        id=ev.op, key=ev.key, method=ev.method, name=ev.name, status="running", message="", started=ev.started,
-        rounds=[dict(ev.round)] if ev.round else [], pending={}, answers=[], errors={}, drafts={},
-        required_capabilities=None, replay_of=ev.replay_of, params=dict(ev.params), final=None, validation=None,
-        log_level=ev.log_level)
+    record = OperationRecord(id=ev.op, key=ev.key, method=ev.method, name=ev.name, started=ev.started,
+                             rounds=[dict(ev.round)] if ev.round else [], replay_of=ev.replay_of,
+                             params=dict(ev.params), log_level=ev.log_level)
     _keep_operation(state, record, ev.key, e)
 
 
@@ -268,10 +266,8 @@ def _operation(state: SessionState, op_id: str, key: str, e: TimelineEvent | Non
     transition makes or changes its entry, as the store and an import's window count it."""
     record = state.operations.get(op_id)
     if record is None:
-        record = OperationRecord(
-            id=op_id, key=key, method="", name=None, status="running", message="its start is not in the log",
-            started=e.at if e is not None else 0.0, rounds=[], pending={}, answers=[], errors={}, drafts={},
-            required_capabilities=None, replay_of=None, params={}, final=None, validation=None, log_level=None)
+        record = OperationRecord(id=op_id, key=key, message="its start is not in the log",
+                                 started=e.at if e is not None else 0.0)
     return record
 
 

@@ -270,16 +270,14 @@ class Timeline:
             if len(events) < limit * 4:
                 break
             cursor = events[0].seq
-        folded = found
-        keys = list(folded)[:limit]
         ends = store.events(self.session_id, kinds=SESSION_ENDS)
-        for key in keys:  # later events of an entry may lie after before_seq: all of them are folded again
-            if folded[key]["kind"] != "notice":
+        for key in list(found):  # later events of an entry may lie after before_seq: all of them are folded again
+            if found[key]["kind"] != "notice":
                 entry = self._refold(key, self._store.events(self.session_id, exchange=key, kinds=ENTRY_EVENT_KINDS),
                                      ends)
                 if entry is not None:
-                    folded[key] = entry
-        return [folded[k] for k in keys]
+                    found[key] = entry
+        return list(found.values())
 
     def _refold(self, key: str, events: list[TimelineEvent],
                 ends: list[TimelineEvent] | None = None) -> dict[str, Any] | None:

@@ -28,14 +28,20 @@ V1_DB = Path(__file__).resolve().parents[1] / "fixtures" / "v1-session.sqlite3"
 V2_DB = Path(__file__).resolve().parents[1] / "fixtures" / "v2-session.sqlite3"
 
 
-async def test_a_database_written_by_the_v1_console_restores_with_its_operations_and_settings(
-        tmp_path: Path) -> None:
+def restored_from(database: Path, tmp_path: Path) -> Console:
+    """A console on a copy of a database an older version wrote, its one session restored."""
     data = tmp_path / "data"
     data.mkdir()
-    shutil.copyfile(V1_DB, data / "console.sqlite3")
+    shutil.copyfile(database, data / "console.sqlite3")
     console = Console(Settings(data_dir=str(data), token=TOKEN, allowed_hosts="testserver"))
+    assert console.manager.restore() == 1
+    return console
+
+
+async def test_a_database_written_by_the_v1_console_restores_with_its_operations_and_settings(
+        tmp_path: Path) -> None:
+    console = restored_from(V1_DB, tmp_path)
     try:
-        assert console.manager.restore() == 1
         (listed,) = (await console.http.get("/sessions.json")).json()["sessions"]
         s = await console.session(listed["id"])
         assert s["status"] == "closed" and s["target"].startswith("http://127.0.0.1:")
@@ -68,12 +74,8 @@ async def test_a_database_written_by_the_v2_console_folds_its_operation_snapshot
     """Version 2 recorded a full snapshot of an operation at each change (`operation`); version 3 reads them as
     `op_snapshot` and folds each as the whole operation at that point. The operation left waiting for its answer
     still waits, with its question, after the restore (tests/fixtures/make_v2_db.py wrote the file)."""
-    data = tmp_path / "data"
-    data.mkdir()
-    shutil.copyfile(V2_DB, data / "console.sqlite3")
-    console = Console(Settings(data_dir=str(data), token=TOKEN, allowed_hosts="testserver"))
+    console = restored_from(V2_DB, tmp_path)
     try:
-        assert console.manager.restore() == 1
         (listed,) = (await console.http.get("/sessions.json")).json()["sessions"]
         sid = listed["id"]
         s = await console.session(sid)

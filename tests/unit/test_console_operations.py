@@ -23,6 +23,15 @@ ASK_NAME = {"method": "elicitation/create",
                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}
 
 
+async def pair_server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+    """Asks for two inputs, "a" and "b", under requestState "s1"; completes once they are answered."""
+    if "inputResponses" not in message["params"]:
+        yield result(message, {"resultType": "input_required", "inputRequests": {"a": ASK_NAME, "b": ASK_NAME},
+                               "requestState": "s1"})
+    else:
+        yield result(message, {"resultType": "complete", "content": []})
+
+
 def machine_view(op: Operation) -> dict[str, Any]:
     """What the machine itself holds of an operation, in the fold's words."""
     return {"status": op.status, "message": op.message, "rounds": [r.to_data() for r in op.rounds],
@@ -226,14 +235,7 @@ async def test_enable_and_retry_sends_nothing_twice_and_nothing_for_an_operation
 
 async def test_a_second_answer_to_a_key_already_answered_in_the_round_is_not_taken_and_the_first_is_sent(
         make_runner: MakeRunner, timeline: Timeline) -> None:
-    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
-        if "inputResponses" not in message["params"]:
-            yield result(message, {"resultType": "input_required", "inputRequests": {"a": ASK_NAME, "b": ASK_NAME},
-                                   "requestState": "s1"})
-        else:
-            yield result(message, {"resultType": "complete", "content": []})
-
-    runner = make_runner(server)
+    runner = make_runner(pair_server)
     driver = OperationDriver(runner, timeline)
     op = await driver.start("tools/call", {"name": "pair"})
     first, second = {"action": "accept", "content": {"name": "Ada"}}, {"action": "decline"}
@@ -248,14 +250,7 @@ async def test_a_second_answer_to_a_key_already_answered_in_the_round_is_not_tak
 
 async def test_a_refused_answer_keeps_what_was_typed_until_an_answer_is_taken_and_the_round_is_timed(
         make_runner: MakeRunner, timeline: Timeline) -> None:
-    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
-        if "inputResponses" not in message["params"]:
-            yield result(message, {"resultType": "input_required", "inputRequests": {"a": ASK_NAME, "b": ASK_NAME},
-                                   "requestState": "s1"})
-        else:
-            yield result(message, {"resultType": "complete", "content": []})
-
-    driver = OperationDriver(make_runner(server), timeline)
+    driver = OperationDriver(make_runner(pair_server), timeline)
     op = await driver.start("tools/call", {"name": "pair"})
     driver.refuse(op, "a", {"name": "too long"}, {"name": ["x" * 9]}, round_=1)
     driver.refuse(op, "a", {"name": "stale"}, {"name": ["y"]}, round_=2)  # another round's: not taken
@@ -273,20 +268,13 @@ async def test_a_refused_answer_keeps_what_was_typed_until_an_answer_is_taken_an
 
 async def test_an_operation_taken_up_again_from_the_fold_keeps_the_answers_given_before_and_sends_them_all(
         make_runner: MakeRunner, timeline: Timeline) -> None:
-    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
-        if "inputResponses" not in message["params"]:
-            yield result(message, {"resultType": "input_required", "inputRequests": {"a": ASK_NAME, "b": ASK_NAME},
-                                   "requestState": "s1"})
-        else:
-            yield result(message, {"resultType": "complete", "content": []})
-
-    before = OperationDriver(make_runner(server), timeline)
+    before = OperationDriver(make_runner(pair_server), timeline)
     op = await before.start("tools/call", {"name": "pair"})
     first = {"action": "accept", "content": {"name": "Ada"}}
     assert await before.answer(op, "a", first)
     before.ops.clear()  # that console is gone (its process killed)
     # A console that starts again has only the fold: it takes the operation up from it.
-    runner = make_runner(server)
+    runner = make_runner(pair_server)
     again = OperationDriver(runner, timeline)
     revived = again.revive(op.id)
     assert revived is not None and revived.answers == {"a": first}
@@ -299,20 +287,13 @@ async def test_an_operation_taken_up_again_from_the_fold_keeps_the_answers_given
 
 async def test_an_operation_answered_in_full_whose_retry_never_went_out_sends_it_when_taken_up_again(
         make_runner: MakeRunner, timeline: Timeline) -> None:
-    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
-        if "inputResponses" not in message["params"]:
-            yield result(message, {"resultType": "input_required", "inputRequests": {"a": ASK_NAME, "b": ASK_NAME},
-                                   "requestState": "s1"})
-        else:
-            yield result(message, {"resultType": "complete", "content": []})
-
-    before = OperationDriver(make_runner(server), timeline)
+    before = OperationDriver(make_runner(pair_server), timeline)
     op = await before.start("tools/call", {"name": "pair"})
     # The console stopped after recording both answers and before its retry reached the wire.
     for key in ("a", "b"):
         timeline.append(OpAnswered(key=op.key, op=op.id, round=1, input=key, at=op.started + 1, value={"k": key}))
     before.ops.clear()
-    runner = make_runner(server)
+    runner = make_runner(pair_server)
     again = OperationDriver(runner, timeline)
     assert again.answered_in_full() == [op.id]
     assert await again.resume(op.id)
