@@ -21,6 +21,7 @@ from app.console.target import Target
 from app.mcp import har as har_file
 from app.mcp.har import EARLIEST, LATEST
 from app.mcp.http import request_url
+from app.mcp.secret import reveal
 from app.mcp.sse_transport import LIVE_STREAM_NOTE
 
 FORMAT = "mcp-console-session"
@@ -92,6 +93,8 @@ def exchanges(session_id: str, store: Store) -> Iterator[tuple[str, dict[str, An
 
 
 def _headers(pairs: list[list[str]] | None, include_secrets: bool) -> list[dict[str, str]]:
+    # The target's secret headers are recorded as their masks (app/mcp/secret.header_masks); what the server sent
+    # back under a credential's name (Set-Cookie, a token) is masked here by its name.
     return [{"name": k, "value": v if include_secrets or not is_secret(k) else mask_value(k, v)}
             for k, v in pairs or []]
 
@@ -99,13 +102,13 @@ def _headers(pairs: list[list[str]] | None, include_secrets: bool) -> list[dict[
 def har(session_id: str, target: Target, store: Store, include_secrets: bool = False) -> Iterator[str]:
     """The HAR 1.2 log as pieces of text (joined, one JSON document), an exchange at a time: the entries are the CLI's
     (`app/mcp/har.py`), with what the session knows of each exchange and the live lint's findings."""
-    redact = None if include_secrets else Redactor(target)  # typed values, wherever they were echoed
-    url = _shown(target.url, include_secrets)
+    redact = None if include_secrets else Redactor(target)  # secret values, wherever they were echoed
+    url = request_url(reveal(target.url) if include_secrets else str(target.url))
     yield json.dumps(har_file.log_head("MCP Console", __version__))[:-4] + "["
     sep = ""
 
     def shown(pairs: list[Any] | None) -> list[dict[str, str]]:
-        return _headers(pairs, include_secrets)
+        return _headers(target.reveal_headers(pairs or []) if include_secrets else pairs, include_secrets)
 
     for key, item in exchanges(session_id, store):
         sent, _, _ = har_file.parts(item["wire"])
@@ -124,16 +127,19 @@ def har(session_id: str, target: Target, store: Store, include_secrets: bool = F
 
 
 def _shown(url: str, include_secrets: bool) -> str:
-    """A request's URL as HAR 1.2 has it (no fragment), its query values masked unless secrets are included."""
+    """A 2024-11-05 endpoint as HAR 1.2 has it (no fragment), its query values masked unless secrets are included:
+    its `?sessionId=` binds a POST to the server's stream, a credential as Mcp-Session-Id is."""
     return request_url(url) if include_secrets else mask_url(request_url(url))
 
 
 def curl(target: Target, wire: list[dict[str, Any]], include_secrets: bool) -> str | None:
     """The request as a curl command line that reproduces it exactly (None for non-HTTP exchanges)."""
     if include_secrets:
-        return _curl(target.url, wire, True)
-    redact = Redactor(target)  # the sent headers' typed values first (short ones too), then any typed text
-    command = _curl(target.url, [redact(w) if w.get("direction") == "out" else w for w in wire], False)
+        sent = [{**w, "headers": target.reveal_headers(w["headers"])}
+                if w.get("direction") == "out" and type(w.get("headers")) is list else w for w in wire]
+        return _curl(reveal(target.url), sent, True)
+    redact = Redactor(target)  # the secret values, wherever the server echoed them into what is shown
+    command = _curl(str(target.url), [redact(w) if w.get("direction") == "out" else w for w in wire], False)
     return None if command is None else redact.text(command)
 
 
@@ -144,7 +150,7 @@ def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | 
     # --globoff: curl reads {a,b} and [1-3] in a URL as patterns and sends one request for each URL they make.
     # --path-as-is: the path goes as the console sent it (httpx has already taken its dot segments out).
     posted = sent.get("url")  # a 2024-11-05 POST went to the endpoint its stream named
-    shown_url = _shown(posted or url, include_secrets)  # (curl refuses a space)
+    shown_url = _shown(posted, include_secrets) if posted else request_url(url)  # (curl refuses a space)
     lines = [f"curl -sS --globoff --path-as-is -X POST {shell_word(shown_url)}"]
     header = LIVE_SESSION_NOTE + "\n" if needs_live_session(sent.get("headers")) else ""
     header += LIVE_STREAM_NOTE + "\n" if posted else ""

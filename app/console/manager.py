@@ -214,9 +214,9 @@ class SessionManager:
     def restored_for(self, target: Target) -> ConsoleSession | None:
         """The newest session restored from the store for exactly this target that this process may connect (not
         an imported copy, not another team process's); None when there is none."""
-        wanted = target.to_dict()
+        wanted = target.revealed()  # the same values, secret or not (the masks alone would match other secrets)
         found = [s for s in self.sessions.values() if not s.read_only and s.status in ("closed", "new")
-                 and s.target.to_dict() == wanted and s.id not in self.replicas.ids]
+                 and s.target.revealed() == wanted and s.id not in self.replicas.ids]
         return max(found, key=lambda s: s.last_activity, default=None)
 
     def start(self, session: ConsoleSession) -> None:
@@ -256,7 +256,7 @@ class SessionManager:
         self.store.delete_session(session_id)
 
     def listing(self) -> list[dict[str, Any]]:
-        return [{"id": s.id, "target": s.target.describe(), "transport": s.target.kind, "status": s.status,
+        return [{"id": s.id, "target": s.target.shown(), "transport": s.target.kind, "status": s.status,
                  "created": s.created, "last_activity": s.last_activity, "entries": s.timeline.entry_count}
                 for s in sorted(self.sessions.values(), key=lambda s: -s.last_activity)]
 

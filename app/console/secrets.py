@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 
+from app.mcp.secret import Secret
+
 if TYPE_CHECKING:
     from app.console.target import Target
 
@@ -138,33 +140,35 @@ def mask_argv(argv: list[str]) -> str:
 
 
 def typed_values(target: Target) -> list[str]:
-    """Every value the owner typed into the target, as it was typed."""
-    values: list[str] = list(target.headers.values())
+    """Every secret value of the target (app/console/secrecy.py), as it was typed, and the pieces of it a server may
+    echo: a header's credential without its scheme, a secret query value, a URL's password and Basic credential."""
+    values: list[str] = []
     for value in target.headers.values():
-        # "Bearer <token>": a server that echoes the credential alone ("token … is not valid") does not echo the
-        # scheme, so the credential is a typed value of its own too.
-        scheme, _, credential = value.strip().partition(" ")
-        if credential and scheme.isalpha():
-            values.append(credential.strip())
-    if target.url:
+        if isinstance(value, Secret):
+            # "Bearer <token>": a server that echoes the credential alone ("token … is not valid") does not echo the
+            # scheme, so the credential is a value of its own too.
+            values.append(value.reveal())
+            scheme, _, credential = value.reveal().strip().partition(" ")
+            if credential and scheme.isalpha():
+                values.append(credential.strip())
+    if isinstance(target.url, Secret):
+        chosen = target.secret or frozenset()
         try:
-            parts = urlsplit(target.url)
+            parts = urlsplit(target.url.reveal())
         except ValueError:
             parts = None
         if parts is not None:
-            values += [v for _k, v in parse_qsl(parts.query, keep_blank_values=True)]
-            values += [parts.query, parts.fragment]
-            if "@" in parts.netloc:
+            values += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if f"query:{k}" in chosen]
+            if "@" in parts.netloc and "userinfo" in chosen:
                 userinfo = parts.netloc.rsplit("@", 1)[0]
                 values.append(userinfo)
                 values += _basic_credentials(userinfo)
-    if target.argv:
-        _launcher, assignments, _program, args = split_command(target.argv)
-        values += [a.partition("=")[2] for a in assignments]
-        for arg in args:
-            values.append(arg.partition("=")[2] if arg.startswith("-") or _is_assignment(arg) else arg)
-    if target.cwd:
-        values.append(target.cwd)
+    for arg in target.argv:
+        if isinstance(arg, Secret):
+            name, sep, value = arg.reveal().partition("=")
+            values.append(value if sep and (name.startswith("-") or _is_assignment(arg.reveal())) else arg.reveal())
+    if isinstance(target.cwd, Secret):
+        values.append(target.cwd.reveal())
     return [v for v in values if v]
 
 
@@ -331,23 +335,12 @@ class Redactor:
         self._heads = _cut_heads(tuple(typed))
         # A typed header where it stands in a request's header list ([name, value], or HAR's {name, value}):
         # masked there whatever its length (a short one is not masked as a substring anywhere else).
-        self._headers = {(name.lower(), value) for name, value in target.headers.items()}
-
-    def target_display(self) -> str:
-        """The target for a non-owner: structure kept, every typed value masked (short ones too)."""
-        t = self.target
-        if t.kind == "http":
-            headers = "".join(f" · {name}: {mask_value(name, value)}" for name, value in t.headers.items())
-            return mask_url(t.url) + headers
-        return mask_argv(t.argv) + (f" (in {MASK})" if t.cwd else "")
+        self._headers = {(name.lower(), value.reveal()) for name, value in target.headers.items()
+                         if isinstance(value, Secret)}
 
     def target_dict(self) -> dict[str, Any]:
-        """The target's serialized form (session files) with every typed value masked where it stands."""
-        t = self.target
-        return {"kind": t.kind, "url": mask_url(t.url) if t.url else "",
-                "headers": {name: mask_value(name, value) for name, value in t.headers.items()},
-                "argv": masked_argv(t.argv),
-                "cwd": MASK if t.cwd else None}
+        """The target's serialized form (session files) with every secret value masked where it stands."""
+        return self.target.to_dict()
 
     def might_mask(self, json_text: str) -> bool:
         """False when nothing in a value serialized as `json_text` (json.dumps, ASCII) has a typed value to mask:

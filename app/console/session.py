@@ -105,6 +105,11 @@ class ConsoleSession:
                                  quota_bytes=settings.max_session_store_bytes)
         self.state: SessionState = self.timeline.state
         self._target = target
+        # The target's secret values: the event log records their masks (Target.to_dict), the store keeps these in
+        # its owner-only place, and `target` puts them back for the transports. A restored, replicated or
+        # imported session reads them from the store (an import has none unless its file carried them).
+        self._secrets = target.secret_values() if new else store.secrets(session_id)
+        self._target_of: tuple[dict[str, Any], Target] | None = None
         self._http = http_client
         self.transport: Transport | None = None
         self.client: McpClient | None = None
@@ -139,13 +144,19 @@ class ConsoleSession:
         # Team deployment: a replica whose owner's registration lapsed (it died); the next action takes it over.
         self.owner_gone = False
         if new:  # a restored or imported session gets its creation from its stored events instead
+            store.save_secrets(session_id, self._secrets)
             self.timeline.append(SessionCreated(target=target.to_dict(), capabilities=DEFAULT_CAPABILITIES,
                                                 roots=self.state.roots, read_only=read_only))
 
     # -- state: folded from the events, never assigned here ----------------
     @property
     def target(self) -> Target:
-        return target_from(self.state.target) if self.state.target else self._target
+        if not self.state.target:
+            return self._target
+        cached = self._target_of
+        if cached is None or cached[0] is not self.state.target:  # made again only when the fold's target changes
+            cached = self._target_of = (self.state.target, target_from(self.state.target, self._secrets))
+        return cached[1]
 
     @property
     def status(self) -> str:
@@ -385,7 +396,10 @@ class ConsoleSession:
 
     def _restore_v1(self, meta: dict[str, Any]) -> None:
         """Carry a version-1 session forward: what v1 kept only in its metadata row becomes events."""
-        self.timeline.append(SessionCreated(target=dict(meta.get("target") or self._target.to_dict()),
+        target = target_from(meta["target"]) if meta.get("target") else self._target
+        self._secrets = target.secret_values()  # v1 kept them in its metadata row: now in the owner-only place
+        self.store.save_secrets(self.id, self._secrets)
+        self.timeline.append(SessionCreated(target=target.to_dict(),
                                             capabilities=self.capabilities, roots=self.roots,
                                             read_only=bool(meta.get("read_only"))))
         if isinstance(meta.get("discover"), dict):

@@ -57,9 +57,12 @@ def session_file(session_id: str, meta: dict[str, Any], created: float, store: S
     """
     chunk = chunk or store_module.CHUNK
     meta = json.loads(json.dumps(meta))  # a deep copy we may mask
-    redact = None if include_secrets else Redactor(target_from(meta.get("target")))
-    if redact is not None:  # every value the owner typed, and the target itself in its masked form
-        meta = {**redact(meta), "target": redact.target_dict()}
+    target = target_from(meta.get("target"), store.secrets(session_id))
+    redact = None if include_secrets else Redactor(target)
+    if include_secrets:  # the owner's own file: the target as typed, and the file says so (see "secrets")
+        meta = {**meta, "target": target.revealed()}
+    else:  # every secret value, wherever the server echoed it, and the target itself in its masked form
+        meta = {**Redactor(target)(meta), "target": target.to_dict()}
     head = {"format": export.FORMAT, "version": export.VERSION, "exported_at": har.iso(time.time()),
             "console_version": __version__, "secrets": "included" if include_secrets else "masked",
             "session": {"id": session_id, "created": created, "meta": meta}}

@@ -45,6 +45,9 @@ CREATE TABLE IF NOT EXISTS entry_index (
 CREATE TABLE IF NOT EXISTS links (
   id TEXT PRIMARY KEY, session_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, data TEXT NOT NULL
 );
+-- The owner-only place: the secret values of a session's target (app/console/target.py), by slot. Never read
+-- into an event, a page for a link holder, the hub or an export without the owner's asking.
+CREATE TABLE IF NOT EXISTS secrets (session_id TEXT PRIMARY KEY, data TEXT NOT NULL);
 """
 
 
@@ -93,6 +96,9 @@ class Store(Protocol):
     def find_entries(self, session_id: str, query: EntryQuery, *, before_seq: int | None = None,
                      limit: int = 100) -> EntryMatches: ...
     def save_link(self, link: dict[str, Any]) -> None: ...
+    # The secret values of a session's target, in the owner-only place; {} when it has none.
+    def save_secrets(self, session_id: str, values: dict[str, str]) -> None: ...
+    def secrets(self, session_id: str) -> dict[str, str]: ...
     def links(self, session_id: str | None = None) -> list[dict[str, Any]]: ...
     def link_by_hash(self, token_hash: str) -> dict[str, Any] | None: ...
     def flush(self) -> None: ...
@@ -234,6 +240,16 @@ class SqliteStore:
     def save_link(self, link: dict[str, Any]) -> None:
         self._queue.put(("link", (link["id"], link["session_id"], link["token_hash"], json.dumps(link))))
         self.flush()  # a revocation must hold across a restart the moment it is made
+
+    def save_secrets(self, session_id: str, values: dict[str, str]) -> None:
+        if values:
+            self._queue.put(("secrets", (session_id, json.dumps(values))))
+
+    def secrets(self, session_id: str) -> dict[str, str]:
+        self.flush()
+        with self._read_lock:
+            row = self._read.execute("SELECT data FROM secrets WHERE session_id=?", (session_id,)).fetchone()
+        return secret_values(row[0] if row is not None else None)
 
     def flush(self) -> None:
         if not self._writer.is_alive():  # closed: nothing is queued, and no one would answer (30 s for nothing)
@@ -494,8 +510,11 @@ def _write_batch(conn: sqlite3.Connection, index: entry_index_writer.IndexWriter
             conn.execute("INSERT OR REPLACE INTO sessions VALUES (?,?,?,?)", arg)
         elif op == "link":
             conn.execute("INSERT OR REPLACE INTO links VALUES (?,?,?,?)", arg)
+        elif op == "secrets":
+            conn.execute("INSERT OR REPLACE INTO secrets VALUES (?,?)", arg)
         elif op == "delete":
             conn.execute("DELETE FROM links WHERE session_id=?", (arg,))
+            conn.execute("DELETE FROM secrets WHERE session_id=?", (arg,))
             conn.execute("DELETE FROM events WHERE session_id=?", (arg,))
             conn.execute("DELETE FROM entry_index WHERE session_id=?", (arg,))
             index.forget(arg)
@@ -545,6 +564,15 @@ def _with_v1_names(kinds: tuple[str, ...]) -> tuple[str, ...]:
     """The kinds as asked, and the names older versions stored them under."""
     return tuple(dict.fromkeys([*kinds, *(_V1_NAMES[k] for k in kinds if k in _V1_NAMES),
                                 *(V2_OLD_NAMES[k] for k in kinds if k in V2_OLD_NAMES)]))
+
+
+def secret_values(text: str | None) -> dict[str, str]:
+    """A stored row of secret values; anything else (no row, a row not of strings) is none."""
+    try:
+        values = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return {k: v for k, v in values.items() if type(v) is str} if isinstance(values, dict) else {}
 
 
 def _private(db: Path) -> None:

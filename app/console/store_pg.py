@@ -46,7 +46,7 @@ from app.console import entry_index, entry_index_writer
 from app.console.entry_index import EntryHit, EntryMatches, EntryQuery
 from app.console.entry_index_writer import POSTGRES, IndexWriter
 from app.console.events import EVENT_VERSION, V2_OLD_NAMES, TimelineEvent, load
-from app.console.store import ImportRow, StoredEvent, bindable_exchange, mask_url
+from app.console.store import ImportRow, StoredEvent, bindable_exchange, mask_url, secret_values
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,10 @@ CREATE TABLE links (
     (3, """
 CREATE TABLE deployment (id INTEGER PRIMARY KEY CHECK (id = 1), team BOOLEAN NOT NULL, since DOUBLE PRECISION NOT NULL);
 """),
+    # The owner-only place for the secret values of a session's target (see store.py's schema).
+    (4, """
+CREATE TABLE secrets (session_id TEXT PRIMARY KEY, data TEXT NOT NULL);
+"""),
 ]
 
 # Any fixed number shared by every console process: it names the lock, it is not a secret.
@@ -101,6 +105,8 @@ _UPSERT = {
              "op=EXCLUDED.op, at=EXCLUDED.at, data=EXCLUDED.data, v=EXCLUDED.v",
     "session": "INSERT INTO sessions (id, meta, created, updated) VALUES (%s,%s,%s,%s) "
                "ON CONFLICT (id) DO UPDATE SET meta=EXCLUDED.meta, created=EXCLUDED.created, updated=EXCLUDED.updated",
+    "secrets": "INSERT INTO secrets (session_id, data) VALUES (%s,%s) "
+               "ON CONFLICT (session_id) DO UPDATE SET data=EXCLUDED.data",
     "link": "INSERT INTO links (id, session_id, token_hash, data) VALUES (%s,%s,%s,%s) "
             "ON CONFLICT (id) DO UPDATE SET session_id=EXCLUDED.session_id, token_hash=EXCLUDED.token_hash, "
             "data=EXCLUDED.data",
@@ -210,6 +216,14 @@ class PostgresStore:
         self._queue.put(("link", (link["id"], link["session_id"], link["token_hash"], json.dumps(link))))
         self.flush()  # a revocation must hold across a restart the moment it is made
 
+    def save_secrets(self, session_id: str, values: dict[str, str]) -> None:
+        if values:
+            self._queue.put(("secrets", (session_id, json.dumps(values))))
+
+    def secrets(self, session_id: str) -> dict[str, str]:
+        rows = self._rows("SELECT data FROM secrets WHERE session_id=%s", (session_id,))
+        return secret_values(rows[0][0] if rows else None)
+
     def flush(self) -> None:
         if not self._writer.is_alive():  # closed: nothing is queued, and no one would answer (30 s for nothing)
             return
@@ -283,6 +297,7 @@ class PostgresStore:
             elif op == "delete":
                 for session_id in args:
                     cur.execute("DELETE FROM links WHERE session_id=%s", (session_id,))
+                    cur.execute("DELETE FROM secrets WHERE session_id=%s", (session_id,))
                     cur.execute("DELETE FROM events WHERE session_id=%s", (session_id,))
                     cur.execute("DELETE FROM entry_index WHERE session_id=%s", (session_id,))
                     self._index.forget(session_id)

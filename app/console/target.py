@@ -1,55 +1,159 @@
-"""The target server of a session: a Streamable HTTP URL with headers, or a stdio command line."""
+"""The target server of a session: a Streamable HTTP URL with headers, or a stdio command line.
+
+The values the owner typed that are secret (app/console/secrecy.py) are held as `Secret`s: every display, event,
+page and log line made from a target shows their masks, and only the transports reveal them. What the event log
+records is `to_dict()` (the masks and which slots are secret); the values themselves are `secret_values()`, kept
+by the store in its owner-only place, and `target_from` puts the two back together.
+"""
 
 from __future__ import annotations
 
+import base64
 import shlex
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
 
-from app.console.secrets import Redactor
+from app.console import secrecy
+from app.mcp.secret import MASK, Secret, header_masks, reveal
 
 # "sse-2024": 2025-11-25 messages over the older HTTP+SSE transport (2024-11-05), for servers that only have it.
 Era = Literal["auto", "modern", "legacy", "sse-2024"]
 ERAS: tuple[Era, ...] = ("auto", "modern", "legacy", "sse-2024")
 
+Value = str | Secret
+
 
 @dataclass(slots=True)
 class Target:
     kind: Literal["http", "stdio"]
-    url: str = ""
-    headers: dict[str, str] = field(default_factory=dict)
-    argv: list[str] = field(default_factory=list)
-    cwd: str | None = None
+    url: Value = ""
+    headers: dict[str, Value] = field(default_factory=dict)
+    argv: list[Value] = field(default_factory=list)
+    cwd: Value | None = None
     # Which revision to speak: auto probes server/discover and falls back to initialize.
     era: Era = "auto"
+    # The slots (app/console/secrecy.py) that are secret; None when made: the credential-shaped ones.
+    secret: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        self.seal(self.secret)
+
+    def seal(self, secret: Iterable[str] | None) -> None:
+        """Hold exactly the slots in `secret` as secrets (None: the defaults), every other value plain."""
+        url, headers = reveal(self.url), {k: reveal(v) for k, v in self.headers.items()}
+        argv, cwd = [reveal(a) for a in self.argv], None if self.cwd is None else reveal(self.cwd)
+        slots = self.slots()
+        known = {s.id for s in slots}
+        chosen = frozenset(s.id for s in slots if s.default) if secret is None else frozenset(secret) & known
+        self.secret = chosen
+        url_secret = frozenset(s for s in chosen if s == "userinfo" or s.startswith("query:"))
+        self.url = Secret(url, secrecy.masked_url(url, url_secret)) if url_secret else url
+        self.headers = {k: Secret(v, secrecy.mask_header(k, v)) if f"header:{k}" in chosen else v
+                        for k, v in headers.items()}
+        first_assignment, program, _ = secrecy.command_parts(argv)
+        self.argv = [Secret(a, secrecy.masked_arg(a)) if _arg_slot(a, i, first_assignment, program) in chosen else a
+                     for i, a in enumerate(argv)]
+        self.cwd = Secret(cwd, MASK) if cwd is not None and "cwd" in chosen else cwd
+
+    def slots(self) -> list[secrecy.Slot]:
+        """Every value the owner typed, named, with whether it is secret by default."""
+        if self.kind == "http":
+            return secrecy.url_slots(reveal(self.url)) + [
+                secrecy.Slot(f"header:{k}", f"header {k}", secrecy.credential_name(k)) for k in self.headers]
+        found = secrecy.argv_slots([reveal(a) for a in self.argv])
+        return found + ([secrecy.Slot("cwd", "working directory", False)] if self.cwd else [])
 
     def describe(self) -> str:
-        return self.url if self.kind == "http" else shlex.join(self.argv)  # pasteable back into a shell
+        """The target for its owner: every value as typed, pasteable back into a shell."""
+        return reveal(self.url) if self.kind == "http" else shlex.join([reveal(a) for a in self.argv])
 
     def shown(self) -> str:
-        """How to show the target to a non-owner: every value the owner typed masked, short ones too."""
-        return Redactor(self).target_display()
+        """The target for anyone: the secret values masked, everything else as typed."""
+        if self.kind == "http":
+            return str(self.url) + "".join(f" · {name}: {value}" for name, value in self.headers.items())
+        command = " ".join(str(a) if isinstance(a, Secret) else shlex.quote(a) for a in self.argv)
+        return command + (f" (in {self.cwd})" if self.cwd else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """What the event log records: the secret values as their masks, and which slots are secret."""
+        return {"kind": self.kind, "url": str(self.url), "headers": {k: str(v) for k, v in self.headers.items()},
+                "argv": [str(a) for a in self.argv], "cwd": None if self.cwd is None else str(self.cwd),
+                "era": self.era, "secret": sorted(self.secret or ())}
+
+    def secret_values(self) -> dict[str, str]:
+        """The secret values by slot, for the store's owner-only place (empty when nothing is secret)."""
+        values: dict[str, str] = {}
+        if isinstance(self.url, Secret):
+            values["url"] = self.url.reveal()
+        values |= {f"header:{k}": v.reveal() for k, v in self.headers.items() if isinstance(v, Secret)}
+        values |= {f"argv:{i}": a.reveal() for i, a in enumerate(self.argv) if isinstance(a, Secret)}
+        if isinstance(self.cwd, Secret):
+            values["cwd"] = self.cwd.reveal()
+        return values
+
+    def reveal_headers(self, pairs: Iterable[Any]) -> list[list[str]]:
+        """Recorded request headers as they were sent: a secret header's mask (as the transport records it) back to
+        its value, for the owner's own copy (cURL, HAR with secrets)."""
+        masks = header_masks(self.url, self.headers)
+        values = {k.lower(): reveal(v) for k, v in self.headers.items() if isinstance(v, Secret)}
+        basic = _basic_authorization(reveal(self.url)) if "authorization" not in values else None
+        shown = []
+        for name, value in pairs:
+            lowered = name.lower()
+            if masks.get(lowered) == value:
+                value = values.get(lowered, basic or value)
+            shown.append([name, value])
+        return shown
+
+    def revealed(self) -> dict[str, Any]:
+        """Every value as typed (the owner's export with secrets, and telling two targets apart)."""
+        return {**self.to_dict(), "url": reveal(self.url), "headers": {k: reveal(v) for k, v in self.headers.items()},
+                "argv": [reveal(a) for a in self.argv], "cwd": None if self.cwd is None else reveal(self.cwd)}
 
 
-def target_from(raw: Any) -> Target:
-    """A Target from stored or imported data, taking only the fields it knows, each of the type a form gives.
+def _basic_authorization(url: str) -> str | None:
+    """The Authorization httpx sends for a URL's user and password."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if "@" not in parts.netloc:
+        return None
+    user, _, password = parts.netloc.rsplit("@", 1)[0].partition(":")
+    credential = f"{unquote(user)}:{unquote(password)}".encode("utf-8", "surrogatepass")
+    return "Basic " + base64.b64encode(credential).decode("ascii")
+
+
+def _arg_slot(arg: str, i: int, first_assignment: int, program: int) -> str:
+    if first_assignment <= i < program:
+        return f"env:{arg.partition('=')[0]}"
+    return f"arg:{i}" if i > program else ""
+
+
+def target_from(raw: Any, secrets: dict[str, str] | None = None) -> Target:
+    """A Target from stored or imported data, taking only the fields it knows, each of the type a form gives, with
+    the secret values (`Target.secret_values`) put back where the data holds their masks.
 
     An imported file's target may hold anything (headers as a string, argv of numbers): every page listing
     sessions, the masking of exports and a stdio start take these as typed, so a field of another type is
-    dropped (its default stands), never carried on to fail there.
+    dropped (its default stands), never carried on to fail there. Data without a `secret` list (recorded before
+    secrets were explicit) gets the default slots.
     """
     raw = raw if isinstance(raw, dict) else {}
+    values = secrets or {}
     kind: Literal["http", "stdio"] = "stdio" if raw.get("kind") == "stdio" else "http"
     era: Era = next((e for e in ERAS if e == raw.get("era")), "auto")
     url, headers, argv, cwd = raw.get("url"), raw.get("headers"), raw.get("argv"), raw.get("cwd")
-    return Target(kind=kind, era=era, url=url if type(url) is str else "",
-                  headers=dict(headers) if type(headers) is dict and _strings(headers.items()) else {},
-                  argv=list(argv) if type(argv) is list and _strings([argv]) else [],
-                  cwd=cwd if type(cwd) is str else None)
+    secret = raw.get("secret")
+    url = values.get("url", url if type(url) is str else "")
+    headers = {k: values.get(f"header:{k}", v) for k, v in headers.items()} \
+        if type(headers) is dict and _strings(headers.items()) else {}
+    argv = [values.get(f"argv:{i}", a) for i, a in enumerate(argv)] if type(argv) is list and _strings([argv]) else []
+    cwd = values.get("cwd", cwd if type(cwd) is str else None)
+    chosen = frozenset(secret) if type(secret) is list and _strings([secret]) else None
+    return Target(kind=kind, era=era, url=url, headers=headers, argv=argv, cwd=cwd, secret=chosen)
 
 
 def _strings(groups: Iterable[Iterable[Any]]) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,6 +20,7 @@ from app.mcp.errors import (
 from app.mcp.http_answer import Answer, HttpExchange, content_type, excerpt, shortened
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, parse_frame
+from app.mcp.secret import Secret, header_masks, reveal
 from app.mcp.sse import SeenIds
 from app.mcp.standalone import StandaloneStream
 from app.mcp.transport import (
@@ -29,7 +31,7 @@ from app.mcp.transport import (
     replaced_note,
     text_codec,
 )
-from app.mcp.wire import Recorder, WireEvent, wire_headers
+from app.mcp.wire import Recorder, WireEvent, recorded_headers, wire_headers
 
 ACCEPT = "application/json, text/event-stream"
 SESSION_HEADER = "Mcp-Session-Id"
@@ -76,18 +78,20 @@ class HttpTransport:
 
     def __init__(
         self,
-        url: str,
+        url: str | Secret,
         client: httpx.AsyncClient,
         record: Recorder,
-        extra_headers: dict[str, str] | None = None,
+        extra_headers: Mapping[str, str | Secret] | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
     ) -> None:
-        self.target = url
-        self.shown_target = redact_url(url)
+        self.target = reveal(url)
+        self.shown_target = redact_url(self.target)
         self._client = client
         self.record = record
-        self.extra_headers = dict(extra_headers or {})
+        self.extra_headers = {k: reveal(v) for k, v in (extra_headers or {}).items()}
+        # How the recorded request shows a secret header: its mask, never the value sent (see recorded_headers).
+        self.secret_headers = header_masks(url, extra_headers or {})
         self.max_message_bytes = max_message_bytes
         self.max_stream_bytes = max_stream_bytes
         self._discovered = False
@@ -145,7 +149,8 @@ class HttpTransport:
         # Made now (its time is the send's), recorded once: in the loop turn after the request went out (while
         # the target reads it, the console records it), or before any note if it never did. Either way before
         # anything the target answers, which can only be read in a later turn.
-        sent = WireEvent(direction="out", raw=body, frame=None, exchange=key, headers=wire_headers(request.headers))
+        sent = WireEvent(direction="out", raw=body, frame=None, exchange=key,
+                         headers=recorded_headers(request.headers, self.secret_headers))
         out: list[WireEvent] = []
 
         def record_out() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -19,6 +19,7 @@ import httpx
 from app.mcp.errors import ConnectFailed, McpError, ProtocolViolation, StreamLost, StreamTooLarge, TransportError
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
+from app.mcp.secret import MASK, Secret, header_masks, reveal
 from app.mcp.sse import SseParser
 from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -29,7 +30,7 @@ from app.mcp.transport import (
     replaced_note,
     stream_bound_note,
 )
-from app.mcp.wire import Recorder, WireEvent, wire_headers
+from app.mcp.wire import Recorder, WireEvent, recorded_headers, wire_headers
 
 # What an export says of such an exchange: the POST's own answer is its status and headers (a 202, no body), and
 # what is shown as its content is what came for it on the stream, which no HAR reader would guess.
@@ -87,14 +88,16 @@ class SseExchange:
 class HttpSseTransport:
     kind = "http"
 
-    def __init__(self, url: str, client: httpx.AsyncClient, record: Recorder,
-                 extra_headers: dict[str, str] | None = None,
+    def __init__(self, url: str | Secret, client: httpx.AsyncClient, record: Recorder,
+                 extra_headers: Mapping[str, str | Secret] | None = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES) -> None:
-        self.target = url
+        self.target = reveal(url)
+        self.shown_target = str(url)  # for notes: a secret part of the URL as its mask
         self._client = client
         self.record = record
-        self.extra_headers = dict(extra_headers or {})
+        self.extra_headers = {k: reveal(v) for k, v in (extra_headers or {}).items()}
+        self.secret_headers = header_masks(url, extra_headers or {})  # see HttpTransport
         self._max = max_message_bytes
         self._max_stream = max_stream_bytes
         # Requests stopped at max_stream_bytes (their ids and tokens → frames dropped since): the one stream goes on
@@ -122,15 +125,17 @@ class HttpSseTransport:
             self._response = await self._client.send(request, stream=True)
             self.cookies.extract_cookies(self._response)
         except (httpx.HTTPError, OSError, ValueError) as exc:
-            raise ConnectFailed(f"could not open the SSE stream at {self.target}: {type(exc).__name__}: {exc}") \
+            raise ConnectFailed(f"could not open the SSE stream at {self.shown_target}: {type(exc).__name__}: {exc}") \
                 from exc
         status = self._response.status_code
         ctype = self._response.headers.get("content-type", "").split(";")[0].strip().lower()
         if not self._response.is_success or ctype != "text/event-stream":
             await self._response.aclose()
-            raise ConnectFailed(f"GET {self.target}: HTTP {status} ({ctype or 'no content type'}), not an SSE stream")
+            raise ConnectFailed(f"GET {self.shown_target}: HTTP {status} ({ctype or 'no content type'}), "
+                                "not an SSE stream")
         self._note(f"HTTP+SSE (2024-11-05) stream open: HTTP {status}", status=status)
-        self._reader = asyncio.get_running_loop().create_task(self._read(self._response), name=f"sse-{self.target}")
+        self._reader = asyncio.get_running_loop().create_task(self._read(self._response),
+                                                              name=f"sse-{self.shown_target}")
         try:
             await asyncio.wait_for(self._endpoint_known.wait(), ENDPOINT_TIMEOUT_S)
         except TimeoutError as exc:
@@ -190,6 +195,14 @@ class HttpSseTransport:
         self.endpoint = url
         self._note(f"endpoint: POST messages to {theirs.path}")
         self._endpoint_known.set()
+
+    def _recorded_url(self, url: str) -> str:
+        """The endpoint as the record keeps it: a user and password the owner made secret (the endpoint is joined
+        to the target's URL, so it carries them) as their mask."""
+        if MASK + "@" not in self.shown_target:
+            return url
+        parts = urlsplit(url)
+        return parts._replace(netloc=MASK + "@" + parts.netloc.rsplit("@", 1)[-1]).geturl()
 
     def _shown_endpoint(self) -> str:
         """The endpoint as messages name it: without its query, which holds the session id (`?sessionId=…`) that
@@ -259,7 +272,8 @@ class HttpSseTransport:
         # Its headers and URL as sent, as the Streamable HTTP transport records its own: the HAR and cURL of the
         # exchange are this POST (to the endpoint, not the stream's URL), whose answer comes on the stream.
         self.record(WireEvent(direction="out", raw=body, frame=parse_frame(body), exchange=key,
-                              headers=wire_headers(request.headers), url=str(request.url)))
+                              headers=recorded_headers(request.headers, self.secret_headers),
+                              url=self._recorded_url(str(request.url))))
         try:
             response = await self._client.send(request)
             self.cookies.extract_cookies(response)

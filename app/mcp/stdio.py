@@ -13,7 +13,7 @@ import os
 import re
 import shlex
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from app.mcp import descendants
@@ -21,6 +21,7 @@ from app.mcp.errors import ConnectFailed, ProcessExited, ProtocolViolation, Stre
 from app.mcp.fair import FairShare
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame, parse_line
 from app.mcp.lines import Line, LineSplitter
+from app.mcp.secret import Secret, reveal
 from app.mcp.stderr import STDERR_LINE_KEEP_BYTES, ShownLine, TerminalLines, stderr_text
 from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -134,21 +135,22 @@ class StdioTransport:
 
     def __init__(
         self,
-        argv: list[str],
+        argv: Sequence[str | Secret],
         record: Recorder,
         env: dict[str, str] | None = None,
-        cwd: str | None = None,
+        cwd: str | Secret | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         shutdown_grace_s: float = 2.0,
         max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
         write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S,
         max_stderr_line_bytes: int = STDERR_LINE_KEEP_BYTES,
     ) -> None:
-        self.argv = argv
-        self.target = shlex.join(argv)  # pasteable back into a shell
+        self.argv = [reveal(a) for a in argv]
+        # How the notes name the command: pasteable back into a shell, a secret argument as its mask.
+        self.target = " ".join(str(a) if isinstance(a, Secret) else shlex.quote(a) for a in argv)
         self.record = record
         self._env = env
-        self._cwd = cwd
+        self._cwd = None if cwd is None else reveal(cwd)
         self._max = max_message_bytes
         self._max_stream = max_stream_bytes
         self._muted: list[StdioExchange] = []

@@ -62,6 +62,14 @@ def discard(_event: WireEvent) -> None:
     """A recorder that keeps nothing, for scripts that do not care."""
 
 
+def recorded_headers(headers: httpx.Headers, masks: dict[str, str]) -> list[tuple[str, str]]:
+    """A request's headers as recorded: as sent (`wire_headers`), but a secret header's value as its mask (`masks`:
+    lowercased name → mask, from `secret.header_masks`). The record goes to the event log and to every audience;
+    the value sent stays with the owner's target."""
+    pairs = wire_headers(headers)
+    return [(name, masks.get(name.lower(), value)) for name, value in pairs] if masks else pairs
+
+
 def wire_headers(headers: httpx.Headers) -> list[tuple[str, str]]:
     """HTTP headers as they went on the wire: names in the case they were sent with (`Mcp-Method`, not
     `mcp-method`), in their order, repeats kept. A new list each time: the record keeps it as it is."""

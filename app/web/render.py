@@ -33,6 +33,7 @@ from app.mcp.headers import decode_value
 from app.mcp.jsonrpc import clipped, indented, pretty, without_lone_surrogates
 from app.mcp.lint import RULES as LINT_RULES
 from app.mcp.mrtr import kind_of
+from app.mcp.secret import reveal
 from app.web.answers import form_fields
 from app.web.forms import fields_for
 from app.web.result_shape import result_shaped
@@ -312,7 +313,7 @@ def make_env() -> Environment:
                        form_fields=form_fields, kind_of=kind_of, first_of_each=first_of_each, levels=LOG_LEVELS,
                        mask_headers=mask_headers,
                        needs_live_session=needs_live_session,
-                       mask_url=mask_url, result_shaped=result_shaped)
+                       mask_url=mask_url, result_shaped=result_shaped, secret_value=reveal)
     return env
 
 

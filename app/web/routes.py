@@ -97,7 +97,28 @@ def _target_from_form(form: FormInput, demo_url: str) -> Target:
     if era not in ERAS:
         raise HTTPException(400, f"Unknown era {era!r}: give auto, modern or legacy")
     target.era = era  # checked against ERAS just above
+    target.seal(_chosen_secrets(form, target))
     return target
+
+
+def _chosen_secrets(form: FormInput, target: Target) -> set[str]:
+    """The owner's choice where the form listed a value (`secret_offered`: ticked or not), the default elsewhere (a
+    value typed after the list was last made, or a form sent without the list)."""
+    offered = set(form.get("secret_offered", ()))
+    return {s for s in target.secret or () if s not in offered} | (set(form.get("secret", ())) & offered)
+
+
+@router.post("/connect/secrets")
+async def secret_slots(request: Request, w: Owner) -> Response:
+    """The connect form's list of typed values with whether each is secret, made again as the owner types."""
+    form = FormInput(list((await request.form()).multi_items()))  # type: ignore[arg-type]
+    form_id = "stdio" if form.first("form_id") == "stdio" else "http"
+    try:
+        target = _target_from_form(form, w.manager.settings.demo_url)
+    except HTTPException:  # half typed (a URL without its scheme yet): nothing to list
+        return HTMLResponse(w.render("_secret_slots.html", form_id=form_id, slots=[], chosen=[]))
+    return HTMLResponse(w.render("_secret_slots.html", form_id=form_id, slots=target.slots(),
+                                 chosen=sorted(target.secret or ())))
 
 
 def _target_kind_from_form(form: FormInput, demo_url: str) -> Target:
@@ -106,7 +127,7 @@ def _target_kind_from_form(form: FormInput, demo_url: str) -> Target:
         url = (form.first("url") or "").strip()
         if not url.startswith(("http://", "https://")):
             raise HTTPException(400, "The server URL must start with http:// or https://")
-        return Target(kind="http", url=url, headers=_parse_headers(form.first("headers") or ""))
+        return Target(kind="http", url=url, headers=dict(_parse_headers(form.first("headers") or "")))
     if kind == "stdio":
         try:
             argv = shlex.split(form.first("command") or "")
@@ -114,7 +135,7 @@ def _target_kind_from_form(form: FormInput, demo_url: str) -> Target:
             raise HTTPException(400, f"Could not split the command line: {exc}") from exc
         if not argv:
             raise HTTPException(400, "Give a command to start the server")
-        return Target(kind="stdio", argv=argv, cwd=(form.first("cwd") or None))
+        return Target(kind="stdio", argv=list(argv), cwd=(form.first("cwd") or None))
     if kind == "demo-stdio":
         return Target(kind="stdio", argv=[sys.executable, "-m", "app.demo", "--stdio"], cwd=str(ROOT))
     if kind == "demo-http" and demo_url:

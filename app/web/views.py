@@ -18,7 +18,7 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
     the console refused, and its words about them (for those who may answer: a viewer gets neither)."""
     return {
         "id": s.id,
-        "target": s.target.describe() if reveal else s.target.shown(),
+        "target": s.target.shown(), "secret": sorted(s.target.secret or ()),  # the masks: what the log holds
         "transport": s.target.kind,
         "status": s.status,
         "status_message": s.status_message,

@@ -188,6 +188,18 @@ def test_links_are_saved_replaced_read_per_session_and_by_hash_and_deleted_with_
     assert store.link_by_hash("h1") is None
 
 
+def test_a_sessions_secret_values_are_kept_apart_replaced_and_deleted_with_their_session(store: Store) -> None:
+    assert store.secrets("s1") == {}
+    store.save_secrets("s1", {"header:Authorization": "Bearer t1"})
+    store.save_secrets("s2", {"url": "http://h/mcp?token=q2"})
+    store.save_secrets("s1", {"header:Authorization": "Bearer t2", "cwd": "/srv"})
+    store.save_secrets("s3", {})  # nothing secret: nothing stored
+    assert store.secrets("s1") == {"header:Authorization": "Bearer t2", "cwd": "/srv"}
+    assert store.secrets("s3") == {}
+    store.delete_session("s1")
+    assert store.secrets("s1") == {} and store.secrets("s2") == {"url": "http://h/mcp?token=q2"}
+
+
 def test_the_metadata_row_lists_sessions_newest_first_with_their_entry_counts(store: Store) -> None:
     store.save_session("old", {"target": "a"}, created=1.0, updated=10.0)
     store.save_session("new", {"target": "b"}, created=2.0, updated=20.0)

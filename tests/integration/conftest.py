@@ -261,7 +261,7 @@ class Console:
     def manager(self) -> Any:
         return self.app.state.web.manager
 
-    async def create(self, **form: str) -> str:
+    async def create(self, **form: str | list[str]) -> str:
         response = await self.http.post("/sessions", data=form, headers=JSON)
         assert response.status_code == 200, response.text
         session_id: str = response.json()["id"]
@@ -290,7 +290,7 @@ class Console:
         result: dict[str, Any] = await eventually(check, timeout, f"session {session_id} to settle")
         return result
 
-    async def connect(self, timeout: float = SETTLE_TIMEOUT_S, **form: str) -> dict[str, Any]:
+    async def connect(self, timeout: float = SETTLE_TIMEOUT_S, **form: str | list[str]) -> dict[str, Any]:
         return await self.settled(await self.create(**form), timeout)
 
     async def connected_http(self, url: str, headers: str = "") -> str:

@@ -1,9 +1,10 @@
-"""Link holders see no value the owner typed: header and query values, command arguments, environment, cwd.
+"""Link holders see no secret value of the target: header and query values, command arguments, environment, cwd.
 
 The owner types secrets into the target (an `X-Custom-Auth` header, an `?auth=` query value, `env KEY=…`
-before a command); none of them has a credential-looking *name*, so only masking by what was typed hides
-them. Every way a viewer can look is checked: the page, its JSON twin, entry details, websocket pushes, the
-session file, HAR and cURL. The owner's own view still shows them.
+before a command): credential-shaped names are secret by default, and the owner marks any other value secret
+on the connect form (`secret_offered` / `secret`). Every way a viewer can look is checked: the page, its JSON
+twin, entry details, websocket pushes, the session file, HAR and cURL. The event log records the masks, so the
+owner's page shows them too; the owner's own export with secrets has the values.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 ENV_SECRETS = ("sk-live-abc123", "hunter22")
 HEADER_SECRET = "s3cr3t-value"
 QUERY_SECRET = "qv-secret-1"
+# The connect form's choice: `--key=…` is secret by default, the bare argument after it only when marked.
+MARK_BOTH_ARGUMENTS: dict[str, str | list[str]] = {"secret_offered": ["arg:1", "arg:2"], "secret": ["arg:1", "arg:2"]}
 
 
 def leaks(text: str, secrets: tuple[str, ...]) -> list[str]:
@@ -64,9 +67,10 @@ async def stdio_session(console: Console) -> tuple[str, dict[str, Any]]:
 async def test_a_viewer_of_a_stdio_session_sees_no_environment_value_the_owner_typed(
         console: Console, share_tab: ShareTab, serve: Serve) -> None:
     sid, owner_json = await stdio_session(console)
-    assert leaks(owner_json["target"], ENV_SECRETS) == list(ENV_SECRETS)  # the owner's view is unchanged
+    assert leaks(owner_json["target"], ENV_SECRETS) == []  # the owner sees which values are secret: their masks
+    assert owner_json["secret"] == ["env:MY_TOKEN", "env:OPENAI_KEY"]
     owner_page = await console.http.get(f"/sessions/{sid}")
-    assert leaks(owner_page.text, ENV_SECRETS) == list(ENV_SECRETS)
+    assert leaks(owner_page.text, ENV_SECRETS) == [] and "variable OPENAI_KEY" in owner_page.text
     link = await create_link(console, sid, "viewer")
     tab = await share_tab(console, link)
 
@@ -87,7 +91,7 @@ async def test_a_viewer_of_a_stdio_session_sees_no_environment_value_the_owner_t
     shown = await viewer_fragments(served, sid, f"{LINK_COOKIE}={link_token(link)}", "started pid")
     assert leaks("".join(shown), ENV_SECRETS) == []
     owner_shown = await viewer_fragments(served, sid, served.headers()["Cookie"], "started pid")
-    assert leaks("".join(owner_shown), ENV_SECRETS) == list(ENV_SECRETS)
+    assert leaks("".join(owner_shown), ENV_SECRETS) == []  # the note was made from the masked command
 
 
 async def test_a_viewer_of_an_http_session_sees_no_header_or_query_value_the_owner_typed(
@@ -99,7 +103,8 @@ async def test_a_viewer_of_an_http_session_sees_no_header_or_query_value_the_own
     sid = str(s["id"])
     discover = next(e for e in s["timeline"] if e.get("method") == "server/discover")
     owner_detail = await console.entry(sid, discover["key"])
-    assert leaks(json.dumps(owner_detail) + s["target"], secrets) == list(secrets)
+    assert leaks(json.dumps(owner_detail) + s["target"], secrets) == []  # recorded as the masks
+    assert s["secret"] == ["header:X-Custom-Auth", "query:auth"]
     owner_har = await console.http.get(f"/sessions/{sid}/export.har", params={"secrets": "1"})
     assert leaks(owner_har.text, secrets) == list(secrets)  # the owner's deliberate opt-in still works
     link = await create_link(console, sid, "viewer")
@@ -154,9 +159,11 @@ async def _subscribed(console: Console, sid: str, n: int) -> bool:
 
 async def test_a_failed_start_shows_the_viewer_a_status_message_without_the_typed_command(
         console: Console, share_tab: ShareTab) -> None:
-    sid = await console.create(kind="stdio", command=f"/nonexistent/mcp-server --key={ENV_SECRETS[0]} {ENV_SECRETS[1]}")
+    sid = await console.create(kind="stdio", command=f"/nonexistent/mcp-server --key={ENV_SECRETS[0]} {ENV_SECRETS[1]}",
+                               **MARK_BOTH_ARGUMENTS)
     s = await console.settled(sid)
-    assert s["status"] == "failed" and leaks(s["status_message"], ENV_SECRETS) == list(ENV_SECRETS)
+    assert s["status"] == "failed" and leaks(s["status_message"], ENV_SECRETS) == []
+    assert "/nonexistent/mcp-server --key=•••••• ••••••" in s["status_message"]
     tab = await share_tab(console, await create_link(console, sid, "viewer"))
     data = (await tab.get(f"/sessions/{sid}.json")).json()
     page = await tab.get(f"/sessions/{sid}")
@@ -177,7 +184,8 @@ async def test_presenter_mode_masks_the_owners_own_page(console: Console, hostil
 
 async def test_an_operator_acting_on_a_failed_session_reads_its_error_without_the_typed_command(
         console: Console, share_tab: ShareTab) -> None:
-    sid = await console.create(kind="stdio", command=f"/nonexistent/mcp-server --key={ENV_SECRETS[0]} {ENV_SECRETS[1]}")
+    sid = await console.create(kind="stdio", command=f"/nonexistent/mcp-server --key={ENV_SECRETS[0]} {ENV_SECRETS[1]}",
+                               **MARK_BOTH_ARGUMENTS)
     assert (await console.settled(sid))["status"] == "failed"
     tab = await share_tab(console, await create_link(console, sid, "operator"))
     refused = await tab.post(f"/sessions/{sid}/tools/call", data={"name": "echo"},
@@ -193,7 +201,7 @@ async def test_a_typed_credential_the_target_echoes_with_other_writers_json_esca
     viewer has of the frame (its detail, its body, the session file, the HAR) showed the credential."""
     token, api = "sk/live/AAAABBBBCCCC", "tok&en=ZZZZ-YYYY.XXXX"
     s = await console.connect(kind="http", url=hostile_http("text"),
-                              headers=f"Authorization: Bearer {token}\nX-Api: {api}")
+                              headers=f"Authorization: Bearer {token}\nX-Api-Key: {api}")
     assert s["status"] == "connected", s["status_message"]
     sid = str(s["id"])
     said = await console.call_tool(sid, "echo_escaped", text=f"Bearer {token} and {api}")

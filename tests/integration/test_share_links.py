@@ -333,7 +333,9 @@ async def test_wire_headers_are_masked_for_a_viewer_and_shown_to_the_owner(
         return next(v for k, v in out["headers"] if k.lower() == "authorization")
 
     owner = await console.entry(sid, discover["key"])
-    assert sent_authorization(owner) == f"Bearer {SECRET}"
+    assert sent_authorization(owner) == "Bearer ••••••"  # recorded as its mask, for the owner too
+    curl = await console.http.get(f"/sessions/{sid}/entries/{discover['key']}/curl")
+    assert f"Authorization: Bearer {SECRET}" in curl.text  # the owner's cURL sends what was sent
 
     tab = await share_tab(console, await create_link(console, sid, "viewer"))
     viewer = await tab.get(f"/sessions/{sid}/entries/{discover['key']}.json")
@@ -424,26 +426,27 @@ async def test_what_the_owner_typed_into_a_refused_answer_reaches_no_viewer_nor_
     assert DRAFT in (await console.http.get(f"/sessions/{sid}/export.json?secrets=1")).text  # the owner's own
 
 
-# -- A link holder (or whoever receives an export) reads a short header value the owner typed.
+# -- A link holder (or whoever receives an export) reads a short header value the owner marked secret.
 #
-# Every value the owner typed into the target is a secret whatever its name, but values under four characters are
-# masked only where they stand (replacing every "ab1" in every string would destroy the timeline). A request's
-# own header list is where a typed header stands, too: `X-Tenant: ab1` went out unmasked in the frame's headers
-# of a masked session file, of the HAR and of a viewer's entry (its name is no credential's).
+# A short secret is masked where it stands: a request's own header list records its mask (`X-Tenant: ab1`, marked
+# secret on the connect form though its name is no credential's), in the session file, the HAR and every entry.
 
 SHORT = "zq7"  # three characters: below the substring-masking length, and found nowhere else on a page
 
 
 async def test_a_short_typed_header_value_is_masked_in_the_frames_headers_for_a_viewer_and_in_exports(
         console: Console, demo_url: str, share_tab: Callable[..., Awaitable[httpx.AsyncClient]]) -> None:
-    sid = await console.connected_http(demo_url, headers=f"X-Tenant: {SHORT}")
+    s = await console.connect(kind="http", url=demo_url, headers=f"X-Tenant: {SHORT}",
+                              secret_offered="header:X-Tenant", secret="header:X-Tenant")
+    assert s["status"] == "connected", s["status_message"]
+    sid = str(s["id"])
     discover = next(e for e in (await console.session(sid))["timeline"] if e.get("method") == "server/discover")
 
     def sent(detail: dict[str, Any]) -> str:
         [out] = [w for w in detail["wire"] if w["direction"] == "out"]
         return str(next(v for k, v in out["headers"] if k.lower() == "x-tenant"))
 
-    assert sent(await console.entry(sid, discover["key"])) == SHORT  # the owner sees what went out
+    assert sent(await console.entry(sid, discover["key"])) == "••••••"  # recorded as its mask
     for path in (f"/sessions/{sid}/export.json", f"/sessions/{sid}/export.har"):
         text = (await console.http.get(path)).text
         assert f'"{SHORT}"' not in text, path
@@ -483,7 +486,7 @@ async def _matches(client: httpx.AsyncClient, sid: str, q: str) -> int:
 async def test_a_viewer_cannot_learn_a_typed_secret_by_counting_filter_matches(
         console: Console, share_tab: ShareTab) -> None:
     sid = await _stdio_session(console)
-    assert await _matches(console.http, sid, FILTER_SECRET[:9]) >= 1  # the owner's filter still finds it
+    assert await _matches(console.http, sid, FILTER_SECRET[:9]) == 0  # the log holds its mask, for everyone
     tab = await share_tab(console, await create_link(console, sid, "viewer"))
     assert await _matches(tab, sid, "started pid") >= 1  # the viewer's filter works on what it may see
     for guess in (FILTER_SECRET[:9], FILTER_SECRET.lower(), "openai_key=sk"):

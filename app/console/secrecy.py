@@ -1,0 +1,118 @@
+"""Which values the owner typed into a target are secret: credential-shaped ones by default, any the owner marks.
+
+Each value the owner typed has a slot, named as the connect form and the target display name it:
+- `userinfo`: a URL's user and password (secret by default);
+- `query:<name>`: a URL's query parameter (secret when its name is credential-shaped);
+- `header:<Name>`: a header's value (Authorization, Proxy-Authorization, Cookie and credential-shaped names);
+- `env:<NAME>`: a `NAME=value` assignment before the program (credential-shaped names);
+- `arg:<i>`: argument i of the command line (`--token=…`, or the value after a bare `--password`);
+- `cwd`: the working directory (never by default).
+The owner can mark any slot secret, or a default one not; the set is recorded with the target.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+from app.mcp.secret import MASK
+
+# A name is credential-shaped when it is one of these or contains one of the words.
+CREDENTIAL_NAMES = frozenset({"authorization", "proxy-authorization", "cookie"})
+CREDENTIAL_WORDS = ("token", "key", "secret", "password", "passwd", "credential", "session", "auth")
+
+
+def credential_name(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in CREDENTIAL_NAMES or any(word in lowered for word in CREDENTIAL_WORDS)
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    id: str
+    label: str  # how the connect form and the target display name it
+    default: bool  # secret unless the owner says otherwise
+
+
+def mask_header(name: str, value: str) -> str:
+    """A secret header's display: the scheme of an Authorization kept ("Bearer ••••••" still explains itself)."""
+    if name.lower() in ("authorization", "proxy-authorization") and " " in value.strip():
+        return value.strip().split(" ", 1)[0] + " " + MASK
+    return MASK
+
+
+def url_slots(url: str) -> list[Slot]:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found: list[Slot] = []
+    if "@" in parts.netloc:
+        found.append(Slot("userinfo", "the URL's user and password", True))
+    seen: set[str] = set()
+    for name, _value in parse_qsl(parts.query, keep_blank_values=True):
+        if name not in seen:
+            seen.add(name)
+            found.append(Slot(f"query:{name}", f"query parameter {name}", credential_name(name)))
+    return found
+
+
+def masked_url(url: str, secret: frozenset[str]) -> str:
+    """The URL with the secret slots' values masked; every other part as typed."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return MASK
+    netloc = parts.netloc
+    if "@" in netloc and "userinfo" in secret:
+        netloc = MASK + "@" + netloc.rsplit("@", 1)[1]
+    query = parts.query
+    if query and any(s.startswith("query:") for s in secret):
+        pieces = []
+        for piece in query.split("&"):
+            raw_name, sep, _value = piece.partition("=")
+            name = next((n for n, _ in parse_qsl(raw_name + "=x", keep_blank_values=True)), raw_name)
+            pieces.append(f"{raw_name}={MASK}" if sep and f"query:{name}" in secret else piece)
+        query = "&".join(pieces)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _is_assignment(arg: str) -> bool:
+    name, sep, _ = arg.partition("=")
+    return bool(sep) and name.replace("_", "a").isalnum() and not name[:1].isdigit()
+
+
+def command_parts(argv: list[str]) -> tuple[int, int, int]:
+    """Where a command line's parts start: (first assignment, program, first argument).
+
+    `env A=1 B=2 python -m x`: the launcher `env`, the assignments, the program, its arguments. The program and the
+    names explain the command; the values after them are the owner's input."""
+    i = 1 if argv and os.path.basename(argv[0]) == "env" else 0
+    first_assignment = i
+    while i < len(argv) and _is_assignment(argv[i]):
+        i += 1
+    return first_assignment, i, i + 1
+
+
+def argv_slots(argv: list[str]) -> list[Slot]:
+    first_assignment, program, first_arg = command_parts(argv)
+    found = [Slot(f"env:{argv[i].partition('=')[0]}", f"variable {argv[i].partition('=')[0]}",
+                  credential_name(argv[i].partition("=")[0])) for i in range(first_assignment, program)]
+    flag_before = False  # the argument before was a bare credential-shaped flag: `--password hunter2`
+    for i in range(first_arg, len(argv)):
+        arg = argv[i]
+        name, sep, _ = arg.partition("=")
+        flag = arg.startswith("-") and len(arg) > 1
+        if flag and not sep:  # a bare flag is the program's vocabulary, not the owner's data
+            flag_before = credential_name(arg)
+            continue
+        default = (sep != "" and (flag or _is_assignment(arg)) and credential_name(name)) or flag_before
+        flag_before = False
+        found.append(Slot(f"arg:{i}", f"argument {i}: {name}=…" if sep and flag else f"argument {i}", default))
+    return found
+
+
+def masked_arg(arg: str) -> str:
+    name, sep, _ = arg.partition("=")
+    return f"{name}={MASK}" if sep and (arg.startswith("-") or _is_assignment(arg)) else MASK

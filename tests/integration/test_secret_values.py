@@ -1,0 +1,108 @@
+"""Secrets are values: what is secret is explicit, the log records masks, and the values live in one owner-only place.
+
+A target's credential-shaped values are secret by default and the owner marks more or fewer on the connect form;
+a value that is not secret (`?tenant=json`) is shown as typed to everyone, so it can no longer break a link
+holder's page. The secret values go to the store's `secrets` table only: no event, index row or session row holds
+them, and the owner's reconnect after a restart sends them again.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+from collections.abc import Awaitable, Callable
+
+import httpx
+
+from tests.hostile.fixtures import HostileUrl
+from tests.hostile.tools_copy import SHELL_NAME
+from tests.integration.conftest import JSON, Console, ConsoleRestarts, create_link
+
+ShareTab = Callable[..., Awaitable[httpx.AsyncClient]]
+
+HEADER = "hv-7f3a9c-secret"
+QUERY = "qv-5d1e8b-secret"
+
+
+def _arrived_headers(result: dict[str, object]) -> list[str]:
+    """The header lines that reached the target, as the hostile `copy` server's shell tool says them back."""
+    said = json.loads(result["content"][0]["text"])  # type: ignore[index]
+    return [h for h in base64.b64decode(said["head"]).decode("latin-1").split("\r\n")[1:] if h]
+
+
+async def _sent_headers(console: Console, sid: str) -> list[str]:
+    reply = await console.http.post(f"/sessions/{sid}/tools/call", headers=JSON,
+                                    data={"tool": SHELL_NAME, "mode": "json", "json": "{}"})
+    assert reply.status_code == 200 and reply.json()["ok"], reply.text
+    return _arrived_headers(reply.json()["result"])
+
+
+def _tables(path: str) -> dict[str, str]:
+    with sqlite3.connect(path) as conn:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {name: repr(conn.execute(f'SELECT * FROM "{name}"').fetchall()) for name in names}
+
+
+async def test_secret_values_are_stored_only_in_the_owner_only_table_and_sent_again_after_a_restart(
+        restarts: ConsoleRestarts, hostile_http: Callable[..., HostileUrl]) -> None:
+    console = restarts.first()
+    s = await console.connect(kind="http", url=hostile_http("copy") + f"?api_key={QUERY}&tenant=json",
+                              headers=f"Authorization: Bearer {HEADER}\nX-Tenant: acme")
+    assert s["status"] == "connected", s["status_message"]
+    sid = str(s["id"])
+    assert s["secret"] == ["header:Authorization", "query:api_key"]
+    assert s["target"].endswith("?api_key=••••••&tenant=json · Authorization: Bearer •••••• · X-Tenant: acme")
+    assert f"Authorization: Bearer {HEADER}" in await _sent_headers(console, sid)  # the wire has the value
+
+    console.manager.store.flush()
+    for table, rows in _tables(console.settings.db_path).items():
+        found = [v for v in (HEADER, QUERY) if v in rows]
+        assert found == ([HEADER, QUERY] if table == "secrets" else []), table
+
+    again = await restarts.restart(console)
+    await again.http.post(f"/sessions/{sid}/reconnect")
+    s = await again.settled(sid)
+    assert s["status"] == "connected", s["status_message"]
+    assert f"Authorization: Bearer {HEADER}" in await _sent_headers(again, sid)
+    again.manager.store.flush()
+    assert all(HEADER not in rows for table, rows in _tables(again.settings.db_path).items() if table != "secrets")
+
+
+async def test_the_owner_marks_a_value_secret_or_a_credential_shaped_one_not_on_the_connect_form(
+        console: Console, demo_url: str) -> None:
+    preview = await console.http.post("/connect/secrets", data={
+        "form_id": "http", "kind": "http", "url": f"{demo_url}?token=t1&tenant=acme", "headers": "X-Team: blue"})
+    assert preview.status_code == 200
+    assert 'value="query:token" checked' in preview.text and 'value="query:tenant">' in preview.text
+    assert 'value="header:X-Team">' in preview.text and "credential-shaped" in preview.text
+
+    s = await console.connect(kind="http", url=f"{demo_url}?token=t1&tenant=acme", headers="X-Team: blue",
+                              secret_offered=["query:token", "query:tenant", "header:X-Team"],
+                              secret=["query:tenant", "header:X-Team"])
+    assert s["status"] == "connected", s["status_message"]
+    assert s["secret"] == ["header:X-Team", "query:tenant"]
+    assert "?token=t1&tenant=••••••" in s["target"] and "X-Team: ••••••" in s["target"]
+
+
+async def test_a_link_holders_page_works_when_an_ordinary_query_value_spells_the_pages_own_words(
+        console: Console, demo_url: str, share_tab: ShareTab) -> None:
+    """`?tenant=json&x=sessions&y=stylesheet`: typed values that are not secret are not masked, so the viewer's
+    JSON twin (`application/json`), websocket path (`/sessions/…`) and CSS (`stylesheet`) stay whole."""
+    s = await console.connect(kind="http", url=f"{demo_url}?tenant=json&x=sessions&y=stylesheet",
+                              headers=f"Authorization: Bearer {HEADER}")
+    assert s["status"] == "connected", s["status_message"]
+    sid = str(s["id"])
+    tab = await share_tab(console, await create_link(console, sid, "viewer"))
+    page = await tab.get(f"/sessions/{sid}")
+    assert page.status_code == 200 and HEADER not in page.text
+    assert f'ws-connect="/sessions/{sid}/ws"' in page.text and '<link rel="stylesheet" href="/static/console.css">' \
+        in page.text
+    twin = await tab.get(f"/sessions/{sid}.json")
+    assert twin.status_code == 200 and twin.headers["content-type"] == "application/json"
+    assert "••••••" not in page.text.replace("Bearer ••••••", "")  # the only mask is the credential's
+    exported = await tab.get(f"/sessions/{sid}/export.json")
+    assert exported.status_code == 200 and HEADER not in exported.text
+    imported = await console.http.post("/sessions/import", headers=JSON,
+                                       files={"file": ("s.json", exported.content, "application/json")})
+    assert imported.status_code == 200, imported.text
