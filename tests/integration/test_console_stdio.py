@@ -87,7 +87,7 @@ async def test_demo_stdio_session_connects_lists_tools_and_echoes(console: Conso
 async def test_stdio_command_session_connects_lists_tools_and_echoes(console: Console) -> None:
     command = shlex.join([sys.executable, "-m", "app.demo", "--stdio"])
     s = await _connect_list_and_echo(console, {"kind": "stdio", "command": command, "cwd": str(REPO_ROOT)})
-    assert s["target"] == f"{sys.executable} -m app.demo --stdio"
+    assert s["target"] == f"{sys.executable} -m app.demo --stdio (in {REPO_ROOT})"  # nothing secret: all shown
 
 
 async def test_deleting_a_stdio_session_stops_its_process(console: Console) -> None:
