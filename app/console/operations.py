@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from app.console.live_records import FinalReply, OperationRecord
 from app.console.outputs import validate_structured
 from app.mcp.client import reply_json
 from app.mcp.operation import AskInput, Command, Ended, OperationMachine, Round, SendRound
+from app.mcp.secret import MASK
 
 if TYPE_CHECKING:
     from app.console.runner import RequestRunner
@@ -159,6 +161,11 @@ class OperationDriver:
         original params, the last round's requestState and the answers, which the revision keeps nowhere else."""
         record = self.timeline.state.operations.get(op_id)
         if record is None or record.status != "awaiting_input":
+            return None
+        if self.timeline.scrubber is not None and MASK in json.dumps(
+                [record.params, record.rounds, record.answer_values], default=str):
+            # The record holds a secret value as its mask (app/console/scrub.py): a retry made from it would send
+            # the mask, not what the server gave. Never corrupt what is sent: it is not taken up again.
             return None
         op = Operation(record.id, record.method, dict(record.params), max_rounds=self.runner.mrtr_max_rounds,
                        replay_of=record.replay_of, log_level=record.log_level)

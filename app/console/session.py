@@ -40,6 +40,7 @@ from app.console.events import (
 from app.console.listen import Listeners
 from app.console.live import NotificationBudget, ProgressCoalescer, StderrBatcher, log_data
 from app.console.operations import OperationDriver
+from app.console.scrub import scrubber_for
 from app.console.secrets import Redactor
 from app.console.server_requests import ServerRequests
 from app.console.state import DEFAULT_CAPABILITIES, SessionState, cancelled_by
@@ -145,6 +146,7 @@ class ConsoleSession:
         self.owner_gone = False
         if new:  # a restored or imported session gets its creation from its stored events instead
             store.save_secrets(session_id, self._secrets)
+            self.timeline.scrubber = scrubber_for(target)
             self.timeline.append(SessionCreated(target=target.to_dict(), capabilities=DEFAULT_CAPABILITIES,
                                                 roots=self.state.roots, read_only=read_only))
 
@@ -389,6 +391,7 @@ class ConsoleSession:
         self.timeline.fold_through(last_seq)
         if not self.state.target:  # a version-1 log: it never recorded the session's creation
             self._restore_v1(meta)
+        self.timeline.scrubber = scrubber_for(self.target)  # what it records from now on (see app/console/scrub.py)
         if imported:  # read-only: its log stays exactly the file's; the view is folded, not stored
             self.timeline.fold(TimelineEvent(self.id, self.state.seq, Restored(note=note, imported=True)))
         else:

@@ -48,6 +48,10 @@ CREATE TABLE IF NOT EXISTS links (
 -- The owner-only place: the secret values of a session's target (app/console/target.py), by slot. Never read
 -- into an event, a page for a link holder, the hub or an export without the owner's asking.
 CREATE TABLE IF NOT EXISTS secrets (session_id TEXT PRIMARY KEY, data TEXT NOT NULL);
+-- ... and the exact data of an event in which a secret value was masked when recorded (app/console/scrub.py).
+CREATE TABLE IF NOT EXISTS exact_events (
+  session_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq)
+);
 """
 
 
@@ -99,6 +103,9 @@ class Store(Protocol):
     # The secret values of a session's target, in the owner-only place; {} when it has none.
     def save_secrets(self, session_id: str, values: dict[str, str]) -> None: ...
     def secrets(self, session_id: str) -> dict[str, str]: ...
+    # The exact data (JSON text) of an event recorded with secret values masked, for the owner's eyes only.
+    def save_exact(self, session_id: str, seq: int, data: str) -> None: ...
+    def exact(self, session_id: str, seqs: list[int]) -> dict[int, str]: ...
     def links(self, session_id: str | None = None) -> list[dict[str, Any]]: ...
     def link_by_hash(self, token_hash: str) -> dict[str, Any] | None: ...
     def flush(self) -> None: ...
@@ -250,6 +257,19 @@ class SqliteStore:
         with self._read_lock:
             row = self._read.execute("SELECT data FROM secrets WHERE session_id=?", (session_id,)).fetchone()
         return secret_values(row[0] if row is not None else None)
+
+    def save_exact(self, session_id: str, seq: int, data: str) -> None:
+        self._queue.put(("exact", (session_id, seq, data)))
+
+    def exact(self, session_id: str, seqs: list[int]) -> dict[int, str]:
+        if not seqs:
+            return {}
+        self.flush()
+        marks = ",".join("?" * len(seqs))
+        with self._read_lock:
+            rows = self._read.execute(f"SELECT seq, data FROM exact_events WHERE session_id=? AND seq IN ({marks})",
+                                      [session_id, *seqs]).fetchall()
+        return {int(seq): data for seq, data in rows}
 
     def flush(self) -> None:
         if not self._writer.is_alive():  # closed: nothing is queued, and no one would answer (30 s for nothing)
@@ -512,9 +532,12 @@ def _write_batch(conn: sqlite3.Connection, index: entry_index_writer.IndexWriter
             conn.execute("INSERT OR REPLACE INTO links VALUES (?,?,?,?)", arg)
         elif op == "secrets":
             conn.execute("INSERT OR REPLACE INTO secrets VALUES (?,?)", arg)
+        elif op == "exact":
+            conn.execute("INSERT OR REPLACE INTO exact_events VALUES (?,?,?)", arg)
         elif op == "delete":
             conn.execute("DELETE FROM links WHERE session_id=?", (arg,))
             conn.execute("DELETE FROM secrets WHERE session_id=?", (arg,))
+            conn.execute("DELETE FROM exact_events WHERE session_id=?", (arg,))
             conn.execute("DELETE FROM events WHERE session_id=?", (arg,))
             conn.execute("DELETE FROM entry_index WHERE session_id=?", (arg,))
             index.forget(arg)

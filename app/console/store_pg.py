@@ -91,6 +91,8 @@ CREATE TABLE deployment (id INTEGER PRIMARY KEY CHECK (id = 1), team BOOLEAN NOT
     # The owner-only place for the secret values of a session's target (see store.py's schema).
     (4, """
 CREATE TABLE secrets (session_id TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE exact_events (session_id TEXT NOT NULL, seq BIGINT NOT NULL, data TEXT NOT NULL,
+                           PRIMARY KEY (session_id, seq));
 """),
 ]
 
@@ -107,6 +109,8 @@ _UPSERT = {
                "ON CONFLICT (id) DO UPDATE SET meta=EXCLUDED.meta, created=EXCLUDED.created, updated=EXCLUDED.updated",
     "secrets": "INSERT INTO secrets (session_id, data) VALUES (%s,%s) "
                "ON CONFLICT (session_id) DO UPDATE SET data=EXCLUDED.data",
+    "exact": "INSERT INTO exact_events (session_id, seq, data) VALUES (%s,%s,%s) "
+             "ON CONFLICT (session_id, seq) DO UPDATE SET data=EXCLUDED.data",
     "link": "INSERT INTO links (id, session_id, token_hash, data) VALUES (%s,%s,%s,%s) "
             "ON CONFLICT (id) DO UPDATE SET session_id=EXCLUDED.session_id, token_hash=EXCLUDED.token_hash, "
             "data=EXCLUDED.data",
@@ -224,6 +228,16 @@ class PostgresStore:
         rows = self._rows("SELECT data FROM secrets WHERE session_id=%s", (session_id,))
         return secret_values(rows[0][0] if rows else None)
 
+    def save_exact(self, session_id: str, seq: int, data: str) -> None:
+        self._queue.put(("exact", (session_id, seq, data)))
+
+    def exact(self, session_id: str, seqs: list[int]) -> dict[int, str]:
+        if not seqs:
+            return {}
+        rows = self._rows("SELECT seq, data FROM exact_events WHERE session_id=%s AND seq = ANY(%s)",
+                          (session_id, list(seqs)))
+        return {int(seq): data for seq, data in rows}
+
     def flush(self) -> None:
         if not self._writer.is_alive():  # closed: nothing is queued, and no one would answer (30 s for nothing)
             return
@@ -298,6 +312,7 @@ class PostgresStore:
                 for session_id in args:
                     cur.execute("DELETE FROM links WHERE session_id=%s", (session_id,))
                     cur.execute("DELETE FROM secrets WHERE session_id=%s", (session_id,))
+                    cur.execute("DELETE FROM exact_events WHERE session_id=%s", (session_id,))
                     cur.execute("DELETE FROM events WHERE session_id=%s", (session_id,))
                     cur.execute("DELETE FROM entry_index WHERE session_id=%s", (session_id,))
                     self._index.forget(session_id)

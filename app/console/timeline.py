@@ -15,14 +15,17 @@ read of the store made here (`stored`) hands the pending frames over first, so n
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import heapq
+import json
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from app.console.entry_index import EntryHit, EntryQuery
-from app.console.events import EXCHANGE_KINDS, Event, Notice, TimelineEvent, Wire
+from app.console.events import EXCHANGE_KINDS, Event, Notice, TimelineEvent, Wire, load
 from app.console.live_events import OP_KINDS
+from app.console.scrub import Scrubber
 from app.console.state import SessionState, apply
 from app.console.store import Store
 
@@ -47,6 +50,9 @@ class Timeline:
         self._batch_over: bool | None = None  # past the store quota, as found at this batch's first frame
         self.frame_batches = 0  # store writes of frames (tests count them)
         self._ended = False  # the session was deleted: nothing more is recorded (see end)
+        # The target's secret values, masked in every event as it is recorded (app/console/scrub.py); None when the
+        # target has none, and then recording costs nothing more.
+        self.scrubber: Scrubber | None = None
 
     # The window lives in the state; these read it.
     @property
@@ -95,10 +101,32 @@ class Timeline:
         if self._pending:
             self.flush()  # the frames before this event reach the store before it
         event = TimelineEvent(self.session_id, self.state.seq + 1, record)
+        if self.scrubber is not None:
+            event = self._scrubbed(event)
         self._store.append(event)
         apply(self.state, event)
         self._publish(event)
         return event
+
+    def _scrubbed(self, event: TimelineEvent) -> TimelineEvent:
+        """The event with the target's secret values masked; its exact data kept in the store's owner-only place."""
+        scrubber = self.scrubber
+        assert scrubber is not None
+        record = event.record
+        if type(record) is Wire:
+            shown = _scrubbed_frame(scrubber, record)
+            if shown is record:
+                return event
+            masked = TimelineEvent(event.session_id, event.seq, shown, event.at)
+        else:
+            if not scrubber.may_hold(event.data_json):
+                return event
+            data = scrubber.value(event.data)
+            if data is event.data:
+                return event
+            masked = TimelineEvent(event.session_id, event.seq, load(event.kind, data), event.at)
+        self._store.save_exact(event.session_id, event.seq, event.data_json)
+        return masked
 
     def add_frame(self, record: Wire) -> TimelineEvent | None:
         """Record one frame: numbered now, stored with the frames of its batch; nothing to fold or publish
@@ -115,6 +143,8 @@ class Timeline:
         if over:
             return None
         event = TimelineEvent(self.session_id, self.state.seq + 1, record)
+        if self.scrubber is not None:
+            event = self._scrubbed(event)
         apply(self.state, event)  # a frame folds to nothing but its number (the state's seq)
         self._pend(event)
         if len(self._pending) >= FRAME_BATCH:
@@ -246,6 +276,19 @@ class Timeline:
             out.append(data | {"seq": e.seq})
         return out
 
+    def exact_wire(self, key: str) -> list[dict[str, Any]]:
+        """`wire` for the owner: a frame recorded with a secret value masked comes back exact, from the store's
+        owner-only place, marked `masked_in_log` (what link holders, exports and the log have is the masked one)."""
+        frames = self.wire(key)
+        exact = self.stored().exact(self.session_id, [f["seq"] for f in frames]) if self.scrubber is not None else {}
+        for i, frame in enumerate(frames):
+            text = exact.get(frame["seq"])
+            if text is not None:
+                data = json.loads(text)
+                data["kind"] = data.pop("frame_kind", None)
+                frames[i] = data | {"seq": frame["seq"], "masked_in_log": True}
+        return frames
+
     def older(self, before_seq: int, limit: int) -> list[dict[str, Any]]:
         """Entries that started before `before_seq`, newest first, rebuilt from the store.
 
@@ -325,3 +368,17 @@ ENTRY_EVENT_KINDS = (*EXCHANGE_KINDS, *OP_KINDS, "cancel_requested", "deadline_e
 ENTRY_BEGINNINGS = ("exchange_started", "notice", "op_started", "op_snapshot")
 # What ends everything in flight at once: an entry folded again takes them too.
 SESSION_ENDS = ("restored", "taken_over")
+
+
+def _scrubbed_frame(scrubber: Scrubber, record: Wire) -> Wire:
+    """A frame with the secrets masked in its raw text (decoded when it holds an escape), note, URL and headers; the
+    same record when it holds none."""
+    raw, note, url = record.raw, record.note, record.url
+    shown_raw = scrubber.raw_frame(raw) if raw else raw
+    shown_note = scrubber.text(note) if note else note
+    shown_url = scrubber.text(url) if url else url
+    headers = record.headers
+    shown_headers = scrubber.value(headers) if headers else headers
+    if shown_raw is raw and shown_note is note and shown_url is url and shown_headers is headers:
+        return record
+    return dataclasses.replace(record, raw=shown_raw, note=shown_note, url=shown_url, headers=shown_headers)

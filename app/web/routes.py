@@ -208,10 +208,10 @@ async def entry(request: Request, session_id: str, name: str, w: Viewer) -> Resp
     key, as_json = split_json(name)
     s = session_or_404(w, session_id)
     found = await asyncio.to_thread(s.timeline.entry, key)  # may read the store: keep the loop free
-    wire = await asyncio.to_thread(s.timeline.wire, key)
+    me = principal(request)
+    wire = await asyncio.to_thread(s.timeline.exact_wire if me.sees_secrets else s.timeline.wire, key)
     if found is None and not wire:
         raise HTTPException(404, f"No entry {key!r}")
-    me = principal(request)
     wire = _shown_wire(request, me.sees_secrets, wire)
     data = {"entry": found, "wire": wire}
     return respond(request, as_json, data,
@@ -227,7 +227,8 @@ async def entry_body(request: Request, session_id: str, key: str, w: Viewer) -> 
     if found is None:
         raise HTTPException(404, f"No entry {key!r}")
     me = principal(request)
-    wire = [] if found.get("kind") == "operation" else await asyncio.to_thread(s.timeline.wire, key)
+    wire = [] if found.get("kind") == "operation" else \
+        await asyncio.to_thread(s.timeline.exact_wire if me.sees_secrets else s.timeline.wire, key)
     wire = _shown_wire(request, me.sees_secrets, wire)
     page = w.render("_entry_body.html", s=s, key=key, me=me, entry=found, wire=wire)
     mask = redactor(request)

@@ -172,6 +172,7 @@ def test_a_database_at_version_1_gets_the_entry_index_of_its_stored_events_on_op
         conn.execute("DROP TABLE entry_index")
         conn.execute("DROP TABLE deployment")  # (version 3)
         conn.execute("DROP TABLE secrets")  # (version 4)
+        conn.execute("DROP TABLE exact_events")
         conn.execute("DELETE FROM schema_migrations WHERE version > 1")
     store = PostgresStore(pg_database)
     try:

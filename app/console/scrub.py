@@ -1,0 +1,149 @@
+"""Server data masked once, when recorded, on decoded values: no secret of the target reaches the event log.
+
+A target's secret values (app/console/target.py) go to the wire; a server may say them back (an echo tool, an
+error quoting the request, a log line). The timeline records what comes in through a `Scrubber`: every string of an
+event's data is searched for each secret value as it is, percent-encoded (as the console writes it into a URL) and,
+for a URL's user and password, as the Basic credential httpx sends; each occurrence becomes the mask. A frame's raw
+text is decoded first when it holds an escape (`sk\\/live` is `sk/live`), so no escaped spelling has to be searched:
+its masked copy is the decoded frame written again. The exact data of an event that was masked goes to the store's
+owner-only place (`Store.save_exact`), so the owner can still see the bytes the server sent.
+
+Escaping for HTML or JSON happens after this, when an event is shown: nothing downstream searches for secrets.
+What a server can still do to leak a secret it was given: hash it, encrypt it, or re-encode it in a way the console
+does not decode (base64 of a header value, hex, reversed, split across two messages, cut by the server itself).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
+
+from app.console.secrecy import command_parts
+from app.mcp.secret import MASK, Secret, reveal
+
+if TYPE_CHECKING:
+    from app.console.target import Target
+
+# Shorter secrets are masked where they stand (the target display, a request's own headers) but not searched for in
+# text: every "on" or "42" of every result would go.
+MIN_SEARCHED = 3
+CUT_MARK = "\u2026"  # how the console marks a text it shortened (a head of a secret may be left before it)
+TOO_DEEP = "(nested too deep to check for secret values: not recorded)"
+
+
+def secret_pieces(url: Any, headers: dict[str, Any], argv: list[Any], cwd: Any, secret: Iterable[str]) -> list[str]:
+    """Every secret value of a target as a server may echo it: whole, a header's credential without its scheme, a
+    secret query value, a URL's user and password and their Basic credential, an argument's value after `=`."""
+    chosen = frozenset(secret)
+    values: list[str] = []
+    for value in headers.values():
+        if isinstance(value, Secret):
+            values.append(value.reveal())
+            scheme, _, credential = value.reveal().strip().partition(" ")
+            if credential and scheme.isalpha():
+                values.append(credential.strip())
+    if isinstance(url, Secret):
+        try:
+            parts = urlsplit(url.reveal())
+        except ValueError:
+            parts = None
+        if parts is not None:
+            values += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if f"query:{k}" in chosen]
+            if "@" in parts.netloc and "userinfo" in chosen:
+                userinfo = parts.netloc.rsplit("@", 1)[0]
+                user, _, password = userinfo.partition(":")
+                plain = f"{unquote(user)}:{unquote(password)}"
+                values += [userinfo, unquote(password), plain,
+                           base64.b64encode(plain.encode("utf-8", "surrogatepass")).decode("ascii")]
+    first_assignment, program, _ = command_parts([reveal(a) for a in argv])
+    for i, arg in enumerate(argv):
+        if isinstance(arg, Secret):
+            name, sep, value = arg.reveal().partition("=")
+            values.append(value if sep and (name.startswith("-") or first_assignment <= i < program) else arg.reveal())
+    if isinstance(cwd, Secret):
+        values.append(cwd.reveal())
+    return [v for v in values if v]
+
+
+class Scrubber:
+    """Masks a target's secret values in decoded data; built once per target (see ConsoleSession.scrubber)."""
+
+    def __init__(self, pieces: Iterable[str]) -> None:
+        needles = set()
+        for piece in pieces:
+            if len(piece) >= MIN_SEARCHED:
+                needles |= {piece, quote(piece, safe=""), quote_plus(piece)}
+        # Longest first: a value that contains another goes whole, not leaving its tail behind.
+        self.needles = sorted(needles, key=len, reverse=True)
+        # Each needle as json.dumps spells it inside JSON text: a quick test of an event's JSON before walking it.
+        self._in_json = [json.dumps(n)[1:-1] for n in self.needles]
+
+    def __bool__(self) -> bool:
+        return bool(self.needles)
+
+    def text(self, value: str) -> str:
+        for needle in self.needles:
+            if needle in value:
+                value = value.replace(needle, MASK)
+        if CUT_MARK in value:
+            value = self._cut_heads(value)
+        return value
+
+    def _cut_heads(self, value: str) -> str:
+        """A secret's head right before the mark of a cut the console made ("…sk-live-ab…"): masked, since no whole
+        value is left there to find."""
+        for needle in self.needles:
+            for size in range(len(needle) - 1, MIN_SEARCHED - 1, -1):
+                head = needle[:size] + CUT_MARK
+                if head in value:
+                    value = value.replace(head, MASK + CUT_MARK)
+        return value
+
+    def may_hold(self, json_text: str) -> bool:
+        """False when JSON text written by json.dumps (ASCII) holds no secret in any string: nothing to walk."""
+        return any(n in json_text for n in self._in_json) or (CUT_MARK in json_text or "\\u2026" in json_text)
+
+    def value(self, data: Any) -> Any:
+        """Any JSON-like value with every string (keys too) masked; the same object when nothing changed."""
+        try:
+            return self._walk(data)
+        except RecursionError:  # nested past Python's stack: not shown, rather than checked in part
+            return TOO_DEEP
+
+    def _walk(self, data: Any) -> Any:
+        if isinstance(data, str):
+            return self.text(data)  # the same object when nothing was masked
+        if isinstance(data, dict):
+            out, changed = {}, False
+            for key, item in data.items():
+                shown_key = self.text(key) if isinstance(key, str) else key
+                shown = self._walk(item)
+                changed = changed or shown_key is not key or shown is not item
+                out[shown_key] = shown
+            return out if changed else data
+        if isinstance(data, list | tuple):
+            items = [self._walk(item) for item in data]
+            return items if any(a is not b for a, b in zip(data, items, strict=True)) else data
+        return data
+
+    def raw_frame(self, raw: str) -> str:
+        """A frame's raw text as a link holder may see it: when it holds an escape, decoded, masked and written
+        again (only if a secret was found); else masked as text."""
+        if "\\" in raw:
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                return self.text(raw)
+            masked = self.value(parsed)
+            if masked is not parsed:
+                return json.dumps(masked, ensure_ascii=False, separators=(",", ":"))
+        return self.text(raw)
+
+
+def scrubber_for(target: Target) -> Scrubber | None:
+    """The scrubber of a target's secret values; None when it has none worth searching for."""
+    scrubber = Scrubber(secret_pieces(target.url, target.headers, target.argv, target.cwd, target.secret or ()))
+    return scrubber if scrubber else None
