@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any
 
-from app.console import gc_scope
+from app.console import gc_scope, secret_migration
 from app.console.cluster import FAILURES as DIRECTORY_FAILURES
 from app.console.cluster import Cluster
 from app.console.events import RECORDS, LinkCreated, LinkRevoked, TimelineEvent
@@ -18,6 +18,7 @@ from app.console.import_fold import WindowTracker, fold_window, window_events
 from app.console.links import ShareLink
 from app.console.ownership import Ownership
 from app.console.replica import Replicas
+from app.console.scrub import scrubbed_rows, scrubber_for
 from app.console.session import ConsoleSession, new_session_id
 from app.console.sharing import LinkRegistry
 from app.console.store import ImportRow, Store, iter_events, open_store
@@ -123,6 +124,8 @@ class SessionManager:
 
     def restore(self) -> int:
         """Bring back every stored session, disconnected, with its recent timeline."""
+        for row in self.store.list_sessions():  # logs from before explicit secrets: masked once, in place
+            secret_migration.carry_out(self.store, row["id"])
         if self.ownership is not None:  # in a team they may be live elsewhere: replicas, claimed on an action
             return self.replicas.load_all()
         for orphan in self.store.orphans():  # events of no session (a store written before imports marked theirs)
@@ -164,7 +167,15 @@ class SessionManager:
         what the state needs is read back and folded (app/console/import_fold.py). An import holds at most
         two chunks of a file's events at once (`SessionFileReader.chunks` gives them).
         """
+        # An owner's file with its secret values: masked as they are stored (the import keeps none of them).
         target = target_from(meta.get("target"))
+        scrubber = scrubber_for(target)
+        note = "Imported from a session file: read-only."
+        if meta.get("secrets_included"):
+            note += " The file held the target's secret values; they were masked on import and not kept."
+        meta = {k: v for k, v in meta.items() if k != "secrets_included"} | {"target": target.to_dict()}
+        if scrubber is not None:
+            chunks = (scrubbed_rows(scrubber, rows) for rows in chunks)
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http,
                                  created=created, new=False)
         tracker = WindowTracker(self.settings.timeline_window)
@@ -182,8 +193,7 @@ class SessionManager:
                     self._store_chunk(session.id, rows)
                 self.store.flush()
                 folded = fold_window(session.state, window_events(self.store, session.id, tracker), tracker)
-                session.restore({**meta, "read_only": True}, folded, "Imported from a session file: read-only.",
-                                last_seq=last, imported=True)
+                session.restore({**meta, "read_only": True}, folded, note, last_seq=last, imported=True)
         except BaseException:  # a file that breaks off half way leaves nothing of itself in the store
             self.store.delete_session(session.id)
             raise

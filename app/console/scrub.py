@@ -16,12 +16,15 @@ does not decode (base64 of a header value, hex, reversed, split across two messa
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
+from app.console.events import TimelineEvent, Wire, load
 from app.console.secrecy import command_parts
+from app.console.store import ImportRow
 from app.mcp.secret import MASK, Secret, reveal
 
 if TYPE_CHECKING:
@@ -147,3 +150,42 @@ def scrubber_for(target: Target) -> Scrubber | None:
     """The scrubber of a target's secret values; None when it has none worth searching for."""
     scrubber = Scrubber(secret_pieces(target.url, target.headers, target.argv, target.cwd, target.secret or ()))
     return scrubber if scrubber else None
+
+
+def scrubbed_event(scrubber: Scrubber, event: TimelineEvent) -> TimelineEvent:
+    """The event with the secret values masked in its data; the same event when it holds none."""
+    record = event.record
+    if type(record) is Wire:
+        shown = scrubbed_frame(scrubber, record)
+        return event if shown is record else TimelineEvent(event.session_id, event.seq, shown, event.at)
+    if not scrubber.may_hold(event.data_json):
+        return event
+    data = scrubber.value(event.data)
+    return event if data is event.data else TimelineEvent(event.session_id, event.seq, load(event.kind, data), event.at)
+
+
+def scrubbed_frame(scrubber: Scrubber, record: Wire) -> Wire:
+    """A frame with the secrets masked in its raw text (decoded when it holds an escape), note, URL and headers; the
+    same record when it holds none."""
+    raw, note, url = record.raw, record.note, record.url
+    shown_raw = scrubber.raw_frame(raw) if raw else raw
+    shown_note = scrubber.text(note) if note else note
+    shown_url = scrubber.text(url) if url else url
+    headers = record.headers
+    shown_headers = scrubber.value(headers) if headers else headers
+    if shown_raw is raw and shown_note is note and shown_url is url and shown_headers is headers:
+        return record
+    return dataclasses.replace(record, raw=shown_raw, note=shown_note, url=shown_url, headers=shown_headers)
+
+
+def scrubbed_rows(scrubber: Scrubber, rows: list[ImportRow]) -> list[ImportRow]:
+    """An imported file's rows with the secret values of its target masked (an owner's file with its secrets)."""
+    out = []
+    for row in rows:
+        if scrubber.may_hold(row.text) or (row.kind == "wire" and "\\\\" in row.text):
+            event = TimelineEvent("", row.seq, load(row.kind, row.data), row.at)
+            masked = scrubbed_event(scrubber, event)
+            if masked is not event:
+                row = ImportRow(row.seq, row.kind, row.at, masked.data, masked.data_json)
+        out.append(row)
+    return out

@@ -60,7 +60,7 @@ def session_file(session_id: str, meta: dict[str, Any], created: float, store: S
     target = target_from(meta.get("target"), store.secrets(session_id))
     redact = None if include_secrets else Redactor(target)
     if include_secrets:  # the owner's own file: the target as typed, and the file says so (see "secrets")
-        meta = {**meta, "target": target.revealed()}
+        meta = {**meta, "target": target.revealed(), "secrets_included": True}
     else:  # every secret value, wherever the server echoed it, and the target itself in its masked form
         meta = {**Redactor(target)(meta), "target": target.to_dict()}
     head = {"format": export.FORMAT, "version": export.VERSION, "exported_at": har.iso(time.time()),

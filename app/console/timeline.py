@@ -15,7 +15,6 @@ read of the store made here (`stored`) hands the pending frames over first, so n
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import heapq
 import json
 from collections import OrderedDict
@@ -23,9 +22,9 @@ from collections.abc import Callable
 from typing import Any
 
 from app.console.entry_index import EntryHit, EntryQuery
-from app.console.events import EXCHANGE_KINDS, Event, Notice, TimelineEvent, Wire, load
+from app.console.events import EXCHANGE_KINDS, Event, Notice, TimelineEvent, Wire
 from app.console.live_events import OP_KINDS
-from app.console.scrub import Scrubber
+from app.console.scrub import Scrubber, scrubbed_event
 from app.console.state import SessionState, apply
 from app.console.store import Store
 
@@ -110,22 +109,10 @@ class Timeline:
 
     def _scrubbed(self, event: TimelineEvent) -> TimelineEvent:
         """The event with the target's secret values masked; its exact data kept in the store's owner-only place."""
-        scrubber = self.scrubber
-        assert scrubber is not None
-        record = event.record
-        if type(record) is Wire:
-            shown = _scrubbed_frame(scrubber, record)
-            if shown is record:
-                return event
-            masked = TimelineEvent(event.session_id, event.seq, shown, event.at)
-        else:
-            if not scrubber.may_hold(event.data_json):
-                return event
-            data = scrubber.value(event.data)
-            if data is event.data:
-                return event
-            masked = TimelineEvent(event.session_id, event.seq, load(event.kind, data), event.at)
-        self._store.save_exact(event.session_id, event.seq, event.data_json)
+        assert self.scrubber is not None
+        masked = scrubbed_event(self.scrubber, event)
+        if masked is not event:
+            self._store.save_exact(event.session_id, event.seq, event.data_json)
         return masked
 
     def add_frame(self, record: Wire) -> TimelineEvent | None:
@@ -369,16 +356,3 @@ ENTRY_BEGINNINGS = ("exchange_started", "notice", "op_started", "op_snapshot")
 # What ends everything in flight at once: an entry folded again takes them too.
 SESSION_ENDS = ("restored", "taken_over")
 
-
-def _scrubbed_frame(scrubber: Scrubber, record: Wire) -> Wire:
-    """A frame with the secrets masked in its raw text (decoded when it holds an escape), note, URL and headers; the
-    same record when it holds none."""
-    raw, note, url = record.raw, record.note, record.url
-    shown_raw = scrubber.raw_frame(raw) if raw else raw
-    shown_note = scrubber.text(note) if note else note
-    shown_url = scrubber.text(url) if url else url
-    headers = record.headers
-    shown_headers = scrubber.value(headers) if headers else headers
-    if shown_raw is raw and shown_note is note and shown_url is url and shown_headers is headers:
-        return record
-    return dataclasses.replace(record, raw=shown_raw, note=shown_note, url=shown_url, headers=shown_headers)

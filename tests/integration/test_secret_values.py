@@ -106,3 +106,37 @@ async def test_a_link_holders_page_works_when_an_ordinary_query_value_spells_the
     imported = await console.http.post("/sessions/import", headers=JSON,
                                        files={"file": ("s.json", exported.content, "application/json")})
     assert imported.status_code == 200, imported.text
+
+
+async def test_a_log_recorded_before_secrets_were_explicit_is_masked_in_place_on_the_first_restore(
+        restarts: ConsoleRestarts, hostile_http: Callable[..., HostileUrl]) -> None:
+    console = restarts.first()
+    s = await console.connect(kind="http", url=hostile_http("copy"), headers=f"Authorization: Bearer {HEADER}")
+    sid = str(s["id"])
+    await console.close()
+    restarts.open.remove(console)
+    # As an older console wrote it: the target as typed, no secret list, no owner-only rows, an echo in a frame.
+    with sqlite3.connect(console.settings.db_path) as conn:
+        (data,) = conn.execute("SELECT data FROM events WHERE session_id=? AND kind='session_created'",
+                               (sid,)).fetchone()
+        created = json.loads(data)
+        created["target"] = {k: v for k, v in created["target"].items() if k != "secret"} | {
+            "headers": {"Authorization": f"Bearer {HEADER}"}}
+        conn.execute("UPDATE events SET data=? WHERE session_id=? AND kind='session_created'",
+                     (json.dumps(created), sid))
+        (last,) = conn.execute("SELECT MAX(seq) FROM events WHERE session_id=?", (sid,)).fetchone()
+        echo = {"direction": "in", "raw": json.dumps({"jsonrpc": "2.0", "id": 9, "result": {"said": f"it was {HEADER}"}}),
+                "frame_kind": "response", "problem": None, "exchange": "old1", "http_status": 200, "headers": None,
+                "note": None, "wall": 1.0, "url": None}
+        conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?)",
+                     (sid, last + 1, "wire", "old1", 1.0, json.dumps(echo), 3))
+        conn.execute("DELETE FROM secrets")
+    again = restarts.after_crash(console)
+    again.manager.store.flush()
+    tables = _tables(again.settings.db_path)
+    assert sorted(t for t, rows in tables.items() if HEADER in rows) == ["exact_events", "secrets"]
+    s = await again.session(sid)
+    assert s["secret"] == ["header:Authorization"] and HEADER not in json.dumps(s)
+    await again.http.post(f"/sessions/{sid}/reconnect")
+    assert (await again.settled(sid))["status"] == "connected"
+    assert f"Authorization: Bearer {HEADER}" in await _sent_headers(again, sid)
