@@ -125,7 +125,8 @@ async def test_a_log_recorded_before_secrets_were_explicit_is_masked_in_place_on
         conn.execute("UPDATE events SET data=? WHERE session_id=? AND kind='session_created'",
                      (json.dumps(created), sid))
         (last,) = conn.execute("SELECT MAX(seq) FROM events WHERE session_id=?", (sid,)).fetchone()
-        echo = {"direction": "in", "raw": json.dumps({"jsonrpc": "2.0", "id": 9, "result": {"said": f"it was {HEADER}"}}),
+        said = json.dumps({"jsonrpc": "2.0", "id": 9, "result": {"said": f"it was {HEADER}"}})
+        echo = {"direction": "in", "raw": said,
                 "frame_kind": "response", "problem": None, "exchange": "old1", "http_status": 200, "headers": None,
                 "note": None, "wall": 1.0, "url": None}
         conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?)",
