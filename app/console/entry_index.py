@@ -11,14 +11,11 @@ and the number of matches in the whole session.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.console.events import EXCHANGE_KINDS, TimelineEvent
 from app.console.live_events import OP_KINDS
-from app.console.secrets import MASK
 
 # Status groups a person means when filtering; an exact status (e.g. "tool_error") works too.
 STATUS_GROUPS: dict[str, frozenset[str]] = {
@@ -40,28 +37,10 @@ class EntryQuery:
     statuses: frozenset[str] = frozenset()    # any of these (an entry's status, or a notice's level)
     text: str = ""                            # casefolded substring of the entry's searchable text
     findings: bool = False                    # only entries the live lint found something on
-    # Casefolded values the caller may not see (what the owner typed, for a link holder or a presenter): the
-    # text is searched as if each were already masked, so a count of matches says nothing about them.
-    hidden: tuple[str, ...] = ()
-    # The same values in any escaped spelling (another JSON writer's escapes, JSON inside JSON), a case-blind
-    # pattern over the casefolded text (`Redactor.hidden_pattern`). No store's SQL runs it: a store finds the rows
-    # that hold the query as they are and checks each again here (`refined`).
-    hidden_pattern: re.Pattern[str] | None = field(default=None, compare=False)
 
     @property
     def active(self) -> bool:
         return bool(self.method or self.statuses or self.text or self.findings)
-
-    @property
-    def checked_here(self) -> bool:
-        """Whether a store must check its text matches with `refined`: the caller may not see some spellings."""
-        return bool(self.text) and self.hidden_pattern is not None
-
-    @property
-    def text_in_sql(self) -> bool:
-        """Whether a store may keep to the rows whose text holds the query as it is (`refined`): hiding only takes
-        matches away, unless the query itself holds the mask."""
-        return bool(self.text) and MASK[0] not in self.text
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,31 +106,5 @@ def matches(query: EntryQuery, facts: dict[str, Any], findings: int) -> bool:
         return False
     if query.statuses and status_of(facts) not in query.statuses:
         return False
-    return not query.text or query.text in hide(search_text(facts), query.hidden, query.hidden_pattern)
-
-
-def hide(text: str, hidden: tuple[str, ...], pattern: re.Pattern[str] | None = None) -> str:
-    """The searchable text as a caller who may not see `hidden` sees it: the escaped spellings and the heads a cut
-    left first, then the plain forms longest first, as the Redactor masks."""
-    if pattern is not None and ("\\" in text or "%" in text or "&#" in text or "\u2026" in text):  # see Redactor
-        text = pattern.sub(MASK, text)
-    for value in hidden:
-        text = text.replace(value, MASK)
-    return text
-
-
-REFINED_CHARS = 65_536
-
-
-def refined(rows: Iterable[tuple[str, Any, str, Any, str]], query: EntryQuery, clean: Callable[[str], str],
-            before_seq: int | None, limit: int) -> EntryMatches:
-    """A masked caller's matches among the rows a store found (key, seq0, kind, findings, text; newest first), each
-    checked with every spelling hidden, and the page from `before_seq`: the count says nothing of what is masked."""
-    text, hidden = clean(query.text.casefold()), tuple(clean(v) for v in query.hidden)
-    # Each entry's text is checked up to REFINED_CHARS: a server's 2 MB error message checked whole, with every
-    # spelling hidden, held the loop for seconds per link holder's query. Past it a link holder's filter finds no
-    # more in that entry (fewer matches than the owner's, never more).
-    hits = [EntryHit(key, int(seq0), kind, int(findings)) for key, seq0, kind, findings, stored in rows
-            if text in hide(stored[:REFINED_CHARS], hidden, query.hidden_pattern)]
-    page = [h for h in hits if before_seq is None or h.seq0 < before_seq][:limit]
-    return EntryMatches(page, len(hits))
+    # The text holds masks where the target's secret values were (app/console/scrub.py): every caller searches it.
+    return not query.text or query.text in search_text(facts)

@@ -22,7 +22,6 @@ from typing import Any, Protocol, cast
 
 from app.console import entry_index, sql_rows
 from app.console.events import EXCHANGE_KINDS, TimelineEvent, load
-from app.console.secrets import MASK
 from app.mcp.jsonrpc import without_lone_surrogates
 
 IndexItem = tuple[str, str, dict[str, Any], str | None]  # key, kind, the event's facts, its operation id
@@ -62,20 +61,6 @@ class Dialect:
     def sql(self, template: str) -> str:
         """`template` written with `?` placeholders, in this dialect's."""
         return template if self.mark == "?" else template.replace("?", self.mark)
-
-
-def hidden_column(column: str, hidden: tuple[str, ...], mark: str,
-                  clean: Callable[[str], str]) -> tuple[str, list[str]]:
-    """`column` as SQL that reads each hidden value as the mask (`entry_index.hide` in SQL), and its parameters.
-
-    Nested `replace`, the innermost first: the same order, longest value first, as `hide` applies them, so the
-    stores and the window in memory agree on what a masked caller's text query matches.
-    """
-    args: list[str] = []
-    for value in hidden:
-        column = f"replace({column}, {mark}, {mark})"
-        args += [clean(value), MASK]
-    return column, args
 
 
 _VALUES = f"({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"

@@ -15,7 +15,7 @@ from typing import Any
 
 from app import __version__
 from app.console.events import EXCHANGE_KINDS, TimelineEvent
-from app.console.secrets import Redactor, is_secret, mask_url, mask_value
+from app.console.secrets import is_secret, mask_url, mask_value
 from app.console.store import Store, iter_events
 from app.console.target import Target
 from app.mcp import har as har_file
@@ -102,7 +102,6 @@ def _headers(pairs: list[list[str]] | None, include_secrets: bool) -> list[dict[
 def har(session_id: str, target: Target, store: Store, include_secrets: bool = False) -> Iterator[str]:
     """The HAR 1.2 log as pieces of text (joined, one JSON document), an exchange at a time: the entries are the CLI's
     (`app/mcp/har.py`), with what the session knows of each exchange and the live lint's findings."""
-    redact = None if include_secrets else Redactor(target)  # secret values, wherever they were echoed
     url = request_url(reveal(target.url) if include_secrets else str(target.url))
     yield json.dumps(har_file.log_head("MCP Console", __version__))[:-4] + "["
     sep = ""
@@ -121,7 +120,7 @@ def har(session_id: str, target: Target, store: Store, include_secrets: bool = F
             "status": meta.get("status"), "findings": item["findings"]})
         if har_entry is None:
             continue  # not an HTTP exchange (stdio frames carry no headers)
-        yield sep + json.dumps(har_entry if redact is None else redact(har_entry))
+        yield sep + json.dumps(har_entry)  # the frames hold the target's secret values as masks already
         sep = ", "
     yield "]}}"
 
@@ -138,9 +137,7 @@ def curl(target: Target, wire: list[dict[str, Any]], include_secrets: bool) -> s
         sent = [{**w, "headers": target.reveal_headers(w["headers"])}
                 if w.get("direction") == "out" and type(w.get("headers")) is list else w for w in wire]
         return _curl(reveal(target.url), sent, True)
-    redact = Redactor(target)  # the secret values, wherever the server echoed them into what is shown
-    command = _curl(str(target.url), [redact(w) if w.get("direction") == "out" else w for w in wire], False)
-    return None if command is None else redact.text(command)
+    return _curl(str(target.url), wire, False)  # the frames hold the secret values as masks already
 
 
 def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | None:

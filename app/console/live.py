@@ -30,7 +30,7 @@ STDERR_CURRENT_EVERY_S = 0.5
 
 
 # Where to cut a text at most N characters in so that no value the owner typed is cut in two: the kept head of one
-# is masked nowhere (the mask looks for whole values), and a link holder read it (`Redactor.safe_cut`).
+# is masked nowhere (the mask looks for whole values), and a link holder read it (`Scrubber.safe_cut`).
 CutGuard = Callable[[str, int], int]
 
 

@@ -125,7 +125,8 @@ class SessionManager:
     def restore(self) -> int:
         """Bring back every stored session, disconnected, with its recent timeline."""
         for row in self.store.list_sessions():  # logs from before explicit secrets: masked once, in place
-            secret_migration.carry_out(self.store, row["id"])
+            if not row["meta"].get("importing"):  # (an import under way, perhaps another process's, is masked)
+                secret_migration.carry_out(self.store, row["id"])
         if self.ownership is not None:  # in a team they may be live elsewhere: replicas, claimed on an action
             return self.replicas.load_all()
         for orphan in self.store.orphans():  # events of no session (a store written before imports marked theirs)
@@ -174,8 +175,7 @@ class SessionManager:
         if meta.get("secrets_included"):
             note += " The file held the target's secret values; they were masked on import and not kept."
         meta = {k: v for k, v in meta.items() if k != "secrets_included"} | {"target": target.to_dict()}
-        if scrubber is not None:
-            chunks = (scrubbed_rows(scrubber, rows) for rows in chunks)
+        chunks = (scrubbed_rows(scrubber, rows, target.to_dict()) for rows in chunks)
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http,
                                  created=created, new=False)
         tracker = WindowTracker(self.settings.timeline_window)

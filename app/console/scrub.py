@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
@@ -35,6 +36,17 @@ if TYPE_CHECKING:
 MIN_SEARCHED = 3
 CUT_MARK = "\u2026"  # how the console marks a text it shortened (a head of a secret may be left before it)
 TOO_DEEP = "(nested too deep to check for secret values: not recorded)"
+ESCAPE_LEVELS = 4  # JSON text inside JSON text inside a string, and so on: levels of escapes read in a string
+# One escape of JSON text (or of Python's repr of it): \uXXXX, or a backslash and the character it escapes.
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
+_SHORT = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+
+
+def _unescape_one(found: re.Match[str]) -> str:
+    body = found.group(1)
+    if len(body) == 5:  # \uXXXX (a surrogate half stays as it is: the pair is read as two, joined when written)
+        return chr(int(body[1:], 16))
+    return _SHORT.get(body, body)
 
 
 def secret_pieces(url: Any, headers: dict[str, Any], argv: list[Any], cwd: Any, secret: Iterable[str]) -> list[str]:
@@ -88,6 +100,12 @@ class Scrubber:
         return bool(self.needles)
 
     def text(self, value: str) -> str:
+        value = self._plain(value)
+        if "\\" in value:
+            value = self._unescaped(value)
+        return value
+
+    def _plain(self, value: str) -> str:
         for needle in self.needles:
             if needle in value:
                 value = value.replace(needle, MASK)
@@ -95,19 +113,54 @@ class Scrubber:
             value = self._cut_heads(value)
         return value
 
+    def _unescaped(self, value: str) -> str:
+        """A string that holds JSON text (a tool returning json_encode'd data, an error quoting a body with its
+        escapes): decoded one level at a time, up to ESCAPE_LEVELS; where a level holds a secret, that level, masked,
+        is what is recorded (its escapes read, not searched for in every spelling)."""
+        level = value
+        for _ in range(ESCAPE_LEVELS):
+            decoded = _ESCAPE.sub(_unescape_one, level)
+            if decoded == level:
+                return value
+            masked = self._plain(decoded)
+            if masked is not decoded:
+                return masked
+            if "\\" not in decoded:
+                return value
+            level = decoded
+        return value
+
     def _cut_heads(self, value: str) -> str:
-        """A secret's head right before the mark of a cut the console made ("…sk-live-ab…"): masked, since no whole
-        value is left there to find."""
+        """A secret's head right before the mark of a cut the console made ("…sk-live-ab…", "sk-live-ab … [4 more
+        bytes]"): masked, since no whole value is left there to find."""
         for needle in self.needles:
             for size in range(len(needle) - 1, MIN_SEARCHED - 1, -1):
-                head = needle[:size] + CUT_MARK
-                if head in value:
-                    value = value.replace(head, MASK + CUT_MARK)
+                for mark in (CUT_MARK, " " + CUT_MARK):
+                    head = needle[:size] + mark
+                    if head in value:
+                        value = value.replace(head, MASK + mark)
         return value
+
+    def safe_cut(self, text: str, keep: int) -> int:
+        """The largest cut at or before `keep` characters that cuts no secret value in two (as it is, or as JSON
+        text spells it): the kept head of one would be masked nowhere. A value across the cut is left out whole."""
+        forms = {*self.needles, *self._in_json}
+        for _ in range(16):  # each step moves left past one value; values across the cut are few
+            cut = keep
+            for form in forms:
+                at = text.find(form, max(0, keep - len(form) + 1), keep + len(form) - 1)
+                while at != -1 and at < keep:
+                    cut = min(cut, at)
+                    at = text.find(form, at + 1, keep + len(form) - 1)
+            if cut == keep:
+                return keep
+            keep = cut
+        return keep
 
     def may_hold(self, json_text: str) -> bool:
         """False when JSON text written by json.dumps (ASCII) holds no secret in any string: nothing to walk."""
-        return any(n in json_text for n in self._in_json) or (CUT_MARK in json_text or "\\u2026" in json_text)
+        # A string holding a backslash (JSON text inside it: its escapes are read by `text`) is walked too.
+        return any(n in json_text for n in self._in_json) or CUT_MARK in json_text or "\\" in json_text
 
     def value(self, data: Any) -> Any:
         """Any JSON-like value with every string (keys too) masked; the same object when nothing changed."""
@@ -178,11 +231,15 @@ def scrubbed_frame(scrubber: Scrubber, record: Wire) -> Wire:
     return dataclasses.replace(record, raw=shown_raw, note=shown_note, url=shown_url, headers=shown_headers)
 
 
-def scrubbed_rows(scrubber: Scrubber, rows: list[ImportRow]) -> list[ImportRow]:
-    """An imported file's rows with the secret values of its target masked (an owner's file with its secrets)."""
+def scrubbed_rows(scrubber: Scrubber | None, rows: list[ImportRow], target: dict[str, Any]) -> list[ImportRow]:
+    """An imported file's rows with the secret values of its target masked (an owner's file with its secrets), and
+    its creation recording `target` (the masks and the secret list: a log that needs no carrying out)."""
     out = []
     for row in rows:
-        if scrubber.may_hold(row.text) or (row.kind == "wire" and "\\\\" in row.text):
+        if row.kind == "session_created" and isinstance(row.data, dict):
+            data = {**row.data, "target": target}
+            row = ImportRow(row.seq, row.kind, row.at, data, json.dumps(data, separators=(",", ":")))
+        elif scrubber is not None and (scrubber.may_hold(row.text) or (row.kind == "wire" and "\\\\" in row.text)):
             event = TimelineEvent("", row.seq, load(row.kind, row.data), row.at)
             masked = scrubbed_event(scrubber, event)
             if masked is not event:

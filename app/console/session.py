@@ -41,7 +41,6 @@ from app.console.listen import Listeners
 from app.console.live import NotificationBudget, ProgressCoalescer, StderrBatcher, log_data
 from app.console.operations import OperationDriver
 from app.console.scrub import scrubber_for
-from app.console.secrets import Redactor
 from app.console.server_requests import ServerRequests
 from app.console.state import DEFAULT_CAPABILITIES, SessionState, cancelled_by
 from app.console.store import Store
@@ -267,9 +266,10 @@ class ConsoleSession:
         return raw if len(raw) <= 2000 else raw[:self._safe_cut(raw, 2000)]
 
     def _safe_cut(self, text: str, keep: int) -> int:
-        """Where a long server text is cut for display (see live.CutGuard): never inside a value the owner typed.
-        Asked only when a text is cut, which is rare: the Redactor is made then."""
-        return Redactor(self.target).safe_cut(text, keep)
+        """Where to cut a text the console shortens so that no secret value is cut in two (its head would be
+        masked nowhere when the text is recorded)."""
+        scrubber = self.timeline.scrubber
+        return scrubber.safe_cut(text, keep) if scrubber is not None else keep
 
     def _is_legacy(self) -> bool:
         return self.client is not None and self.client.config.era.name == "legacy"

@@ -38,7 +38,7 @@ from app.console.events import (
     keys_fit,
     load,
 )
-from app.console.secrets import Redactor, mask_wire
+from app.console.secrets import mask_wire
 from app.console.store import ImportRow, Store, StoredEvent
 from app.console.target import target_from
 from app.mcp import har
@@ -57,12 +57,12 @@ def session_file(session_id: str, meta: dict[str, Any], created: float, store: S
     """
     chunk = chunk or store_module.CHUNK
     meta = json.loads(json.dumps(meta))  # a deep copy we may mask
-    target = target_from(meta.get("target"), store.secrets(session_id))
-    redact = None if include_secrets else Redactor(target)
-    if include_secrets:  # the owner's own file: the target as typed, and the file says so (see "secrets")
-        meta = {**meta, "target": target.revealed(), "secrets_included": True}
-    else:  # every secret value, wherever the server echoed it, and the target itself in its masked form
-        meta = {**Redactor(target)(meta), "target": target.to_dict()}
+    # The events hold the target's secret values as masks already (app/console/scrub.py). The owner's own file
+    # has the target as typed, and says so (see "secrets"); anyone else's has the masks.
+    target = target_from(meta.get("target"), store.secrets(session_id) if include_secrets else None)
+    meta = {**meta, "target": target.revealed(), "secrets_included": True} if include_secrets else \
+        {**meta, "target": target.to_dict()}
+    masked = not include_secrets
     head = {"format": export.FORMAT, "version": export.VERSION, "exported_at": har.iso(time.time()),
             "console_version": __version__, "secrets": "included" if include_secrets else "masked",
             "session": {"id": session_id, "created": created, "meta": meta}}
@@ -77,7 +77,7 @@ def session_file(session_id: str, meta: dict[str, Any], created: float, store: S
         rows = store.event_rows(session_id, after_seq=after, limit=chunk)
         kept = rows if share_links else [row for row in rows if row.kind not in LINK_KINDS]
         if kept:
-            yield sep + ", ".join(prefix + _event_text(row, redact) for row in kept)
+            yield sep + ", ".join(prefix + _event_text(row, masked) for row in kept)
             sep = ", "
         if rows:
             after = rows[-1].seq
@@ -86,33 +86,19 @@ def session_file(session_id: str, meta: dict[str, Any], created: float, store: S
     yield "]}"
 
 
-def _event_text(row: StoredEvent, redact: Redactor | None) -> str:
+def _event_text(row: StoredEvent, masked: bool) -> str:
     """One event of the file from its stored row: the stored JSON text is written as it is, unless it is of an
-    older event version (migrated) or holds something to mask (parsed, masked, written again)."""
+    older event version (migrated), or the file is masked and the event is a frame with headers (a credential the
+    server sent under its name, `mask_wire`) or one that holds what was typed into a refused answer."""
     kind, data = row.kind, row.data
     if row.v != EVENT_VERSION:
         record = load(kind, json.loads(data), row.v)
         kind, data = record.kind, json.dumps(record.to_data())
-    if redact is not None:
-        if kind == "session_created":
-            masked = redact(json.loads(data))
-            data = json.dumps({**masked, "target": redact.target_dict()})
-        elif kind == "wire" and '"headers": null' not in data:
-            value = _loads(data)
-            if not (type(value) is dict and not value.get("headers") and not value.get("url")
-                    and _spelled_as_dumps(data) and not redact.might_mask(data)):
-                value = redact(mask_wire(value))
-            # else: neither mask would change it (no headers; might_mask is exact on such a text), so the walks
-            # are skipped (200,000 frames at 100k entries): the text written is the one they would give
-            data = json.dumps(value)
-        elif not _spelled_as_dumps(data) or redact.might_mask(data):
-            # might_mask reads a text as json.dumps spells it; an imported file's text is stored as its writer
-            # spelled it (a "\u0073" for "s", a `"headers": null` with a space): such a text is walked
-            value = json.loads(data)
-            data = json.dumps(redact(mask_wire(value) if kind == "wire" else value))
-    if redact is not None and kind in _ANSWERED_KINDS and not _nothing_typed(data):
+    if masked and kind == "wire" and '"headers":null' not in data and '"headers": null' not in data:
+        data = json.dumps(mask_wire(_loads(data)))
+    if masked and kind in _ANSWERED_KINDS and not _nothing_typed(data):
         data = json.dumps({**json.loads(data), **{key: {} for key in TYPED_ANSWER_FIELDS}})
-    elif redact is not None and kind == "op_answered":  # an answer typed: the retry's frame carries what was sent
+    elif masked and kind == "op_answered":  # an answer typed: the retry's frame carries what was sent
         data = json.dumps({**json.loads(data), "value": None})
     if "NaN" in data or "Infinity" in data:  # a C scan of each event's text: most have neither word in them
         data = _strict_json(data)
@@ -152,14 +138,6 @@ def _loads(text: str) -> Any:
     """`json.loads(text)`, by orjson where it reads the text as the stdlib would (`_fast_data`)."""
     value = _UNREAD if _has_long_digits(text) else _fast_data(text)
     return json.loads(text) if value is _UNREAD else value
-
-
-def _spelled_as_dumps(text: str) -> bool:
-    """Whether every string in this JSON text is spelled as json.dumps (ASCII) spells it, so a value typed by the
-    owner inside one shows in it as `Redactor.might_mask` looks for it. ASCII with no \\u escape and no \\/ has
-    only the short escapes (\\" \\\\ \\n \\r \\t \\b \\f), which are the ones dumps writes for those characters
-    (a control character unescaped is no JSON); a text written by another writer may say "s" as \\u0073."""
-    return text.isascii() and "\\u" not in text and "\\/" not in text
 
 
 def _json_str(kind: str) -> str:

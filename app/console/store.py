@@ -439,21 +439,11 @@ class SqliteStore:
         if query.statuses:
             where += f" AND status IN ({','.join('?' * len(query.statuses))})"
             args.extend(sorted(query.statuses))
-        if query.checked_here:  # a masked caller: the rows holding the query as it is, checked in Python
-            if query.text_in_sql:
-                where += " AND instr(text, ?) > 0"
-                args.append(clean(query.text.casefold()))
-        elif query.text:  # stored casefolded: instr is an exact substring test, as the filter's `in` is
-            column, hidden = entry_index_writer.hidden_column("text", query.hidden, "?", clean)
-            where += f" AND instr({column}, ?) > 0"
-            args.extend([*hidden, clean(query.text.casefold())])
+        if query.text:  # stored casefolded: instr is an exact substring test, as the filter's `in` is
+            where += " AND instr(text, ?) > 0"
+            args.append(clean(query.text.casefold()))
         if query.findings:
             where += " AND findings > 0"
-        if query.checked_here:
-            with self._read_lock:
-                rows = self._read.execute(f"SELECT key, seq0, kind, findings, text FROM entry_index WHERE {where} "
-                                          "ORDER BY seq0 DESC", args).fetchall()
-            return entry_index.refined(rows, query, clean, before_seq, limit)
         page_where, page_args = where, list(args)
         if before_seq is not None:
             page_where += " AND seq0<?"

@@ -399,21 +399,12 @@ class PostgresStore:
         if query.statuses:
             where += " AND status = ANY(%s)"
             args.append(sorted(query.statuses))
-        if query.checked_here:  # a masked caller: the rows holding the query as it is, checked in Python
-            if query.text_in_sql:
-                where += " AND strpos(text, %s) > 0"
-                args.append(clean(query.text.casefold()))
-        elif query.text:  # stored casefolded: strpos is an exact substring test (LIKE would treat % and _ as wildcards)
-            column, hidden = entry_index_writer.hidden_column("text", query.hidden, "%s", clean)
-            where += f" AND strpos({column}, %s) > 0"
-            args.extend([*hidden, clean(query.text.casefold())])
+        if query.text:  # stored casefolded: strpos is an exact substring test (LIKE would treat % and _ as wildcards)
+            where += " AND strpos(text, %s) > 0"
+            args.append(clean(query.text.casefold()))
         if query.findings:
             where += " AND findings > 0"
         self.flush()
-        if query.checked_here:
-            rows = self._rows(f"SELECT key, seq0, kind, findings, text FROM entry_index WHERE {where} "
-                              "ORDER BY seq0 DESC", args)
-            return entry_index.refined(rows, query, clean, before_seq, limit)
         page_where, page_args = where, list(args)
         if before_seq is not None:
             page_where += " AND seq0<%s"

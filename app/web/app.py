@@ -25,11 +25,9 @@ from app.settings import Settings
 from app.web import actions, export_routes, live_routes, op_routes, routes, share_routes, ws
 from app.web.deps import (
     LinkEnded,
-    Principal,
     TargetHTMLResponse,
     TargetJSONResponse,
     Web,
-    redactor,
 )
 from app.web.limits import BodyLimitMiddleware
 from app.web.public_host import resolve_public_host
@@ -108,7 +106,6 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        exc.detail = _masked_detail(request, exc.detail)
         if "hx-request" in request.headers:
             fragment = env.get_template("_error.html").render(status=exc.status_code, detail=exc.detail)
             return TargetHTMLResponse(fragment, status_code=exc.status_code)
@@ -130,12 +127,3 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.add_middleware(BodyLimitMiddleware, settings=settings)  # outermost: bodies bounded before anything reads them
 
     return app
-
-
-def _masked_detail(request: Request, detail: Any) -> Any:
-    """An error about a session (a 409 quoting its status message) is masked like any other answer to a link holder."""
-    if isinstance(getattr(request.state, "principal", None), Principal):
-        masking = redactor(request)
-        if masking is not None:
-            return masking(detail)
-    return detail

@@ -17,7 +17,6 @@ from python_multipart.multipart import parse_options_header
 
 from app.console.links import Role
 from app.console.manager import SessionManager
-from app.console.secrets import Redactor
 from app.console.session import ConsoleSession
 from app.mcp.jsonrpc import MAX_SHOWN_DEPTH, clipped
 from app.web.forms import FormInput
@@ -200,18 +199,6 @@ def wants_json(request: Request) -> bool:
     return "application/json" in accept and "text/html" not in accept
 
 
-def redactor(request: Request) -> Redactor | None:
-    """The masking for this caller on this request's session: None when the caller sees secrets.
-
-    Link holders and presenter mode see no value the owner typed; `respond` applies it to every
-    answer about a session, so no route or template has to remember to.
-    """
-    if principal(request).sees_secrets:
-        return None
-    session = web(request).manager.get(_session_param(request))
-    return Redactor(session.target) if session is not None else None
-
-
 class TargetJSONResponse(JSONResponse):
     """JSON that may carry a target's values, answered as JSON whatever the target sent (never a 500).
 
@@ -278,9 +265,6 @@ class TargetHTMLResponse(HTMLResponse):
 
 
 def respond(request: Request, as_json: bool, data: Any, html: str | None) -> Response:
-    mask = redactor(request)
-    if mask is not None:
-        data, html = mask(data), (mask.text(html) if html is not None else None)
     if as_json or html is None or wants_json(request):
         return TargetJSONResponse(data)
     return TargetHTMLResponse(html)

@@ -25,7 +25,7 @@ from app.console.live import LOG_LEVELS
 from app.console.live_events import SR_KINDS, SUB_KINDS
 from app.console.manager import SessionManager
 from app.console.operations import Operation
-from app.console.secrets import Redactor, mask_headers, mask_url
+from app.console.secrets import mask_headers, mask_url
 from app.console.session import ConsoleSession
 from app.console.state import TAKEOVER_ERROR, host_key
 from app.mcp.errors import ERROR_NAMES
@@ -333,8 +333,6 @@ def compile_all(env: Environment) -> int:
 # The marks around the inbox's part of a pushed fragment (templates/_push_entry.html, _push_server_request.html).
 # Every string in a fragment is escaped, so no server's or person's text can spell them.
 DIALOGS_START, DIALOGS_END = "<!--dialogs-->", "<!--/dialogs-->"
-_MARKS = (DIALOGS_START, DIALOGS_END)
-_AT_MARKS = re.compile(f"({re.escape(DIALOGS_START)}|{re.escape(DIALOGS_END)})")  # split, keeping the marks
 
 
 def without_dialogs(fragment: str) -> str:
@@ -367,18 +365,11 @@ class EventRenderer:
         return utf8_safe(payload) if payload is not None else None
 
     def masked(self, event: TimelineEvent) -> str | None:
-        """The fragment for link holders and presenter tabs: every value the owner typed masked.
-
-        The dialogs' marks are kept out of the masking: a typed value that is part of one (a target URL ending in
-        `?dir=logs` masks "logs") rewrote it, and a viewer's socket then found no dialog to cut."""
-        session = self.manager.get(event.session_id) if self.manager else None
+        """The fragment for link holders and presenter tabs: rendered without what only the owner sees (the values
+        typed into the target's edit form, refused answers' text). The target's secret values are masks in the
+        event already (app/console/scrub.py): nothing is searched for here."""
         payload = self._render(event, reveal=False)
-        if session is None or payload is None:
-            return None
-        mask = Redactor(session.target).text
-        if DIALOGS_START not in payload:
-            return utf8_safe(mask(payload))
-        return utf8_safe("".join(piece if piece in _MARKS else mask(piece) for piece in _AT_MARKS.split(payload)))
+        return utf8_safe(payload) if payload is not None else None
 
     def _taken_over(self, session: ConsoleSession, ctx: dict[str, Any]) -> str:
         """A dead process's session became this one's: its head (status, who holds it) and every entry of the

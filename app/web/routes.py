@@ -11,9 +11,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.console.entry_index import EntryQuery
 from app.console.secrets import mask_wire
-from app.console.session import Target
+from app.console.session import ConsoleSession, Target
 from app.console.target import ERAS
 from app.web.deps import (
     Operator,
@@ -23,7 +22,6 @@ from app.web.deps import (
     Web,
     connected,
     principal,
-    redactor,
     require_owner,
     respond,
     session_or_404,
@@ -166,7 +164,7 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
     entries, matched = window, len(window)
     oldest = min((e["seq0"] for e in window), default=0) if s.timeline.evicted else 0
     if flt.active:  # the whole session, from the store: the first page of matches and how many there are
-        entries, matched, oldest = await asyncio.to_thread(s.timeline.search, _query(request, flt), None,
+        entries, matched, oldest = await asyncio.to_thread(s.timeline.search, flt.entry_query(), None,
                                                            s.settings.timeline_window)
     if as_json:
         who = principal(request)
@@ -184,8 +182,7 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
                     here=f"/sessions/{s.id}", links=links, reveal=me.sees_secrets, flt=flt,
                     methods=sorted(set(methods_seen(window)) | ({flt.method} if flt.method else set())),
                     window_count=len(window), matched=matched)
-    mask = redactor(request)
-    return TargetHTMLResponse(mask.text(page) if mask is not None else page)
+    return TargetHTMLResponse(page)
 
 
 @router.post("/sessions/{session_id}/delete")
@@ -212,7 +209,7 @@ async def entry(request: Request, session_id: str, name: str, w: Viewer) -> Resp
     wire = await asyncio.to_thread(s.timeline.exact_wire if me.sees_secrets else s.timeline.wire, key)
     if found is None and not wire:
         raise HTTPException(404, f"No entry {key!r}")
-    wire = _shown_wire(request, me.sees_secrets, wire)
+    wire = _shown_wire(s, me.sees_secrets, wire)
     data = {"entry": found, "wire": wire}
     return respond(request, as_json, data,
                    None if as_json else w.render("_entry_detail.html", s=s, key=key, me=me, **data))
@@ -229,19 +226,20 @@ async def entry_body(request: Request, session_id: str, key: str, w: Viewer) -> 
     me = principal(request)
     wire = [] if found.get("kind") == "operation" else \
         await asyncio.to_thread(s.timeline.exact_wire if me.sees_secrets else s.timeline.wire, key)
-    wire = _shown_wire(request, me.sees_secrets, wire)
+    wire = _shown_wire(s, me.sees_secrets, wire)
     page = w.render("_entry_body.html", s=s, key=key, me=me, entry=found, wire=wire)
-    mask = redactor(request)
-    return TargetHTMLResponse(mask.text(page) if mask is not None else page)
+    return TargetHTMLResponse(page)
 
 
-def _shown_wire(request: Request, sees_secrets: bool, wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """An entry's frames as this caller may see them: masked by header name (what the server sent), then by
-    what the owner typed (short values too), unless the caller sees secrets."""
-    if sees_secrets:
-        return wire
-    mask = redactor(request)
-    return [mask_wire(item) if mask is None else mask(mask_wire(item)) for item in wire]
+def _shown_wire(s: ConsoleSession, sees_secrets: bool, wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An entry's frames as this caller may see them. The target's secret values are masks in the log
+    (app/console/scrub.py): the owner gets the frames as they went (`Timeline.exact_wire` for what came in, the
+    target's values in the headers sent); anyone else gets the log's, with what the server sent under a
+    credential's name (Set-Cookie, a token) masked by its name."""
+    if not sees_secrets:
+        return [mask_wire(item) for item in wire]
+    return [item | {"headers": s.target.reveal_headers(item["headers"])}
+            if item.get("direction") == "out" and type(item.get("headers")) is list else item for item in wire]
 
 
 @router.get("/sessions/{session_id}/drawers/share", response_class=HTMLResponse)
@@ -256,8 +254,7 @@ async def client_settings_drawer(request: Request, session_id: str, w: Viewer) -
     """The client settings drawer, fetched when first opened; it then takes live updates by id like the rest."""
     s = session_or_404(w, session_id)
     page = w.render("_client_settings.html", s=s, me=principal(request))
-    mask = redactor(request)
-    return TargetHTMLResponse(mask.text(page) if mask is not None else page)
+    return TargetHTMLResponse(page)
 
 
 @router.get("/sessions/{session_id}/timeline")
@@ -266,19 +263,12 @@ async def older(request: Request, session_id: str, before: int, w: Viewer, limit
     flt = TimelineFilter.from_query(request.query_params)
     size = min(max(limit, 1), 500)
     if flt.active:  # older matches of the whole session, not a filter over one page of older entries
-        entries, _, oldest = await asyncio.to_thread(s.timeline.search, _query(request, flt), before, size)
+        entries, _, oldest = await asyncio.to_thread(s.timeline.search, flt.entry_query(), before, size)
     else:
         entries = await asyncio.to_thread(s.timeline.older, before, size)
         oldest = min((e["seq0"] for e in entries), default=0) if len(entries) >= size else 0
     return respond(request, False, {"timeline": entries, "older_before": oldest},
                    w.render("_older.html", s=s, entries=entries, oldest=oldest, flt=flt))
-
-
-def _query(request: Request, flt: TimelineFilter) -> EntryQuery:
-    """The filter for this caller: a link holder's or presenter's text search cannot see the typed values the
-    page masks (else counting matches of `?q=sk-li`, `?q=sk-liv`, … spells one out)."""
-    mask = redactor(request)
-    return flt.entry_query(mask.hidden_text(), mask.hidden_pattern()) if mask is not None else flt.entry_query()
 
 
 @router.get("/sessions/{session_id}/tools/form", response_class=HTMLResponse)

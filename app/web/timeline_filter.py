@@ -6,7 +6,6 @@ the page's script applies the same rules to entries that arrive live, from the d
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -41,13 +40,10 @@ class TimelineFilter:
                                    ("findings", "1" if self.findings else "")) if v}
         return urlencode(parts)
 
-    def entry_query(self, hidden: tuple[str, ...] = (), hidden_pattern: re.Pattern[str] | None = None) -> EntryQuery:
-        """The filter as the store takes it (the same rules decide a match in the window and in the store).
-
-        `hidden`, `hidden_pattern`: the values this caller may not see (`Redactor.hidden_text`, their escaped
-        spellings `Redactor.hidden_pattern`), searched as if masked."""
+    def entry_query(self) -> EntryQuery:
+        """The filter as the store takes it (the same rules decide a match in the window and in the store)."""
         return EntryQuery(method=self.method, statuses=statuses_for(self.status), text=self.q.casefold(),
-                          findings=self.findings, hidden=hidden, hidden_pattern=hidden_pattern)
+                          findings=self.findings)
 
     def matches(self, entry: dict[str, Any]) -> bool:
         return matches(self.entry_query(), entry, int(entry.get("finding_count") or 0))

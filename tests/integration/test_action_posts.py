@@ -179,7 +179,10 @@ async def test_an_operator_links_answer_masks_the_owners_typed_secret_json_and_h
     assert card.status_code == 200 and SECRET not in card.text
     owner = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "echo", "arg.text": SECRET},
                                     headers=JSON)
-    assert SECRET in owner.text  # the owner sees it: the masking above was for the link
+    # Masked once, when recorded, for everyone; the owner's entry detail has the exact frames.
+    assert SECRET not in owner.text and "••••••" in owner.text
+    detail = await console.http.get(f"/sessions/{sid}/entries/{owner.json()['key']}.json")
+    assert SECRET in detail.text and '"masked_in_log": true' in detail.text.replace('":true', '": true')
     console.http.cookies.set("mcp_console_presenter", "1")
     presenting = await console.http.post(f"/sessions/{sid}/tools/call", data={"tool": "echo", "arg.text": SECRET},
                                          headers=JSON)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -209,7 +210,7 @@ async def test_a_frame_with_a_key_no_record_has_is_refused_and_leaves_nothing(
         managers: tuple[SessionManager, SessionManager]) -> None:
     source, target = managers
     good = _file(source, _record_mixed(source))
-    body = good.replace(b'"frame_kind": "response"', b'"frame_kind": "response", "smuggled": 1', 1)
+    body = re.sub(rb'"frame_kind": ?"response"', b'"frame_kind": "response", "smuggled": 1', good, count=1)
     assert body != good
     with pytest.raises(ValueError, match="unknown keys in wire event"):
         _import(target, body)
