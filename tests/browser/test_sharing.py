@@ -11,8 +11,8 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
 from tests.browser.conftest import CONNECT_TIMEOUT_MS, Console, wait_live
-from tests.browser.test_console_ui import call_echo, header_rows, open_entry, same_entry
-from tests.browser.ui import delete_session_on_screen
+from tests.browser.test_console_ui import call, call_echo, header_rows, open_entry, same_entry
+from tests.browser.ui import delete_session_on_screen, label, open_tool
 
 pytestmark = pytest.mark.browser
 
@@ -147,3 +147,52 @@ def test_presenter_mode_masks_a_bearer_header_that_the_owner_otherwise_sees(page
     expect(page.locator("body")).not_to_have_class(re.compile(r"\bpresenter\b"))
     delete_session_on_screen(page)
     expect(page).to_have_url(console.url("/"))
+
+
+def test_a_viewer_page_works_whole_when_the_target_url_holds_the_pages_own_words_and_a_credential(
+        page: Page, viewer_context: BrowserContext, console: Console) -> None:
+    """`?tenant=json&x=sessions&y=stylesheet&z=exchange`: ordinary values, shown as typed, no longer masked out of
+    the viewer's markup (which broke its JSON links, websocket, CSS and export); the credential is masked once,
+    when recorded, and appears nowhere on the viewer's side."""
+    token = f"tok-{uuid.uuid4().hex[:12]}"
+    page.goto(console.url("/"))
+    page.get_by_label("Server URL").fill(console.demo_url + "?tenant=json&x=sessions&y=stylesheet&z=exchange")
+    page.get_by_label("Extra headers").fill(f"Authorization: Bearer {token}")
+    secret_box = page.locator("#secret-slots-http").get_by_label(re.compile(r"header Authorization"))
+    expect(secret_box).to_be_checked()  # listed as typed, ticked: credential-shaped
+    expect(page.locator("#secret-slots-http").get_by_label(re.compile(r"query parameter tenant"))).not_to_be_checked()
+    page.get_by_role("button", name="Connect", exact=True).click()
+    expect(page).to_have_url(re.compile(r"/sessions/[^/?#]+$"))
+    wait_live(page, CONNECT_TIMEOUT_MS)
+    session_url = page.url
+    expect(page.locator(".session-head .target")).to_contain_text("?tenant=json&x=sessions&y=stylesheet&z=exchange")
+    expect(page.locator(".session-head .secret-note")).to_contain_text("header Authorization")
+
+    url, link_id = create_link(page, "viewer")
+    viewer = viewer_context.new_page()
+    viewer.goto(url)
+    expect(viewer).to_have_url(session_url)
+    wait_live(viewer)  # its websocket connected: /sessions/{id}/ws is whole
+    assert viewer.evaluate("getComputedStyle(document.body).margin") == "0px"  # the stylesheet applied
+    expect(viewer.locator(".session-head .target")).to_contain_text("tenant=json&x=sessions")
+    echo = open_tool(page, "echo")
+    echo.get_by_label(label("Text")).fill(f"said to the viewer with {token}")
+    entry = call(page, echo, "echo")
+    # Recorded once, masked: the owner's card too (the owner's entry detail has the exact frame).
+    expect(echo.locator(".result pre.text-content")).to_have_text("said to the viewer with ••••••")
+    seen = same_entry(viewer, entry)
+    expect(seen).to_have_attribute("data-status", "complete")  # pushed live
+    open_entry(seen)  # the lazily loaded body and frames, whole
+    sent = seen.locator(".detail .frame.dir-out").first
+    assert header_rows(sent).get("Authorization") == "Bearer ••••••", header_rows(sent)
+    twin = viewer.request.get(session_url + ".json")
+    assert twin.ok and twin.headers["content-type"] == "application/json" and token not in twin.text()
+    exported = viewer.request.get(session_url + "/export.json")
+    assert exported.ok and token not in exported.text() and '"exchange"' in exported.text()
+    assert token not in viewer.content()
+    imported = page.request.post(console.url("/sessions/import"), headers={"Accept": "application/json",
+                                                                           "Origin": console.base},
+                                 multipart={"file": {"name": "s.json", "mimeType": "application/json",
+                                                     "buffer": exported.body()}})
+    assert imported.ok, imported.text()[:300]
+    revoke(page, link_id)
