@@ -196,6 +196,7 @@ class Scrubber:
             masked = self.value(parsed)
             if masked is not parsed:
                 return json.dumps(masked, ensure_ascii=False, separators=(",", ":"))
+            return self._plain(raw)  # its escapes were read by the parse: what is left are the literal forms
         return self.text(raw)
 
 
