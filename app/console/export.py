@@ -64,15 +64,17 @@ def _created(value: Any) -> float:
     return float(value)
 
 
-def exchanges(session_id: str, store: Store) -> Iterator[tuple[str, dict[str, Any]]]:
+def exchanges(session_id: str, store: Store, exact: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every exchange's entry facts, wire events and lint findings, in the order they started.
 
     Read in chunks; an exchange is handed on once it has finished (its frames and findings come before its
     end) and every exchange started before it has been handed on. One still open after OPEN_LIMIT later
-    ones started (a long listen) goes as it stands then, so what is held stays bounded.
+    ones started (a long listen) goes as it stands then, so what is held stays bounded. `exact`: a frame
+    recorded with a secret value masked comes as it went (the owner's copy, app/console/scrub.py).
     """
     open_: OrderedDict[str, dict[str, Any]] = OrderedDict()
     for chunk in iter_events(store, session_id, kinds=(*EXCHANGE_KINDS, "wire", "finding")):
+        exact_frames = store.exact(session_id, [e.seq for e in chunk if e.kind == "wire"]) if exact else {}
         for event in chunk:
             key = event.data.get("key") if event.kind in EXCHANGE_KINDS else event.data.get("exchange")
             if not key:
@@ -86,7 +88,8 @@ def exchanges(session_id: str, store: Store) -> Iterator[tuple[str, dict[str, An
             elif event.kind == "finding":
                 item["findings"].append({k: v for k, v in event.data.items() if k != "exchange"})
             else:
-                item["wire"].append(event.data)
+                text = exact_frames.get(event.seq)
+                item["wire"].append(json.loads(text) if text is not None else event.data)
         while open_ and (next(iter(open_.values()))["done"] or len(open_) > OPEN_LIMIT):
             yield open_.popitem(last=False)
     yield from open_.items()
@@ -109,7 +112,7 @@ def har(session_id: str, target: Target, store: Store, include_secrets: bool = F
     def shown(pairs: list[Any] | None) -> list[dict[str, str]]:
         return _headers(target.reveal_headers(pairs or []) if include_secrets else pairs, include_secrets)
 
-    for key, item in exchanges(session_id, store):
+    for key, item in exchanges(session_id, store, exact=include_secrets):
         sent, _, _ = har_file.parts(item["wire"])
         posted = sent.get("url") if sent is not None else None  # the 2024-11-05 endpoint: the POST went there
         meta = item["entry"]

@@ -126,7 +126,7 @@ class SessionManager:
         """Bring back every stored session, disconnected, with its recent timeline."""
         for row in self.store.list_sessions():  # logs from before explicit secrets: masked once, in place
             if not row["meta"].get("importing"):  # (an import under way, perhaps another process's, is masked)
-                secret_migration.carry_out(self.store, row["id"])
+                secret_migration.carry_out(self.store, row["id"], row["meta"])
         if self.ownership is not None:  # in a team they may be live elsewhere: replicas, claimed on an action
             return self.replicas.load_all()
         for orphan in self.store.orphans():  # events of no session (a store written before imports marked theirs)
@@ -174,7 +174,8 @@ class SessionManager:
         note = "Imported from a session file: read-only."
         if meta.get("secrets_included"):
             note += " The file held the target's secret values; they were masked on import and not kept."
-        meta = {k: v for k, v in meta.items() if k != "secrets_included"} | {"target": target.to_dict()}
+        meta = {k: v for k, v in meta.items() if k != "secrets_included"}
+        meta = (scrubber.value(meta) if scrubber is not None else meta) | {"target": target.to_dict()}
         chunks = (scrubbed_rows(scrubber, rows, target.to_dict()) for rows in chunks)
         session = ConsoleSession(new_session_id(), target, self.settings, self.store, self.hub.publish, self.http,
                                  created=created, new=False)

@@ -21,11 +21,12 @@ import json
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
-from app.console.events import TimelineEvent, Wire, load
+from app.console.events import SessionCreated, TimelineEvent, Wire, load
 from app.console.secrecy import command_parts
 from app.console.store import ImportRow
+from app.mcp.headers import decode_value
 from app.mcp.secret import MASK, Secret, reveal
 
 if TYPE_CHECKING:
@@ -42,6 +43,16 @@ _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
 _SHORT = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
 
 
+def _joined(text: str) -> str:
+    """Surrogate halves a \\u escape pair gave, joined into their character (a lone half stays as it is)."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in text):
+        return text
+    try:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16")
+    except UnicodeDecodeError:
+        return text
+
+
 def _unescape_one(found: re.Match[str]) -> str:
     body = found.group(1)
     if len(body) == 5:  # \uXXXX (a surrogate half stays as it is: the pair is read as two, joined when written)
@@ -50,23 +61,27 @@ def _unescape_one(found: re.Match[str]) -> str:
 
 
 def secret_pieces(url: Any, headers: dict[str, Any], argv: list[Any], cwd: Any, secret: Iterable[str]) -> list[str]:
-    """Every secret value of a target as a server may echo it: whole, a header's credential without its scheme, a
-    secret query value, a URL's user and password and their Basic credential, an argument's value after `=`."""
+    """Every secret value of a target as a server may echo it: whole, and the parts a server may say alone (see
+    `credential_parts`); a secret query value as typed and decoded; a URL's user and password and their Basic
+    credential; an argument's value after `=`."""
     chosen = frozenset(secret)
     values: list[str] = []
     for value in headers.values():
         if isinstance(value, Secret):
-            values.append(value.reveal())
-            scheme, _, credential = value.reveal().strip().partition(" ")
-            if credential and scheme.isalpha():
-                values.append(credential.strip())
+            values += credential_parts(value.reveal())
     if isinstance(url, Secret):
         try:
             parts = urlsplit(url.reveal())
         except ValueError:
             parts = None
         if parts is not None:
-            values += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if f"query:{k}" in chosen]
+            for piece in parts.query.split("&"):
+                raw_name, _, raw_value = piece.partition("=")
+                name = unquote(raw_name.replace("+", " "))
+                if f"query:{name}" in chosen:
+                    values += [raw_value, *credential_parts(unquote(raw_value.replace("+", " ")))]
+            if parts.path and "path" in chosen:
+                values += [parts.path.strip("/"), unquote(parts.path.strip("/"))]
             if "@" in parts.netloc and "userinfo" in chosen:
                 userinfo = parts.netloc.rsplit("@", 1)[0]
                 user, _, password = userinfo.partition(":")
@@ -77,10 +92,31 @@ def secret_pieces(url: Any, headers: dict[str, Any], argv: list[Any], cwd: Any, 
     for i, arg in enumerate(argv):
         if isinstance(arg, Secret):
             name, sep, value = arg.reveal().partition("=")
-            values.append(value if sep and (name.startswith("-") or first_assignment <= i < program) else arg.reveal())
+            assigned = sep and (name.startswith("-") or first_assignment <= i < program)
+            values += credential_parts(value) if assigned else credential_parts(arg.reveal())
     if isinstance(cwd, Secret):
         values.append(cwd.reveal())
     return [v for v in values if v]
+
+
+def credential_parts(value: str) -> list[str]:
+    """A secret value and the parts of it a server may say alone: the credential after a scheme ("Bearer x"), a
+    Basic credential's user:password and password (decoded), each `name=value` of a cookie list."""
+    value = value.strip()
+    parts = [value]
+    scheme, _, credential = value.partition(" ")
+    if credential and scheme.isalpha():
+        parts.append(credential.strip())
+        if scheme.lower() == "basic":
+            try:
+                plain = base64.b64decode(credential.strip(), validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                plain = ""
+            if plain:
+                parts += [plain, plain.partition(":")[2]]
+    if ("=" in value and ";" in value) or (value.count("=") == 1 and " " not in value):  # a cookie list, or one
+        parts += [pair.partition("=")[2].strip() for pair in value.split(";") if "=" in pair]
+    return [p for p in parts if p]
 
 
 class Scrubber:
@@ -95,6 +131,8 @@ class Scrubber:
         self.needles = sorted(needles, key=len, reverse=True)
         # Each needle as json.dumps spells it inside JSON text: a quick test of an event's JSON before walking it.
         self._in_json = [json.dumps(n)[1:-1] for n in self.needles]
+        # Whether a number can hold one (a secret of digits): only then are numbers read as text.
+        self._digits = any(n.replace(".", "").replace("-", "").isdigit() for n in self.needles)
 
     def __bool__(self) -> bool:
         return bool(self.needles)
@@ -119,7 +157,7 @@ class Scrubber:
         is what is recorded (its escapes read, not searched for in every spelling)."""
         level = value
         for _ in range(ESCAPE_LEVELS):
-            decoded = _ESCAPE.sub(_unescape_one, level)
+            decoded = _joined(_ESCAPE.sub(_unescape_one, level))
             if decoded == level:
                 return value
             masked = self._plain(decoded)
@@ -183,7 +221,26 @@ class Scrubber:
         if isinstance(data, list | tuple):
             items = [self._walk(item) for item in data]
             return items if any(a is not b for a, b in zip(data, items, strict=True)) else data
+        if self._digits and isinstance(data, int | float) and not isinstance(data, bool):
+            # A secret of digits said back as a JSON number: the number goes, as the mask.
+            shown = repr(data)
+            return MASK if self._plain(shown) is not shown else data
         return data
+
+    def headers(self, headers: Any) -> Any:
+        """A frame's headers masked as values are, and a value the console shows decoded (the `=?base64?…?=` form
+        of an Mcp-Param header, app/mcp/headers.decode_value) masked whole when its decoded text holds a secret."""
+        shown = self.value(headers)
+        if not isinstance(shown, list):
+            return shown
+        out, changed = [], shown is not headers
+        for pair in shown:
+            if type(pair) is list and len(pair) == 2 and type(pair[1]) is str and pair[1].startswith("=?base64?"):
+                decoded = decode_value(pair[1])
+                if decoded is not pair[1] and self.text(decoded) is not decoded:
+                    pair, changed = [pair[0], MASK], True
+            out.append(pair)
+        return out if changed else headers
 
     def raw_frame(self, raw: str) -> str:
         """A frame's raw text as a link holder may see it: when it holds an escape, decoded, masked and written
@@ -209,6 +266,10 @@ def scrubber_for(target: Target) -> Scrubber | None:
 def scrubbed_event(scrubber: Scrubber, event: TimelineEvent) -> TimelineEvent:
     """The event with the secret values masked in its data; the same event when it holds none."""
     record = event.record
+    if type(record) is SessionCreated:
+        # Its target is the display already (secret slots masked; a value holding a secret is secret: see
+        # Target.seal), and the live target is made from it: rewriting it would send a mask to the server.
+        return event
     if type(record) is Wire:
         shown = scrubbed_frame(scrubber, record)
         return event if shown is record else TimelineEvent(event.session_id, event.seq, shown, event.at)
@@ -221,15 +282,18 @@ def scrubbed_event(scrubber: Scrubber, event: TimelineEvent) -> TimelineEvent:
 def scrubbed_frame(scrubber: Scrubber, record: Wire) -> Wire:
     """A frame with the secrets masked in its raw text (decoded when it holds an escape), note, URL and headers; the
     same record when it holds none."""
-    raw, note, url = record.raw, record.note, record.url
+    raw, note, url, problem = record.raw, record.note, record.url, record.problem
     shown_raw = scrubber.raw_frame(raw) if raw else raw
     shown_note = scrubber.text(note) if note else note
     shown_url = scrubber.text(url) if url else url
+    shown_problem = scrubber.text(problem) if problem else problem
     headers = record.headers
-    shown_headers = scrubber.value(headers) if headers else headers
-    if shown_raw is raw and shown_note is note and shown_url is url and shown_headers is headers:
+    shown_headers = scrubber.headers(headers) if headers else headers
+    if shown_raw is raw and shown_note is note and shown_url is url and shown_headers is headers \
+            and shown_problem is problem:
         return record
-    return dataclasses.replace(record, raw=shown_raw, note=shown_note, url=shown_url, headers=shown_headers)
+    return dataclasses.replace(record, raw=shown_raw, note=shown_note, url=shown_url, headers=shown_headers,
+                               problem=shown_problem)
 
 
 def scrubbed_rows(scrubber: Scrubber | None, rows: list[ImportRow], target: dict[str, Any]) -> list[ImportRow]:

@@ -2,6 +2,7 @@
 
 Each value the owner typed has a slot, named as the connect form and the target display name it:
 - `userinfo`: a URL's user and password (secret by default);
+- `path`: a URL's path (a key some servers take there; never by default);
 - `query:<name>`: a URL's query parameter (secret when its name is credential-shaped);
 - `header:<Name>`: a header's value (Authorization, Proxy-Authorization, Cookie and credential-shaped names);
 - `env:<NAME>`: a `NAME=value` assignment before the program (credential-shaped names);
@@ -50,6 +51,8 @@ def url_slots(url: str) -> list[Slot]:
     found: list[Slot] = []
     if "@" in parts.netloc:
         found.append(Slot("userinfo", "the URL's user and password", True))
+    if parts.path.strip("/"):  # a token in the path (`/mcp/<key>/sse`): never by default, the owner may mark it
+        found.append(Slot("path", "the URL's path", False))
     seen: set[str] = set()
     for name, _value in parse_qsl(parts.query, keep_blank_values=True):
         if name not in seen:
@@ -75,7 +78,8 @@ def masked_url(url: str, secret: frozenset[str]) -> str:
             name = next((n for n, _ in parse_qsl(raw_name + "=x", keep_blank_values=True)), raw_name)
             pieces.append(f"{raw_name}={MASK}" if sep and f"query:{name}" in secret else piece)
         query = "&".join(pieces)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    path = "/" + MASK if parts.path.strip("/") and "path" in secret else parts.path
+    return urlunsplit((parts.scheme, netloc, path, query, parts.fragment))
 
 
 def _is_assignment(arg: str) -> bool:
@@ -107,9 +111,14 @@ def argv_slots(argv: list[str]) -> list[Slot]:
         if flag and not sep:  # a bare flag is the program's vocabulary, not the owner's data
             flag_before = credential_name(arg)
             continue
-        default = (sep != "" and (flag or _is_assignment(arg)) and credential_name(name)) or flag_before
+        authority = arg.split("://", 1)[1].split("/", 1)[0] if "://" in arg else ""
+        default = (sep != "" and (flag or _is_assignment(arg)) and credential_name(name)) or flag_before \
+            or "@" in authority  # a URL with a user and password
+        after = argv[i - 1] if flag_before else ""
         flag_before = False
-        found.append(Slot(f"arg:{i}", f"argument {i}: {name}=…" if sep and flag else f"argument {i}", default))
+        label = f"argument {i} ({name}=…)" if sep and (flag or _is_assignment(arg)) else \
+            f"argument {i} (after {after})" if after else f"argument {i}"
+        found.append(Slot(f"arg:{i}", label, default))
     return found
 
 

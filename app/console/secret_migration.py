@@ -22,18 +22,17 @@ from app.console.target import target_from
 log = logging.getLogger("mcp_console.secrets")
 
 
-def needs_carrying_out(store: Store, session_id: str) -> dict[str, Any] | None:
+def needs_carrying_out(store: Store, session_id: str, meta: dict[str, Any]) -> dict[str, Any] | None:
     """The target as recorded when the session's log predates explicit secrets; None when it does not."""
     created = store.events(session_id, kinds=("session_created",), limit=1)
-    if not created:
-        return None  # a version-1 log: its restore records the creation (app/console/session.py)
-    target = created[0].data.get("target")
+    # A version-1 log recorded no creation: its target is in the metadata row (its restore then records one).
+    target = created[0].data.get("target") if created else meta.get("target")
     return target if isinstance(target, dict) and "secret" not in target else None
 
 
-def carry_out(store: Store, session_id: str) -> bool:
+def carry_out(store: Store, session_id: str, meta: dict[str, Any]) -> bool:
     """Mask a pre-upgrade log in place (see the module's docstring); False when it needed nothing."""
-    recorded = needs_carrying_out(store, session_id)
+    recorded = needs_carrying_out(store, session_id, meta)
     if recorded is None:
         return False
     started = time.monotonic()
@@ -56,6 +55,7 @@ def carry_out(store: Store, session_id: str) -> bool:
             again.append(masked)
         store.append_many(again)
         store.flush()  # a chunk at a time: never the whole session in the writer's queue
+    store.compact()  # the old bytes of the rows written again leave the file and its write-ahead log
     log.info("session %s: its target's secret values moved out of the log (%d events masked, %.1f s)",
              session_id, rewritten, time.monotonic() - started)
     return True

@@ -402,6 +402,7 @@ class ConsoleSession:
         target = target_from(meta["target"]) if meta.get("target") else self._target
         self._secrets = target.secret_values()  # v1 kept them in its metadata row: now in the owner-only place
         self.store.save_secrets(self.id, self._secrets)
+        self.timeline.scrubber = scrubber_for(target)  # what its metadata row held is recorded masked, below
         self.timeline.append(SessionCreated(target=target.to_dict(),
                                             capabilities=self.capabilities, roots=self.roots,
                                             read_only=bool(meta.get("read_only"))))

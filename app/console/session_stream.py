@@ -76,6 +76,9 @@ def session_file(session_id: str, meta: dict[str, Any], created: float, store: S
     while True:
         rows = store.event_rows(session_id, after_seq=after, limit=chunk)
         kept = rows if share_links else [row for row in rows if row.kind not in LINK_KINDS]
+        if include_secrets and kept:  # the owner's own file: an event recorded with a secret masked, as it was
+            exact = store.exact(session_id, [row.seq for row in kept])
+            kept = [row._replace(data=exact[row.seq], v=EVENT_VERSION) if row.seq in exact else row for row in kept]
         if kept:
             yield sep + ", ".join(prefix + _event_text(row, masked) for row in kept)
             sep = ", "

@@ -103,6 +103,8 @@ class Store(Protocol):
     # The secret values of a session's target, in the owner-only place; {} when it has none.
     def save_secrets(self, session_id: str, values: dict[str, str]) -> None: ...
     def secrets(self, session_id: str) -> dict[str, str]: ...
+    # Leave no old bytes of rewritten or deleted rows in the database's files (SQLite); nothing to do elsewhere.
+    def compact(self) -> None: ...
     # The exact data (JSON text) of an event recorded with secret values masked, for the owner's eyes only.
     def save_exact(self, session_id: str, seq: int, data: str) -> None: ...
     def exact(self, session_id: str, seqs: list[int]) -> dict[int, str]: ...
@@ -161,6 +163,9 @@ class SqliteStore:
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        # FAST: a deleted or replaced row's bytes are zeroed where that costs no more I/O (the page is written
+        # anyway): a secret masked in place, or a deleted session, leaves nothing in the pages that held it.
+        conn.execute("PRAGMA secure_delete=FAST")
         conn.executescript(_SCHEMA)
         columns = {r[1] for r in conn.execute("PRAGMA table_info(events)").fetchall()}
         if "v" not in columns:  # a database from version 1: its rows are v1 events, migrated on read
@@ -242,7 +247,7 @@ class SqliteStore:
         with self._bytes_lock:
             self._bytes.pop(session_id, None)
         self._queue.put(("delete", session_id))
-        self.flush()
+        self.compact()  # its rows' bytes leave the write-ahead log too
 
     def save_link(self, link: dict[str, Any]) -> None:
         self._queue.put(("link", (link["id"], link["session_id"], link["token_hash"], json.dumps(link))))
@@ -260,6 +265,13 @@ class SqliteStore:
 
     def save_exact(self, session_id: str, seq: int, data: str) -> None:
         self._queue.put(("exact", (session_id, seq, data)))
+
+    def compact(self) -> None:
+        """Rows rewritten or deleted leave no old bytes behind: secure_delete zeroes them in the pages written, and
+        the write-ahead log (which keeps old page images) is checkpointed and truncated."""
+        self.flush()
+        with self._read_lock:
+            self._read.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def exact(self, session_id: str, seqs: list[int]) -> dict[int, str]:
         if not seqs:

@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from app.console import secrecy
 from app.mcp.secret import MASK, Secret, header_masks, reveal
@@ -47,8 +47,9 @@ class Target:
         slots = self.slots()
         known = {s.id for s in slots}
         chosen = frozenset(s.id for s in slots if s.default) if secret is None else frozenset(secret) & known
+        chosen |= _holding_a_secret(url, headers, argv, cwd, chosen)
         self.secret = chosen
-        url_secret = frozenset(s for s in chosen if s == "userinfo" or s.startswith("query:"))
+        url_secret = frozenset(s for s in chosen if s in ("userinfo", "path") or s.startswith("query:"))
         self.url = Secret(url, secrecy.masked_url(url, url_secret)) if url_secret else url
         self.headers = {k: Secret(v, secrecy.mask_header(k, v)) if f"header:{k}" in chosen else v
                         for k, v in headers.items()}
@@ -64,6 +65,11 @@ class Target:
                 secrecy.Slot(f"header:{k}", f"header {k}", secrecy.credential_name(k)) for k in self.headers]
         found = secrecy.argv_slots([reveal(a) for a in self.argv])
         return found + ([secrecy.Slot("cwd", "working directory", False)] if self.cwd else [])
+
+    def typed(self) -> dict[str, str]:
+        """Each slot's value as typed, for the owner's own connect form (never for a display others see)."""
+        return _slot_values(reveal(self.url), {k: reveal(v) for k, v in self.headers.items()},
+                            [reveal(a) for a in self.argv], None if self.cwd is None else reveal(self.cwd))
 
     def describe(self) -> str:
         """The target for its owner: every value as typed, pasteable back into a shell."""
@@ -111,6 +117,45 @@ class Target:
         """Every value as typed (the owner's export with secrets, and telling two targets apart)."""
         return {**self.to_dict(), "url": reveal(self.url), "headers": {k: reveal(v) for k, v in self.headers.items()},
                 "argv": [reveal(a) for a in self.argv], "cwd": None if self.cwd is None else reveal(self.cwd)}
+
+
+def _slot_values(url: str, headers: dict[str, str], argv: list[str], cwd: str | None) -> dict[str, str]:
+    """Each slot's value as typed (a query parameter given twice: its values joined)."""
+    values: dict[str, str] = {}
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        parts = None
+    if parts is not None:
+        if "@" in parts.netloc:
+            values["userinfo"] = parts.netloc.rsplit("@", 1)[0]
+        if parts.path.strip("/"):
+            values["path"] = parts.path
+        for name, value in parse_qsl(parts.query, keep_blank_values=True):
+            values[f"query:{name}"] = (values[f"query:{name}"] + " " + value) if f"query:{name}" in values else value
+    values |= {f"header:{k}": v for k, v in headers.items()}
+    first_assignment, program, _ = secrecy.command_parts(argv)
+    for i, arg in enumerate(argv):
+        slot = _arg_slot(arg, i, first_assignment, program)
+        if slot:
+            values[slot] = arg.partition("=")[2] if "=" in arg else arg
+    if cwd:
+        values["cwd"] = cwd
+    return values
+
+
+def _holding_a_secret(url: str, headers: dict[str, str], argv: list[str], cwd: str | None,
+                      chosen: frozenset[str]) -> frozenset[str]:
+    """The slots not chosen whose value holds a chosen one's (a path that repeats a header's token): shown, they
+    would show the secret, and the live target is made from what is shown."""
+    values = _slot_values(url, headers, argv, cwd)
+    secrets = [v.strip() for slot, v in values.items() if slot in chosen and len(v.strip()) >= 3]
+    for slot in chosen:  # a header's credential without its scheme, too
+        scheme, _, credential = values.get(slot, "").strip().partition(" ")
+        if credential and scheme.isalpha() and len(credential) >= 3:
+            secrets.append(credential.strip())
+    return frozenset(slot for slot, v in values.items()
+                     if slot not in chosen and any(secret in v for secret in secrets))
 
 
 def _basic_authorization(url: str) -> str | None:

@@ -108,7 +108,8 @@ async def _upload(request: Request, spool: IO[bytes]) -> None:
 async def copy_as_curl(request: Request, session_id: str, key: str, w: Viewer) -> Response:
     s = session_or_404(w, session_id)
     who = principal(request)
-    wire = await asyncio.to_thread(s.timeline.wire, key)
+    # The owner's cURL sends what was sent (exact frames); anyone else's is made from the log's.
+    wire = await asyncio.to_thread(s.timeline.exact_wire if who.sees_secrets else s.timeline.wire, key)
     command = export.curl(s.target, wire, include_secrets=who.sees_secrets)
     if command is None:
         raise HTTPException(404, "Only HTTP requests can be copied as cURL")
@@ -152,7 +153,9 @@ async def replay(request: Request, session_id: str, w: Operator) -> Response:
 
 
 def _original_request(s: ConsoleSession, key: str) -> tuple[str, dict[str, Any]]:
-    sent = next((w for w in s.timeline.wire(key) if w["direction"] == "out"), None)
+    # The request as it went (`exact_wire`), whoever replays it: the log's copy may hold a secret's mask, and a
+    # replay "as is" must never send that.
+    sent = next((w for w in s.timeline.exact_wire(key) if w["direction"] == "out"), None)
     if sent is None:
         raise HTTPException(404, f"No request recorded under {key!r}")
     try:

@@ -33,7 +33,7 @@ from app.mcp.headers import decode_value
 from app.mcp.jsonrpc import clipped, indented, pretty, without_lone_surrogates
 from app.mcp.lint import RULES as LINT_RULES
 from app.mcp.mrtr import kind_of
-from app.mcp.secret import reveal
+from app.mcp.secret import MASK, reveal
 from app.web.answers import form_fields
 from app.web.forms import fields_for
 from app.web.result_shape import result_shaped
@@ -299,6 +299,11 @@ class CompactTemplate(Template):
         return compact_html(super().render(*args, **kwargs))
 
 
+def holds_mask(value: Any) -> bool:
+    """Whether a recorded value shows a secret's mask somewhere (a result card then says what it stands for)."""
+    return MASK in json.dumps(value, ensure_ascii=False, default=str)
+
+
 def make_env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
@@ -313,7 +318,8 @@ def make_env() -> Environment:
                        form_fields=form_fields, kind_of=kind_of, first_of_each=first_of_each, levels=LOG_LEVELS,
                        mask_headers=mask_headers,
                        needs_live_session=needs_live_session,
-                       mask_url=mask_url, result_shaped=result_shaped, secret_value=reveal)
+                       mask_url=mask_url, result_shaped=result_shaped, secret_value=reveal,
+                       holds_mask=holds_mask)
     return env
 
 

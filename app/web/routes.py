@@ -116,7 +116,7 @@ async def secret_slots(request: Request, w: Owner) -> Response:
     except HTTPException:  # half typed (a URL without its scheme yet): nothing to list
         return HTMLResponse(w.render("_secret_slots.html", form_id=form_id, slots=[], chosen=[]))
     return HTMLResponse(w.render("_secret_slots.html", form_id=form_id, slots=target.slots(),
-                                 chosen=sorted(target.secret or ())))
+                                 chosen=sorted(target.secret or ()), typed=target.typed()))
 
 
 def _target_kind_from_form(form: FormInput, demo_url: str) -> Target:

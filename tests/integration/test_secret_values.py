@@ -141,3 +141,29 @@ async def test_a_log_recorded_before_secrets_were_explicit_is_masked_in_place_on
     await again.http.post(f"/sessions/{sid}/reconnect")
     assert (await again.settled(sid))["status"] == "connected"
     assert f"Authorization: Bearer {HEADER}" in await _sent_headers(again, sid)
+
+
+async def test_the_owners_replay_curl_and_exports_with_secrets_send_and_hold_what_was_sent_not_the_mask(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    s = await console.connect(kind="http", url=hostile_http("copy"), headers=f"Authorization: Bearer {HEADER}")
+    sid = str(s["id"])
+    said = await console.http.post(f"/sessions/{sid}/tools/call", headers=JSON, data={
+        "tool": SHELL_NAME, "mode": "json", "json": json.dumps({"v": f"say {HEADER}"})})
+    key = said.json()["key"]
+    assert HEADER not in said.text  # the card: recorded once, masked
+
+    replayed = await console.http.post(f"/sessions/{sid}/replay", headers=JSON, data={"key": key})
+    assert replayed.status_code == 200, replayed.text
+    round_key = replayed.json()["rounds"][0]["key"]  # an operation: its round's exchange has the frames
+    again = await console.http.get(f"/sessions/{sid}/entries/{round_key}.json")
+    sent = next(w for w in again.json()["wire"] if w["direction"] == "out")
+    assert f"say {HEADER}" in sent["raw"] and "\u2022" not in sent["raw"]  # the replay sent the value, not the mask
+
+    curl = (await console.http.get(f"/sessions/{sid}/entries/{key}/curl")).text
+    assert f"say {HEADER}" in curl and "\u2022" not in curl
+    har = (await console.http.get(f"/sessions/{sid}/export.har", params={"secrets": "1"})).text
+    assert f"say {HEADER}" in har
+    full = (await console.http.get(f"/sessions/{sid}/export.json", params={"secrets": "1"})).text
+    assert f"say {HEADER}" in full
+    for masked in ("/export.har", "/export.json"):
+        assert HEADER not in (await console.http.get(f"/sessions/{sid}{masked}")).text

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from app.console.events import TimelineEvent, Wire
 from app.console.scrub import MIN_SEARCHED, TOO_DEEP, Scrubber, scrubbed_event, scrubber_for
-from app.console.target import Target
-from app.mcp.secret import MASK
+from app.console.target import Target, target_from
+from app.mcp.secret import MASK, reveal
 
 _SECRETS = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\u2022"),
                    min_size=6, max_size=24).filter(lambda s: s.strip() == s and len(set(s)) > 2)
@@ -66,7 +66,7 @@ def test_a_secret_echoed_in_any_spelling_the_console_decodes_leaves_nothing_in_w
     event = TimelineEvent("s", 1, Wire(direction="in", raw=raw, exchange="x1", headers=[["X-Echo", text]]))
     recorded = scrubbed_event(scrubber, event)
     decoded = json.loads(recorded.record.raw)
-    shown = json.dumps(decoded, ensure_ascii=False) + json.dumps(recorded.data, ensure_ascii=False)
+    shown = json.dumps(decoded, ensure_ascii=False) + json.dumps(recorded.record.headers, ensure_ascii=False)
     for form in {secret, quote(secret, safe=""), quote_plus(secret)}:
         assert form not in shown
     assert MASK in recorded.record.raw and json.loads(recorded.record.raw)  # still the JSON it was
@@ -111,3 +111,50 @@ def test_a_value_nested_past_the_stack_is_recorded_as_a_note_not_raised_on() -> 
     for _ in range(5000):
         value = [value]
     assert Scrubber(["sk-live-AAAABBBB"]).value(value) == TOO_DEEP
+
+
+def _recorded(scrubber: Scrubber, raw: str, **fields: object) -> str:
+    event = TimelineEvent("s", 1, Wire(direction="in", raw=raw, exchange="x1", **fields))  # type: ignore[arg-type]
+    return json.dumps(scrubbed_event(scrubber, event).data, ensure_ascii=False)
+
+
+def test_a_secret_of_digits_said_back_as_a_json_number_is_masked() -> None:
+    target = Target(kind="http", url="http://h/mcp?api_key=98765432")
+    scrubber = scrubber_for(target)
+    assert scrubber is not None
+    assert scrubber.value({"structuredContent": {"n": 98765432, "m": 7}}) == {"structuredContent": {"n": MASK, "m": 7}}
+    assert "98765432" not in _recorded(scrubber, '{"jsonrpc":"2.0","id":1,"result":{"n":98765432,"s":"a\\/b"}}')
+
+
+def test_a_header_value_the_console_shows_decoded_and_a_frames_problem_are_masked() -> None:
+    scrubber = Scrubber(["sk-live-ZZTOP1234"])
+    sentinel = "=?base64?" + base64.b64encode(b"Bearer sk-live-ZZTOP1234").decode() + "?="
+    shown = _recorded(scrubber, "not json", headers=[["X-Echo", sentinel]],
+                      problem="stdout line is not JSON-RPC: 'token sk-live-ZZTOP1234'")
+    assert "ZZTOP" not in shown and "QmVhcmVy" not in shown and shown.count(MASK) == 2
+
+
+def test_the_parts_of_a_secret_a_server_says_alone_are_searched_for() -> None:
+    basic = base64.b64encode(b"alice:Hunter2Pass").decode()
+    target = Target(kind="http", url="http://h/mcp?api_key=%61bcQK%2fz9%7e",
+                    headers={"Cookie": "theme=dark; sessid=COOKIEVAL777", "Authorization": f"Basic {basic}"})
+    scrubber = scrubber_for(target)
+    assert scrubber is not None
+    said = "sessid is COOKIEVAL777, password Hunter2Pass, path /mcp?api_key=%61bcQK%2fz9%7e and abcQK/z9~"
+    assert scrubber.text(said) == f"sessid is {MASK}, password {MASK}, path /mcp?api_key={MASK} and {MASK}"
+    stdio = Target(kind="stdio", argv=["env", "API_AUTH=Bearer stdioTOKEN55", "node", "s.js"])
+    assert scrubber_for(stdio).text("got stdioTOKEN55") == f"got {MASK}"  # type: ignore[union-attr]
+
+
+def test_a_secret_past_the_basic_plane_escaped_as_a_surrogate_pair_is_masked() -> None:
+    scrubber = Scrubber(["p\U0001F600ssWORD"])
+    inner = json.dumps({"pw": "p\U0001F600ssWORD"})  # ASCII: the emoji as \\ud83d\\ude00
+    assert "ssWORD" not in scrubber.text(inner)
+
+
+def test_a_value_holding_a_secret_is_secret_too_so_the_live_target_is_never_made_from_a_mask() -> None:
+    target = Target(kind="http", url="http://h/mcp/DUPVAL1234/sse", headers={"Authorization": "Bearer DUPVAL1234"})
+    assert target.secret == {"header:Authorization", "path"}
+    assert str(target.url) == f"http://h/{MASK}" and reveal(target.url) == "http://h/mcp/DUPVAL1234/sse"
+    again = target_from(target.to_dict(), target.secret_values())
+    assert reveal(again.url) == "http://h/mcp/DUPVAL1234/sse"
