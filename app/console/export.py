@@ -150,7 +150,8 @@ def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | 
     # --globoff: curl reads {a,b} and [1-3] in a URL as patterns and sends one request for each URL they make.
     # --path-as-is: the path goes as the console sent it (httpx has already taken its dot segments out).
     posted = sent.get("url")  # a 2024-11-05 POST went to the endpoint its stream named
-    shown_url = _shown(posted, include_secrets) if posted else request_url(url)  # (curl refuses a space)
+    # (curl refuses a space.) A masked command keeps its masks readable: it cannot be run as it stands anyway.
+    shown_url = _shown(posted, include_secrets) if posted else request_url(url) if include_secrets else url
     lines = [f"curl -sS --globoff --path-as-is -X POST {shell_word(shown_url)}"]
     header = LIVE_SESSION_NOTE + "\n" if needs_live_session(sent.get("headers")) else ""
     header += LIVE_STREAM_NOTE + "\n" if posted else ""

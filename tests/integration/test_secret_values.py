@@ -100,7 +100,8 @@ async def test_a_link_holders_page_works_when_an_ordinary_query_value_spells_the
         in page.text
     twin = await tab.get(f"/sessions/{sid}.json")
     assert twin.status_code == 200 and twin.headers["content-type"] == "application/json"
-    assert "••••••" not in page.text.replace("Bearer ••••••", "")  # the only mask is the credential's
+    # The only masks: the credential's, and the note naming it ("secret, shown as ••••••: header Authorization").
+    assert "••••••" not in page.text.replace("Bearer ••••••", "").replace("shown as ••••••", "")
     exported = await tab.get(f"/sessions/{sid}/export.json")
     assert exported.status_code == 200 and HEADER not in exported.text
     imported = await console.http.post("/sessions/import", headers=JSON,
@@ -167,3 +168,24 @@ async def test_the_owners_replay_curl_and_exports_with_secrets_send_and_hold_wha
     assert f"say {HEADER}" in full
     for masked in ("/export.har", "/export.json"):
         assert HEADER not in (await console.http.get(f"/sessions/{sid}{masked}")).text
+
+
+async def test_an_imported_file_without_a_creation_event_has_its_metadata_masked_too(console: Console) -> None:
+    """A file of an older console (or one edited by hand) may lack `session_created`: its metadata row becomes the
+    creation and discover events on import, and they are recorded masked, as the file's events are."""
+    target = {"kind": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": f"Bearer {HEADER}"}}
+    meta = {"target": target,
+            "discover": {"supportedVersions": ["2026-07-28"], "capabilities": {}, "serverInfo": {"name": "s"},
+                         "instructions": f"use Bearer {HEADER}"},
+            "secrets_included": True}
+    body = json.dumps({"format": "mcp-console-session", "version": 2, "exported_at": "2026-12-06T00:00:00Z",
+                       "console_version": "0", "secrets": "included",
+                       "session": {"id": "x", "created": 1796000000.0, "meta": meta}, "events": []})
+    imported = await console.http.post("/sessions/import", headers=JSON,
+                                       files={"file": ("s.json", body.encode(), "application/json")})
+    assert imported.status_code == 200, imported.text
+    sid = imported.json()["id"]
+    s = await console.session(sid)
+    assert HEADER not in json.dumps(s) and "masked on import" in json.dumps(s)
+    console.manager.store.flush()
+    assert all(HEADER not in rows for rows in _tables(console.settings.db_path).values())
