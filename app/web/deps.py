@@ -21,6 +21,7 @@ from app.console.session import ConsoleSession
 from app.mcp.jsonrpc import MAX_SHOWN_DEPTH, clipped
 from app.web.forms import FormInput
 from app.web.security import LINK_COOKIE, PRESENTER_COOKIE, Guard, token_matches
+from app.web.session_view import SessionView
 
 
 class Web:
@@ -32,6 +33,11 @@ class Web:
         self.guard = guard
 
     def render(self, name: str, **ctx: Any) -> str:
+        """A template rendered with `s` as a view of the session (app/web/session_view.py): the owner's when the
+        caller says `reveal`, else anyone's."""
+        session = ctx.get("s")
+        if session is not None and not isinstance(session, SessionView):
+            ctx["s"] = SessionView(session, owner=bool(ctx.get("reveal")))
         return self.env.get_template(name).render(**ctx)
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:

@@ -37,6 +37,7 @@ from app.mcp.secret import MASK, reveal
 from app.web.answers import form_fields
 from app.web.forms import fields_for
 from app.web.result_shape import result_shaped
+from app.web.session_view import SessionView
 from app.web.urls import url_facts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -396,7 +397,8 @@ class EventRenderer:
         session = self.manager.get(event.session_id) if self.manager else None
         if session is None:
             return None
-        ctx: dict[str, Any] = {"s": session, "seq": event.seq, "reveal": reveal}
+        # Templates see a view of the session for this audience (app/web/session_view.py), never the session.
+        ctx: dict[str, Any] = {"s": SessionView(session, owner=reveal), "seq": event.seq, "reveal": reveal}
         if event.kind == "taken_over":
             return self._taken_over(session, ctx)
         data = event.data

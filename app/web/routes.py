@@ -249,6 +249,16 @@ async def share_drawer(session_id: str, w: Owner) -> Response:
     return TargetHTMLResponse(w.render("_share_drawer.html", s=s, links=w.manager.links.for_session(s.id)))
 
 
+@router.get("/sessions/{session_id}/drawers/edit-target", response_class=HTMLResponse)
+async def edit_target_drawer(session_id: str, w: Owner) -> Response:
+    """The owner's form to connect the target again with other secret values, fetched when opened: the values as
+    typed are in the page only once the owner asks for them."""
+    s = session_or_404(w, session_id)
+    return TargetHTMLResponse(w.render("_edit_target.html", s=s, reveal=True, open_edit=True,
+                                       summary="Change which values are secret, or the target (opens a new "
+                                               "session; this one's history stays as recorded)"))
+
+
 @router.get("/sessions/{session_id}/drawers/client-settings", response_class=HTMLResponse)
 async def client_settings_drawer(request: Request, session_id: str, w: Viewer) -> Response:
     """The client settings drawer, fetched when first opened; it then takes live updates by id like the rest."""

@@ -1,0 +1,152 @@
+"""What a template sees of a session: a read-only view projected from the fold for one audience, never the session.
+
+datasette makes both a page and its `.json` twin from data it has already redacted; mitmproxy filters its flow model
+per connection. Here every template gets `s` = a `SessionView`: the fold's state (status, lists, roots, the
+timeline's window, operations and server requests waiting) and the target as anyone may see it (its secret values
+as masks, which is also what the log holds). The owner's view adds the target as typed, for the owner's own edit
+form; no other audience's does. No template reaches the client, the transport, the store or a command: a view has
+none of them, and asking a view for something it does not have is an error, not an empty string (a template that
+needs more says so in a test).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from app.console.secrecy import Slot
+
+if TYPE_CHECKING:
+    from app.console.session import ConsoleSession
+    from app.console.target import Target
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class _View:
+    """Read-only: set once in `__init__`; a missing attribute is a loud error (Jinja would render it empty)."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a view is read-only ({type(self).__name__}.{name})")
+
+    def _set(self, **values: Any) -> None:
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # Not AttributeError: Jinja turns that into an empty Undefined, and a page would silently lose a part.
+        raise LookupError(f"{type(self).__name__} has no {name!r}: a template asked for what no view gives")
+
+
+class TargetView(_View):
+    """The target for one audience: its display (secret values masked) for everyone; as typed for the owner."""
+
+    __slots__ = ("_command", "_shown", "_slots", "_typed", "cwd", "headers", "kind", "secret", "url")
+
+    def __init__(self, target: Target, owner: bool) -> None:
+        self._set(kind=target.kind, secret=frozenset(target.secret or ()), _shown=target.shown(),
+                  _slots=tuple(target.slots()))
+        if owner:
+            self._set(url=target.url, headers=MappingProxyType(dict(target.headers)), cwd=target.cwd,
+                      _command=target.describe(), _typed=MappingProxyType(target.typed()))
+        else:
+            self._set(url="", headers=_EMPTY, cwd=None, _command="", _typed=_EMPTY)
+
+    def shown(self) -> str:
+        return str(self._shown)
+
+    def slots(self) -> list[Slot]:
+        return list(self._slots)
+
+    def describe(self) -> str:
+        """The owner's: the command or URL as typed (empty for anyone else)."""
+        return str(self._command)
+
+    def typed(self) -> Mapping[str, str]:
+        """The owner's: each slot's value as typed (empty for anyone else)."""
+        typed: Mapping[str, str] = self._typed
+        return typed
+
+
+class StateView(_View):
+    __slots__ = ("era", "findings", "subscriptions")
+
+    def __init__(self, session: ConsoleSession) -> None:
+        state = session.state
+        self._set(era=state.era, findings=state.findings, subscriptions=MappingProxyType(state.subscriptions))
+
+
+class TimelineView(_View):
+    __slots__ = ("anchor", "entries", "rounds", "stderr", "stderr_current", "stderr_dropped")
+
+    def __init__(self, session: ConsoleSession) -> None:
+        timeline = session.timeline
+        rounds = timeline.rounds
+
+        def anchor(key: str) -> str:
+            """The page element that shows an exchange: its own entry, or the operation it is a round of."""
+            rnd = rounds.get(key)
+            return f"op-{rnd['op']}" if rnd and rnd.get("op") else key
+
+        self._set(entries=MappingProxyType(timeline.entries), rounds=MappingProxyType(rounds), anchor=anchor,
+                  stderr=tuple(timeline.stderr), stderr_current=timeline.stderr_current,
+                  stderr_dropped=timeline.stderr_dropped)
+
+
+class Waiting(_View):
+    """Operations or server requests waiting for an answer, as the fold has them."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: list[Any]) -> None:
+        self._set(_items=tuple(items))
+
+    def awaiting(self) -> list[Any]:
+        return list(self._items)
+
+
+class ClientView(_View):
+    __slots__ = ("invalid_tools",)
+
+    def __init__(self, invalid_tools: Mapping[str, str]) -> None:
+        self._set(invalid_tools=MappingProxyType(dict(invalid_tools)))
+
+
+class SettingsView(_View):
+    __slots__ = ("page_entries", "timeline_window")
+
+    def __init__(self, page_entries: int, timeline_window: int) -> None:
+        self._set(page_entries=page_entries, timeline_window=timeline_window)
+
+
+class SessionView(_View):
+    __slots__ = ("auto_refresh", "capabilities", "client", "deadline_view", "discover", "id", "idle_timeout_s",
+                 "lists", "log_level", "max_s", "operations", "owned_by", "owner_gone", "progress_enabled",
+                 "read_only", "roots", "server_capabilities", "server_info", "server_requests", "settings", "state",
+                 "status", "status_message", "status_since", "supported_versions", "target", "timeline")
+
+    def __init__(self, session: ConsoleSession, owner: bool) -> None:
+        client = session.client
+        deadline: Callable[[str | None], dict[str, Any] | None] = session.deadline_view
+        self._set(
+            id=session.id, status=session.status, status_message=session.status_message,
+            status_since=session.status_since, read_only=session.read_only,
+            target=TargetView(session.target, owner), state=StateView(session), timeline=TimelineView(session),
+            server_info=session.server_info, discover=session.discover, roots=tuple(session.roots),
+            capabilities=session.capabilities, server_capabilities=session.server_capabilities,
+            supported_versions=tuple(session.supported_versions), lists=MappingProxyType(session.lists),
+            log_level=session.log_level, progress_enabled=session.progress_enabled,
+            auto_refresh=session.auto_refresh, idle_timeout_s=session.idle_timeout_s, max_s=session.max_s,
+            owned_by=session.owned_by, owner_gone=session.owner_gone,
+            settings=SettingsView(session.settings.page_entries, session.settings.timeline_window),
+            client=ClientView(client.invalid_tools) if client is not None else None,
+            operations=Waiting(session.operations.awaiting()),
+            server_requests=Waiting(session.server_requests.awaiting()),
+            deadline_view=deadline)
+
+
+def session_view(session: ConsoleSession, owner: bool) -> SessionView:
+    return SessionView(session, owner)
