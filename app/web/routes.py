@@ -31,6 +31,7 @@ from app.web.deps import (
 from app.web.forms import FormInput
 from app.web.render import ROOT, listed_as
 from app.web.security import COOKIE, local_path, token_matches
+from app.web.session_view import SessionView
 from app.web.timeline_filter import TimelineFilter, methods_seen
 from app.web.views import session_json
 
@@ -168,7 +169,7 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
                                                            s.settings.timeline_window)
     if as_json:
         who = principal(request)
-        data = session_json(s, entries=entries, reveal=who.sees_secrets, answers=who.may_operate(s.id))
+        data = session_json(SessionView(s, owner=who.sees_secrets), entries=entries, answers=who.may_operate(s.id))
         return respond(request, True, data | {"filter": flt.to_json(), "window_entries": len(window),
                                               "matches": matched, "older_before": oldest}, None)
     # The page renders fewer entries than the window holds: its DOM stays small, "Load older entries" reads on

@@ -72,15 +72,18 @@ class TargetView(_View):
 
 
 class StateView(_View):
-    __slots__ = ("era", "findings", "subscriptions")
+    __slots__ = ("era", "findings", "links", "operations", "server_requests", "subscriptions")
 
-    def __init__(self, session: ConsoleSession) -> None:
+    def __init__(self, session: ConsoleSession, owner: bool) -> None:
         state = session.state
-        self._set(era=state.era, findings=state.findings, subscriptions=MappingProxyType(state.subscriptions))
+        self._set(era=state.era, findings=state.findings, subscriptions=MappingProxyType(state.subscriptions),
+                  operations=MappingProxyType(state.operations),
+                  server_requests=MappingProxyType(state.server_requests),
+                  links=MappingProxyType(state.links) if owner else _EMPTY)  # share links are the owner's
 
 
 class TimelineView(_View):
-    __slots__ = ("anchor", "entries", "rounds", "stderr", "stderr_current", "stderr_dropped")
+    __slots__ = ("_recent", "anchor", "entries", "rounds", "seq", "stderr", "stderr_current", "stderr_dropped")
 
     def __init__(self, session: ConsoleSession) -> None:
         timeline = session.timeline
@@ -93,7 +96,12 @@ class TimelineView(_View):
 
         self._set(entries=MappingProxyType(timeline.entries), rounds=MappingProxyType(rounds), anchor=anchor,
                   stderr=tuple(timeline.stderr), stderr_current=timeline.stderr_current,
-                  stderr_dropped=timeline.stderr_dropped)
+                  stderr_dropped=timeline.stderr_dropped, seq=timeline.seq, _recent=timeline.recent)
+
+    def recent(self) -> list[dict[str, Any]]:
+        """The window's entries, newest first, as the fold has them."""
+        recent: Callable[[], list[dict[str, Any]]] = self._recent
+        return recent()
 
 
 class Waiting(_View):
@@ -123,10 +131,11 @@ class SettingsView(_View):
 
 
 class SessionView(_View):
-    __slots__ = ("auto_refresh", "capabilities", "client", "deadline_view", "discover", "id", "idle_timeout_s",
-                 "lists", "log_level", "max_s", "operations", "owned_by", "owner_gone", "progress_enabled",
-                 "read_only", "roots", "server_capabilities", "server_info", "server_requests", "settings", "state",
-                 "status", "status_message", "status_since", "supported_versions", "target", "timeline")
+    __slots__ = ("auto_refresh", "capabilities", "client", "created", "deadline_view", "discover", "id",
+                 "idle_timeout_s", "last_activity", "lists", "log_level", "max_s", "operations", "owned_by",
+                 "owner_gone", "progress_enabled", "read_only", "roots", "server_capabilities", "server_info",
+                 "server_requests", "settings", "state", "status", "status_message", "status_since",
+                 "supported_versions", "target", "timeline")
 
     def __init__(self, session: ConsoleSession, owner: bool) -> None:
         client = session.client
@@ -134,7 +143,8 @@ class SessionView(_View):
         self._set(
             id=session.id, status=session.status, status_message=session.status_message,
             status_since=session.status_since, read_only=session.read_only,
-            target=TargetView(session.target, owner), state=StateView(session), timeline=TimelineView(session),
+            created=session.created, last_activity=session.last_activity,
+            target=TargetView(session.target, owner), state=StateView(session, owner), timeline=TimelineView(session),
             server_info=session.server_info, discover=session.discover, roots=tuple(session.roots),
             capabilities=session.capabilities, server_capabilities=session.server_capabilities,
             supported_versions=tuple(session.supported_versions), lists=MappingProxyType(session.lists),
@@ -148,5 +158,6 @@ class SessionView(_View):
             deadline_view=deadline)
 
 
-def session_view(session: ConsoleSession, owner: bool) -> SessionView:
-    return SessionView(session, owner)
+    def request_settings(self) -> dict[str, Any]:
+        return {"log_level": self.log_level, "progress": self.progress_enabled, "auto_refresh": self.auto_refresh,
+                "idle_timeout_s": self.idle_timeout_s, "max_s": self.max_s}

@@ -6,16 +6,17 @@ from typing import Any
 
 from app.console.events import TYPED_ANSWER_FIELDS
 from app.console.live_records import OperationRecord, ServerRequestRecord
-from app.console.session import ConsoleSession
 from app.mcp.client import reply_json
+from app.web.session_view import SessionView
 
 __all__ = ["operation_json", "reply_json", "session_json"]
 
 
-def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
-                 reveal: bool = True, answers: bool = True) -> dict[str, Any]:
-    """`reveal`: the owner's typed values as typed (else masked, `shown`); `answers`: what was typed into answers
-    the console refused, and its words about them (for those who may answer: a viewer gets neither)."""
+def session_json(s: SessionView, entries: list[dict[str, Any]] | None = None,
+                 answers: bool = True) -> dict[str, Any]:
+    """The page's JSON twin, from the same view of the session as the page (app/web/session_view.py): the owner's
+    view has the share links; `answers`: what was typed into answers the console refused, and its words about them
+    (for those who may answer: a viewer gets neither)."""
     return {
         "id": s.id,
         "target": s.target.shown(), "secret": sorted(s.target.secret or ()),  # the masks: what the log holds
@@ -36,17 +37,17 @@ def session_json(s: ConsoleSession, entries: list[dict[str, Any]] | None = None,
         "era": s.state.era,  # which revision the last connect negotiated, and why
         "findings": s.state.findings,  # the live lint: rule id → count (the entries carry each finding)
         "client_capabilities": s.capabilities,
-        "roots": s.roots,
+        "roots": list(s.roots),
         "request_settings": s.request_settings(),
         "subscriptions": [sub.snapshot() for sub in s.state.subscriptions.values()],
         "operations": [operation_json(op, answers=answers) for op in list(s.state.operations.values())[-50:]],
         "server_requests": [server_request_json(sr, answers) for sr in list(s.state.server_requests.values())[-50:]],
-        "links": [link for link in s.state.links.values()] if reveal else [],
-        "lists": s.lists,
-        "invalid_tools": s.client.invalid_tools if s.client else {},
+        "links": list(s.state.links.values()),
+        "lists": dict(s.lists),
+        "invalid_tools": dict(s.client.invalid_tools) if s.client else {},
         "seq": s.timeline.seq,
         "timeline": entries if entries is not None else s.timeline.recent(),
-        "stderr": s.timeline.stderr[-100:],
+        "stderr": list(s.timeline.stderr[-100:]),
         "stderr_dropped": s.timeline.stderr_dropped,
         "stderr_current": s.timeline.stderr_current,
     }
