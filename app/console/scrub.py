@@ -26,6 +26,8 @@ from urllib.parse import quote, quote_plus, unquote, urlsplit
 from app.console.events import SessionCreated, TimelineEvent, Wire, load
 from app.console.secrecy import command_parts
 from app.console.store import ImportRow
+from app.mcp.client import Reply
+from app.mcp.errors import McpError, RpcError
 from app.mcp.headers import decode_value
 from app.mcp.secret import MASK, Secret, reveal
 
@@ -104,6 +106,10 @@ def credential_parts(value: str) -> list[str]:
     Basic credential's user:password and password (decoded), each `name=value` of a cookie list."""
     value = value.strip()
     parts = [value]
+    name, colon, rest = value.partition(":")
+    if colon and name.strip() and all(c.isalnum() or c == "-" for c in name.strip()) and rest.strip() \
+            and not rest.startswith("//"):  # a header line ("Authorization: Bearer x"): its value's parts too
+        return parts + credential_parts(rest)
     scheme, _, credential = value.partition(" ")
     if credential and scheme.isalpha():
         parts.append(credential.strip())
@@ -114,7 +120,7 @@ def credential_parts(value: str) -> list[str]:
                 plain = ""
             if plain:
                 parts += [plain, plain.partition(":")[2]]
-    if ("=" in value and ";" in value) or (value.count("=") == 1 and " " not in value):  # a cookie list, or one
+    if "=" in value.strip("=") and (";" in value or " " not in value):  # a cookie list, or one cookie
         parts += [pair.partition("=")[2].strip() for pair in value.split(";") if "=" in pair]
     return [p for p in parts if p]
 
@@ -132,7 +138,7 @@ class Scrubber:
         # Each needle as json.dumps spells it inside JSON text: a quick test of an event's JSON before walking it.
         self._in_json = [json.dumps(n)[1:-1] for n in self.needles]
         # Whether a number can hold one (a secret of digits): only then are numbers read as text.
-        self._digits = any(n.replace(".", "").replace("-", "").isdigit() for n in self.needles)
+        self.digits = any(n.replace(".", "").replace("-", "").isdigit() for n in self.needles)
 
     def __bool__(self) -> bool:
         return bool(self.needles)
@@ -221,7 +227,7 @@ class Scrubber:
         if isinstance(data, list | tuple):
             items = [self._walk(item) for item in data]
             return items if any(a is not b for a, b in zip(data, items, strict=True)) else data
-        if self._digits and isinstance(data, int | float) and not isinstance(data, bool):
+        if self.digits and isinstance(data, int | float) and not isinstance(data, bool):
             # A secret of digits said back as a JSON number: the number goes, as the mask.
             shown = repr(data)
             return MASK if self._plain(shown) is not shown else data
@@ -245,7 +251,7 @@ class Scrubber:
     def raw_frame(self, raw: str) -> str:
         """A frame's raw text as a link holder may see it: when it holds an escape, decoded, masked and written
         again (only if a secret was found); else masked as text."""
-        if "\\" in raw:
+        if "\\" in raw or self.digits:  # escapes to read, or numbers that may spell a secret of digits
             try:
                 parsed = json.loads(raw)
             except ValueError:
@@ -304,10 +310,28 @@ def scrubbed_rows(scrubber: Scrubber | None, rows: list[ImportRow], target: dict
         if row.kind == "session_created" and isinstance(row.data, dict):
             data = {**row.data, "target": target}
             row = ImportRow(row.seq, row.kind, row.at, data, json.dumps(data, separators=(",", ":")))
-        elif scrubber is not None and (scrubber.may_hold(row.text) or (row.kind == "wire" and "\\\\" in row.text)):
+        elif scrubber is not None and (scrubber.may_hold(row.text) or (row.kind == "wire" and (
+                "\\\\" in row.text or "=?base64?" in row.text or scrubber.digits))):
             event = TimelineEvent("", row.seq, load(row.kind, row.data), row.at)
             masked = scrubbed_event(scrubber, event)
             if masked is not event:
                 row = ImportRow(row.seq, row.kind, row.at, masked.data, masked.data_json)
         out.append(row)
     return out
+
+
+def shown_reply(scrubber: Scrubber | None, reply: Reply) -> Reply:
+    """A reply as the log has it: what a route answers with a live reply (a replay, a completion) holds no secret
+    value the server said back, for any caller (the owner's exact frames are in the entry's detail)."""
+    if scrubber is None:
+        return reply
+    error = reply.error
+    if isinstance(error, RpcError):
+        error = RpcError(error.code, scrubber.text(error.message), scrubber.value(error.data), error.http_status)
+    elif error is not None:
+        try:
+            error = type(error)(scrubber.text(str(error)))
+        except TypeError:  # an error type made otherwise: its text is what is shown
+            error = McpError(scrubber.text(str(error)))
+    return dataclasses.replace(reply, params=scrubber.value(reply.params), result=scrubber.value(reply.result),
+                               error=error, warnings=[scrubber.text(w) for w in reply.warnings])

@@ -29,6 +29,15 @@ def credential_name(name: str) -> bool:
     return lowered in CREDENTIAL_NAMES or any(word in lowered for word in CREDENTIAL_WORDS)
 
 
+def credential_header_line(value: str) -> bool:
+    """Whether a value is a header line with a credential's name ("Authorization: Bearer x"), as mcp-remote's
+    `--header` and an `MCP_HEADERS` variable carry them."""
+    name, colon, rest = value.partition(":")
+    name = name.strip()
+    return bool(colon and name and rest.strip()) and all(c.isalnum() or c == "-" for c in name) \
+        and credential_name(name)
+
+
 @dataclass(frozen=True, slots=True)
 class Slot:
     id: str
@@ -102,7 +111,8 @@ def command_parts(argv: list[str]) -> tuple[int, int, int]:
 def argv_slots(argv: list[str]) -> list[Slot]:
     first_assignment, program, first_arg = command_parts(argv)
     found = [Slot(f"env:{argv[i].partition('=')[0]}", f"variable {argv[i].partition('=')[0]}",
-                  credential_name(argv[i].partition("=")[0])) for i in range(first_assignment, program)]
+                  credential_name(argv[i].partition("=")[0]) or credential_header_line(argv[i].partition("=")[2]))
+             for i in range(first_assignment, program)]
     flag_before = False  # the argument before was a bare credential-shaped flag: `--password hunter2`
     for i in range(first_arg, len(argv)):
         arg = argv[i]
@@ -113,7 +123,7 @@ def argv_slots(argv: list[str]) -> list[Slot]:
             continue
         authority = arg.split("://", 1)[1].split("/", 1)[0] if "://" in arg else ""
         default = (sep != "" and (flag or _is_assignment(arg)) and credential_name(name)) or flag_before \
-            or "@" in authority  # a URL with a user and password
+            or "@" in authority or credential_header_line(arg.partition("=")[2] if sep and flag else arg)
         after = argv[i - 1] if flag_before else ""
         flag_before = False
         label = f"argument {i} ({name}=…)" if sep and (flag or _is_assignment(arg)) else \

@@ -163,9 +163,9 @@ class SqliteStore:
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        # FAST: a deleted or replaced row's bytes are zeroed where that costs no more I/O (the page is written
-        # anyway): a secret masked in place, or a deleted session, leaves nothing in the pages that held it.
-        conn.execute("PRAGMA secure_delete=FAST")
+        # A deleted or replaced row's bytes are zeroed, and a page freed by a delete too: a secret masked in
+        # place, or a deleted session, leaves nothing in the file (FAST left freed pages as they were).
+        conn.execute("PRAGMA secure_delete=ON")
         conn.executescript(_SCHEMA)
         columns = {r[1] for r in conn.execute("PRAGMA table_info(events)").fetchall()}
         if "v" not in columns:  # a database from version 1: its rows are v1 events, migrated on read
@@ -267,8 +267,8 @@ class SqliteStore:
         self._queue.put(("exact", (session_id, seq, data)))
 
     def compact(self) -> None:
-        """Rows rewritten or deleted leave no old bytes behind: secure_delete zeroes them in the pages written, and
-        the write-ahead log (which keeps old page images) is checkpointed and truncated."""
+        """Rows rewritten or deleted leave no old bytes behind: secure_delete zeroes them, and the write-ahead log
+        (which keeps old page images) is checkpointed and truncated."""
         self.flush()
         with self._read_lock:
             self._read.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()

@@ -155,7 +155,7 @@ def _holding_a_secret(url: str, headers: dict[str, str], argv: list[str], cwd: s
         if credential and scheme.isalpha() and len(credential) >= 3:
             secrets.append(credential.strip())
     return frozenset(slot for slot, v in values.items()
-                     if slot not in chosen and any(secret in v for secret in secrets))
+                     if slot not in chosen and any(secret in v or secret in unquote(v) for secret in secrets))
 
 
 def _basic_authorization(url: str) -> str | None:

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from app.console.live import LOG_LEVELS
+from app.console.scrub import shown_reply
 from app.console.session import ConsoleSession
 from app.mcp.client import Reply
 from app.web.deps import Web, connected, form_input, operator_post, respond, wants_json
@@ -41,6 +42,7 @@ def _not_sent(w: Web, request: Request, errors: dict[str, str], labels: dict[str
 
 
 def _result(w: Web, request: Request, s: ConsoleSession, reply: Reply) -> Response:
+    reply = shown_reply(s.timeline.scrubber, reply)  # as the log has it: masked as it was recorded
     html = w.render("_result.html", s=s, reply=reply, result=reply.result, validation=None)
     return respond(request, False, reply_json(reply), html)
 

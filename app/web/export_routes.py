@@ -13,6 +13,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import PlainTextResponse, RedirectResponse, Response, StreamingResponse
 
 from app.console import export, session_stream
+from app.console.scrub import shown_reply
 from app.console.session import ConsoleSession
 from app.mcp.client import MRTR_METHODS
 from app.web.deps import Operator, Owner, Viewer, Web, connected, form_input, principal, respond, session_or_404
@@ -25,7 +26,7 @@ router = APIRouter()
 
 def _secrets(request: Request) -> bool:
     """Secrets go out only when the owner asks for them explicitly."""
-    return principal(request).is_owner and request.query_params.get("secrets") == "1"
+    return principal(request).sees_secrets and request.query_params.get("secrets") == "1"  # not in presenter mode
 
 
 def _streamed(request: Request, pieces: Iterator[str], filename: str) -> Response:
@@ -147,7 +148,9 @@ async def replay(request: Request, session_id: str, w: Operator) -> Response:
         op = s.operations.create(method, params, replay_of=original, keep_mrtr=True)
         await s.operations.run(op)
         return op_response(w, request, s, op)
-    reply = await s.run(method, params, replay_of=original)
+    # Answered as the log has it (masked as recorded): the request was re-sent exactly, but a replay's answer is
+    # no way for a link holder to read back what the owner's target holds.
+    reply = shown_reply(s.timeline.scrubber, await s.run(method, params, replay_of=original))
     return respond(request, False, reply_json(reply), w.render("_result.html", s=s, reply=reply,
                                                                 result=reply.result, validation=None))
 

@@ -251,10 +251,12 @@ async def share_drawer(session_id: str, w: Owner) -> Response:
 
 
 @router.get("/sessions/{session_id}/drawers/edit-target", response_class=HTMLResponse)
-async def edit_target_drawer(session_id: str, w: Owner) -> Response:
+async def edit_target_drawer(request: Request, session_id: str, w: Owner) -> Response:
     """The owner's form to connect the target again with other secret values, fetched when opened: the values as
-    typed are in the page only once the owner asks for them."""
+    typed are in the page only once the owner asks for them (never in presenter mode)."""
     s = session_or_404(w, session_id)
+    if not principal(request).sees_secrets:
+        raise HTTPException(403, "Presenter mode shows no value as typed: leave presenter mode to edit the target")
     return TargetHTMLResponse(w.render("_edit_target.html", s=s, reveal=True, open_edit=True,
                                        summary="Change which values are secret, or the target (opens a new "
                                                "session; this one's history stays as recorded)"))

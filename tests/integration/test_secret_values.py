@@ -189,3 +189,20 @@ async def test_an_imported_file_without_a_creation_event_has_its_metadata_masked
     assert HEADER not in json.dumps(s) and "masked on import" in json.dumps(s)
     console.manager.store.flush()
     assert all(HEADER not in rows for rows in _tables(console.settings.db_path).values())
+
+
+async def test_an_operators_replay_answer_is_masked_and_presenter_mode_reaches_no_value_as_typed(
+        console: Console, demo_url: str, share_tab: ShareTab) -> None:
+    s = await console.connect(kind="http", url=demo_url, headers=f"Authorization: Bearer {HEADER}")
+    sid = str(s["id"])
+    done = await console.http.post(f"/sessions/{sid}/complete", headers=JSON, data={
+        "ref_type": "ref/prompt", "ref": "greet", "argument": "name", "value": f"my token is {HEADER}"})
+    assert done.status_code == 200 and HEADER not in done.text, done.text
+    tab = await share_tab(console, await create_link(console, sid, "operator"))
+    replayed = await tab.post(f"/sessions/{sid}/replay", headers=JSON, data={"key": done.json()["key"]})
+    assert replayed.status_code == 200 and HEADER not in replayed.text, replayed.text
+    console.http.cookies.set("mcp_console_presenter", "1")
+    for path in (f"/sessions/{sid}/drawers/edit-target", f"/sessions/{sid}/export.json?secrets=1",
+                 f"/sessions/{sid}/export.har?secrets=1"):
+        response = await console.http.get(path)
+        assert HEADER not in response.text, path

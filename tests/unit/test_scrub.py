@@ -158,3 +158,38 @@ def test_a_value_holding_a_secret_is_secret_too_so_the_live_target_is_never_made
     assert str(target.url) == f"http://h/{MASK}" and reveal(target.url) == "http://h/mcp/DUPVAL1234/sse"
     again = target_from(target.to_dict(), target.secret_values())
     assert reveal(again.url) == "http://h/mcp/DUPVAL1234/sse"
+
+
+def test_a_header_line_in_an_argument_or_variable_is_secret_by_default_and_its_parts_are_masked() -> None:
+    target = Target(kind="stdio", argv=["env", "MCP_HEADERS=X-Api-Key: sk-xk-XKEY3", "npx", "mcp-remote",
+                                        "--header", "Authorization: Bearer sk-argh-ARGHDR55"])
+    assert target.secret == {"env:MCP_HEADERS", "arg:5"}
+    scrubber = scrubber_for(target)
+    assert scrubber is not None
+    assert scrubber.text("got sk-xk-XKEY3 and sk-argh-ARGHDR55") == f"got {MASK} and {MASK}"
+
+
+def test_a_cookie_whose_value_holds_an_equals_sign_and_a_number_in_exponent_form_are_masked() -> None:
+    cookie = scrubber_for(Target(kind="http", url="http://h/mcp", headers={"Cookie": "sessid=Q09PS0lFUEFE="}))
+    assert cookie is not None and cookie.text("sessid is Q09PS0lFUEFE=") == f"sessid is {MASK}"
+    digits = scrubber_for(Target(kind="http", url="http://h/mcp?api_key=55554444"))
+    assert digits is not None
+    assert "5555.4444e4" not in digits.raw_frame('{"jsonrpc":"2.0","id":1,"result":{"n":5555.4444e4}}')
+
+
+def test_a_path_holding_a_percent_encoded_copy_of_a_secret_is_secret_too() -> None:
+    target = Target(kind="http", url="http://h/mcp/tok%2BPLUS%2FSLASH%3D/x", headers={"X-Api-Key": "tok+PLUS/SLASH="})
+    assert "path" in (target.secret or ()) and "PLUS" not in str(target.url)
+
+
+def test_a_live_reply_a_route_answers_with_is_masked_as_the_log_has_it() -> None:
+    from app.console.scrub import shown_reply
+    from app.mcp.client import Reply
+    from app.mcp.errors import RpcError
+
+    scrubber = Scrubber(["sk-live-REPLAY777"])
+    reply = Reply(key="c1", id=1, method="server/discover", params={"v": "sk-live-REPLAY777"}, sent=0.0,
+                  result={"instructions": "use sk-live-REPLAY777"}, error=RpcError(-1, "bad sk-live-REPLAY777"))
+    shown = shown_reply(scrubber, reply)
+    assert "REPLAY777" not in repr((shown.params, shown.result, shown.error and shown.error.message))
+    assert shown_reply(None, reply) is reply
