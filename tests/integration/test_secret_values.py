@@ -206,3 +206,21 @@ async def test_an_operators_replay_answer_is_masked_and_presenter_mode_reaches_n
                  f"/sessions/{sid}/export.har?secrets=1"):
         response = await console.http.get(path)
         assert HEADER not in response.text, path
+
+
+async def test_a_stdio_servers_path_argument_that_is_not_secret_is_shown_to_a_link_holder_as_typed(
+        console: Console, share_tab: ShareTab) -> None:
+    """A filesystem server's allowed directory was masked in everything the server said ("Allowed directories:
+    ••••••"): a value the owner typed that is not secret is now shown as typed; the secret one beside it is not."""
+    from tests.hostile.fixtures import hostile_argv
+
+    allowed = "/tmp/allowed-dir-4c1e"
+    command = " ".join(["env", f"ALLOWED_DIR={allowed}", f"API_KEY={QUERY}", *hostile_argv("basic"), "--name",
+                        "files"])
+    s = await console.connect(kind="stdio", command=command)
+    assert s["status"] == "connected", s["status_message"]
+    sid = str(s["id"])
+    assert s["secret"] == ["env:API_KEY"]
+    tab = await share_tab(console, await create_link(console, sid, "viewer"))
+    page = (await tab.get(f"/sessions/{sid}")).text + (await tab.get(f"/sessions/{sid}.json")).text
+    assert f"ALLOWED_DIR={allowed}" in page and "API_KEY=••••••" in page and QUERY not in page
