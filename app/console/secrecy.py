@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 from app.mcp.secret import MASK
 
 # A name is credential-shaped when it is one of these or contains one of the words.
+PATH_KEY_CHARS = 12  # a path segment this long may be a key (see url_slots)
 CREDENTIAL_NAMES = frozenset({"authorization", "proxy-authorization", "cookie"})
 CREDENTIAL_WORDS = ("token", "key", "secret", "password", "passwd", "credential", "session", "auth")
 
@@ -60,7 +61,9 @@ def url_slots(url: str) -> list[Slot]:
     found: list[Slot] = []
     if "@" in parts.netloc:
         found.append(Slot("userinfo", "the URL's user and password", True))
-    if parts.path.strip("/"):  # a token in the path (`/mcp/<key>/sse`): never by default, the owner may mark it
+    # A key some servers take in the path (`/mcp/<key>/sse`): offered when a segment is long enough to be one
+    # (offering `/mcp` invited masking "mcp" in everything the server says); never secret by default.
+    if any(len(segment) >= PATH_KEY_CHARS for segment in parts.path.split("/")):
         found.append(Slot("path", "the URL's path", False))
     seen: set[str] = set()
     for name, _value in parse_qsl(parts.query, keep_blank_values=True):

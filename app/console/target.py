@@ -129,7 +129,7 @@ def _slot_values(url: str, headers: dict[str, str], argv: list[str], cwd: str | 
     if parts is not None:
         if "@" in parts.netloc:
             values["userinfo"] = parts.netloc.rsplit("@", 1)[0]
-        if parts.path.strip("/"):
+        if parts.path.strip("/"):  # (offered as a slot only when it may hold a key; made secret when it holds one)
             values["path"] = parts.path
         for name, value in parse_qsl(parts.query, keep_blank_values=True):
             values[f"query:{name}"] = (values[f"query:{name}"] + " " + value) if f"query:{name}" in values else value

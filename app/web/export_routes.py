@@ -29,6 +29,11 @@ def _secrets(request: Request) -> bool:
     return principal(request).sees_secrets and request.query_params.get("secrets") == "1"  # not in presenter mode
 
 
+def _suffix(request: Request) -> str:
+    """A file with the target's secret values says so in its name too: the two downloads are not mixed up."""
+    return "-with-secrets" if _secrets(request) else ""
+
+
 def _streamed(request: Request, pieces: Iterator[str], filename: str) -> Response:
     """A download written as it is made (Starlette runs the iterator on a worker thread).
 
@@ -58,14 +63,14 @@ async def export_session(request: Request, session_id: str, w: Viewer) -> Respon
     # Streamed: the store is read a chunk at a time (on a worker thread) and each chunk written as it is ready.
     pieces = session_stream.session_file(s.id, s.meta(), s.created, s.timeline.stored(), _secrets(request),
                                          share_links=principal(request).is_owner)
-    return _streamed(request, pieces, f"mcp-session-{s.id}.json")
+    return _streamed(request, pieces, f"mcp-session-{s.id}{_suffix(request)}.json")
 
 
 @router.get("/sessions/{session_id}/export.har")
 async def export_har(request: Request, session_id: str, w: Viewer) -> Response:
     s = session_or_404(w, session_id)
     pieces = export.har(s.id, s.target, s.timeline.stored(), _secrets(request))  # streamed, as the session file is
-    return _streamed(request, pieces, f"mcp-session-{s.id}.har")
+    return _streamed(request, pieces, f"mcp-session-{s.id}{_suffix(request)}.har")
 
 
 @router.post("/sessions/import")

@@ -111,7 +111,7 @@ def _chosen_secrets(form: FormInput, target: Target) -> set[str]:
 async def secret_slots(request: Request, w: Owner) -> Response:
     """The connect form's list of typed values with whether each is secret, made again as the owner types."""
     form = FormInput(list((await request.form()).multi_items()))  # type: ignore[arg-type]
-    form_id = "stdio" if form.first("form_id") == "stdio" else "http"
+    form_id = next((f for f in ("stdio", "retarget") if form.first("form_id") == f), "http")
     try:
         target = _target_from_form(form, w.manager.settings.demo_url)
     except HTTPException:  # half typed (a URL without its scheme yet): nothing to list
@@ -250,6 +250,10 @@ async def share_drawer(session_id: str, w: Owner) -> Response:
     return TargetHTMLResponse(w.render("_share_drawer.html", s=s, links=w.manager.links.for_session(s.id)))
 
 
+EDIT_SUMMARY = ("Change which values are secret, or the target (opens a new session with the console's default client "
+                "settings; this one's history stays as recorded)")
+
+
 @router.get("/sessions/{session_id}/drawers/edit-target", response_class=HTMLResponse)
 async def edit_target_drawer(request: Request, session_id: str, w: Owner) -> Response:
     """The owner's form to connect the target again with other secret values, fetched when opened: the values as
@@ -258,8 +262,7 @@ async def edit_target_drawer(request: Request, session_id: str, w: Owner) -> Res
     if not principal(request).sees_secrets:
         raise HTTPException(403, "Presenter mode shows no value as typed: leave presenter mode to edit the target")
     return TargetHTMLResponse(w.render("_edit_target.html", s=s, reveal=True, open_edit=True,
-                                       summary="Change which values are secret, or the target (opens a new "
-                                               "session; this one's history stays as recorded)"))
+                                       summary=EDIT_SUMMARY))
 
 
 @router.get("/sessions/{session_id}/drawers/client-settings", response_class=HTMLResponse)

@@ -76,6 +76,10 @@ async def test_the_owner_marks_a_value_secret_or_a_credential_shaped_one_not_on_
     assert preview.status_code == 200
     assert 'value="query:token" checked' in preview.text and 'value="query:tenant">' in preview.text
     assert 'value="header:X-Team">' in preview.text and "credential-shaped" in preview.text
+    # The session head's form to change them lists what is typed there the same way (its own fieldset).
+    again = await console.http.post("/connect/secrets", data={
+        "form_id": "retarget", "kind": "http", "url": f"{demo_url}?tenant=acme", "headers": ""})
+    assert 'id="secret-slots-retarget"' in again.text and 'value="query:tenant">' in again.text
 
     s = await console.connect(kind="http", url=f"{demo_url}?token=t1&tenant=acme", headers="X-Team: blue",
                               secret_offered=["query:token", "query:tenant", "header:X-Team"],
