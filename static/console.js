@@ -251,6 +251,8 @@
   document.addEventListener("input", markTyped);
   document.addEventListener("change", markTyped);
   document.addEventListener("htmx:beforeRequest", function (evt) {
+    // A form that asks only for a preview (the secret values listed as a target is typed) has sent nothing.
+    if (evt.target.hasAttribute && evt.target.hasAttribute("data-preview-only")) return;
     var kept = evt.target.closest && evt.target.closest("[data-keep-typed][id]");
     if (kept) kept.dataset.typed = "0";  // sent: the next copy pushed is the one to show
   });
