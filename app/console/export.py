@@ -15,7 +15,7 @@ from typing import Any
 
 from app import __version__
 from app.console.events import EXCHANGE_KINDS, TimelineEvent
-from app.console.secrets import is_secret, mask_url, mask_value
+from app.console.secrets import mask_headers, mask_url
 from app.console.store import Store, iter_events
 from app.console.target import Target
 from app.mcp import har as har_file
@@ -98,8 +98,14 @@ def exchanges(session_id: str, store: Store, exact: bool = False) -> Iterator[tu
 def _headers(pairs: list[list[str]] | None, include_secrets: bool) -> list[dict[str, str]]:
     # The target's secret headers are recorded as their masks (app/mcp/secret.header_masks); what the server sent
     # back under a credential's name (Set-Cookie, a token) is masked here by its name.
-    return [{"name": k, "value": v if include_secrets or not is_secret(k) else mask_value(k, v)}
-            for k, v in pairs or []]
+    return [{"name": k, "value": v} for k, v in _shown_pairs(pairs or [], include_secrets)]
+
+
+def _shown_pairs(pairs: list[Any], include_secrets: bool) -> list[tuple[str, str]]:
+    """Headers as [name, value] pairs, credential-named ones masked unless secrets are included; anything else an
+    imported file holds there is left out."""
+    shown = pairs if include_secrets else mask_headers(pairs)
+    return [(p[0], p[1]) for p in shown if type(p) in (list, tuple) and len(p) == 2]
 
 
 def har(session_id: str, target: Target, store: Store, include_secrets: bool = False) -> Iterator[str]:
@@ -155,10 +161,9 @@ def _curl(url: str, wire: list[dict[str, Any]], include_secrets: bool) -> str | 
     lines = [f"curl -sS --globoff --path-as-is -X POST {shell_word(shown_url)}"]
     header = LIVE_SESSION_NOTE + "\n" if needs_live_session(sent.get("headers")) else ""
     header += LIVE_STREAM_NOTE + "\n" if posted else ""
-    for name, value in sent["headers"]:
+    for name, shown in _shown_pairs(sent["headers"], include_secrets):
         if name.lower() in CURL_SKIP:
             continue
-        shown = value if include_secrets or not is_secret(name) else mask_value(name, value)
         # curl reads "name:" with nothing after it as "do not send this header"; "name;" sends it empty.
         lines.append(f"  -H {shell_word(f'{name}: {shown}' if shown.strip() else f'{name};')}")
     body = shell_word(sent["raw"])

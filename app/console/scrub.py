@@ -15,21 +15,20 @@ does not decode (base64 of a header value, hex, reversed, split across two messa
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, quote_plus, unquote, urlsplit
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 from app.console.events import SessionCreated, TimelineEvent, Wire, load
-from app.console.secrecy import command_parts
+from app.console.secrecy import basic_credential, credential_parts
 from app.console.store import ImportRow
 from app.mcp.client import Reply
 from app.mcp.errors import McpError, RpcError
 from app.mcp.headers import decode_value
-from app.mcp.secret import MASK, Secret, reveal
+from app.mcp.secret import MASK
 
 if TYPE_CHECKING:
     from app.console.target import Target
@@ -62,67 +61,24 @@ def _unescape_one(found: re.Match[str]) -> str:
     return _SHORT.get(body, body)
 
 
-def secret_pieces(url: Any, headers: dict[str, Any], argv: list[Any], cwd: Any, secret: Iterable[str]) -> list[str]:
-    """Every secret value of a target as a server may echo it: whole, and the parts a server may say alone (see
-    `credential_parts`); a secret query value as typed and decoded; a URL's user and password and their Basic
-    credential; an argument's value after `=`."""
-    chosen = frozenset(secret)
+def secret_pieces(target: Target) -> list[str]:
+    """Every secret value of a target as a server may echo it: each secret slot's value as typed and the parts of
+    it a server may say alone (`secrecy.credential_parts`); a URL's user and password, decoded and as the Basic
+    credential httpx sends; a secret path without its slashes."""
+    typed = target.typed()
     values: list[str] = []
-    for value in headers.values():
-        if isinstance(value, Secret):
-            values += credential_parts(value.reveal())
-    if isinstance(url, Secret):
-        try:
-            parts = urlsplit(url.reveal())
-        except ValueError:
-            parts = None
-        if parts is not None:
-            for piece in parts.query.split("&"):
-                raw_name, _, raw_value = piece.partition("=")
-                name = unquote(raw_name.replace("+", " "))
-                if f"query:{name}" in chosen:
-                    values += [raw_value, *credential_parts(unquote(raw_value.replace("+", " ")))]
-            if parts.path and "path" in chosen:
-                values += [parts.path.strip("/"), unquote(parts.path.strip("/"))]
-            if "@" in parts.netloc and "userinfo" in chosen:
-                userinfo = parts.netloc.rsplit("@", 1)[0]
-                user, _, password = userinfo.partition(":")
-                plain = f"{unquote(user)}:{unquote(password)}"
-                values += [userinfo, unquote(password), plain,
-                           base64.b64encode(plain.encode("utf-8", "surrogatepass")).decode("ascii")]
-    first_assignment, program, _ = command_parts([reveal(a) for a in argv])
-    for i, arg in enumerate(argv):
-        if isinstance(arg, Secret):
-            name, sep, value = arg.reveal().partition("=")
-            assigned = sep and (name.startswith("-") or first_assignment <= i < program)
-            values += credential_parts(value) if assigned else credential_parts(arg.reveal())
-    if isinstance(cwd, Secret):
-        values.append(cwd.reveal())
+    for slot in target.secret or ():
+        value = typed.get(slot, "")
+        if slot == "userinfo":
+            plain, basic = basic_credential(value)
+            values += [value, plain.partition(":")[2], plain, basic]
+        elif slot == "path":
+            values += [value.strip("/"), unquote(value.strip("/"))]
+        elif slot.startswith("query:"):  # as typed (perhaps percent-encoded) and decoded
+            values += [value, *credential_parts(unquote_plus(value))]
+        else:
+            values += credential_parts(value)
     return [v for v in values if v]
-
-
-def credential_parts(value: str) -> list[str]:
-    """A secret value and the parts of it a server may say alone: the credential after a scheme ("Bearer x"), a
-    Basic credential's user:password and password (decoded), each `name=value` of a cookie list."""
-    value = value.strip()
-    parts = [value]
-    name, colon, rest = value.partition(":")
-    if colon and name.strip() and all(c.isalnum() or c == "-" for c in name.strip()) and rest.strip() \
-            and not rest.startswith("//"):  # a header line ("Authorization: Bearer x"): its value's parts too
-        return parts + credential_parts(rest)
-    scheme, _, credential = value.partition(" ")
-    if credential and scheme.isalpha():
-        parts.append(credential.strip())
-        if scheme.lower() == "basic":
-            try:
-                plain = base64.b64decode(credential.strip(), validate=True).decode("utf-8")
-            except (ValueError, UnicodeDecodeError):
-                plain = ""
-            if plain:
-                parts += [plain, plain.partition(":")[2]]
-    if "=" in value.strip("=") and (";" in value or " " not in value):  # a cookie list, or one cookie
-        parts += [pair.partition("=")[2].strip() for pair in value.split(";") if "=" in pair]
-    return [p for p in parts if p]
 
 
 class Scrubber:
@@ -265,7 +221,7 @@ class Scrubber:
 
 def scrubber_for(target: Target) -> Scrubber | None:
     """The scrubber of a target's secret values; None when it has none worth searching for."""
-    scrubber = Scrubber(secret_pieces(target.url, target.headers, target.argv, target.cwd, target.secret or ()))
+    scrubber = Scrubber(secret_pieces(target))
     return scrubber if scrubber else None
 
 

@@ -13,9 +13,10 @@ The owner can mark any slot secret, or a default one not; the set is recorded wi
 
 from __future__ import annotations
 
+import base64
 import os
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from app.mcp.secret import MASK
 
@@ -138,3 +139,35 @@ def argv_slots(argv: list[str]) -> list[Slot]:
 def masked_arg(arg: str) -> str:
     name, sep, _ = arg.partition("=")
     return f"{name}={MASK}" if sep and (arg.startswith("-") or _is_assignment(arg)) else MASK
+
+
+def basic_credential(userinfo: str) -> tuple[str, str]:
+    """A URL's user and password as httpx sends them: ("user:password" decoded, its base64 for Basic)."""
+    user, _, password = userinfo.partition(":")
+    plain = f"{unquote(user)}:{unquote(password)}"
+    return plain, base64.b64encode(plain.encode("utf-8", "surrogatepass")).decode("ascii")
+
+
+def credential_parts(value: str) -> list[str]:
+    """A secret value and the parts of it a server may say alone: a header line's value ("Authorization: Bearer
+    x"), the credential after a scheme ("Bearer x"), a Basic credential's user:password and password (decoded), each
+    `name=value` of a cookie list."""
+    value = value.strip()
+    parts = [value]
+    name, colon, rest = value.partition(":")
+    if colon and name.strip() and all(c.isalnum() or c == "-" for c in name.strip()) and rest.strip() \
+            and not rest.startswith("//"):  # a header line: its value's parts too
+        return parts + credential_parts(rest)
+    scheme, _, credential = value.partition(" ")
+    if credential and scheme.isalpha():
+        parts.append(credential.strip())
+        if scheme.lower() == "basic":
+            try:
+                plain = base64.b64decode(credential.strip(), validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                plain = ""
+            if plain:
+                parts += [plain, plain.partition(":")[2]]
+    if "=" in value.strip("=") and (";" in value or " " not in value):  # a cookie list, or one cookie
+        parts += [pair.partition("=")[2].strip() for pair in value.split(";") if "=" in pair]
+    return [p for p in parts if p]

@@ -29,10 +29,10 @@ def mask_value(name: str, value: str) -> str:
     return MASK
 
 
-def mask_headers(headers: list[list[str]] | list[tuple[str, str]] | None) -> list[list[str]] | None:
-    if headers is None:
-        return None
-    return [[k, mask_value(k, v) if is_secret(k) else v] for k, v in headers]
+def mask_headers(headers: list[Any]) -> list[Any]:
+    """[name, value] headers with a credential-named one's value masked; anything else in the list (an imported
+    file's) masked whole: it raised in the middle of a masked export or a viewer's entry."""
+    return [_masked_pair(pair) for pair in headers]
 
 
 def mask_url(url: str) -> str:
@@ -63,12 +63,10 @@ def mask_wire(event: dict[str, Any]) -> dict[str, Any]:
         return event
     if type(headers) is not list:  # a stored event of an imported file may hold anything here: nothing of it shown
         return {**event, "headers": MASK}
-    return {**event, "headers": [_masked_pair(pair) for pair in headers]}
+    return {**event, "headers": mask_headers(headers)}
 
 
 def _masked_pair(pair: Any) -> Any:
-    """One [name, value] header as `mask_headers` masks it; anything else (an imported file's) masked whole: it
-    raised in the middle of a masked export or a viewer's entry, before any secret was looked at."""
     if type(pair) in (list, tuple) and len(pair) == 2 and type(pair[0]) is str and type(pair[1]) is str:
         name, value = pair
         return [name, mask_value(name, value) if is_secret(name) else value]

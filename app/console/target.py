@@ -8,12 +8,11 @@ by the store in its owner-only place, and `target_from` puts the two back togeth
 
 from __future__ import annotations
 
-import base64
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote, unquote_plus, urlsplit
 
 from app.console import secrecy
 from app.mcp.secret import MASK, Secret, header_masks, reveal
@@ -131,14 +130,17 @@ def _slot_values(url: str, headers: dict[str, str], argv: list[str], cwd: str | 
             values["userinfo"] = parts.netloc.rsplit("@", 1)[0]
         if parts.path.strip("/"):  # (offered as a slot only when it may hold a key; made secret when it holds one)
             values["path"] = parts.path
-        for name, value in parse_qsl(parts.query, keep_blank_values=True):
-            values[f"query:{name}"] = (values[f"query:{name}"] + " " + value) if f"query:{name}" in values else value
+        for piece in parts.query.split("&") if parts.query else ():  # as typed (a server may echo it so)
+            raw_name, _, value = piece.partition("=")
+            slot = f"query:{unquote_plus(raw_name)}"
+            values[slot] = (values[slot] + " " + value) if slot in values else value
     values |= {f"header:{k}": v for k, v in headers.items()}
     first_assignment, program, _ = secrecy.command_parts(argv)
     for i, arg in enumerate(argv):
         slot = _arg_slot(arg, i, first_assignment, program)
-        if slot:
-            values[slot] = arg.partition("=")[2] if "=" in arg else arg
+        name, sep, value = arg.partition("=")
+        if slot:  # the value of `--name=value` or `NAME=value`; any other argument whole (a URL may hold "=")
+            values[slot] = value if sep and (name.startswith("-") or slot.startswith("env:")) else arg
     if cwd:
         values["cwd"] = cwd
     return values
@@ -149,11 +151,8 @@ def _holding_a_secret(url: str, headers: dict[str, str], argv: list[str], cwd: s
     """The slots not chosen whose value holds a chosen one's (a path that repeats a header's token): shown, they
     would show the secret, and the live target is made from what is shown."""
     values = _slot_values(url, headers, argv, cwd)
-    secrets = [v.strip() for slot, v in values.items() if slot in chosen and len(v.strip()) >= 3]
-    for slot in chosen:  # a header's credential without its scheme, too
-        scheme, _, credential = values.get(slot, "").strip().partition(" ")
-        if credential and scheme.isalpha() and len(credential) >= 3:
-            secrets.append(credential.strip())
+    secrets = [part for slot, v in values.items() if slot in chosen
+               for part in secrecy.credential_parts(v) if len(part) >= 3]  # a credential without its scheme, too
     return frozenset(slot for slot, v in values.items()
                      if slot not in chosen and any(secret in v or secret in unquote(v) for secret in secrets))
 
@@ -166,9 +165,7 @@ def _basic_authorization(url: str) -> str | None:
         return None
     if "@" not in parts.netloc:
         return None
-    user, _, password = parts.netloc.rsplit("@", 1)[0].partition(":")
-    credential = f"{unquote(user)}:{unquote(password)}".encode("utf-8", "surrogatepass")
-    return "Basic " + base64.b64encode(credential).decode("ascii")
+    return "Basic " + secrecy.basic_credential(parts.netloc.rsplit("@", 1)[0])[1]
 
 
 def _arg_slot(arg: str, i: int, first_assignment: int, program: int) -> str:

@@ -25,7 +25,6 @@ from app.console.live import LOG_LEVELS
 from app.console.live_events import SR_KINDS, SUB_KINDS
 from app.console.manager import SessionManager
 from app.console.operations import Operation
-from app.console.secrets import mask_headers, mask_url
 from app.console.session import ConsoleSession
 from app.console.state import TAKEOVER_ERROR, host_key
 from app.mcp.errors import ERROR_NAMES
@@ -317,9 +316,8 @@ def make_env() -> Environment:
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
                        fields_for=fields_for, round_bars=round_bars, op_facts=op_facts, url_facts=url_facts,
                        form_fields=form_fields, kind_of=kind_of, first_of_each=first_of_each, levels=LOG_LEVELS,
-                       mask_headers=mask_headers,
                        needs_live_session=needs_live_session,
-                       mask_url=mask_url, result_shaped=result_shaped, secret_value=reveal,
+                       result_shaped=result_shaped, secret_value=reveal,
                        holds_mask=holds_mask)
     return env
 

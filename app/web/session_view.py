@@ -42,33 +42,43 @@ class _View:
 
 
 class TargetView(_View):
-    """The target for one audience: its display (secret values masked) for everyone; as typed for the owner."""
+    """The target for one audience: its display (secret values masked) for everyone; as typed for the owner.
 
-    __slots__ = ("_command", "_shown", "_slots", "_typed", "cwd", "headers", "kind", "secret", "url")
+    Made as it is read (a page reads the display, the owner's form the rest): the target itself is a value whose
+    secrets show as masks wherever they go, and only the owner's view hands out what was typed."""
+
+    __slots__ = ("_owner", "_target", "kind", "secret")
 
     def __init__(self, target: Target, owner: bool) -> None:
-        self._set(kind=target.kind, secret=frozenset(target.secret or ()), _shown=target.shown(),
-                  _slots=tuple(target.slots()))
-        if owner:
-            self._set(url=target.url, headers=MappingProxyType(dict(target.headers)), cwd=target.cwd,
-                      _command=target.describe(), _typed=MappingProxyType(target.typed()))
-        else:
-            self._set(url="", headers=_EMPTY, cwd=None, _command="", _typed=_EMPTY)
+        self._set(_target=target, _owner=owner, kind=target.kind, secret=frozenset(target.secret or ()))
 
     def shown(self) -> str:
-        return str(self._shown)
+        return str(self._target.shown())
 
     def slots(self) -> list[Slot]:
-        return list(self._slots)
+        slots: list[Slot] = self._target.slots()
+        return slots
+
+    @property
+    def url(self) -> Any:
+        """The owner's: the URL as a value the owner's form reveals (empty for anyone else)."""
+        return self._target.url if self._owner else ""
+
+    @property
+    def headers(self) -> Mapping[str, Any]:
+        return MappingProxyType(dict(self._target.headers)) if self._owner else _EMPTY
+
+    @property
+    def cwd(self) -> Any:
+        return self._target.cwd if self._owner else None
 
     def describe(self) -> str:
         """The owner's: the command or URL as typed (empty for anyone else)."""
-        return str(self._command)
+        return str(self._target.describe()) if self._owner else ""
 
     def typed(self) -> Mapping[str, str]:
         """The owner's: each slot's value as typed (empty for anyone else)."""
-        typed: Mapping[str, str] = self._typed
-        return typed
+        return MappingProxyType(self._target.typed()) if self._owner else _EMPTY
 
 
 class StateView(_View):
@@ -105,15 +115,16 @@ class TimelineView(_View):
 
 
 class Waiting(_View):
-    """Operations or server requests waiting for an answer, as the fold has them."""
+    """Operations or server requests waiting for an answer, as the fold has them (read when asked)."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_read",)
 
-    def __init__(self, items: list[Any]) -> None:
-        self._set(_items=tuple(items))
+    def __init__(self, read: Callable[[], list[Any]]) -> None:
+        self._set(_read=read)
 
     def awaiting(self) -> list[Any]:
-        return list(self._items)
+        read: Callable[[], list[Any]] = self._read
+        return list(read())
 
 
 class ClientView(_View):
@@ -153,8 +164,8 @@ class SessionView(_View):
             owned_by=session.owned_by, owner_gone=session.owner_gone,
             settings=SettingsView(session.settings.page_entries, session.settings.timeline_window),
             client=ClientView(client.invalid_tools) if client is not None else None,
-            operations=Waiting(session.operations.awaiting()),
-            server_requests=Waiting(session.server_requests.awaiting()),
+            operations=Waiting(session.operations.awaiting),
+            server_requests=Waiting(session.server_requests.awaiting),
             deadline_view=deadline)
 
 

@@ -96,9 +96,13 @@ async def test_forged_bus_messages_reach_no_replica_and_a_huge_seq_freezes_nothi
     dialog = ServerRequestSnapshot(id="forged-dialog", key="x", request_id=1, method="elicitation/create",
                                   params={"mode": "url", "message": "Your session expired, sign in again",
                                           "url": "http://127.0.0.1:9/login", "elicitationId": "e"})
-    forged = [(seen["seq"] + 1, seen["seq"]), (10**12, 10**12 - 1)]
     intruder = aioredis.Redis.from_url(redis_url, decode_responses=True)
     try:
+        # The next seq the stream would take: the session may have gone on since the twin was read (its lists
+        # arrive after connect), and Redis refuses an id at or below the stream's top.
+        top = await intruder.xrevrange(f"{redis_prefix}ev:{sid}", count=1)
+        last = max(int(seen["seq"]), int(top[0][0].split("-")[0]) if top else 0)
+        forged = [(last + 1, last), (10**12, 10**12 - 1)]
         for seq, prev in forged:
             text = TimelineEvent(session_id=sid, seq=seq, record=dialog, at=time.time()).to_json()
             await intruder.xadd(f"{redis_prefix}ev:{sid}", {"m": text, "p": prev}, id=f"{seq}-0")

@@ -19,8 +19,8 @@ def test_userinfo_and_every_query_value_are_masked_in_a_url() -> None:
 
 
 def test_the_authorization_scheme_stays_visible_while_its_credential_is_masked() -> None:
-    assert mask_headers([["Authorization", "Bearer s3cret"], ["Accept", "x"]]) == [
-        ["Authorization", f"Bearer {MASK}"], ["Accept", "x"]]
+    assert mask_headers([["Authorization", "Bearer s3cret"], ["Accept", "x"], "odd"]) == [
+        ["Authorization", f"Bearer {MASK}"], ["Accept", "x"], MASK]
 
 
 @pytest.mark.parametrize("headers", [{"Authorization": "b"}, [[1, 2]], [["a"]], "ab", 5, [["X-A", "b", "c"]], [None],
