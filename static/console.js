@@ -53,8 +53,9 @@
   function carryOver(from, to) {
     var values = Array.prototype.map.call(from.querySelectorAll("input[id], select[id], textarea[id]"),
       function (el) { return { id: el.id, type: el.type, checked: el.checked, value: el.value }; });
-    if (to.dataset.lazy && from.querySelector(":scope > .tool-body .call-form")) {
-      // A tool's form is fetched on first open; the one the person used is fetched now, then filled in.
+    if (to.dataset.lazy && (from.open || from.querySelector(":scope > .tool-body .call-form"))) {
+      // A tool's form is fetched on first open; the one the person used (or has open, its form perhaps still
+      // loading) is fetched now, then filled in. Not left to the toggle event: `to` is not in the page yet.
       loadLazy(to).then(function () { carryValues(values, to); });
     }
     if (from.open) to.open = true;
@@ -71,13 +72,17 @@
   // last of the others, so opening a third form while the first loaded dropped the second for good, and a
   // refused request (a 5xx) swapped nothing and left "loading the form…" forever. Each body says how its request
   // went (data-status: the HTTP status, or "failed"); a failed one says so and is fetched again on the next open.
+  var LAZY_TIMEOUT_MS = 30000;
   function loadLazy(details) {
     var url = details.dataset.lazy, body = details.querySelector(":scope > .lazy-body");
     if (!url || !body || details.dataset.loaded) return Promise.resolve();
     details.dataset.loaded = "loading";
     body.replaceChildren();
     body.dataset.status = "loading";
-    return fetch(url, { headers: { "HX-Request": "true" }, credentials: "same-origin" }).then(function (r) {
+    // A request the console never answers must not leave "loading the form…" for good either: after
+    // LAZY_TIMEOUT_MS it is given up, said so, and asked again on the next open.
+    var abort = new AbortController(), timer = setTimeout(function () { abort.abort(); }, LAZY_TIMEOUT_MS);
+    return fetch(url, { headers: { "HX-Request": "true" }, credentials: "same-origin", signal: abort.signal }).then(function (r) {
       body.dataset.status = String(r.status);
       return r.text().then(function (text) {
         if (!r.ok) throw new Error("HTTP " + r.status);
@@ -86,13 +91,14 @@
         details.dataset.loaded = "1";
       });
     }).catch(function (err) {
+      if (err && err.name === "AbortError") err = new Error("no answer in " + LAZY_TIMEOUT_MS / 1000 + " s");
       if (body.dataset.status === "loading") body.dataset.status = "failed";
       delete details.dataset.loaded;
       var alert = document.createElement("p");
       alert.className = "alert error";
       alert.textContent = "Could not load this (" + (err && err.message || "failed") + "): close it and open it to try again.";
       body.replaceChildren(alert);
-    });
+    }).finally(function () { clearTimeout(timer); });
   }
   document.addEventListener("toggle", function (evt) {
     var details = evt.target;

@@ -17,7 +17,11 @@ def open_tool(page: Page, name: str) -> Locator:
     item = page.locator(f'details.item[data-tool="{name}"]')
     if item.get_attribute("open") is None:
         item.locator(":scope > summary").click()
-    expect(item.get_by_role("button", name=f"Call {name}", exact=True)).to_be_visible()
+    try:
+        expect(item.get_by_role("button", name=f"Call {name}", exact=True)).to_be_visible()
+    except AssertionError as failed:  # say how the form's request went: never sent, pending, or refused
+        state = item.evaluate("d => [d.open, d.dataset.loaded, d.querySelector('.lazy-body')?.dataset.status]")
+        raise AssertionError(f"{name}'s form did not show: [open, loaded, status] = {state}") from failed
     return item
 
 
