@@ -69,6 +69,15 @@ npm_pinned() {  # npm_pinned PACKAGE VERSION: install it into .cache/npm once
 }
 npm_pinned @modelcontextprotocol/server-everything "$SERVER_EVERYTHING_VERSION"
 npm_pinned @modelcontextprotocol/conformance "$CONFORMANCE_VERSION"
+# The servers a new user tries first (tests/realservers): the filesystem and memory servers over stdio, and a
+# fastmcp server over HTTP. fastmcp lives in a venv of its own: its dependency tree is not the console's.
+npm_pinned @modelcontextprotocol/server-filesystem 2026.8.31
+npm_pinned @modelcontextprotocol/server-memory 2026.8.31
+FASTMCP_VERSION=4.1.6
+if [ ! -x .cache/fastmcp/bin/python ] || ! .cache/fastmcp/bin/python -c "import fastmcp" 2>/dev/null; then
+  { "$PY" -m venv .cache/fastmcp && .cache/fastmcp/bin/python -m pip install -q --disable-pip-version-check \
+      "fastmcp==$FASTMCP_VERSION"; } || echo "pip install of fastmcp failed; its tests will skip" >&2
+fi
 
 .venv/bin/ruff check app tests bench
 .venv/bin/mypy app
