@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from app import data_dir
+from app.console.roots import parse_roots
 from app.console.team_checks import service_problems, serving_problems, team_problems
 from app.hardening import die_with_parent
 from app.headless.commands import add_parsers as add_headless_parsers
@@ -36,6 +37,9 @@ def _add_serve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", default=None, help="where the SQLite database lives (default ~/.mcp-console)")
     p.add_argument("--dangerously-bind-all-interfaces", action="store_true",
                    help="allow --host 0.0.0.0 or :: (exposes a console that can start processes)")
+    p.add_argument("--root", action="append", metavar="URI", default=None,
+                   help="a root every new session starts with (file://URI, then an optional name after a space); "
+                        "repeat for more. Default: none (MCP_CONSOLE_DEFAULT_ROOTS)")
     p.add_argument("--allowed-hosts", default=None, help="extra comma-separated Host names to accept")
     p.add_argument("--public-host", default=None, help="host name the console is opened under and its cookies are "
                    "bound to (default: a random mcp-….localhost name kept in the data dir)")
@@ -65,13 +69,18 @@ def parser() -> argparse.ArgumentParser:
 def settings_from(args: argparse.Namespace) -> Settings:
     settings = Settings.from_env(host=args.host, port=args.port, token=args.token, data_dir=args.data_dir,
                                  allowed_hosts=args.allowed_hosts, public_host=args.public_host,
-                                 allow_all_interfaces=True if args.dangerously_bind_all_interfaces else None)
+                                 allow_all_interfaces=True if args.dangerously_bind_all_interfaces else None,
+                                 default_roots="\n".join(args.root) if args.root else None)
     if binds_everywhere(settings.host) and not settings.allow_all_interfaces:
         raise SystemExit(f"Refusing to bind {settings.host!r}: that exposes the console to the network. "
                          "Pass --dangerously-bind-all-interfaces if you really mean it.")
     problem = token_problem(settings.token)
     if problem:
         raise SystemExit(problem)
+    _, bad_roots = parse_roots(settings.default_roots)
+    if bad_roots:
+        raise SystemExit("Refusing to start: default roots (--root, MCP_CONSOLE_DEFAULT_ROOTS): "
+                         + "; ".join(bad_roots))
     if settings.public_host.strip():
         try:
             validated(settings.public_host)

@@ -78,6 +78,11 @@ class Settings:
                                   "file and parsed as a stream, so memory does not grow with it).",
                                   default=512 * 1024 * 1024)
 
+    default_roots: str = _help("Roots every new session starts with, sent to a server that asks (roots/list): "
+                               "file://URI and an optional name, one root per line or ';' between roots. Empty: "
+                               "none, so a server such as server-filesystem keeps the directories it was started "
+                               "on. Each session's roots are changed under its Client settings.", default="")
+
     redis_url: str = _help("Redis shared by the console processes of a team (redis://:password@host:port/db, or "
                            "rediss:// for TLS). A team refuses to start without its password. Empty: one process, "
                            "the in-process hub, as ever.", default="")

@@ -16,10 +16,12 @@ answer is still recorded, nested under the request that carried it, so it is vis
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from app.console.events import Notice
 from app.console.live_events import SrAsked, SrEnded, SrRefused
 from app.console.live_records import ServerRequestRecord
 from app.mcp import mrtr
@@ -47,8 +49,12 @@ class ServerRequests:
     async def ask(self, frame: Frame, key: str) -> ServerAnswer:
         """The `Answerer` of the session's client: record the question, wait for an answer or the deadline."""
         now = time.time()
-        sr_id, method = f"sr{self.timeline.seq + 1}", frame.method or ""
-        if mrtr.kind_of({"method": method, "params": frame.params}) == "roots":
+        method = frame.method or ""
+        roots = mrtr.kind_of({"method": method, "params": frame.params}) == "roots"
+        if not key:  # asked outside any request of ours (stdio, the standalone GET stream): an entry of its own
+            key = self._unattached(frame, method, roots)
+        sr_id = f"sr{self.timeline.seq + 1}"
+        if roots:
             self.timeline.append(SrAsked(id=sr_id, key=key, request_id=frame.id, method=method,
                                          params=dict(frame.params), asked=now))
             answer = ServerAnswer(result={"roots": [dict(r) for r in self._roots()]})
@@ -75,6 +81,22 @@ class ServerRequests:
             return await future
         finally:
             self._live.pop(sr_id, None)
+
+    def _unattached(self, frame: Frame, method: str, roots: bool) -> str:
+        """A notice on the timeline for a question no request of ours carried (a server asks for roots again
+        after `notifications/roots/list_changed` this way): its key, under which the question is recorded."""
+        if roots:
+            listed = self._roots()
+            said = (f"answered at once with {len(listed)} root{'s' if len(listed) != 1 else ''}"
+                    + (": " + ", ".join(str(r.get("uri")) for r in listed) if listed else " (none are set: "
+                       "Client settings → Roots)"))
+        else:
+            said = "it waits under “Awaiting your input”"
+        event = self.timeline.append(Notice(
+            message=f"the server asked {method} (id {frame.id!r}) outside any request; {said}",
+            raw=json.dumps({"jsonrpc": "2.0", "id": frame.id, "method": method, "params": frame.params}),
+            signal="server_request"))
+        return f"n{event.seq}" if event is not None else ""
 
     def awaiting(self) -> list[ServerRequestRecord]:
         return [r for r in self.timeline.state.server_requests.values() if r.status == "awaiting"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -26,6 +27,7 @@ from app.console.events import (
     LinkRevoked,
     ListsRefreshed,
     Log,
+    Notice,
     Progress,
     RequestSettingsChanged,
     Reread,
@@ -40,6 +42,7 @@ from app.console.events import (
 from app.console.listen import Listeners
 from app.console.live import NotificationBudget, ProgressCoalescer, StderrBatcher, log_data
 from app.console.operations import OperationDriver
+from app.console.roots import parse_roots
 from app.console.scrub import scrubber_for
 from app.console.server_requests import ServerRequests
 from app.console.state import DEFAULT_CAPABILITIES, SessionState, cancelled_by
@@ -147,7 +150,7 @@ class ConsoleSession:
             store.save_secrets(session_id, self._secrets)
             self.timeline.scrubber = scrubber_for(target)
             self.timeline.append(SessionCreated(target=target.to_dict(), capabilities=DEFAULT_CAPABILITIES,
-                                                roots=self.state.roots, read_only=read_only))
+                                                roots=parse_roots(settings.default_roots)[0], read_only=read_only))
 
     # -- state: folded from the events, never assigned here ----------------
     @property
@@ -248,8 +251,15 @@ class ConsoleSession:
             self.background.spawn(f"roots-changed-{self.id}", self._notify(client, "notifications/roots/list_changed"))
 
     async def _notify(self, client: McpClient, method: str) -> None:
-        with contextlib.suppress(McpError):  # a server that is gone shows on the wire; nothing to undo here
+        try:
             await client.notify(method)
+        except McpError as exc:  # a server that is gone shows on the wire; nothing to undo here
+            self.timeline.append(Notice(level="warning", message=f"could not send {method}: {exc}"))
+            return
+        # A notification has no entry of its own; without this line the roots/list the server sends back would
+        # seem to come from nowhere.
+        self.timeline.append(Notice(message=f"sent {method}", raw=json.dumps({"jsonrpc": "2.0", "method": method}),
+                                    signal="notification_sent"))
 
     def set_request_settings(self, log_level: str, progress: bool, auto_refresh: bool,
                              idle_timeout_s: float | None = None, max_s: float | None = None) -> None:

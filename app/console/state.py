@@ -63,7 +63,6 @@ from app.mcp.operation import MAX_INPUT_REQUESTS  # questions a round may ask: t
 
 Json = dict[str, Any]
 DEFAULT_CAPABILITIES: Json = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
-DEFAULT_ROOTS: list[dict[str, str]] = [{"uri": "file:///tmp/mcp-console-demo", "name": "Demo workspace"}]
 LIST_KEYS = ("tools", "resources", "resourceTemplates", "prompts")
 HISTORY = 200          # notifications kept per subscription
 STDERR_LINES = 500
@@ -91,7 +90,7 @@ class SessionState:
     era: Json | None = None
     findings: dict[str, int] = field(default_factory=dict)  # rule id → how many times the live lint found it
     lists: dict[str, list[Json]] = field(default_factory=lambda: {k: [] for k in LIST_KEYS})
-    roots: list[Json] = field(default_factory=lambda: copy.deepcopy(DEFAULT_ROOTS))
+    roots: list[Json] = field(default_factory=list)  # the owner's (app/console/roots.py): none by default
     log_level: str = ""
     progress_enabled: bool = True
     auto_refresh: bool = True

@@ -16,6 +16,7 @@ from fastapi.responses import Response
 
 from app.console.live_records import OperationRecord
 from app.console.operations import Operation, is_stale
+from app.console.roots import parse_roots
 from app.console.session import ConsoleSession
 from app.mcp import mrtr
 from app.web.answers import NotAnswered, elicitation_answer, raw_answer, sampling_answer
@@ -390,16 +391,7 @@ async def set_roots(request: Request, session_id: str, w: Owner) -> Response:
         return respond(request, False, {"roots": s.roots, "problems": [problem]},
                        w.render("_client_settings.html", s=s, saved=False, problems=[problem],
                                 draft_roots=form.first("roots")))
-    roots: list[dict[str, str]] = []
-    problems: list[str] = []
-    for line in (form.first("roots") or "").splitlines():
-        if not line.strip():
-            continue
-        uri, _, name = line.strip().partition(" ")
-        if not uri.startswith("file://"):
-            problems.append(f"{uri!r}: a root must be a file:// URI")
-            continue
-        roots.append({"uri": uri, "name": name.strip()} if name.strip() else {"uri": uri})
+    roots, problems = parse_roots(form.first("roots") or "")
     if not problems:
         s.set_roots(roots)
     return respond(request, False, {"roots": s.roots, "problems": problems},

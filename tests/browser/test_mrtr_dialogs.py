@@ -24,7 +24,7 @@ from playwright.sync_api import BrowserContext, Locator, Page, Request, Route, e
 
 from tests.browser.conftest import Console, open_launch_url, wait_live
 from tests.browser.test_hostile_forms import connect
-from tests.browser.ui import label, open_tool
+from tests.browser.ui import label, open_client_settings, open_tool
 from tests.hostile.tools_fidelity import ODD_KEYS
 
 if TYPE_CHECKING:
@@ -146,13 +146,6 @@ def echoed(card: Locator) -> Any:
     assert text == json.dumps(value, sort_keys=True), text
     assert json.loads(card.locator(".reply pre.structured").inner_text()) == value
     return value
-
-
-def open_client_settings(page: Page) -> Locator:
-    page.locator("details.settings-panel > summary").click()
-    settings = page.locator("#client-settings")
-    expect(settings.get_by_role("button", name="Save roots", exact=True)).to_be_visible()
-    return settings
 
 
 def awaiting_ops(page: Page, console: Console) -> set[str]:

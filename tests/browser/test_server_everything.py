@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import CONNECT_TIMEOUT_MS, Console, wait_live
-from tests.browser.ui import label, open_tool
+from tests.browser.ui import label, open_client_settings, open_tool
 from tests.everything.fixtures import ROOT, everything_argv, everything_url, needs_everything
 
 pytestmark = [pytest.mark.browser, needs_everything, pytest.mark.slow]
@@ -87,14 +87,23 @@ def test_server_everything_sampling_is_answered_by_a_person_and_the_tool_returns
     expect(item.locator(".result")).to_contain_text("An old silent pond", timeout=SLOW_MS)
 
 
-def test_server_everything_reads_back_the_roots_the_console_answered_with(page: Page, stdio_session: str) -> None:
+def test_server_everything_reads_back_the_roots_the_owner_set_and_the_timeline_shows_each_exchange(
+        page: Page, stdio_session: str) -> None:
+    # Roots are the owner's standing answer (client settings): none until set. Saving them sends
+    # notifications/roots/list_changed; server-everything asks again, outside any request, and the console
+    # answers from the session's list without a dialog. Each step is a line on the timeline.
+    settings = open_client_settings(page)
+    settings.get_by_label("Roots (one file://URI optional name per line)", exact=True).fill(
+        "file:///home/ada/engine Engine notes\n")
+    settings.get_by_role("button", name="Save roots", exact=True).click()
+    timeline = page.locator("#timeline-list")
+    expect(timeline).to_contain_text("sent notifications/roots/list_changed", timeout=SLOW_MS)
+    expect(timeline).to_contain_text("answered at once with 1 root: file:///home/ada/engine", timeout=SLOW_MS)
     item = open_tool(page, "get-roots-list")
     item.get_by_role("button", name="Call get-roots-list", exact=True).click()
     result = item.locator(".result")
     expect(result).to_contain_text("Current MCP Roots (1 total)", timeout=SLOW_MS)
-    # Roots are the owner's standing answer (client settings): server-everything asked for them right after
-    # initialize, outside any request, and the console answered from the session's list without a dialog.
-    expect(result).to_contain_text("file:///tmp/mcp-console-demo")
+    expect(result).to_contain_text("file:///home/ada/engine")
 
 
 def test_a_long_server_everything_operation_shows_progress_and_cancel_ends_it(

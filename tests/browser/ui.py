@@ -33,3 +33,11 @@ def delete_session_on_screen(page: Page) -> None:
     confirm = panel.locator("details.confirm-delete")
     confirm.locator(":scope > summary").click()
     confirm.get_by_role("button", name="Delete this session", exact=True).click()
+
+
+def open_client_settings(page: Page) -> Locator:
+    """Opens the Client settings drawer and waits for its forms."""
+    page.locator("details.settings-panel > summary").click()
+    settings = page.locator("#client-settings")
+    expect(settings.get_by_role("button", name="Save roots", exact=True)).to_be_visible()
+    return settings

@@ -73,9 +73,9 @@ async def test_changing_the_roots_of_a_legacy_session_tells_server_everything_wh
         text = str(reply["result"]["content"][0]["text"])
         return text if wanted in text else None
 
-    # First the roots it asked for after initialize (it keeps them until told they changed).
-    await eventually(lambda: roots_text("file:///tmp/mcp-console-demo"), timeout=STARTUP_S,
-                     what="server-everything to hold the session's first roots")
+    # First the roots it asked for after initialize: none, as no root is set (it keeps them until told).
+    await eventually(lambda: roots_text("no roots are currently configured"), timeout=STARTUP_S,
+                     what="server-everything to hold the session's first roots, none")
     response = await console.http.post(f"/sessions/{sid}/roots", headers=JSON,
                                        data={"roots": "file:///tmp/changed-root Changed"})
     assert response.status_code == 200, response.text

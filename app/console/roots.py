@@ -1,0 +1,26 @@
+"""Roots: the owner's claim about their own machine, sent to a server that asks (`roots/list`).
+
+None unless the owner sets some: a server such as server-filesystem replaces the directories it was started on
+with the client's roots, so a made-up default root would take the user's own files away from it. A console-wide
+default comes from the `default_roots` setting (MCP_CONSOLE_DEFAULT_ROOTS, or `--root` on serve and demo); each
+session's list is then the owner's to change under Client settings.
+"""
+
+from __future__ import annotations
+
+Root = dict[str, str]
+
+
+def parse_roots(text: str) -> tuple[list[Root], list[str]]:
+    """Roots from one `file://URI optional name` per line (or `;` between them), and what was wrong."""
+    roots: list[Root] = []
+    problems: list[str] = []
+    for line in text.replace(";", "\n").splitlines():
+        if not line.strip():
+            continue
+        uri, _, name = line.strip().partition(" ")
+        if not uri.startswith("file://"):
+            problems.append(f"{uri!r}: a root must be a file:// URI")
+            continue
+        roots.append({"uri": uri, "name": name.strip()} if name.strip() else {"uri": uri})
+    return roots, problems
