@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from app.mcp.secret import MASK
+from app.mcp.stdio import is_assignment
 
 # A name is credential-shaped when it is one of these or contains one of the words.
 PATH_KEY_CHARS = 12  # a path segment this long may be a key (see url_slots)
@@ -95,9 +96,7 @@ def masked_url(url: str, secret: frozenset[str]) -> str:
     return urlunsplit((parts.scheme, netloc, path, query, parts.fragment))
 
 
-def _is_assignment(arg: str) -> bool:
-    name, sep, _ = arg.partition("=")
-    return bool(sep) and name.replace("_", "a").isalnum() and not name[:1].isdigit()
+_is_assignment = is_assignment  # one reading of `NAME=value` for the secrets and the transport
 
 
 def command_parts(argv: list[str]) -> tuple[int, int, int]:

@@ -41,6 +41,21 @@ SUBSCRIPTION_KEY = "io.modelcontextprotocol/subscriptionId"
 CONSOLE_ENV_PREFIX = "MCP_CONSOLE_"
 
 
+def is_assignment(arg: str) -> bool:
+    """`NAME=value` as a shell takes it before a command: a name of letters, digits and _, not starting with a
+    digit."""
+    name, sep, _ = arg.partition("=")
+    return bool(sep) and name.replace("_", "a").isalnum() and name.isascii() and not name[:1].isdigit()
+
+
+def leading_assignments(argv: Sequence[str]) -> int:
+    """How many of a command line's first arguments are `NAME=value` assignments."""
+    n = 0
+    while n < len(argv) and is_assignment(argv[n]):
+        n += 1
+    return n
+
+
 def inherited_env() -> dict[str, str]:
     """This process's environment as a started server gets it: without the console's own settings."""
     return {k: v for k, v in os.environ.items() if not k.upper().startswith(CONSOLE_ENV_PREFIX)}
@@ -145,7 +160,13 @@ class StdioTransport:
         write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S,
         max_stderr_line_bytes: int = STDERR_LINE_KEEP_BYTES,
     ) -> None:
-        self.argv = [reveal(a) for a in argv]
+        plain = [reveal(a) for a in argv]
+        # `NAME=value prog …` as a shell reads it: the leading assignments are the server's environment (no
+        # program is named `NAME=value`); `env NAME=value prog` is left to env(1) as typed.
+        lead = leading_assignments(plain)
+        if 0 < lead < len(plain):
+            env = {**(env or {}), **dict(a.split("=", 1) for a in plain[:lead])}
+        self.argv = plain[lead:] if lead < len(plain) else plain
         # How the notes name the command: pasteable back into a shell, a secret argument as its mask.
         self.target = " ".join(str(a) if isinstance(a, Secret) else shlex.quote(a) for a in argv)
         self.record = record

@@ -180,7 +180,7 @@ async def reconnect(request: Request, session_id: str, w: Owner) -> Response:
     s = session_or_404(w, session_id)
     if s.read_only:
         raise HTTPException(409, "An imported session is read-only: it has no target to connect to")
-    if s.status in ("connecting", "connected"):
+    if s.status in ("connecting", "connected"):  # "unreachable" too: a stdio server that died starts again
         raise HTTPException(409, f"The session is already {s.status}")
     w.manager.start(s)
     return RedirectResponse(f"/sessions/{s.id}", status_code=303)

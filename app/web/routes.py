@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.console.secrets import mask_wire
 from app.console.session import ConsoleSession, Target
 from app.console.target import ERAS
+from app.mcp.stdio import is_assignment
 from app.web.deps import (
     Operator,
     Owner,
@@ -120,6 +121,16 @@ async def secret_slots(request: Request, w: Owner) -> Response:
                                  chosen=sorted(target.secret or ()), typed=target.typed()))
 
 
+def _env_lines(text: str) -> list[str]:
+    """The Environment field's `NAME=value` lines, as the leading assignments of the command line they become (the
+    transport gives them to the server as its environment; the secrets list offers each value by its name)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    wrong = [line.partition("=")[0][:40] for line in lines if not is_assignment(line)]
+    if wrong:
+        raise HTTPException(400, f"Environment lines are NAME=value (a name of letters, digits and _): {wrong[0]!r}")
+    return lines
+
+
 def _target_kind_from_form(form: FormInput, demo_url: str) -> Target:
     kind = form.first("kind") or ""
     if kind == "http":
@@ -134,7 +145,7 @@ def _target_kind_from_form(form: FormInput, demo_url: str) -> Target:
             raise HTTPException(400, f"Could not split the command line: {exc}") from exc
         if not argv:
             raise HTTPException(400, "Give a command to start the server")
-        return Target(kind="stdio", argv=list(argv), cwd=(form.first("cwd") or None))
+        return Target(kind="stdio", argv=[*_env_lines(form.first("env") or ""), *argv], cwd=(form.first("cwd") or None))
     if kind == "demo-stdio":
         return Target(kind="stdio", argv=[sys.executable, "-m", "app.demo", "--stdio"], cwd=str(ROOT))
     if kind == "demo-http" and demo_url:
@@ -150,9 +161,19 @@ async def create_session(request: Request, w: Owner) -> Response:
     session = w.manager.create(target)
     await w.manager.settle(session)
     w.manager.start(session)
+    await _replace_failed_try(w, form)
     if "application/json" in request.headers.get("accept", ""):
         return respond(request, True, {"id": session.id, "url": f"/sessions/{session.id}"}, None)
     return RedirectResponse(f"/sessions/{session.id}", status_code=303)
+
+
+async def _replace_failed_try(w: Owner, form: FormInput) -> None:
+    """A retry from a first try that never connected replaces it, unless the owner ticked Keep: failed tries do
+    not pile up in the sessions list."""
+    old = w.manager.get(form.first("replaces") or "")
+    if old is None or form.first("keep_failed") or old.read_only or old.status != "failed" or old.server_info:
+        return
+    await w.manager.delete(old.id)
 
 
 @router.get("/sessions/{name}")
