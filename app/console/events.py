@@ -92,6 +92,14 @@ class CapabilitiesChanged(Record):
 
 
 @dataclass(slots=True)
+class SessionRenamed(Record):
+    """The owner named the session ("" goes back to the server's title)."""
+    KIND = "session_renamed"
+    kind: Literal["session_renamed"] = field(default="session_renamed", init=False)
+    name: str = ""
+
+
+@dataclass(slots=True)
 class RootsChanged(Record):
     KIND = "roots_changed"
     kind: Literal["roots_changed"] = field(default="roots_changed", init=False)
@@ -347,14 +355,16 @@ class FindingRecorded(Record):
 
 
 Event = (Restored | TakenOver | SessionCreated | StatusChanged | Discovered | ListsRefreshed | CapabilitiesChanged
-         | RootsChanged | RequestSettingsChanged | ExchangeStarted | ExchangeFinished | Wire | Notice | Stderr
+         | RootsChanged | SessionRenamed | RequestSettingsChanged | ExchangeStarted | ExchangeFinished | Wire | Notice
+         | Stderr
          | OperationSnapshot | OpStarted | OpRound | OpAnswered | OpRefused | OpEnded | Progress | Log
          | SubscriptionSnapshot | SubStarted | SubListening | SubAcknowledged | SubNotified | SubProblem
          | SubEnded | Reread | LinkCreated | LinkRevoked | DeadlineExtended | EraNegotiated
          | FindingRecorded | ServerRequestSnapshot | SrAsked | SrRefused | SrEnded | CancelRequested)
 _ALL_RECORDS: tuple[type[Record], ...] = (
     Restored, TakenOver, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
-    RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, *OP_RECORDS, Progress, Log,
+    SessionRenamed, RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, *OP_RECORDS,
+    Progress, Log,
     *SUB_RECORDS, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded,
     *SR_RECORDS, CancelRequested)
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in _ALL_RECORDS}

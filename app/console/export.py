@@ -112,7 +112,14 @@ def har(session_id: str, target: Target, store: Store, include_secrets: bool = F
     """The HAR 1.2 log as pieces of text (joined, one JSON document), an exchange at a time: the entries are the CLI's
     (`app/mcp/har.py`), with what the session knows of each exchange and the live lint's findings."""
     url = request_url(reveal(target.url) if include_secrets else str(target.url))
-    yield json.dumps(har_file.log_head("MCP Console", __version__))[:-4] + "["
+    head = har_file.log_head("MCP Console", __version__)
+    if target.kind == "stdio":  # an empty log with no word why read as a broken export
+        log = head["log"]
+        entries = log.pop("entries")  # stays last: the entries are streamed into the end of the text below
+        log["comment"] = ("A stdio session: its frames went over the server's stdin and stdout, not HTTP, so "
+                      "this HAR has no entries. The session file (export.json) holds every frame.")
+        log["entries"] = entries
+    yield json.dumps(head)[:-4] + "["
     sep = ""
 
     def shown(pairs: list[Any] | None) -> list[dict[str, str]]:

@@ -267,7 +267,9 @@ class SessionManager:
         self.store.delete_session(session_id)
 
     def listing(self) -> list[dict[str, Any]]:
-        return [{"id": s.id, "target": s.target.shown(), "transport": s.target.kind, "status": s.status,
+        return [{"id": s.id, "name": s.name, "named": bool(s.state.label), "target": s.target.shown(),
+                 "server": _server_line(s.server_info), "revision": (s.state.era or {}).get("protocol_version", ""),
+                 "transport": s.target.kind, "status": s.status,
                  "created": s.created, "last_activity": s.last_activity, "entries": s.timeline.entry_count}
                 for s in sorted(self.sessions.values(), key=lambda s: -s.last_activity)]
 
@@ -290,3 +292,8 @@ class SessionManager:
         self.store.close()
 
 
+def _server_line(info: dict[str, Any]) -> str:
+    """The server's name and version, as its discover or initialize said them ("" before it answered)."""
+    name, version = info.get("name"), info.get("version")
+    name = name if isinstance(name, str) else ""
+    return f"{name} {version}".strip() if isinstance(version, str) and name else name

@@ -34,6 +34,7 @@ from app.console.events import (
     Restored,
     RootsChanged,
     SessionCreated,
+    SessionRenamed,
     StatusChanged,
     Stderr,
     TimelineEvent,
@@ -240,6 +241,19 @@ class ConsoleSession:
     def set_capabilities(self, capabilities: dict[str, Any], saved: bool = True) -> None:
         self.timeline.append(CapabilitiesChanged(capabilities=capabilities, saved=saved))
         self.touch(force=True)
+
+    def rename(self, name: str) -> None:
+        self.timeline.append(SessionRenamed(name=name))
+        self.touch(force=True)
+
+    @property
+    def name(self) -> str:
+        """What the session is called: the owner's name for it, else the server's title or name, else its target."""
+        info = self.server_info
+        for candidate in (self.state.label, info.get("title"), info.get("name")):
+            if isinstance(candidate, str) and candidate.strip():
+                return candidate.strip()
+        return self.target.shown()
 
     def set_roots(self, roots: list[dict[str, Any]]) -> None:
         self.timeline.append(RootsChanged(roots=roots))

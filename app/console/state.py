@@ -33,6 +33,7 @@ from app.console.events import (
     Restored,
     RootsChanged,
     SessionCreated,
+    SessionRenamed,
     StatusChanged,
     Stderr,
     TakenOver,
@@ -90,6 +91,7 @@ class SessionState:
     era: Json | None = None
     findings: dict[str, int] = field(default_factory=dict)  # rule id → how many times the live lint found it
     lists: dict[str, list[Json]] = field(default_factory=lambda: {k: [] for k in LIST_KEYS})
+    label: str = ""  # the name the owner gave the session ("": the server's title)
     roots: list[Json] = field(default_factory=list)  # the owner's (app/console/roots.py): none by default
     log_level: str = ""
     progress_enabled: bool = True
@@ -205,6 +207,10 @@ def _lists(state: SessionState, ev: ListsRefreshed, _e: TimelineEvent) -> None:
 
 def _capabilities(state: SessionState, ev: CapabilitiesChanged, _e: TimelineEvent) -> None:
     state.capabilities = copy.deepcopy(ev.capabilities)
+
+
+def _renamed(state: SessionState, ev: SessionRenamed, _e: TimelineEvent) -> None:
+    state.label = ev.name
 
 
 def _roots(state: SessionState, ev: RootsChanged, _e: TimelineEvent) -> None:
@@ -527,7 +533,8 @@ _HANDLERS: dict[type[Any], Any] = {
     DeadlineExtended: _deadline_extended, EraNegotiated: _era,
     Restored: _restored, TakenOver: _taken_over, SessionCreated: _created, StatusChanged: _status,
     Discovered: _discovered, ListsRefreshed: _lists,
-    CapabilitiesChanged: _capabilities, RootsChanged: _roots, RequestSettingsChanged: _request_settings,
+    CapabilitiesChanged: _capabilities, RootsChanged: _roots, SessionRenamed: _renamed,
+    RequestSettingsChanged: _request_settings,
     ExchangeStarted: _exchange, ExchangeFinished: _exchange, Notice: _notice, OperationSnapshot: _op_snapshot,
     OpStarted: _op_started, OpRound: _op_round, OpAnswered: _op_answered, OpRefused: _op_refused, OpEnded: _op_ended,
     CancelRequested: _cancel_requested,
@@ -552,7 +559,7 @@ def projection(state: SessionState) -> Json:
         "target": state.target, "read_only": state.read_only, "status": state.status,
         "status_message": state.status_message, "connects": state.connects, "last_id": state.last_id,
         "capabilities": state.capabilities, "discover": state.discover, "era": state.era, "lists": state.lists,
-        "roots": state.roots,
+        "roots": state.roots, "label": state.label,
         "request_settings": [state.log_level, state.progress_enabled, state.auto_refresh, state.idle_timeout_s,
                              state.max_s],
         "status_since": state.status_since, "findings": state.findings,

@@ -24,6 +24,17 @@ ERAS: tuple[Era, ...] = ("auto", "modern", "legacy", "sse-2024")
 Value = str | Secret
 
 
+def readable_quote(arg: str) -> str:
+    """One argument as a shell reads it back, quoted the way a person would write it: `shlex.quote` alone turns
+    `print('hi')` into `'print('"'"'hi'"'"')'`, which is exact but unreadable in a title."""
+    quoted = shlex.quote(arg)
+    if quoted == arg or "'" not in arg:
+        return quoted
+    if not any(c in arg for c in '"\\$`!'):
+        return f'"{arg}"'  # inside double quotes only " \\ $ ` (and ! interactively) are special
+    return quoted
+
+
 @dataclass(slots=True)
 class Target:
     kind: Literal["http", "stdio"]
@@ -72,13 +83,13 @@ class Target:
 
     def describe(self) -> str:
         """The target for its owner: every value as typed, pasteable back into a shell."""
-        return reveal(self.url) if self.kind == "http" else shlex.join([reveal(a) for a in self.argv])
+        return reveal(self.url) if self.kind == "http" else " ".join(readable_quote(reveal(a)) for a in self.argv)
 
     def shown(self) -> str:
         """The target for anyone: the secret values masked, everything else as typed."""
         if self.kind == "http":
             return str(self.url) + "".join(f" · {name}: {value}" for name, value in self.headers.items())
-        command = " ".join(str(a) if isinstance(a, Secret) else shlex.quote(a) for a in self.argv)
+        command = " ".join(str(a) if isinstance(a, Secret) else readable_quote(a) for a in self.argv)
         return command + (f" (in {self.cwd})" if self.cwd else "")
 
     def to_dict(self) -> dict[str, Any]:

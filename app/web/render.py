@@ -162,7 +162,12 @@ def op_facts(entry: dict[str, Any], round_snapshots: Any = None) -> dict[str, An
         parts.append(f"{questions} question{'' if questions == 1 else 's'}")
     if human:
         parts.append(f"you {fmt_ms(human)}")
-    parts.append(f"server {fmt_ms(server)}")
+    # A round in flight has no server time yet: "server 0.0 ms" read as an instant answer.
+    waiting = any(r.get("server_ms") is None and r.get("status") in (None, "pending", "running") for r in rounds)
+    if server or not waiting:
+        parts.append(f"server {fmt_ms(server)}" + (" so far" if waiting else ""))
+    else:
+        parts.append("waiting for the server")
     return {"summary": " · ".join(parts), "total_ms": total, "server_ms": server, "human_ms": human,
             "questions": questions, "bytes_in": size}
 
@@ -265,6 +270,12 @@ def visible(value: Any) -> Markup:
     return Markup('<bdi class="sv">' + INVISIBLE.sub(_shown_char, escaped) + "</bdi>")
 
 
+def visible_text(value: Any) -> str:
+    """`visible` for where no markup may go (a page title, an attribute): the same ⟨U+XXXX⟩ for each bidi,
+    zero-width or control character, as plain text that the template then escapes."""
+    return "" if value is None else INVISIBLE.sub(lambda m: f"⟨U+{ord(m.group(0)):04X}⟩", str(value))
+
+
 # Whitespace with a line break next to a block-level tag renders as nothing, yet each run of it is a DOM text node:
 # about half the nodes of a page (the template's indentation). It is dropped from every rendered page and
 # fragment; <pre> and <textarea> keep theirs, and a break between inline elements stays (it shows as a space).
@@ -311,7 +322,7 @@ def make_env() -> Environment:
     env.filters.update(datetime=fmt_datetime, ms=fmt_ms, bytes=fmt_bytes, clock=fmt_time, tojson_pretty=to_json,
                        pretty=pretty,
                        header_decoded=decode_value, dom_id=dom_id, from_json=from_json, query=query,
-                       without_meta=without_meta, visible=visible, ascii_json=ascii_json)
+                       without_meta=without_meta, visible=visible, visible_text=visible_text, ascii_json=ascii_json)
     env.globals.update(lint_rules=LINT_RULES, error_names=ERROR_NAMES, data_uri=data_uri, http_url=http_url,
                        image_types=SAFE_IMAGE_TYPES, audio_types=SAFE_AUDIO_TYPES,
                        fields_for=fields_for, round_bars=round_bars, op_facts=op_facts, url_facts=url_facts,

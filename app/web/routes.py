@@ -200,11 +200,29 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
         oldest = min(e["seq0"] for e in shown)
     me = principal(request)
     links = w.manager.links.for_session(s.id) if me.is_owner else []
+    switch = w.manager.listing() if me.is_owner else []  # a link holder sees only the session it was given
     page = w.render("session.html", s=s, entries=shown, seq=s.timeline.seq, oldest=oldest, me=me,
                     here=f"/sessions/{s.id}", links=links, reveal=me.sees_secrets, flt=flt,
                     methods=sorted(set(methods_seen(window)) | ({flt.method} if flt.method else set())),
-                    window_count=len(window), matched=matched)
+                    window_count=len(window), matched=matched, switch_sessions=switch)
     return TargetHTMLResponse(page)
+
+
+MAX_NAME = 120
+
+
+@router.post("/sessions/{session_id}/name")
+async def rename_session(request: Request, session_id: str, w: Owner) -> Response:
+    """The owner's name for the session (empty: the server's title again); control characters are dropped."""
+    s = session_or_404(w, session_id)
+    if s.read_only:
+        raise HTTPException(409, "An imported session is read-only")
+    form = FormInput(list((await request.form()).multi_items()))  # type: ignore[arg-type]
+    name = "".join(c for c in (form.first("name") or "") if c.isprintable()).strip()[:MAX_NAME]
+    s.rename(name)
+    if "application/json" in request.headers.get("accept", ""):
+        return respond(request, True, {"id": s.id, "name": s.name}, None)
+    return RedirectResponse(f"/sessions/{s.id}", status_code=303)
 
 
 @router.post("/sessions/{session_id}/delete")

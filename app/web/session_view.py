@@ -143,7 +143,8 @@ class SettingsView(_View):
 
 class SessionView(_View):
     __slots__ = ("auto_refresh", "capabilities", "client", "created", "deadline_view", "discover", "id",
-                 "idle_timeout_s", "last_activity", "lists", "log_level", "max_s", "operations", "owned_by",
+                 "idle_timeout_s", "last_activity", "lists", "log_level", "max_s", "name", "named", "operations",
+                 "owned_by",
                  "owner_gone", "progress_enabled", "read_only", "roots", "server_capabilities", "server_info",
                  "server_requests", "settings", "state", "status", "status_message", "status_since",
                  "supported_versions", "target", "timeline")
@@ -152,7 +153,8 @@ class SessionView(_View):
         client = session.client
         deadline: Callable[[str | None], dict[str, Any] | None] = session.deadline_view
         self._set(
-            id=session.id, status=session.status, status_message=session.status_message,
+            id=session.id, name=session.name, named=bool(session.state.label),
+            status=session.status, status_message=session.status_message,
             status_since=session.status_since, read_only=session.read_only,
             created=session.created, last_activity=session.last_activity,
             target=TargetView(session.target, owner), state=StateView(session, owner), timeline=TimelineView(session),

@@ -18,7 +18,7 @@ def session_json(s: SessionView, entries: list[dict[str, Any]] | None = None,
     view has the share links; `answers`: what was typed into answers the console refused, and its words about them
     (for those who may answer: a viewer gets neither)."""
     return {
-        "id": s.id,
+        "id": s.id, "name": s.name,
         "target": s.target.shown(), "secret": sorted(s.target.secret or ()),  # the masks: what the log holds
         "transport": s.target.kind,
         "status": s.status,

@@ -98,3 +98,11 @@ async def test_a_retry_of_a_first_try_that_never_connected_replaces_it_unless_ke
     third = await console.connect(kind="stdio", command=missing, replaces=second["id"], keep_failed="1")
     listed = {s["id"] for s in (await console.http.get("/sessions.json")).json()["sessions"]}
     assert {second["id"], third["id"]} <= listed
+
+
+async def test_a_stdio_sessions_har_says_why_it_has_no_entries(console: Console, tmp_path: Path) -> None:
+    s = await console.connect(timeout=STARTUP_S, kind="stdio", cwd=str(ROOT), command=shlex.join(memory_argv()),
+                              env=f"MEMORY_FILE_PATH={tmp_path / 'm.jsonl'}")
+    response = await console.http.get(f"/sessions/{s['id']}/export.har")
+    log = response.json()["log"]
+    assert log["entries"] == [] and "stdio session" in log["comment"]
