@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # mkdocs loads this file by path; the app must import from the tree it documents
     sys.path.insert(0, str(ROOT))
 
-HELP_WIDTH = 100  # argparse wraps to the terminal; a fixed width makes the page the same on every machine
+HELP_WIDTH = 80  # argparse wraps to the terminal; a fixed width makes the page the same everywhere and fits the column
 CLI_PAGE = "cli.md"
 SETTINGS_PAGE = "settings.md"
 # A setting whose flag is named apart from it: the flag's name says how dangerous it is.
@@ -137,14 +137,13 @@ def settings_page(top: argparse.ArgumentParser | None = None) -> str:
         "`demo`), where there is one, overrides it. A boolean is true for `1`, `true`, `yes` or `on`. The team",
         "settings are explained together in [Team deployment](team.md).",
         "",
-        "| setting | environment variable | default | flag |",
-        "|---|---|---|---|",
+        "| setting (its variable: `MCP_CONSOLE_` and the name in capitals) | default | flag |",
+        "|---|---|---|",
     ]
     fields = dataclasses.fields(Settings)
     for f in fields:
         flag = f"`{flags[f.name]}`" if f.name in flags else ""
-        lines.append(f"| [`{f.name}`](#{f.name}) | `MCP_CONSOLE_{f.name.upper()}` | "
-                     f"{_cell(shown_default(getattr(defaults, f.name)))} | {flag} |")
+        lines.append(f"| [`{f.name}`](#{f.name}) | {_cell(shown_default(getattr(defaults, f.name)))} | {flag} |")
     lines.append("")
     for f in fields:
         kind = str(f.type).replace(" | None", ", optional")

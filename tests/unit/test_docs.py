@@ -112,7 +112,7 @@ def test_the_settings_reference_documents_every_setting_with_its_variable_and_he
 
 def test_the_settings_reference_names_the_flag_of_a_setting_that_has_one() -> None:
     page = gen_docs.settings_page(parser())
-    assert "| [`data_dir`](#data_dir) | `MCP_CONSOLE_DATA_DIR` | `~/.mcp-console` | `--data-dir` |" in page
+    assert "| [`data_dir`](#data_dir) | `~/.mcp-console` | `--data-dir` |" in page
     assert "`--dangerously-bind-all-interfaces`" in page.split("## `allow_all_interfaces`", 1)[1].split("\n## ")[0]
 
 
