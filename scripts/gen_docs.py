@@ -158,12 +158,16 @@ def settings_page(top: argparse.ArgumentParser | None = None) -> str:
 def _escape(text: str) -> str:
     """Help text as plain Markdown: what is between backticks stays code, the rest cannot become markup."""
     parts = text.split("`")
-    for i in range(0, len(parts), 2):  # the even parts are outside code spans
-        part = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        for char in "\\*_[]":
-            part = part.replace(char, "\\" + char)
-        parts[i] = part
-    return "`".join(parts) if len(parts) % 2 else "\\`".join(parts)  # an unpaired backtick is shown as one
+    if len(parts) % 2 == 0:  # an unpaired backtick: no code spans at all, every backtick shown as one
+        return "\\`".join(_plain(part) for part in parts)
+    return "`".join(part if i % 2 else _plain(part) for i, part in enumerate(parts))
+
+
+def _plain(text: str) -> str:
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for char in "\\*_[]":
+        text = text.replace(char, "\\" + char)
+    return text
 
 
 def _cell(text: str) -> str:

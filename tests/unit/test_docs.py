@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import re
-import sys
 import tomllib
 from pathlib import Path
 from types import ModuleType
@@ -28,7 +27,6 @@ def _gen_docs() -> ModuleType:
     spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gen_docs", module)
     spec.loader.exec_module(module)
     return module
 
@@ -119,6 +117,7 @@ def test_the_settings_reference_names_the_flag_of_a_setting_that_has_one() -> No
 def test_help_text_cannot_become_markup_on_the_page() -> None:
     assert gen_docs._escape("a <b> & *c* under_score `code_x <y>`") == \
         "a &lt;b&gt; &amp; \\*c\\* under\\_score `code_x <y>`"
+    assert gen_docs._escape("one ` alone_") == "one \\` alone\\_"
     assert gen_docs._cell("a | b") == "a \\| b"
 
 
