@@ -1,7 +1,7 @@
 """One typed settings object, read once. Every field has a default and a help line.
 
 Environment variables are MCP_CONSOLE_<FIELD> (upper case); command-line flags override them.
-A test checks that the README documents every field.
+A test checks that the generated settings reference (docs, scripts/gen_docs.py) documents every field.
 """
 
 from __future__ import annotations
