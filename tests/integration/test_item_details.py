@@ -79,17 +79,17 @@ async def test_a_resource_template_and_prompt_show_every_declared_field_escaped(
     sid = await _session(console, hostile_http("details"))
     page = _text((await console.http.get(f"/sessions/{sid}", headers=HTML)).text)
     resources = page.split('id="group-resources"')[1].split('id="group-templates"')[0]
-    assert "Declared: title, mimeType, size, annotations, icons, _meta" in resources
+    assert "Declared: size, annotations, icons, _meta" in resources
     assert "123456 bytes (120.6 KB)" in resources
     assert "assistant&lt;b&gt;bold" in resources and "0.25" in resources and "2026-07-28&lt;b&gt;" in resources
     templates = page.split('id="group-templates"')[1].split('id="group-prompts"')[0]
-    assert "details://items/{id}&lt;b&gt;" in templates and "Declared: title, mimeType, annotations, icons, _meta" \
+    assert "details://items/{id}&lt;b&gt;" in templates and "Declared: mimeType, annotations, icons, _meta" \
         in templates
     assert "Not a number from 0 to 1" in templates  # priority 3
     prompts = page.split('id="group-prompts"')[1]
     row = _row(prompts, 'data-prompt="every_prompt"')
     assert "First prompt line &lt;b&gt;" in row and "more &lt;img" not in row
-    assert "Declared: title, arguments, icons, _meta" in prompts
+    assert "Declared: icons, _meta" in prompts
     assert ">required</span>" in prompts and ">optional</span>" in prompts and "what to write about &lt;img" in prompts
     for part in (resources, templates, prompts):
         assert "<script>" not in part and "<b>" not in part and "<img src=x" not in part
