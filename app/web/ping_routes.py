@@ -6,13 +6,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
 from app.console.scrub import shown_reply
 from app.console.session import ConsoleSession
 from app.mcp.client import reply_json
-from app.web.deps import Web, connected, operator_post, respond
+from app.web.deps import TargetHTMLResponse, Web, connected, operator_post, respond, wants_json
 
 router = APIRouter()
 
@@ -24,6 +24,12 @@ def ping_method(s: ConsoleSession) -> str:
 
 @operator_post(router, "/sessions/{session_id}/ping")
 async def ping(request: Request, session_id: str, w: Web) -> Response:
-    s = connected(w, session_id)
+    try:
+        s = connected(w, session_id)
+    except HTTPException as refused:
+        if wants_json(request) or refused.status_code != 409:
+            raise
+        # The button swaps its answer in beside itself, and htmx swaps no error status: a tab is told here.
+        return TargetHTMLResponse(w.render("_ping_result.html", reply=None, refused=refused.detail))
     reply = shown_reply(s.timeline.scrubber, await s.run(ping_method(s), {}))
     return respond(request, False, reply_json(reply), w.render("_ping_result.html", s=s, reply=reply))
