@@ -42,12 +42,13 @@ async def test_ping_on_a_2025_session_sends_ping(console: Console, demo_url: str
 async def test_ping_on_a_failed_session_is_refused_says_why_and_sends_nothing(console: Console) -> None:
     s = await console.connect(kind="stdio", command=f"{sys.executable} -c 'raise SystemExit(3)'", cwd=str(REPO_ROOT))
     assert s["status"] == "failed"
+    probes = len(exchanges(s, "server/discover"))  # the connect's own
     answer = await console.http.post(f"/sessions/{s['id']}/ping", headers=JSON)
     assert answer.status_code == 409
     card = await console.http.post(f"/sessions/{s['id']}/ping")  # a tab: told beside the button
     assert card.status_code == 200 and "not sent</span> <bdi class=\"sv\">The session is failed" in card.text
     data = await console.session(s["id"])
-    assert not exchanges(data, "ping") and not exchanges(data, "server/discover")
+    assert not exchanges(data, "ping") and len(exchanges(data, "server/discover")) == probes
 
 
 async def test_a_failed_session_says_so_under_every_list_never_connecting(console: Console) -> None:
