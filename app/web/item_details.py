@@ -158,7 +158,8 @@ def icon_views(icons: Any, allowed: frozenset[str]) -> tuple[list[IconView], int
         else:
             note = "not an https: or data: URI"
         sizes = icon.get("sizes")
-        views.append(IconView(src=drawn, text=text if len(text) <= 300 else text[:300] + "…",
+        keep = 60 if text[:5].lower() == "data:" else 300  # a data: URI's base64 says nothing to a reader
+        views.append(IconView(src=drawn, text=text if len(text) <= keep else text[:keep] + "…",
                               mime=str(icon.get("mimeType") or ""),
                               sizes=" ".join(map(str, sizes)) if isinstance(sizes, list) else str(sizes or ""),
                               theme=str(icon.get("theme") or ""), note=note))
