@@ -59,6 +59,7 @@ from app.mcp.handshake import send_initialized
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import Linter
+from app.mcp.lint.output import OutputLint
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
 from app.mcp.transport import Transport
@@ -141,6 +142,7 @@ class ConsoleSession:
         self._strays_counted = 0  # and those only counted
         self._stray_timer: asyncio.TimerHandle | None = None
         self.linter = Linter()
+        self.output_lint = OutputLint()  # a 2025-11-25 session's one rule (app/mcp/lint/output.py)
         self._finding_counts: dict[tuple[str | None, str], int] = {}
         self._http_status: dict[str, int] = {}
         # Team deployment: the process that owns the connection, when it is not this one (a replica); else None.
@@ -371,11 +373,12 @@ class ConsoleSession:
 
         The rules are the modern revision's: a session that settled on 2025-11-25 is not held to them, nor is its
         handshake (its client speaks the legacy era before the era is recorded, once initialize has answered).
+        It is held to the one both revisions share: a tool's result against its outputSchema.
         """
         era = self.state.era
-        if (era is not None and era.get("era") == "legacy") or self._is_legacy():
-            return
-        for found in self.linter.observe(event, seq=seq):
+        legacy = (era is not None and era.get("era") == "legacy") or self._is_legacy()
+        findings = self.output_lint.observe(event, seq) if legacy else self.linter.observe(event, seq=seq)
+        for found in findings:
             # A server that breaks one rule on every frame of a flood is told a few times per entry, not 10,000.
             seen = self._finding_counts[(found.exchange, found.rule)] = \
                 self._finding_counts.get((found.exchange, found.rule), 0) + 1
@@ -469,6 +472,7 @@ class ConsoleSession:
                 await self.client.close()
         self._closing = False
         self.linter = Linter()  # what it knows of requests in flight belongs to one connection
+        self.output_lint = OutputLint()
         self._finding_counts = {}
         self._strays_listed = 0  # a new connection's strays are told afresh (the count pending is still said)
         self._set_status("connecting")

@@ -35,6 +35,7 @@ from app.mcp.mrtr import kind_of
 from app.mcp.secret import MASK, reveal
 from app.web.answers import form_fields
 from app.web.forms import fields_for
+from app.web.item_details import DETAIL_GLOBALS
 from app.web.result_shape import result_shaped
 from app.web.session_view import SessionView
 from app.web.urls import url_facts
@@ -329,7 +330,7 @@ def make_env() -> Environment:
                        form_fields=form_fields, kind_of=kind_of, first_of_each=first_of_each, levels=LOG_LEVELS,
                        needs_live_session=needs_live_session,
                        result_shaped=result_shaped, secret_value=reveal,
-                       holds_mask=holds_mask)
+                       holds_mask=holds_mask, **DETAIL_GLOBALS)
     return env
 
 
