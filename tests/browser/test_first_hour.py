@@ -14,8 +14,17 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import Console
 from tests.browser.ui import open_client_settings, open_tool
-from tests.realservers.fixtures import ROOT, filesystem_argv, memory_argv, needs_filesystem, needs_memory
+from tests.realservers.fixtures import (
+    ROOT,
+    fastmcp_url,
+    filesystem_argv,
+    memory_argv,
+    needs_fastmcp,
+    needs_filesystem,
+    needs_memory,
+)
 
+__all__ = ["fastmcp_url"]  # a fixture, used by name
 SLOW_MS = 60_000
 STARTED = re.compile(r"started pid (\d+)")
 
@@ -73,3 +82,20 @@ def test_server_filesystem_keeps_its_own_directory_until_the_owner_sets_roots(
                                                            timeout=SLOW_MS)
     tool.get_by_role("button", name="Call list_allowed_directories", exact=True).click()
     expect(tool.locator(".result .operation").first).to_contain_text(str(chosen), timeout=SLOW_MS)
+
+
+@needs_fastmcp
+def test_a_fastmcp_tool_shows_its_hints_and_answers_a_call(page: Page, console: Console, fastmcp_url: str) -> None:
+    page.goto(console.url("/"))
+    page.get_by_label("Server URL").fill(fastmcp_url)
+    page.get_by_role("button", name="Connect", exact=True).click()
+    expect(page.locator("#session-status")).to_have_attribute("data-status", "connected", timeout=SLOW_MS)
+    row = page.locator('details.item[data-tool="add"]')
+    expect(row.locator(":scope > summary .badge.hint", has_text="read-only")).to_be_visible()
+    expect(row.locator(":scope > summary")).to_contain_text("Adds two numbers.")  # closed, and the description shows
+    tool = open_tool(page, "add")
+    tool.get_by_label(re.compile(r"^a\b")).fill("2")
+    tool.get_by_label(re.compile(r"^b\b")).fill("3")
+    tool.get_by_role("button", name="Call add", exact=True).click()
+    expect(tool.locator(".result .operation")).to_contain_text("5", timeout=SLOW_MS)
+    expect(page.locator("#session-head h1")).to_contain_text("Notes Server")
