@@ -77,7 +77,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     problem = token_problem(settings.token)
     if problem:
         raise SystemExit(problem)
-    _, bad_roots = parse_roots(settings.default_roots)
+    _, bad_roots = parse_roots(settings.default_roots, semicolons=True)
     if bad_roots:
         raise SystemExit("Refusing to start: default roots (--root, MCP_CONSOLE_DEFAULT_ROOTS): "
                          + "; ".join(bad_roots))

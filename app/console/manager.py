@@ -144,12 +144,13 @@ class SessionManager:
             read_only = bool(meta.get("read_only")) or any(
                 e.data["imported"] for e in self.store.events(row["id"], kinds=("restored",)))
             note = "imported: read-only" if read_only else \
-                "The console restarted. Reconnect to send requests; the timeline is as it was."
+                ("The console restarted. Reconnect (or Restart the server, on stdio) to send requests; the timeline is "
+                 "as it was.")
             # Folded a chunk at a time: a session of 100,000 entries never sits in memory as events.
             events = (e for chunk in iter_events(self.store, row["id"], RESTORE_KINDS) for e in chunk)
             session.restore(meta, events, note, last_seq=last, imported=read_only)
             session.timeline.set_total(self.store.entry_count(row["id"]))
-            session.touch(force=True)
+            session.touch(force=True, at=row["updated"])  # a restart is not the session's activity
             self.sessions[session.id] = session
             count += 1
         return count
@@ -296,4 +297,5 @@ def _server_line(info: dict[str, Any]) -> str:
     """The server's name and version, as its discover or initialize said them ("" before it answered)."""
     name, version = info.get("name"), info.get("version")
     name = name if isinstance(name, str) else ""
-    return f"{name} {version}".strip() if isinstance(version, str) and name else name
+    line = f"{name} {version}".strip() if isinstance(version, str) and name else name
+    return line if len(line) <= 120 else line[:119] + "…"  # the server's words, on every page's switcher

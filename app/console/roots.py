@@ -11,11 +11,13 @@ from __future__ import annotations
 Root = dict[str, str]
 
 
-def parse_roots(text: str) -> tuple[list[Root], list[str]]:
-    """Roots from one `file://URI optional name` per line (or `;` between them), and what was wrong."""
+def parse_roots(text: str, semicolons: bool = False) -> tuple[list[Root], list[str]]:
+    """Roots from one `file://URI optional name` per line, and what was wrong. `semicolons`: `;` separates roots
+    too (the default_roots setting, which an environment variable holds on one line; a root typed in a session's
+    form may hold a `;`)."""
     roots: list[Root] = []
     problems: list[str] = []
-    for line in text.replace(";", "\n").splitlines():
+    for line in (text.replace(";", "\n") if semicolons else text).splitlines():
         if not line.strip():
             continue
         uri, _, name = line.strip().partition(" ")

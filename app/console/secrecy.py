@@ -111,10 +111,16 @@ def command_parts(argv: list[str]) -> tuple[int, int, int]:
     return first_assignment, i, i + 1
 
 
+def _has_userinfo(value: str) -> bool:
+    """A URL with a user (and password) before its host, `postgres://app:pw@db/x`, as a value or an argument."""
+    return "://" in value and "@" in value.split("://", 1)[1].split("/", 1)[0]
+
+
 def argv_slots(argv: list[str]) -> list[Slot]:
     first_assignment, program, first_arg = command_parts(argv)
     found = [Slot(f"env:{argv[i].partition('=')[0]}", f"variable {argv[i].partition('=')[0]}",
-                  credential_name(argv[i].partition("=")[0]) or credential_header_line(argv[i].partition("=")[2]))
+                  credential_name(argv[i].partition("=")[0]) or credential_header_line(argv[i].partition("=")[2])
+                  or _has_userinfo(argv[i].partition("=")[2]))
              for i in range(first_assignment, program)]
     flag_before = False  # the argument before was a bare credential-shaped flag: `--password hunter2`
     for i in range(first_arg, len(argv)):
@@ -124,9 +130,8 @@ def argv_slots(argv: list[str]) -> list[Slot]:
         if flag and not sep:  # a bare flag is the program's vocabulary, not the owner's data
             flag_before = credential_name(arg)
             continue
-        authority = arg.split("://", 1)[1].split("/", 1)[0] if "://" in arg else ""
         default = (sep != "" and (flag or _is_assignment(arg)) and credential_name(name)) or flag_before \
-            or "@" in authority or credential_header_line(arg.partition("=")[2] if sep and flag else arg)
+            or _has_userinfo(arg) or credential_header_line(arg.partition("=")[2] if sep and flag else arg)
         after = argv[i - 1] if flag_before else ""
         flag_before = False
         label = f"argument {i} ({name}=…)" if sep and (flag or _is_assignment(arg)) else \

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 Json = dict[str, Any]
 TIMEOUT_CODE = -32001  # what the SDKs answer for a request that timed out
 REJECTED_CODE = -1     # 2025-11-25 sampling: "User rejected sampling request"
+UNATTACHED_NOTICES = 50        # questions outside any request that get a timeline line each
+UNATTACHED_COUNT_EVERY = 1000  # past those, one line per this many
+NOTICE_RAW_CHARS = 2000        # of such a question's frame, as its notice keeps it
 
 
 class ServerRequests:
@@ -45,6 +48,7 @@ class ServerRequests:
         self._roots = roots
         self._timeout_s = timeout_s
         self._live: dict[str, tuple[str, asyncio.Future[ServerAnswer]]] = {}  # id → (its carrier's key, future)
+        self._asked_outside = 0  # questions no request of ours carried, so far
 
     async def ask(self, frame: Frame, key: str) -> ServerAnswer:
         """The `Answerer` of the session's client: record the question, wait for an answer or the deadline."""
@@ -92,9 +96,18 @@ class ServerRequests:
                        "Client settings → Roots)"))
         else:
             said = "it waits under “Awaiting your input”"
+        self._asked_outside += 1
+        if self._asked_outside > UNATTACHED_NOTICES:  # a server asking in a loop gets a count, not a line each
+            if self._asked_outside % UNATTACHED_COUNT_EVERY == 0:
+                self.timeline.append(Notice(level="warning", signal="server_request", message=(
+                    f"the server has asked {self._asked_outside} questions outside any request; past the first "
+                    f"{UNATTACHED_NOTICES} they are answered as usual but counted here, not listed one by one")))
+            return ""
+        raw = json.dumps({"jsonrpc": "2.0", "id": frame.id, "method": method, "params": frame.params})
+        shown_id = repr(frame.id)
         event = self.timeline.append(Notice(
-            message=f"the server asked {method} (id {frame.id!r}) outside any request; {said}",
-            raw=json.dumps({"jsonrpc": "2.0", "id": frame.id, "method": method, "params": frame.params}),
+            message=f"the server asked {method[:100]} (id {shown_id[:80]}) outside any request; {said}",
+            raw=raw if len(raw) <= NOTICE_RAW_CHARS else raw[:NOTICE_RAW_CHARS] + " …(cut)",
             signal="server_request"))
         return f"n{event.seq}" if event is not None else ""
 

@@ -66,6 +66,7 @@ from app.mcp.transport import Transport
 from app.mcp.wire import WireEvent
 from app.settings import Settings
 
+MAX_NAME = 120  # characters of a session's name, the owner's or the server's
 CLIENT_INFO = {"name": "mcp-console", "title": "MCP Console", "version": __version__}
 __all__ = ["DEFAULT_CAPABILITIES", "ConsoleSession", "Target", "new_session_id"]
 LISTS = (
@@ -153,7 +154,8 @@ class ConsoleSession:
             store.save_secrets(session_id, self._secrets)
             self.timeline.scrubber = scrubber_for(target)
             self.timeline.append(SessionCreated(target=target.to_dict(), capabilities=DEFAULT_CAPABILITIES,
-                                                roots=parse_roots(settings.default_roots)[0], read_only=read_only))
+                                                roots=parse_roots(settings.default_roots, semicolons=True)[0],
+                                                read_only=read_only))
 
     # -- state: folded from the events, never assigned here ----------------
     @property
@@ -244,6 +246,15 @@ class ConsoleSession:
         self.timeline.append(CapabilitiesChanged(capabilities=capabilities, saved=saved))
         self.touch(force=True)
 
+    def _last_stderr_words(self) -> str:
+        """A failed stdio start's cause is usually its last stderr line ("Cannot find module …"): quoted beside
+        the failure, so it is not only at the bottom of the stderr box."""
+        if self.target.kind != "stdio":
+            return ""
+        self.stderr_batch.flush()
+        last = next((line.strip() for line in reversed(self.state.stderr) if line.strip()), "")
+        return f"; its stderr ended with: {last[:300]}" if last else ""
+
     def rename(self, name: str) -> None:
         self.timeline.append(SessionRenamed(name=name))
         self.touch(force=True)
@@ -254,8 +265,11 @@ class ConsoleSession:
         info = self.server_info
         for candidate in (self.state.label, info.get("title"), info.get("name")):
             if isinstance(candidate, str) and candidate.strip():
-                return candidate.strip()
-        return self.target.shown()
+                # A server's title is the server's to choose: capped as the owner's own name is, since it is
+                # shown on the home page and in every session page's switcher.
+                name = candidate.strip()
+                return name if len(name) <= MAX_NAME else name[:MAX_NAME - 1] + "…"
+        return self.target.short()
 
     def set_roots(self, roots: list[dict[str, Any]]) -> None:
         self.timeline.append(RootsChanged(roots=roots))
@@ -340,7 +354,7 @@ class ConsoleSession:
             if event.signal == "process_started":
                 self.stderr_batch.new_process()  # a line the one before left unfinished is no part of this one's
             if event.signal == "process_exited" and self.status == "connected" and not self._closing:
-                self._set_status("unreachable", f"{event.note}; reconnect to start it again")
+                self._set_status("unreachable", f"{event.note}; Restart the server on this page to start it again")
 
     def _stray_notice(self, what: str, raw: str) -> None:
         """A warning for a stray or malformed frame: listed up to STRAY_NOTICES_PER_WINDOW a window, then counted.
@@ -388,9 +402,10 @@ class ConsoleSession:
                                                  exchange=found.exchange, frame_seq=found.seq,
                                                  spec_url=found.spec_url))
 
-    def touch(self, force: bool = False) -> None:
-        """Note activity; the metadata row is rewritten at most once a second unless something changed."""
-        self.last_activity = time.time()
+    def touch(self, force: bool = False, at: float | None = None) -> None:
+        """Note activity (`at`: when it was, if not now); the metadata row is rewritten at most once a second
+        unless something changed."""
+        self.last_activity = time.time() if at is None else at
         if self.timeline.ended:
             return  # deleted: its row is gone, and a call that was in flight must not write it back
         if force or self.last_activity - self._saved_at >= META_SAVE_INTERVAL_S:
@@ -476,7 +491,15 @@ class ConsoleSession:
         self._finding_counts = {}
         self._strays_listed = 0  # a new connection's strays are told afresh (the count pending is still said)
         self._set_status("connecting")
-        machine = ConnectMachine(self.target.era, CLIENT_INFO, self.capabilities, stdio=self.target.kind == "stdio")
+        era = self.target.era
+        if era == "auto" and (self.state.era or {}).get("era") == "legacy":
+            # This server spoke 2025-11-25 last time: a reconnect or restart starts with initialize instead of a
+            # server/discover probe it answers with an error (and, on stdio, a second start of the process).
+            era = "legacy"
+            self.timeline.notice("info", "auto: this session's server spoke 2025-11-25 when last connected, so "
+                                 "initialize comes first (a new session probes server/discover again)",
+                                 signal="era_probe")
+        machine = ConnectMachine(era, CLIENT_INFO, self.capabilities, stdio=self.target.kind == "stdio")
         command = machine.start()
         while True:
             for note in machine.take_notes():
@@ -498,10 +521,10 @@ class ConsoleSession:
                 assert self.client is not None
                 command = machine.notified(await send_initialized(self.client, command.protocol_version))
             elif isinstance(command, Failed):
-                self._set_status("failed", command.message)
                 if self.client is not None:  # a stdio server that answered badly stops here, not at a delete
                     with contextlib.suppress(Exception):
-                        await self.client.close()
+                        await self.client.close()  # and its stderr is read to its end
+                self._set_status("failed", command.message + self._last_stderr_words())
                 return
             else:
                 await self._connected(command)

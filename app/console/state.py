@@ -84,6 +84,7 @@ class SessionState:
     status_message: str = ""
     status_since: float | None = None
     connects: int = 0
+    ever_connected: bool = False  # a failed first try (never connected) is not kept unless the owner says
     last_id: int = 0
     capabilities: Json = field(default_factory=lambda: copy.deepcopy(DEFAULT_CAPABILITIES))
     discover: Json | None = None
@@ -195,6 +196,8 @@ def _status(state: SessionState, ev: StatusChanged, _e: TimelineEvent) -> None:
     state.status, state.status_message, state.status_since = ev.status, ev.message, ev.since
     if ev.status == "connecting":
         state.connects += 1
+    elif ev.status == "connected":
+        state.ever_connected = True
 
 
 def _discovered(state: SessionState, ev: Discovered, _e: TimelineEvent) -> None:
@@ -559,7 +562,7 @@ def projection(state: SessionState) -> Json:
         "target": state.target, "read_only": state.read_only, "status": state.status,
         "status_message": state.status_message, "connects": state.connects, "last_id": state.last_id,
         "capabilities": state.capabilities, "discover": state.discover, "era": state.era, "lists": state.lists,
-        "roots": state.roots, "label": state.label,
+        "roots": state.roots, "label": state.label, "ever_connected": state.ever_connected,
         "request_settings": [state.log_level, state.progress_enabled, state.auto_refresh, state.idle_timeout_s,
                              state.max_s],
         "status_since": state.status_since, "findings": state.findings,

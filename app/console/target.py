@@ -35,6 +35,16 @@ def readable_quote(arg: str) -> str:
     return quoted
 
 
+def _short_path(arg: str) -> str:
+    """`/usr/bin/node` → `node`; a longer path keeps its last three segments."""
+    if "/" not in arg or arg.startswith("-") or "://" in arg:
+        return arg
+    parts = [p for p in arg.split("/") if p]
+    if arg.startswith("/") and len(parts) == 3 and parts[1] == "bin":
+        return parts[-1]
+    return arg if len(parts) <= 3 else "…/" + "/".join(parts[-3:])
+
+
 @dataclass(slots=True)
 class Target:
     kind: Literal["http", "stdio"]
@@ -91,6 +101,15 @@ class Target:
             return str(self.url) + "".join(f" · {name}: {value}" for name, value in self.headers.items())
         command = " ".join(str(a) if isinstance(a, Secret) else readable_quote(a) for a in self.argv)
         return command + (f" (in {self.cwd})" if self.cwd else "")
+
+    def short(self, limit: int = 80) -> str:
+        """A name for the target when nothing better is known: the URL, or the command with its long paths cut to
+        their last segments (`node …/server-memory/dist/index.js`), secret values masked."""
+        if self.kind == "http":
+            text = str(self.url)
+        else:
+            text = " ".join(str(a) if isinstance(a, Secret) else _short_path(readable_quote(a)) for a in self.argv)
+        return text if len(text) <= limit else text[:limit - 1] + "…"
 
     def to_dict(self) -> dict[str, Any]:
         """What the event log records: the secret values as their masks, and which slots are secret."""

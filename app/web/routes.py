@@ -12,6 +12,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.console.secrets import mask_wire
+from app.console.session import MAX_NAME as SESSION_NAME_MAX
 from app.console.session import ConsoleSession, Target
 from app.console.target import ERAS
 from app.mcp.stdio import is_assignment
@@ -171,7 +172,8 @@ async def _replace_failed_try(w: Owner, form: FormInput) -> None:
     """A retry from a first try that never connected replaces it, unless the owner ticked Keep: failed tries do
     not pile up in the sessions list."""
     old = w.manager.get(form.first("replaces") or "")
-    if old is None or form.first("keep_failed") or old.read_only or old.status != "failed" or old.server_info:
+    if old is None or form.first("keep_failed") or old.read_only or old.status != "failed" \
+            or old.state.ever_connected:
         return
     await w.manager.delete(old.id)
 
@@ -208,9 +210,6 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
     return TargetHTMLResponse(page)
 
 
-MAX_NAME = 120
-
-
 @router.post("/sessions/{session_id}/name")
 async def rename_session(request: Request, session_id: str, w: Owner) -> Response:
     """The owner's name for the session (empty: the server's title again); control characters are dropped."""
@@ -218,7 +217,7 @@ async def rename_session(request: Request, session_id: str, w: Owner) -> Respons
     if s.read_only:
         raise HTTPException(409, "An imported session is read-only")
     form = FormInput(list((await request.form()).multi_items()))  # type: ignore[arg-type]
-    name = "".join(c for c in (form.first("name") or "") if c.isprintable()).strip()[:MAX_NAME]
+    name = "".join(c for c in (form.first("name") or "") if c.isprintable()).strip()[:SESSION_NAME_MAX]
     s.rename(name)
     if "application/json" in request.headers.get("accept", ""):
         return respond(request, True, {"id": s.id, "name": s.name}, None)

@@ -142,7 +142,8 @@ class SettingsView(_View):
 
 
 class SessionView(_View):
-    __slots__ = ("auto_refresh", "capabilities", "client", "created", "deadline_view", "discover", "id",
+    __slots__ = ("auto_refresh", "capabilities", "client", "created", "deadline_view", "discover", "ever_connected",
+                 "id",
                  "idle_timeout_s", "last_activity", "lists", "log_level", "max_s", "name", "named", "operations",
                  "owned_by",
                  "owner_gone", "progress_enabled", "read_only", "roots", "server_capabilities", "server_info",
@@ -154,6 +155,7 @@ class SessionView(_View):
         deadline: Callable[[str | None], dict[str, Any] | None] = session.deadline_view
         self._set(
             id=session.id, name=session.name, named=bool(session.state.label),
+            ever_connected=session.state.ever_connected,
             status=session.status, status_message=session.status_message,
             status_since=session.status_since, read_only=session.read_only,
             created=session.created, last_activity=session.last_activity,

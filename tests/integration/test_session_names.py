@@ -3,6 +3,8 @@ sessions on one URL apart by them and shows each one's server, revision and tran
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tests.integration.conftest import JSON, Console
 
 
@@ -29,3 +31,12 @@ async def test_a_session_is_named_after_its_server_until_the_owner_renames_it(
 
     back = await console.http.post(f"/sessions/{second}/name", headers=JSON, data={"name": ""})
     assert back.json()["name"] == s["name"]
+
+
+async def test_a_servers_very_long_title_is_capped_where_it_names_the_session(
+        console: Console, hostile_http: Callable[..., str]) -> None:
+    s = await console.connect(kind="http", url=hostile_http("text", name="N" * 100_000))
+    assert s["status"] == "connected", s["status_message"]
+    assert len(s["name"]) == 120 and s["name"].endswith("…")
+    home = (await console.http.get("/")).text
+    assert len(home) < 50_000

@@ -71,3 +71,17 @@ def test_a_requests_secret_headers_are_recorded_as_masks_and_the_owner_gets_them
     assert header_masks(basic_only.url, basic_only.headers) == {"authorization": f"Basic {MASK}"}
     assert basic_only.reveal_headers([["Authorization", f"Basic {MASK}"]]) == [
         ["Authorization", "Basic " + base64.b64encode(b"ann:pw").decode()]]
+
+
+def test_an_environment_value_holding_a_urls_password_is_secret_by_default_as_an_argument_is() -> None:
+    target = Target(kind="stdio", argv=["DATABASE_URL=postgres://app:hunter2pw@db/x", "LOG=debug", "node", "s.js",
+                                        "postgres://app:hunter2pw@db/x"])
+    assert target.secret == frozenset({"env:DATABASE_URL", "arg:4"})
+    assert "hunter2pw" not in target.shown() and "LOG=debug" in target.shown()
+
+
+def test_a_command_is_shown_as_a_person_writes_it_and_named_by_its_last_path_segments() -> None:
+    target = Target(kind="stdio", argv=["/usr/bin/python3", "-c", "print('hi there')",
+                                        "/home/ada/projects/notes-server/src/server.py"])
+    assert target.shown() == "/usr/bin/python3 -c \"print('hi there')\" /home/ada/projects/notes-server/src/server.py"
+    assert target.short() == "python3 -c \"print('hi there')\" …/notes-server/src/server.py"
