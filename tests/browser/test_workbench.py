@@ -169,11 +169,14 @@ def test_a_failed_connect_offers_reconnect_and_an_editable_target_on_the_page(pa
     page.get_by_role("button", name="Connect", exact=True).click()
     problem = page.get_by_role("region", name="Connection problem")
     expect(problem).to_contain_text("Could not connect", timeout=CONNECT_TIMEOUT_MS)
-    expect(problem.get_by_role("button", name="Reconnect")).to_be_visible()
+    expect(problem.get_by_role("button", name="Try again")).to_be_visible()  # a first try: Reconnect once it connected
+    expect(problem.get_by_role("button", name="Discard this try")).to_be_visible()
     expect(page.get_by_text("Not connected yet")).to_have_count(0)
+    failed = page.url
     problem.get_by_label("Server URL").fill(console.demo_url)
     problem.get_by_role("button", name="Connect to this target").click()
     wait_live(page, CONNECT_TIMEOUT_MS)
+    assert page.request.get(failed + ".json").status == 404  # the new session replaced the failed try
     delete_session_on_screen(page)
     expect(page).to_have_url(console.url("/"))
 
