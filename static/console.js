@@ -567,13 +567,23 @@
   }
   function jsonOn(form) { var p = jsonParts(form); return !!p.box && (p.details.open || p.mode.checked); }
   function say(note, text, bad) { if (note) { note.textContent = text; note.classList.toggle("error", !!bad); } }
+  // An empty top-level field (`arg.<name>`) is left out whatever its kind, so it need not be sent: a form of
+  // thousands of fields would pass the console's limit of 1,000 fields a request with empty ones alone.
+  function emptyFlat(k, v) { return v === "" && k.indexOf("arg.") === 0; }
   function ownInputs(form) {
     var params = new URLSearchParams();
     new FormData(form).forEach(function (v, k) {
-      if (typeof v === "string" && (k === "tool" || /^(arg\.|at:|present\.)/.test(k))) params.append(k, v);
+      if (typeof v === "string" && !emptyFlat(k, v) && (k === "tool" || /^(arg\.|at:|present\.)/.test(k))) params.append(k, v);
     });
     return params;
   }
+  document.addEventListener("htmx:configRequest", function (evt) {
+    var form = evt.detail.elt, data = evt.detail.formData;
+    if (!form.matches || !form.matches("form[data-tool-form]") || !data) return;
+    var drop = [];
+    data.forEach(function (v, k) { if (emptyFlat(k, v)) drop.push(k); });
+    drop.forEach(function (k) { data.delete(k); });
+  });
   function formToJson(form) {
     var st = stateOf(form), p = jsonParts(form), seq = ++st.seq;
     clearTimeout(st.timer); st.timer = null;

@@ -37,9 +37,9 @@ from app.web.answers import form_fields
 from app.web.form_tree import path_name
 from app.web.form_view import tool_form_json, tool_form_view
 from app.web.forms import fields_for
-from app.web.uri_template import template_form
 from app.web.result_shape import result_shaped
 from app.web.session_view import SessionView
+from app.web.uri_template import template_form
 from app.web.urls import url_facts
 
 ROOT = Path(__file__).resolve().parents[2]
