@@ -591,7 +591,8 @@
       .then(function (r) { return r.json(); }).then(function (data) {
         if (seq !== st.seq) return;
         if (data.ok) {
-          p.box.value = data.json; delete p.box.dataset.stale; say(p.note, "");
+          p.box.value = data.json; delete p.box.dataset.stale;
+          say(p.note, data.missing.length ? "Required and still empty: " + data.missing.join(", ") + "." : "");
         } else {
           p.box.dataset.stale = "1";
           var first = Object.keys(data.errors)[0];
@@ -641,6 +642,7 @@
     if (evt.target.matches("[data-json-box]")) {
       var st = stateOf(form);
       st.last = "json"; clearTimeout(st.timer); st.seq++;  // a form edit still on its way is superseded
+      delete form.querySelector("[data-json-box]").dataset.stale;  // what is typed here is now the latest
       st.timer = setTimeout(function () { st.timer = null; jsonToForm(form); }, 300);
     } else if (evt.target.closest("[data-form-fields]")) {
       fieldsEdited(form);

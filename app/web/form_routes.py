@@ -33,6 +33,7 @@ from app.web.uri_template import TemplateError, expand, variables
 
 router = APIRouter()
 SUGGESTIONS_SHOWN = 100  # the spec caps `values` at 100
+REQUIRED = "This field is required."  # what parse_form says of a required field left empty
 
 
 def _tool(s: Any, form: FormInput) -> dict[str, Any]:
@@ -54,7 +55,11 @@ async def form_arguments(request: Request, session_id: str, w: Web) -> Response:
     form = await form_input(request)
     tool = _tool(s, form)
     arguments, errors = parse_form(fields_for_kept(tool.get("inputSchema")), form)
-    return TargetJSONResponse({"ok": not errors, "errors": errors,
+    # A required field left empty is absent from the form and from its JSON alike: the two still agree. Any other
+    # problem (text in a number field, a value out of range) is a value the form shows and the JSON cannot.
+    missing = sorted(k for k, v in errors.items() if v == REQUIRED)
+    problems = {k: v for k, v in errors.items() if v != REQUIRED}
+    return TargetJSONResponse({"ok": not problems, "errors": problems, "missing": missing,
                                "json": json.dumps(arguments, indent=2, ensure_ascii=False)})
 
 
