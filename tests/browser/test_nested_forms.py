@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from playwright.sync_api import BrowserContext, Locator, Page, expect
@@ -13,6 +14,9 @@ from playwright.sync_api import BrowserContext, Locator, Page, expect
 from tests.browser.test_hostile_forms import connect
 from tests.browser.ui import label, open_tool
 from tests.hostile.tools_forms import HUGE
+from tests.realservers.fixtures import fastmcp_url, needs_fastmcp
+
+__all__ = ["fastmcp_url"]  # the fixture, used by name
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -155,3 +159,25 @@ def test_a_schema_of_thousands_of_fields_shows_its_first_fields_and_the_rest_whe
     tool.get_by_label(label("f2999")).fill("last")
     tool.get_by_role("button", name="Call huge_schema", exact=True).click()
     expect(tool.locator(".result")).to_contain_text("huge got 2")
+
+
+@needs_fastmcp
+def test_fastmcps_free_form_object_and_array_of_objects_and_its_template_are_usable(
+        context: BrowserContext, console: Console, fastmcp_url: str) -> None:
+    # tag_note(note: dict, tags: list[dict]): objects with no declared properties are JSON boxes, the array of
+    # them a list of JSON boxes with Add and Remove; notes://{name} is a template with a form.
+    page, _, _ = connect(context, console, fastmcp_url)
+    tool = open_tool(page, "tag_note")
+    tool.get_by_label(label("note")).fill('{"title": "Trip"}')
+    tags = tool.get_by_role("group", name=label("tags"))
+    tags.get_by_role("button", name="Add tags item", exact=True).click()
+    tags.get_by_role("button", name="Add tags item", exact=True).click()
+    tags.get_by_label("tags item 1", exact=True).fill('{"name": "travel"}')
+    tags.get_by_label("tags item 2", exact=True).fill('{"name": "2027", "extra": [1, 2]}')
+    tool.get_by_role("button", name="Call tag_note", exact=True).click()
+    expect(tool.locator(".result")).to_contain_text("Trip: travel, 2027")
+    form = page.get_by_role("form", name="Read from template notes://{name}")
+    form.get_by_label("name", exact=True).fill("groceries")
+    expect(form.locator("output[data-template-preview]")).to_have_text("notes://groceries")
+    form.get_by_role("button", name=re.compile(r"^Read ")).click()
+    expect(page.locator(f"#{form.evaluate('f => f.nextElementSibling.id')}")).to_contain_text("the note groceries")
