@@ -567,7 +567,8 @@
   }
   function jsonOn(form) { var p = jsonParts(form); return !!p.box && (p.details.open || p.mode.checked); }
   function say(note, text, bad) { if (note) { note.textContent = text; note.classList.toggle("error", !!bad); } }
-  // An empty top-level field (`arg.<name>`) is left out whatever its kind, so it need not be sent: a form of
+  // An empty top-level field (`arg.<name>`) is left out whatever its kind (a tool's or a dialog's), so it need not
+  // be sent: a form of
   // thousands of fields would pass the console's limit of 1,000 fields a request with empty ones alone.
   function emptyFlat(k, v) { return v === "" && k.indexOf("arg.") === 0; }
   function ownInputs(form) {
@@ -579,7 +580,7 @@
   }
   document.addEventListener("htmx:configRequest", function (evt) {
     var form = evt.detail.elt, data = evt.detail.formData;
-    if (!form.matches || !form.matches("form[data-tool-form]") || !data) return;
+    if (!form.matches || !form.matches("form[data-tool-form], form.dialog-form") || !data) return;
     var drop = [];
     data.forEach(function (v, k) { if (emptyFlat(k, v)) drop.push(k); });
     drop.forEach(function (k) { data.delete(k); });

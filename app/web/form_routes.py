@@ -15,6 +15,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
 from app.web.actions import _not_sent, _operation
+from app.web.answers import form_fields as answer_fields
 from app.web.deps import (
     TargetHTMLResponse,
     TargetJSONResponse,
@@ -26,8 +27,9 @@ from app.web.deps import (
     session_or_404,
 )
 from app.web.form_tree import NotFitting, fits
-from app.web.form_view import tool_form_view
+from app.web.form_view import dialog_window, tool_form_view
 from app.web.forms import FormInput, fields_for_kept, parse_form, strict_json
+from app.web.op_routes import find_op
 from app.web.render import listed_as
 from app.web.uri_template import TemplateError, expand, variables
 
@@ -110,6 +112,29 @@ async def template_read(request: Request, session_id: str, w: Web) -> Response:
         return _not_sent(w, request, {"uri": problem}, {"uri": "URI"})
     s.read_uris.add(uri)
     return await _operation(w, request, s, "resources/read", {"uri": uri})
+
+
+@router.get("/sessions/{session_id}/dialog-fields")
+async def dialog_fields(request: Request, session_id: str, w: Viewer, key: str, uid: str, op: str = "",
+                        sr: str = "", raw: str = "") -> Response:
+    """The fields of a form dialog past its first ones (form_view.dialog_window), fetched when "Show all" opens;
+    with `raw`, the request as it came (form_view.big_request)."""
+    s = session_or_404(w, session_id)
+    if sr:
+        record = s.server_requests.get(sr)
+        asked, draft, errors = (record.request, record.drafts.get(key), record.errors.get(key, {})) \
+            if record is not None else (None, None, {})
+    else:
+        found = s.operations.record_of(find_op(s, op))
+        asked, draft, errors = found.pending.get(key), found.drafts.get(key), found.errors.get(key, {})
+    if not isinstance(asked, dict):
+        raise HTTPException(404, "That question is no longer asked")
+    if raw:
+        return TargetHTMLResponse(w.render("_dialog_rest.html", raw=asked))
+    fields, _ = answer_fields(asked)
+    _, rest = dialog_window(fields, draft, errors)
+    return TargetHTMLResponse(w.render("_dialog_rest.html", fields=[fields[i] for i in rest], uid=uid,
+                                       errors=errors, draft=draft))
 
 
 @operator_post(router, "/sessions/{session_id}/complete/suggest")

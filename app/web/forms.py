@@ -16,6 +16,7 @@ from datetime import date
 from typing import Any
 
 from app.mcp.jsonrpc import exact_float
+from app.web.schema_refs import Reading, resolve
 
 PRIMITIVES = ("string", "number", "integer", "boolean")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -111,51 +112,9 @@ def _options(schema: dict[str, Any]) -> list[tuple[str, str]] | None:
 MAX_DEPTH = 8
 
 
-@dataclass(frozen=True, slots=True)
-class _Reading:
-    """Where a property is read from: the root schema (for local $refs), its depth, the $refs followed to it."""
-    root: Any = None
-    depth: int = 0
-    refs: frozenset[str] = frozenset()
-
-
-def _resolve(raw: Any, at: _Reading) -> tuple[Any, _Reading, bool]:
-    """Follow a local `$ref` (pydantic's `#/$defs/Model`), and `allOf` of one schema; (schema, reading, cyclic)."""
-    for _ in range(16):
-        if not isinstance(raw, dict):
-            return raw, at, False
-        all_of = raw.get("allOf")
-        if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict):
-            raw = {**all_of[0], **{k: v for k, v in raw.items() if k != "allOf"}}
-            continue
-        ref = raw.get("$ref")
-        if not isinstance(ref, str):
-            return raw, at, False
-        if ref in at.refs:
-            return raw, at, True  # a recursive model: its form would never end
-        target = _pointer(at.root, ref)
-        if not isinstance(target, dict):
-            return raw, at, False
-        at = _Reading(at.root, at.depth, at.refs | {ref})
-        raw = {**target, **{k: v for k, v in raw.items() if k != "$ref"}}
-    return raw, at, True
-
-
-def _pointer(root: Any, ref: str) -> Any:
-    if not ref.startswith("#/"):
-        return None
-    node = root
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def field_for(name: str, raw: Any, required: bool, at: _Reading | None = None) -> FormField:
-    at = at or _Reading()
-    raw, at, cyclic = _resolve(raw, at)
+def field_for(name: str, raw: Any, required: bool, at: Reading | None = None) -> FormField:
+    at = at or Reading()
+    raw, at, cyclic = resolve(raw, at)
     schema = _strip_nullable(raw) if isinstance(raw, dict) else {}
     title = schema.get("title")
     f = FormField(name=name, label=title if isinstance(title, str) and title else name, kind="json",
@@ -174,19 +133,19 @@ def field_for(name: str, raw: Any, required: bool, at: _Reading | None = None) -
     elif cyclic or at.depth >= MAX_DEPTH:
         pass  # a JSON editor
     elif kind == "object" or (kind is None and isinstance(schema.get("properties"), dict)):
-        below = _Reading(at.root, at.depth + 1, at.refs)
+        below = Reading(at.root, at.depth + 1, at.refs)
         f.children = _properties(schema, below)
         if f.children:
             f.kind, f.size = "object", sum(c.size for c in f.children)
     elif kind == "array" and isinstance(schema.get("items"), dict):
-        items, _, _ = _resolve(schema["items"], at)
+        items, _, _ = resolve(schema["items"], at)
         items = _strip_nullable(items) if isinstance(items, dict) else {}
         f.min_items, f.max_items = _int(schema.get("minItems")), _int(schema.get("maxItems"))
         item_options = _options(items)
         if item_options is not None:
             f.kind, f.options = "multi", item_options
         else:
-            item = field_for(f"{name}[]", schema["items"], True, _Reading(at.root, at.depth + 1, at.refs))
+            item = field_for(f"{name}[]", schema["items"], True, Reading(at.root, at.depth + 1, at.refs))
             item.label = "Item"
             f.item, f.size = item, item.size
             f.kind = "list" if item.kind in PRIMITIVES else "array"
@@ -197,7 +156,7 @@ def field_for(name: str, raw: Any, required: bool, at: _Reading | None = None) -
     return f
 
 
-def _properties(schema: dict[str, Any], at: _Reading) -> list[FormField]:
+def _properties(schema: dict[str, Any], at: Reading) -> list[FormField]:
     props = schema.get("properties")
     if not isinstance(props, dict):
         return []
@@ -217,7 +176,7 @@ def _int(v: Any) -> int | None:
 def fields_for(schema: Any) -> list[FormField]:
     if not isinstance(schema, dict):
         return []
-    return _properties(schema, _Reading(root=schema))
+    return _properties(schema, Reading(root=schema))
 
 
 # The fields of the schemas forms were last read against: a script calling one tool again and again read the same
@@ -284,7 +243,7 @@ class FormInput(Mapping[str, Sequence[str]]):
         return values[0] if values else None
 
 
-def parse_form(fields: list[FormField], form: FormInput) -> tuple[dict[str, Any], dict[str, str]]:
+def parse_form(fields: Sequence[FormField], form: FormInput) -> tuple[dict[str, Any], dict[str, str]]:
     """Turn submitted text into typed JSON values. Returns (values, errors by field name)."""
     values: dict[str, Any] = {}
     errors: dict[str, str] = {}

@@ -35,7 +35,7 @@ from app.mcp.mrtr import kind_of
 from app.mcp.secret import MASK, reveal
 from app.web.answers import form_fields
 from app.web.form_tree import path_name
-from app.web.form_view import tool_form_json, tool_form_view
+from app.web.form_view import big_request, dialog_window, tool_form_json, tool_form_view
 from app.web.forms import fields_for
 from app.web.result_shape import result_shaped
 from app.web.session_view import SessionView
@@ -322,7 +322,8 @@ def make_env() -> Environment:
                        needs_live_session=needs_live_session,
                        result_shaped=result_shaped, secret_value=reveal,
                        holds_mask=holds_mask, tool_form_view=tool_form_view, tool_form_json=tool_form_json,
-                       path_name=path_name, template_form=template_form)
+                       path_name=path_name, template_form=template_form, dialog_window=dialog_window,
+                       big_request=big_request)
     return env
 
 

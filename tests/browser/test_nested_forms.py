@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from playwright.sync_api import BrowserContext, Locator, Page, expect
 
+from app.web.form_view import DIALOG_WINDOW
 from tests.browser.test_hostile_forms import connect
 from tests.browser.ui import label, open_tool
-from tests.hostile.tools_forms import HUGE
+from tests.hostile.tools_forms import ASKED, HUGE
 from tests.realservers.fixtures import fastmcp_url, needs_fastmcp
 
 __all__ = ["fastmcp_url"]  # the fixture, used by name
@@ -181,3 +182,38 @@ def test_fastmcps_free_form_object_and_array_of_objects_and_its_template_are_usa
     expect(form.locator("output[data-template-preview]")).to_have_text("notes://groceries")
     form.get_by_role("button", name=re.compile(r"^Read ")).click()
     expect(page.locator(f"#{form.evaluate('f => f.nextElementSibling.id')}")).to_contain_text("the note groceries")
+
+
+def test_a_round_of_64_questions_of_thousands_of_fields_renders_a_few_fields_of_each(
+        context: BrowserContext, console: Console, hostile_http: Callable[..., str]) -> None:
+    # 64 questions of 3,000 fields made a 52.5 MB page that took Chromium 15 s when every field was rendered (and
+    # each question's raw JSON, 287 KB, with it).
+    page, _, _ = connect(context, console, hostile_http("forms"))
+    tool = open_tool(page, "ask_huge")
+    tool.get_by_role("button", name="Call ask_huge", exact=True).click()
+    expect(page.locator("#inbox section.dialog.kind-form")).to_have_count(ASKED)
+    assert page.locator("#inbox input").count() <= ASKED * (DIALOG_WINDOW + 4)
+    weight = page.evaluate("document.documentElement.outerHTML.length")
+    assert weight < 2_000_000, weight
+    raw = page.locator('#inbox section.dialog[data-key="q63"] details.raw-request')
+    raw.locator(":scope > summary").click()
+    expect(raw.locator("pre")).to_contain_text(f'"f{HUGE - 1:04d}"')
+    page.get_by_role("button", name=re.compile(r"^Abandon operation")).click()
+    expect(page.locator("#inbox section.dialog")).to_have_count(0)
+
+
+def test_every_field_of_a_huge_question_is_there_when_asked_and_what_is_typed_in_them_is_sent(
+        context: BrowserContext, console: Console, hostile_http: Callable[..., str]) -> None:
+    page, _, _ = connect(context, console, hostile_http("forms"))
+    tool = open_tool(page, "ask_huge")
+    tool.get_by_label(label("n")).fill("2")
+    tool.get_by_role("button", name="Call ask_huge", exact=True).click()
+    first = page.locator('#inbox section.dialog[data-key="q00"]')
+    first.get_by_label(label("f0000")).fill("typed first")
+    first.locator("details.more-fields > summary").click()
+    expect(first.locator("input[name^='arg.f']")).to_have_count(HUGE)
+    expect(first.get_by_label(label("f0000"))).to_have_value("typed first")
+    first.get_by_label(label(f"f{HUGE - 1:04d}")).fill("the last one")
+    first.get_by_role("button", name="Accept", exact=True).click()  # 3,000 inputs: over the 1,000-field limit
+    page.locator('#inbox section.dialog[data-key="q01"]').get_by_role("button", name="Accept", exact=True).click()
+    expect(tool.locator(".result")).to_contain_text("answers 2, q00 last field 'the last one'")

@@ -9,8 +9,10 @@ plus results and questions that carry active content.
 - `deep_result`: a result whose structuredContent is nested `n` objects deep.
 - `nested_args`: an object holding an object, an array of objects, an array of integers and an enum; its result is
   the arguments it received as sorted JSON (what went on the wire, as the server read it).
-- `huge_schema`: `HUGE` string properties (64 calls of such tools made a 52.5 MB page when every field rendered);
-  it answers with how many arguments it got.
+- `huge_schema`: `HUGE` string properties; it answers with how many arguments it got.
+- `ask_huge`: one round of `n` (default `ASKED`) form input requests whose schemas have `HUGE` fields each (64 of
+  them made a 52.5 MB page when every field rendered); answered, it says how many answers came and what the first
+  one's last field held.
 - `ask_url`: an input request (URL mode) whose URL is a javascript: URI, one whose URL is a data: URI, and
   a URL and a form request whose message and URL carry a right-to-left override.
 
@@ -107,6 +109,22 @@ HUGE = 3000
 _HUGE = {"type": "object", "properties": {f"f{i:04d}": {"type": "string", "description": f"field {i}"}
                                           for i in range(HUGE)}}
 
+ASKED = 64
+
+
+async def ask_huge(ctx: Ctx) -> None:
+    answers = ctx.params.get("inputResponses")
+    if isinstance(answers, dict):
+        first = answers.get("q00") or {}
+        last = (first.get("content") or {}).get(f"f{HUGE - 1:04d}")
+        await ctx.reply(text(f"answers {len(answers)}, q00 last field {last!r}"))
+        return
+    ask = {"method": "elicitation/create", "params": {"mode": "form", "message": "Fill in", "requestedSchema": _HUGE}}
+    asked = int(ctx.args.get("n", ASKED))
+    await ctx.reply({"resultType": "input_required", "requestState": "huge",
+                     "inputRequests": {f"q{i:02d}": ask for i in range(asked)}})
+
+
 _CLASH = {"type": "object", "properties": {
     "result": {"type": "string"}, "json": {"type": "string"}, "log": {"type": "string"},
     "a": {"type": "string"}, "a-help": {"type": "string", "description": "the help of a, spoofed"},
@@ -121,6 +139,8 @@ TOOLS = [
     Tool("nested_args", nested_args, {"description": "Nested objects and arrays; echoes its arguments",
                                       "inputSchema": NESTED}),
     Tool("huge_schema", huge_schema, {"description": f"{HUGE} string fields", "inputSchema": _HUGE}),
+    Tool("ask_huge", ask_huge, {"description": f"n (default {ASKED}) form requests of {HUGE} fields each",
+                                "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}),
     Tool("active_content", active_content, {"description": "Embedded HTML, SVG with script, a javascript: link"}),
     Tool("ask_url", ask_url, {"description": "Asks to open javascript: and data: URLs"}),
 ]
