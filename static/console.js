@@ -607,7 +607,7 @@
   function fieldsEdited(form) {
     if (!form || !form.matches("[data-tool-form]")) return;
     var st = stateOf(form);
-    st.last = "form";
+    st.last = "form"; st.seq++;  // JSON on its way into the form would now overwrite this edit: it is dropped
     if (!jsonOn(form)) return;
     clearTimeout(st.timer);
     st.timer = setTimeout(function () { formToJson(form); }, 250);
@@ -698,7 +698,7 @@
       .then(function (r) { return r.json(); }).then(function (data) {
         out.textContent = data.problem || data.uri;
         out.classList.toggle("error", !!data.problem);
-      });
+      }).catch(function () { out.textContent = "(the console did not answer)"; });
   }
   document.addEventListener("input", function (evt) {
     var form = evt.target.form;
@@ -727,7 +727,7 @@
         list.replaceChildren();
         (data.values || []).forEach(function (v) { var o = document.createElement("option"); o.value = v; list.appendChild(o); });
         list.dataset.answered = String(seq);
-      });
+      }).catch(function () { /* refused (a viewer's link) or offline: no suggestions, typing goes on */ });
   }
   document.addEventListener("input", function (evt) {
     var input = evt.target;
