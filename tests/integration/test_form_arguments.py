@@ -5,11 +5,14 @@ template's variables arrive as the RFC 6570 expansion; completions carry the oth
 from __future__ import annotations
 
 import json
+import shlex
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from app.web.form_tree import path_name
+from tests.realservers.fixtures import memory_argv, needs_memory
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -148,3 +151,32 @@ async def test_a_completion_carries_the_other_fields_as_context_and_is_on_the_ti
     params = await sent_params(console, sid, entries[0]["key"])
     assert params["context"] == {"arguments": {"name": "Ada"}}
     assert params["argument"] == {"name": "style", "value": "p"}
+
+
+@needs_memory
+async def test_server_memorys_entities_with_lists_inside_items_go_through_the_form_as_they_were_given(
+        console: Console, tmp_path: Path) -> None:
+    # create_entities takes an array of objects that each hold an array of strings: JSON put into the form, the
+    # form submitted as a browser submits it, and what the real server stored comes back.
+    memory = tmp_path / "memory.jsonl"
+    command = "env MEMORY_FILE_PATH=" + shlex.quote(str(memory)) + " " + shlex.join(memory_argv())
+    s = await console.connect(kind="stdio", command=command)
+    assert s["status"] == "connected", s["status_message"]
+    sid = s["id"]
+    given = {"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote notes", "liked engines"]},
+                          {"name": "Engine", "entityType": "machine", "observations": []}]}
+    fields = await console.http.post(f"/sessions/{sid}/tools/fields",
+                                     data={"tool": "create_entities", "source": "json", "json": json.dumps(given)})
+    assert fields.status_code == 200, fields.text
+    inputs = Inputs()
+    inputs.feed(fields.text)
+    form = [("tool", "create_entities"), *inputs.pairs]
+    assert await box_json(console, sid, form) == given
+    reply = await console.http.post(f"/sessions/{sid}/tools/call", content=urlencode(form),
+                                    headers={**JSON, **FORM_BODY})
+    answer = reply.json()
+    assert answer["ok"], answer
+    assert (await sent_params(console, sid, answer["key"]))["arguments"] == given
+    stored = [json.loads(line) for line in memory.read_text().splitlines()]
+    assert [(e["name"], e["observations"]) for e in stored] == [("Ada", ["wrote notes", "liked engines"]),
+                                                                ("Engine", [])]
