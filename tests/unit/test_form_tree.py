@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from app.web.form_tree import NotFitting, fits, pairs_of, path_name
-from app.web.form_view import WINDOW, tool_form_json, tool_form_view
+from app.web.form_view import (
+    DIALOG_WINDOW,
+    WINDOW,
+    SchemaFields,
+    big_request,
+    dialog_window,
+    tool_form_json,
+    tool_form_view,
+)
 from app.web.forms import MAX_DEPTH, FormInput, fields_for, parse_form
 
 NOTE = {"type": "object", "required": ["note"], "properties": {
@@ -117,3 +125,15 @@ def test_a_fresh_forms_json_holds_the_required_defaults_and_the_items_min_items_
 def test_pairs_of_names_every_nested_input_by_its_json_path() -> None:
     pairs = pairs_of(fields_for(NOTE), {"note": {"title": "T"}, "tags": [{"name": "a"}]})
     assert pairs == [('at:["note","title"]', "T"), ('at:["tags",0]', "item"), ('at:["tags",0,"name"]', "a")]
+
+
+def test_a_dialog_of_thousands_of_fields_reads_only_those_it_shows_and_keeps_what_was_refused_in_view() -> None:
+    schema = {"type": "object", "required": ["f2"], "properties": {f"f{i}": {"type": "string"} for i in range(3000)}}
+    fields = SchemaFields(schema)
+    shown, rest = dialog_window(fields, draft={"arg.f2999": ["typed"]}, errors={"f1500": "Too long."})
+    assert [f.name for f in shown] == [f"f{i}" for i in range(DIALOG_WINDOW)] + ["f1500", "f2999"]
+    assert len(rest) == 3000 - DIALOG_WINDOW - 2 and 1500 not in rest and 2999 not in rest
+    assert len(fields._made) == DIALOG_WINDOW + 2  # the rest are read when "Show all" asks for them
+    assert fields[2].required and not fields[3].required
+    assert parse_form(fields, FormInput([("arg.f2", "x"), ("arg.f2999", "y")])) == ({"f2": "x", "f2999": "y"}, {})
+    assert big_request({"params": {"requestedSchema": schema}}) and not big_request({"params": {}})
