@@ -14,7 +14,7 @@ from playwright.sync_api import BrowserContext, Locator, Page, expect
 from app.web.form_view import DIALOG_WINDOW
 from tests.browser.test_hostile_forms import connect
 from tests.browser.ui import label, open_tool
-from tests.hostile.tools_forms import ASKED, HUGE
+from tests.hostile.forms_sizes import ASKED, HUGE
 from tests.realservers.fixtures import fastmcp_url, needs_fastmcp
 
 __all__ = ["fastmcp_url"]  # the fixture, used by name

@@ -26,6 +26,7 @@ import json
 import sys
 from typing import Any
 
+from tests.hostile.forms_sizes import ASKED, HUGE
 from tests.hostile.target import Ctx, Tool, complete, text
 
 RLO = "\u202e"
@@ -105,12 +106,8 @@ NESTED = {"type": "object", "required": ["note"], "properties": {
     "a": {"type": "object", "properties": {"b": {"type": "string"}}},
 }, "$defs": {"Tag": {"type": "object", "required": ["name"], "properties": {
     "name": {"type": "string"}, "weight": {"type": "number"}}}}}
-HUGE = 3000
 _HUGE = {"type": "object", "properties": {f"f{i:04d}": {"type": "string", "description": f"field {i}"}
                                           for i in range(HUGE)}}
-
-ASKED = 64
-
 
 async def ask_huge(ctx: Ctx) -> None:
     answers = ctx.params.get("inputResponses")
