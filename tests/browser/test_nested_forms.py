@@ -217,3 +217,22 @@ def test_every_field_of_a_huge_question_is_there_when_asked_and_what_is_typed_in
     first.get_by_role("button", name="Accept", exact=True).click()  # 3,000 inputs: over the 1,000-field limit
     page.locator('#inbox section.dialog[data-key="q01"]').get_by_role("button", name="Accept", exact=True).click()
     expect(tool.locator(".result")).to_contain_text("answers 2, q00 last field 'the last one'")
+
+
+def test_json_mode_sends_nothing_while_the_form_holds_a_value_the_json_cannot_show(
+        context: BrowserContext, console: Console, hostile_http: Callable[..., str]) -> None:
+    _, tool = nested_page(context, console, hostile_http)
+    note = tool.get_by_role("group", name=label("note"))
+    note.get_by_label(label("title")).fill("kept")
+    box = json_box(tool)
+    tool.get_by_label("Send the JSON below instead of the form", exact=False).check()
+    expect(box).to_have_value(json.dumps({"note": {"title": "kept"}}, indent=2))
+    note.get_by_label(label("priority")).fill("9")  # maximum 5: the form would refuse it, the JSON cannot hold it
+    tool.locator(":scope > .result").evaluate("box => box.replaceChildren()")
+    tool.get_by_role("button", name="Call nested_args", exact=True).click()
+    expect(tool.locator(".json-note")).to_contain_text("Not sent")
+    expect(tool.locator(".json-note")).to_contain_text("note.priority: Must be at most 5.")
+    expect(tool.locator(":scope > .result")).to_be_empty()
+    note.get_by_label(label("priority")).fill("4")
+    expect(box).to_have_value(json.dumps({"note": {"title": "kept", "priority": 4}}, indent=2))
+    assert call(tool) == {"note": {"title": "kept", "priority": 4}}
