@@ -491,6 +491,260 @@
     checkGroups(btn.form);
   });
 
+  // ---- Generated forms (issue 34): nested items, the JSON box kept in step with the form, huge schemas,
+  // resource templates and completions. The server reads and renders every form (app/web/form_tree.py,
+  // form_routes.py); this part only moves inputs around and asks it.
+  function sessionOf(form) { return (form.getAttribute("hx-post") || "").split("/")[2] || ""; }
+  function post(url, params) {
+    return fetch(url, { method: "POST", credentials: "same-origin", body: params,
+                        headers: { "Content-Type": "application/x-www-form-urlencoded", "HX-Request": "true" } });
+  }
+  // An input inside a nested field is named by its path (`at:["tags",0,"name"]`): the steps are the elements with
+  // data-seg up to the field's root, an item's step being its place among its siblings.
+  function isItem(n) { return n.nodeType === 1 && n.dataset.seg === "#"; }
+  function segPath(el, root) {
+    var segs = [], node = el.closest("[data-seg]");
+    while (node && root.contains(node)) {
+      if (node.dataset.seg === "#") segs.push(Array.prototype.filter.call(node.parentElement.children, isItem).indexOf(node));
+      else segs.push(JSON.parse(node.dataset.seg));
+      node = node.parentElement.closest("[data-seg]");
+    }
+    return segs.reverse();
+  }
+  function renumber(root) {
+    root.querySelectorAll("[data-path-named]").forEach(function (el) { el.name = "at:" + JSON.stringify(segPath(el, root)); });
+    root.querySelectorAll("fieldset[data-array]").forEach(function (fs) {
+      var list = fs.querySelector(":scope > ol.array-items"), items = Array.prototype.filter.call(list.children, isItem);
+      items.forEach(function (li, i) {
+        li.querySelectorAll("[data-item-no]").forEach(function (s) { if (s.closest("li") === li) s.textContent = String(i + 1); });
+        var rm = li.querySelector(":scope > [data-remove-item]");
+        if (rm) rm.setAttribute("aria-label", "Remove " + fs.dataset.label + " item " + (i + 1));
+      });
+      var max = parseInt(fs.dataset.maxItems || "", 10), add = fs.querySelector(":scope > [data-add-item]");
+      if (add) add.disabled = !isNaN(max) && items.length >= max;
+    });
+  }
+  var cloned = 0;
+  document.addEventListener("click", function (evt) {
+    var add = evt.target.closest && evt.target.closest("[data-add-item]");
+    var rm = evt.target.closest && evt.target.closest("[data-remove-item]");
+    if (!add && !rm) return;
+    var root = (add || rm).closest("[data-tree-root]");
+    if (add) {
+      var fs = add.closest("fieldset[data-array]"), tpl = fs.querySelector(":scope > template[data-item-template]");
+      var piece = tpl.content.cloneNode(true), n = "n" + (++cloned);
+      piece.querySelectorAll("[id], [for], [aria-describedby]").forEach(function (el) {
+        ["id", "for", "aria-describedby"].forEach(function (a) {
+          if (el.hasAttribute(a)) el.setAttribute(a, el.getAttribute(a).split("__n__").join(n));
+        });
+      });
+      var li = piece.firstElementChild;
+      fs.querySelector(":scope > ol.array-items").appendChild(piece);
+      renumber(root);
+      var first = li && li.querySelector("input:not([type=hidden]), select, textarea");
+      if (first) first.focus();
+    } else {
+      rm.closest("li").remove();
+      renumber(root);
+    }
+    fieldsEdited(root.closest("form"));
+  });
+
+  // JSON mode. The box starts as the form's arguments; while it is open, an edit of the form rewrites it
+  // (what parse_form makes of the form, the arguments a call in form mode sends) and an edit of the box is put
+  // into the form when the form can show that JSON exactly, else the box says why. A call in JSON mode waits for
+  // the box to catch up with the last form edit, and is refused while the form holds something the box cannot.
+  var jsonState = new WeakMap();
+  function stateOf(form) {
+    var st = jsonState.get(form);
+    if (!st) { st = { timer: null, seq: 0, pending: null, last: null }; jsonState.set(form, st); }
+    return st;
+  }
+  function jsonParts(form) {
+    var box = form.querySelector("[data-json-box]");
+    return { box: box, note: box && document.getElementById(box.id + "-note"),
+             mode: form.querySelector("[data-json-mode]"), details: box && box.closest("details") };
+  }
+  function jsonOn(form) { var p = jsonParts(form); return !!p.box && (p.details.open || p.mode.checked); }
+  function say(note, text, bad) { if (note) { note.textContent = text; note.classList.toggle("error", !!bad); } }
+  // An empty top-level field (`arg.<name>`) is left out whatever its kind (a tool's or a dialog's), so it need not
+  // be sent: a form of
+  // thousands of fields would pass the console's limit of 1,000 fields a request with empty ones alone.
+  function emptyFlat(k, v) { return v === "" && k.indexOf("arg.") === 0; }
+  function ownInputs(form) {
+    var params = new URLSearchParams();
+    new FormData(form).forEach(function (v, k) {
+      if (typeof v === "string" && !emptyFlat(k, v) && (k === "tool" || /^(arg\.|at:|present\.)/.test(k))) params.append(k, v);
+    });
+    return params;
+  }
+  document.addEventListener("htmx:configRequest", function (evt) {
+    var form = evt.detail.elt, data = evt.detail.formData;
+    if (!form.matches || !form.matches("form[data-tool-form], form.dialog-form") || !data) return;
+    var drop = [];
+    data.forEach(function (v, k) { if (emptyFlat(k, v)) drop.push(k); });
+    drop.forEach(function (k) { data.delete(k); });
+  });
+  function formToJson(form) {
+    var st = stateOf(form), p = jsonParts(form), seq = ++st.seq;
+    clearTimeout(st.timer); st.timer = null;
+    st.pending = post("/sessions/" + sessionOf(form) + "/tools/arguments", ownInputs(form))
+      .then(function (r) { return r.json(); }).then(function (data) {
+        if (seq !== st.seq) return;
+        if (data.ok) {
+          p.box.value = data.json; delete p.box.dataset.stale;
+          say(p.note, data.missing.length ? "Required and still empty: " + data.missing.join(", ") + "." : "");
+        } else {
+          p.box.dataset.stale = "1";
+          var first = Object.keys(data.errors)[0];
+          say(p.note, "The form has a value the JSON cannot show yet (" + first + ": " + data.errors[first] +
+              "): the JSON below is not what the form says.", true);
+        }
+      }).catch(function () { if (seq === st.seq) { p.box.dataset.stale = "1"; say(p.note, "Could not read the form.", true); } })
+      .finally(function () { if (seq === st.seq) st.pending = null; });
+    return st.pending;
+  }
+  function fieldsEdited(form) {
+    if (!form || !form.matches("[data-tool-form]")) return;
+    var st = stateOf(form);
+    st.last = "form"; st.seq++;  // JSON on its way into the form would now overwrite this edit: it is dropped
+    if (!jsonOn(form)) return;
+    clearTimeout(st.timer);
+    st.timer = setTimeout(function () { formToJson(form); }, 250);
+  }
+  function swapFields(form, html) {
+    var old = form.querySelector("[data-form-fields]"), tpl = document.createElement("template");
+    tpl.innerHTML = html;
+    var fresh = tpl.content.querySelector("[data-form-fields]");
+    if (!old || !fresh) return;
+    old.replaceWith(fresh);
+    htmx.process(fresh);
+  }
+  function jsonToForm(form) {
+    var st = stateOf(form), p = jsonParts(form), seq = ++st.seq;
+    var params = ownInputs(form);
+    params.set("source", "json"); params.set("json", p.box.value); params.set("uid", form.dataset.uid || "tool");
+    return post("/sessions/" + sessionOf(form) + "/tools/fields", params).then(function (r) {
+      return r.text().then(function (text) {
+        if (seq !== st.seq) return;
+        delete p.box.dataset.stale;
+        if (r.ok) { swapFields(form, text); say(p.note, ""); form.querySelector("[data-form-fields]").classList.remove("out-of-step"); return; }
+        var why = "This JSON does not fit the form.";
+        try { why = JSON.parse(text).why || why; } catch (e) { /* the status says enough */ }
+        say(p.note, why + " The form below does not show it; in JSON mode the JSON is what is sent.", true);
+        var fields = form.querySelector("[data-form-fields]");
+        if (fields) fields.classList.add("out-of-step");
+      });
+    });
+  }
+  document.addEventListener("input", function (evt) {
+    var form = evt.target.form;
+    if (!form || !form.matches("[data-tool-form]")) return;
+    if (evt.target.matches("[data-json-box]")) {
+      var st = stateOf(form);
+      st.last = "json"; clearTimeout(st.timer); st.seq++;  // a form edit still on its way is superseded
+      delete form.querySelector("[data-json-box]").dataset.stale;  // what is typed here is now the latest
+      st.timer = setTimeout(function () { st.timer = null; jsonToForm(form); }, 300);
+    } else if (evt.target.closest("[data-form-fields]")) {
+      fieldsEdited(form);
+    }
+  });
+  document.addEventListener("change", function (evt) {
+    var form = evt.target.form;
+    if (!form || !form.matches("[data-tool-form]")) return;
+    if (evt.target.matches("[data-json-mode]")) {
+      if (evt.target.checked && stateOf(form).last !== "json") formToJson(form);
+    } else if (evt.target.closest("[data-form-fields]") && evt.target.tagName === "SELECT") {
+      fieldsEdited(form);  // a select may change without an input event in some browsers
+    }
+  });
+  document.addEventListener("toggle", function (evt) {
+    var details = evt.target, form = details.closest && details.closest("form[data-tool-form]");
+    if (form && details.matches("details.json-mode") && details.open && stateOf(form).last !== "json") formToJson(form);
+  }, true);
+  document.addEventListener("htmx:confirm", function (evt) {
+    var form = evt.target;
+    if (!form.matches || !form.matches("form[data-tool-form]")) return;
+    var p = jsonParts(form), st = stateOf(form);
+    if (!p.mode || !p.mode.checked) return;
+    var waiting = st.last === "form" && (st.timer || st.pending);
+    if (!waiting && !p.box.dataset.stale) return;
+    evt.preventDefault();
+    var ready = waiting ? formToJson(form) : Promise.resolve();
+    ready.then(function () {
+      if (p.box.dataset.stale) { say(p.note, "Not sent: " + p.note.textContent, true); return; }
+      evt.detail.issueRequest(true);
+    });
+  });
+  // A huge schema: its first fields only, until every field is asked for (with what was typed so far).
+  document.addEventListener("click", function (evt) {
+    var btn = evt.target.closest && evt.target.closest("[data-show-all-fields]");
+    if (!btn) return;
+    var form = btn.closest("form"), params = ownInputs(form);
+    params.set("all", "1"); params.set("uid", form.dataset.uid || "tool");
+    btn.disabled = true; btn.textContent = "Loading every field…";
+    post("/sessions/" + sessionOf(form) + "/tools/fields", params).then(function (r) {
+      return r.text().then(function (text) { if (r.ok) swapFields(form, text); else btn.textContent = "Could not load the fields"; });
+    });
+  });
+
+  // Resource templates: the URI the fields expand to (RFC 6570, expanded by the console) shown as they are typed.
+  var previewTimers = new WeakMap();
+  function previewTemplate(form) {
+    var out = form.querySelector("[data-template-preview]");
+    var params = new URLSearchParams();
+    new FormData(form).forEach(function (v, k) { if (typeof v === "string" && (k === "template" || k.indexOf("var.") === 0)) params.append(k, v); });
+    fetch("/sessions/" + sessionOf(form) + "/templates/expand?" + params.toString(), { credentials: "same-origin" })
+      .then(function (r) { return r.json(); }).then(function (data) {
+        out.textContent = data.problem || data.uri;
+        out.classList.toggle("error", !!data.problem);
+      }).catch(function () { out.textContent = "(the console did not answer)"; });
+  }
+  document.addEventListener("input", function (evt) {
+    var form = evt.target.form;
+    if (!form || !form.matches("[data-template-form]")) return;
+    clearTimeout(previewTimers.get(form));
+    previewTimers.set(form, setTimeout(function () { previewTemplate(form); }, 150));
+  });
+
+  // Completions: a field marked data-complete asks the server (completion/complete, debounced) as it is typed,
+  // with the form's other completable fields as context.arguments, and offers the answer in its datalist.
+  var completing = new WeakMap();
+  function complete(input) {
+    var form = input.form, list = document.getElementById(input.getAttribute("list"));
+    if (!form || !list) return;
+    var seq = (completing.get(input) || { seq: 0 }).seq + 1;
+    completing.set(input, { seq: seq });
+    var params = new URLSearchParams();
+    params.set("ref_type", input.dataset.complete); params.set("ref", input.dataset.completeRef);
+    params.set("argument", input.dataset.completeArg); params.set("value", input.value);
+    form.querySelectorAll("[data-complete-arg]").forEach(function (other) {
+      if (other !== input && other.value) params.set("ctx." + other.dataset.completeArg, other.value);
+    });
+    post("/sessions/" + sessionOf(form) + "/complete/suggest", params).then(function (r) { return r.json(); })
+      .then(function (data) {
+        if ((completing.get(input) || {}).seq !== seq) return;
+        list.replaceChildren();
+        (data.values || []).forEach(function (v) { var o = document.createElement("option"); o.value = v; list.appendChild(o); });
+        list.dataset.answered = String(seq);
+      }).catch(function () { /* refused (a viewer's link) or offline: no suggestions, typing goes on */ });
+  }
+  document.addEventListener("input", function (evt) {
+    var input = evt.target;
+    if (!input.matches || !input.matches("input[data-complete]")) return;
+    var st = completing.get(input) || { seq: 0 };
+    clearTimeout(st.timer);
+    st.timer = setTimeout(function () { complete(input); }, 250);
+    completing.set(input, st);
+  });
+  document.addEventListener("focusin", function (evt) {
+    var input = evt.target;
+    if (input.matches && input.matches("input[data-complete]") && !input.dataset.asked) {
+      input.dataset.asked = "1";
+      complete(input);  // offered before the first keystroke too
+    }
+  });
+
   // Copy buttons: fetch the text (e.g. a cURL command) on click, then put it on the clipboard.
   document.addEventListener("click", function (evt) {
     var btn = evt.target.closest("[data-copy-url],[data-copy-from]");

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from app.mcp import mrtr
-from app.web.forms import FormField, FormInput, check_value, fields_for, parse_form, strict_json
+from app.web.form_view import SchemaFields
+from app.web.forms import FormField, FormInput, check_value, parse_form, strict_json
 
 ACTIONS = ("accept", "decline", "cancel")
 
@@ -18,14 +20,14 @@ class NotAnswered(Exception):
         self.errors = errors
 
 
-def form_fields(request: dict[str, Any]) -> tuple[list[FormField], str | None]:
+def form_fields(request: dict[str, Any]) -> tuple[Sequence[FormField], str | None]:
     """Fields for a form-mode elicitation, or the reason the schema needs the JSON editor instead."""
     schema = (request.get("params") or {}).get("requestedSchema")
     problem = mrtr.form_schema_problem(schema)
-    return ([] if problem else fields_for(schema)), problem
+    return ([] if problem else SchemaFields(schema)), problem
 
 
-def defaults_of(fields: list[FormField]) -> dict[str, Any]:
+def defaults_of(fields: Sequence[FormField]) -> dict[str, Any]:
     return {f.name: f.default for f in fields if f.default is not None}
 
 

@@ -16,6 +16,7 @@ from datetime import date
 from typing import Any
 
 from app.mcp.jsonrpc import exact_float
+from app.web.schema_refs import Reading, resolve
 
 PRIMITIVES = ("string", "number", "integer", "boolean")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -30,7 +31,7 @@ _NUMBER = re.compile(r"^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?\Z", re.ASCII)
 class FormField:
     name: str
     label: str
-    kind: str  # string | number | integer | boolean | enum | multi | list | json
+    kind: str  # string | number | integer | boolean | enum | multi | list | json | object | array
     required: bool = False
     description: str = ""
     default: Any = None
@@ -45,6 +46,14 @@ class FormField:
     format: str | None = None
     note: str = ""
     schema: dict[str, Any] = field(default_factory=dict)
+    children: list[FormField] = field(default_factory=list)  # an object's properties
+    item: FormField | None = None  # what one item of an array (or list) is
+    size: int = 1  # inputs it renders (an array: one item's worth); what a huge schema is measured by
+
+    @property
+    def composite(self) -> bool:
+        """Rendered as a tree whose inputs are named by their path (see form_tree)."""
+        return self.kind in ("object", "array", "list")
 
     @property
     def input_name(self) -> str:
@@ -99,7 +108,13 @@ def _options(schema: dict[str, Any]) -> list[tuple[str, str]] | None:
     return None
 
 
-def field_for(name: str, raw: Any, required: bool) -> FormField:
+# Deeper than this, a property is a JSON editor: a schema nested hundreds deep (a hostile one) stays one box.
+MAX_DEPTH = 8
+
+
+def field_for(name: str, raw: Any, required: bool, at: Reading | None = None) -> FormField:
+    at = at or Reading()
+    raw, at, cyclic = resolve(raw, at)
     schema = _strip_nullable(raw) if isinstance(raw, dict) else {}
     title = schema.get("title")
     f = FormField(name=name, label=title if isinstance(title, str) and title else name, kind="json",
@@ -115,17 +130,39 @@ def field_for(name: str, raw: Any, required: bool) -> FormField:
         f.min_length, f.max_length = _int(schema.get("minLength")), _int(schema.get("maxLength"))
         fmt = schema.get("format")
         f.format = fmt if fmt in ("email", "uri", "date", "date-time") else None
+    elif cyclic or at.depth >= MAX_DEPTH:
+        pass  # a JSON editor
+    elif kind == "object" or (kind is None and isinstance(schema.get("properties"), dict)):
+        below = Reading(at.root, at.depth + 1, at.refs)
+        f.children = _properties(schema, below)
+        if f.children:
+            f.kind, f.size = "object", sum(c.size for c in f.children)
     elif kind == "array" and isinstance(schema.get("items"), dict):
-        items = _strip_nullable(schema["items"])
+        items, _, _ = resolve(schema["items"], at)
+        items = _strip_nullable(items) if isinstance(items, dict) else {}
         f.min_items, f.max_items = _int(schema.get("minItems")), _int(schema.get("maxItems"))
         item_options = _options(items)
         if item_options is not None:
             f.kind, f.options = "multi", item_options
-        elif items.get("type") in PRIMITIVES:
-            f.kind, f.item_kind = "list", items["type"]
+        else:
+            item = field_for(f"{name}[]", schema["items"], True, Reading(at.root, at.depth + 1, at.refs))
+            item.label = "Item"
+            f.item, f.size = item, item.size
+            f.kind = "list" if item.kind in PRIMITIVES else "array"
+            if item.kind in PRIMITIVES:
+                f.item_kind = item.kind
     if f.kind == "json":
         f.note = "This field's schema is not a simple form field: edit it as JSON."
     return f
+
+
+def _properties(schema: dict[str, Any], at: Reading) -> list[FormField]:
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return []
+    listed = schema.get("required")
+    required: list[Any] = listed if isinstance(listed, list) else []
+    return [field_for(name, sub, name in required, at) for name, sub in props.items()]
 
 
 def _num(v: Any) -> float | None:
@@ -139,12 +176,7 @@ def _int(v: Any) -> int | None:
 def fields_for(schema: Any) -> list[FormField]:
     if not isinstance(schema, dict):
         return []
-    props = schema.get("properties")
-    if not isinstance(props, dict):
-        return []
-    listed = schema.get("required")
-    required: list[Any] = listed if isinstance(listed, list) else []
-    return [field_for(name, sub, name in required) for name, sub in props.items()]
+    return _properties(schema, Reading(root=schema))
 
 
 # The fields of the schemas forms were last read against: a script calling one tool again and again read the same
@@ -211,11 +243,17 @@ class FormInput(Mapping[str, Sequence[str]]):
         return values[0] if values else None
 
 
-def parse_form(fields: list[FormField], form: FormInput) -> tuple[dict[str, Any], dict[str, str]]:
+def parse_form(fields: Sequence[FormField], form: FormInput) -> tuple[dict[str, Any], dict[str, str]]:
     """Turn submitted text into typed JSON values. Returns (values, errors by field name)."""
     values: dict[str, Any] = {}
     errors: dict[str, str] = {}
+    tree = form_tree.entries(form)
     for f in fields:
+        if f.composite and (f.name in tree.tops or f.input_name not in form):
+            present, value = form_tree.read(f, (f.name,), tree, f.name, errors, forced=f.required)
+            if present:
+                values[f.name] = value
+            continue
         try:
             present, value = _read(f, form)
         except ValueError as exc:
@@ -277,7 +315,7 @@ def convert(f: FormField, text: str) -> Any:
             return exact_float(t)
         except ValueError as exc:
             raise ValueError(f"{exc}.") from exc
-    if f.kind == "json":
+    if f.kind in ("json", "object", "array"):  # a script may post a whole object or array as JSON text
         try:
             return strict_json(text)
         except ValueError as exc:
@@ -310,10 +348,14 @@ def check_value(f: FormField, value: Any) -> str | None:
         if f.max_length is not None and len(value) > f.max_length:
             return f"Must be at most {f.max_length} characters."
         return _check_format(f.format, value)
+    elif f.kind == "object" and not isinstance(value, dict):
+        return "Enter a JSON object."
     elif f.kind == "enum":
         if value not in [v for v, _ in f.options]:
             return "Choose one of the offered values."
-    elif f.kind in ("multi", "list"):
+    elif f.kind in ("multi", "list", "array"):
+        if not isinstance(value, list):
+            return "Enter a JSON array."
         allowed = [v for v, _ in f.options]
         if f.kind == "multi" and any(v not in allowed for v in value):
             return "Choose only offered values."
@@ -341,3 +383,6 @@ def _check_format(fmt: str | None, value: str) -> str | None:
 
 def _fmt(n: float) -> str:
     return str(int(n)) if float(n).is_integer() else str(n)
+
+
+from app.web import form_tree  # noqa: E402  (it reads leaves with the functions above)

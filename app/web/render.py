@@ -34,10 +34,13 @@ from app.mcp.lint import RULES as LINT_RULES
 from app.mcp.mrtr import kind_of
 from app.mcp.secret import MASK, reveal
 from app.web.answers import form_fields
+from app.web.form_tree import path_name
+from app.web.form_view import big_request, dialog_window, tool_form_json, tool_form_view
 from app.web.forms import fields_for
 from app.web.item_details import DETAIL_GLOBALS
 from app.web.result_shape import result_shaped
 from app.web.session_view import SessionView
+from app.web.uri_template import template_form
 from app.web.urls import url_facts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -330,7 +333,9 @@ def make_env() -> Environment:
                        form_fields=form_fields, kind_of=kind_of, first_of_each=first_of_each, levels=LOG_LEVELS,
                        needs_live_session=needs_live_session,
                        result_shaped=result_shaped, secret_value=reveal,
-                       holds_mask=holds_mask, **DETAIL_GLOBALS)
+                       holds_mask=holds_mask, tool_form_view=tool_form_view, tool_form_json=tool_form_json,
+                       path_name=path_name, template_form=template_form, dialog_window=dialog_window,
+                       big_request=big_request, **DETAIL_GLOBALS)
     return env
 
 

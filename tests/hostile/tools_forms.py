@@ -7,6 +7,12 @@ plus results and questions that carry active content.
 - `active_content`: a result with an embedded text/html resource, an SVG image holding script, and a
   resource link to a javascript: URI.
 - `deep_result`: a result whose structuredContent is nested `n` objects deep.
+- `nested_args`: an object holding an object, an array of objects, an array of integers and an enum; its result is
+  the arguments it received as sorted JSON (what went on the wire, as the server read it).
+- `huge_schema`: `HUGE` string properties; it answers with how many arguments it got.
+- `ask_huge`: one round of `n` (default `ASKED`) form input requests whose schemas have `HUGE` fields each (64 of
+  them made a 52.5 MB page when every field rendered); answered, it says how many answers came and what the first
+  one's last field held.
 - `ask_url`: an input request (URL mode) whose URL is a javascript: URI, one whose URL is a data: URI, and
   a URL and a form request whose message and URL carry a right-to-left override.
 
@@ -16,9 +22,11 @@ answers prompts/get with the text `prompt answered`.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
+from tests.hostile.forms_sizes import ASKED, HUGE
 from tests.hostile.target import Ctx, Tool, complete, text
 
 RLO = "\u202e"
@@ -78,6 +86,42 @@ async def ask_url(ctx: Ctx) -> None:
     }})
 
 
+async def nested_args(ctx: Ctx) -> None:
+    await ctx.reply(text(json.dumps(ctx.args, sort_keys=True)))
+
+
+async def huge_schema(ctx: Ctx) -> None:
+    await ctx.reply(text(f"huge got {len(ctx.args)}"))
+
+
+NESTED = {"type": "object", "required": ["note"], "properties": {
+    "note": {"type": "object", "description": "The note", "required": ["title"], "properties": {
+        "title": {"type": "string"},
+        "priority": {"type": "integer", "minimum": 1, "maximum": 5},
+        "flags": {"type": "object", "properties": {"pinned": {"type": "boolean"}}}}},
+    "tags": {"type": "array", "maxItems": 3, "items": {"$ref": "#/$defs/Tag"}},
+    "ids": {"type": "array", "items": {"type": "integer"}},
+    "mode": {"type": "string", "enum": ["fast", "slow"]},
+    "a.b": {"type": "string", "description": "a name with a dot, beside an object named a"},
+    "a": {"type": "object", "properties": {"b": {"type": "string"}}},
+}, "$defs": {"Tag": {"type": "object", "required": ["name"], "properties": {
+    "name": {"type": "string"}, "weight": {"type": "number"}}}}}
+_HUGE = {"type": "object", "properties": {f"f{i:04d}": {"type": "string", "description": f"field {i}"}
+                                          for i in range(HUGE)}}
+
+async def ask_huge(ctx: Ctx) -> None:
+    answers = ctx.params.get("inputResponses")
+    if isinstance(answers, dict):
+        first = answers.get("q00") or {}
+        last = (first.get("content") or {}).get(f"f{HUGE - 1:04d}")
+        await ctx.reply(text(f"answers {len(answers)}, q00 last field {last!r}"))
+        return
+    ask = {"method": "elicitation/create", "params": {"mode": "form", "message": "Fill in", "requestedSchema": _HUGE}}
+    asked = int(ctx.args.get("n", ASKED))
+    await ctx.reply({"resultType": "input_required", "requestState": "huge",
+                     "inputRequests": {f"q{i:02d}": ask for i in range(asked)}})
+
+
 _CLASH = {"type": "object", "properties": {
     "result": {"type": "string"}, "json": {"type": "string"}, "log": {"type": "string"},
     "a": {"type": "string"}, "a-help": {"type": "string", "description": "the help of a, spoofed"},
@@ -89,6 +133,11 @@ TOOLS = [
     Tool("deep_schema", deep_schema, {"description": "A schema nested very deep", "inputSchema": _deep(DEPTH)}),
     Tool("deep_result", deep_result, {"description": "A result nested n deep",
                                       "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}),
+    Tool("nested_args", nested_args, {"description": "Nested objects and arrays; echoes its arguments",
+                                      "inputSchema": NESTED}),
+    Tool("huge_schema", huge_schema, {"description": f"{HUGE} string fields", "inputSchema": _HUGE}),
+    Tool("ask_huge", ask_huge, {"description": f"n (default {ASKED}) form requests of {HUGE} fields each",
+                                "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}),
     Tool("active_content", active_content, {"description": "Embedded HTML, SVG with script, a javascript: link"}),
     Tool("ask_url", ask_url, {"description": "Asks to open javascript: and data: URLs"}),
 ]

@@ -264,11 +264,11 @@ def test_a_nullable_schema_is_treated_as_its_non_null_type(schema: dict[str, Any
     assert submit(props, [("arg.n", "")]) == ({}, {})
 
 
-def test_an_object_property_becomes_a_json_editor_with_a_note_and_parses_json_text() -> None:
+def test_an_object_property_becomes_a_fieldset_and_a_script_may_still_post_it_as_json_text() -> None:
     props = {"filter": {"type": "object", "properties": {"a": {"type": "integer"}}}}
     f = only(props)
-    assert f.kind == "json"
-    assert f.note
+    assert f.kind == "object"
+    assert [(c.name, c.kind) for c in f.children] == [("a", "integer")]
     assert submit(props, [("arg.filter", '{"a": 1, "b": [true, null]}')]) == ({"filter": {"a": 1, "b": [True, None]}},
                                                                               {})
 
@@ -304,10 +304,10 @@ def test_a_list_field_checks_min_and_max_items() -> None:
     assert "ids" in submit(props, [("arg.ids", "1\n2\n3\n4")])[1]
 
 
-def test_an_array_of_objects_falls_back_to_a_json_editor() -> None:
+def test_an_array_of_free_form_objects_is_a_list_of_json_editors() -> None:
     f = only({"rows": {"type": "array", "items": {"type": "object"}}})
-    assert f.kind == "json"
-    assert f.note
+    assert f.kind == "array"
+    assert f.item is not None and f.item.kind == "json" and f.item.note
 
 
 def test_default_text_formats_defaults_for_their_inputs() -> None:
