@@ -178,6 +178,12 @@ async def _replace_failed_try(w: Owner, form: FormInput) -> None:
     await w.manager.delete(old.id)
 
 
+@router.get("/sessions/switcher", response_class=HTMLResponse)
+async def switcher(w: Owner, current: str = "") -> HTMLResponse:
+    """The top bar's session switcher, fetched when opened: every session by name, status, target and activity."""
+    return HTMLResponse(w.render("_switcher.html", sessions=w.manager.listing(), current=current))
+
+
 @router.get("/sessions/{name}")
 async def session_page(request: Request, name: str, w: Viewer) -> Response:
     session_id, as_json = split_json(name)
@@ -202,11 +208,11 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
         oldest = min(e["seq0"] for e in shown)
     me = principal(request)
     links = w.manager.links.for_session(s.id) if me.is_owner else []
-    switch = w.manager.listing() if me.is_owner else []  # a link holder sees only the session it was given
+    switch = len(w.manager.sessions) if me.is_owner else 0  # a link holder sees only the session it was given
     page = w.render("session.html", s=s, entries=shown, seq=s.timeline.seq, oldest=oldest, me=me,
                     here=f"/sessions/{s.id}", links=links, reveal=me.sees_secrets, flt=flt,
                     methods=sorted(set(methods_seen(window)) | ({flt.method} if flt.method else set())),
-                    window_count=len(window), matched=matched, switch_sessions=switch)
+                    window_count=len(window), matched=matched, switch_count=switch)
     return TargetHTMLResponse(page)
 
 

@@ -103,7 +103,10 @@ def test_a_phone_has_no_sideways_scroll_and_a_viewer_link_opens_on_the_live_time
                                 headers={"Origin": console.base, "Accept": "application/json"})
     assert created.ok, created.text()
     page.goto(console.url("/"))
-    expect(page.get_by_role("link", name=long_target)).to_be_visible()
+    made_id = created.json()["id"]
+    row = page.locator(f'tr[data-session="{made_id}"]')
+    expect(row.locator("code.session-target")).to_have_text(long_target)  # named by its start; the target whole
+    expect(row.get_by_role("link")).to_be_visible()
     assert page_width(page) <= PHONE["width"], page_width(page)
     deleted = page.request.post(console.url(f"/sessions/{created.json()['id']}/delete"),
                                 headers={"Origin": console.base}, max_redirects=0)

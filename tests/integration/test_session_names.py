@@ -27,7 +27,9 @@ async def test_a_session_is_named_after_its_server_until_the_owner_renames_it(
     home = (await console.http.get("/")).text
     assert "Staging &lt;b&gt;demo&lt;/b&gt;" in home and "<b>demo</b>" not in home
     page = (await console.http.get(f"/sessions/{first}")).text
-    assert "Switch session (2)" in page and f'href="/sessions/{second}"' in page
+    assert "Switch session (2)" in page and f'href="/sessions/{second}"' not in page  # fetched when opened
+    rows = (await console.http.get(f"/sessions/switcher?current={first}")).text
+    assert f'href="/sessions/{second}"' in rows and f'<a href="/sessions/{first}" aria-current="page">' in rows
 
     back = await console.http.post(f"/sessions/{second}/name", headers=JSON, data={"name": ""})
     assert back.json()["name"] == s["name"]
