@@ -1,5 +1,5 @@
 """`mcp-console` (also `python -m app`): serve the console, run it with the demo server, the demo alone, or
-use a server headless (`call` one tool, `check` it against the lint)."""
+use a server headless (`call` one tool, `check` it against the lint, `list` what it offers)."""
 
 from __future__ import annotations
 
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
         keyed = ["--state-key-file", args.state_key_file] if args.state_key_file else []
         demo_main([*(["--stdio"] if args.stdio else ["--port", str(args.port)]), *keyed])
         return
-    if args.command in ("call", "check"):
+    if args.command in ("call", "check", "list"):
         sys.exit(run_headless(args))
     settings = settings_from(args)
     # The web stack (uvicorn, FastAPI, the console's app) only for the commands that serve: imported up front, it
