@@ -93,8 +93,8 @@ class Check:
         connected = self.session.connected
         assert connected is not None, "run inside `async with` the session"
         if connected.era == "legacy":
-            self.steps.append(f"initialize: answered ({connected.protocol_version}: {connected.reason}); checked "
-                              f"against the rules of that revision")
+            self.steps.append(f"initialize: answered ({connected.protocol_version}); checked against the rules of "
+                              "that revision")
         else:
             self.steps.append("server/discover: answered")
         caps = connected.discovered.get("capabilities")
@@ -186,7 +186,8 @@ async def check(args: argparse.Namespace) -> int:
         discover = session.discovery
         if discover is not None and discover.error is not None:
             runner.steps.append(f"server/discover: {discover.error}")
-        runner.failure = f"{exc}: nothing else could be checked"
+        hint = " (a 2025-11-25 server answers initialize: try --era auto)" if args.era == "modern" else ""
+        runner.failure = f"{exc}: nothing else could be checked{hint}"
         reached = True
     except McpError as exc:
         runner.steps.append(f"stopped: {exc}")
@@ -202,7 +203,10 @@ async def check(args: argparse.Namespace) -> int:
         runner.steps.append(runner.timed_out)
         code = EXIT_FINDINGS
     target = shown_target(session)
-    findings = [dataclasses.replace(f, message=session.masking.text(f.message)) for f in linter.findings]
+    # A refusal's body is the server's words to a client without credentials (often no JSON-RPC at all): no finding.
+    refused_on = refused.exchange if refused is not None else None
+    findings = [dataclasses.replace(f, message=session.masking.text(f.message)) for f in linter.findings
+                if refused_on is None or f.exchange != refused_on]
     steps = [session.masking.text(step) for step in runner.steps]
     rules = rules_for(linter.version)
     if args.junit:

@@ -53,7 +53,9 @@ def session_of(args: argparse.Namespace, era: str, era_named: bool) -> Headless:
     masking = Masking(target, stdio, headers, reveal=args.reveal)
     session = Headless(target, stdio, args.timeout, headers, era=era, max_s=args.max_time, era_named=era_named,
                        masking=masking)
-    session.answer_with(elicitor(args.elicit, root_entries(args.root or []), say=session.say))
+    roots = root_entries(args.root or [])
+    session.answer_with(elicitor(args.elicit, roots, say=session.say))
+    session.roots_offered = bool(roots)
     return session
 
 

@@ -62,6 +62,8 @@ def _first_line(value: Any) -> str:
 
 def table(field: str, items: list[Any]) -> str:
     """Name, title and the first line of the description, one item a line (resources: their URI too)."""
+    if not items:
+        return f"(no {'resource templates' if field == 'resourceTemplates' else field})"
     uri_key = "uri" if field == "resources" else "uriTemplate" if field == "resourceTemplates" else None
     rows = [("NAME", "TITLE", *(["URI"] if uri_key else []), "DESCRIPTION")]
     for item in items:

@@ -5,6 +5,7 @@ Built on `app.mcp` alone (no web app): what `call` and `check` share.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Mapping
 from typing import Any
@@ -33,14 +34,16 @@ from app.mcp.wire import WireEvent
 CLIENT_INFO = {"name": "mcp-console-cli", "version": "0.1.0"}
 MAX_ROUNDS = 10
 REFUSING = (401, 403)
+ROOTS_WAIT_S = 1.0  # how long a 2025-11-25 connection waits for the server's first roots/list when --root is given
+ROOTS_SETTLE_S = 0.2  # and then for the server to apply the roots it was given (see Headless._first_roots)
 
 
 class AuthRefused(ConnectFailed):
     """The server answered 401 or 403: the credentials are missing or not enough. Nothing more is sent (every
     later request would be refused the same way, and a CI log of ProtocolViolations says less than the status)."""
 
-    def __init__(self, status: int, reason: str, challenge: str | None) -> None:
-        self.status, self.challenge = status, challenge
+    def __init__(self, status: int, reason: str, challenge: str | None, exchange: str | None = None) -> None:
+        self.status, self.challenge, self.exchange = status, challenge, exchange
         said = f"; WWW-Authenticate: {challenge}" if challenge else " (it sent no WWW-Authenticate challenge)"
         super().__init__(f"the server refused the request: HTTP {status} {reason}{said}")
 
@@ -64,6 +67,8 @@ class Headless:
         # What is secret of the typed target (app/headless/masking.py); a script that made none shows it all.
         self.masking = masking or Masking(target, stdio, dict(headers or {}), reveal=True)
         self.refused: AuthRefused | None = None  # a 401 or 403 seen: nothing else is sent
+        self.roots_offered = False  # --root gave roots: a 2025-11-25 server's first roots/list is waited for
+        self._roots_asked = asyncio.Event()
         # modern, legacy, sse-2024 (legacy over HTTP+SSE), or auto (probe server/discover, fall back to initialize)
         self.era = era
         self.era_named = era_named  # the command has --era (call does, check does not): its notes name it
@@ -110,7 +115,7 @@ class Headless:
                              None)
             reason = (event.note or "").split(" ", 2)[2] if (event.note or "").count(" ") >= 2 else ""
             self.refused = AuthRefused(event.http_status or 0, reason,
-                                       self.masking.text(challenge) if challenge is not None else None)
+                                       self.masking.text(challenge) if challenge is not None else None, event.exchange)
         if event.direction == "out" and event.exchange is not None and event.frame is not None and event.frame.method:
             self._methods.setdefault(event.exchange, event.frame.method)
         if event.note and event.direction != "stderr":  # the process's own lines are its output, not notes
@@ -203,16 +208,38 @@ class Headless:
                 raise HandshakeFailed(command.message)
             else:
                 self.connected = command
-                self.linter.settle(command.protocol_version)  # the rules of the revision it speaks (app/mcp/lint)
+                # The rules of the revision it speaks (app/mcp/lint); a refused probe is no finding of a 2025-11-25 one.
+                self.linter.settle(command.protocol_version, command.probe if command.era == "legacy" else None)
+                if command.era == "legacy" and self.roots_offered:
+                    await self._first_roots()
                 forced = f" (--era {command.chosen})" if self.era_named and command.chosen != "auto" else ""
                 self._say_era(f"{command.protocol_version}: {command.reason}{forced}")
                 return self
 
     async def _server_request(self, frame: Frame, _key: str) -> ServerAnswer:
         """A 2025-11-25 server's request on a stream, answered as an MRTR input request of the same kind would be."""
+        if frame.method == "roots/list":
+            self._roots_asked.set()
         if self._answer is None:
             return ServerAnswer(error={"code": -32601, "message": f"{frame.method} is not answered headless"})
         return ServerAnswer(result=self._answer("server-request", {"method": frame.method, "params": frame.params}))
+
+    async def _first_roots(self) -> None:
+        """A 2025-11-25 server asks for roots right after `initialized` and applies the answer in its own time
+        (server-filesystem replaces its allowed directories with them): a call sent at once was answered with the
+        directories it was started on. So, when --root gave roots, the first roots/list is waited for (at most
+        ROOTS_WAIT_S: a server may never ask), its answer sent, a ping's round trip shows the server has read it, and
+        ROOTS_SETTLE_S more let it apply them (server-filesystem checks each directory on disk first: a few ms, after
+        the ping's answer about one time in three)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._roots_asked.wait(), ROOTS_WAIT_S)
+        if not self._roots_asked.is_set():
+            return
+        waiting = list(self.client.asks.waiting)
+        if waiting:
+            await asyncio.wait(waiting, timeout=ROOTS_WAIT_S)
+        await self.request("ping", {})
+        await asyncio.sleep(ROOTS_SETTLE_S)
 
     async def __aexit__(self, *_exc: object) -> None:
         try:
@@ -237,7 +264,7 @@ class Headless:
                 command = machine.took(last)
                 if isinstance(command, AskInput):
                     asked = ", ".join(f"{kind_of(r)} {k!r}" for k, r in command.requests.items())
-                    self.say(f"round {command.round} of {method}: the server asked for input ({asked})", method)
+                    self.say(f"round {command.round}: the server asked for input ({asked})", method)
                 continue
             key, request = next(iter(command.requests.items()))
             taken = machine.answer(key, answer(key, request), command.round)
@@ -246,7 +273,7 @@ class Headless:
         if command.status == "capped":
             self.said.append(Said("operation", command.message, method=method))
         elif len(machine.rounds) > 1:
-            self.say(f"{method} ended after {len(machine.rounds)} rounds: {command.status}", method)
+            self.say(f"ended after {len(machine.rounds)} rounds: {command.status}", method)
         assert last is not None  # the first command of a new machine is always a round to send
         return last
 
@@ -259,7 +286,7 @@ class Headless:
         before = machine.rounds[-2]
         how = "sent again at once (the server returned only requestState)" if before.retried_at_once else \
             f"sent with {len(command.params.get('inputResponses') or {})} answer(s)"
-        self.say(f"round {n} of {method}: {how}", method)
+        self.say(f"round {n}: {how}", method)
 
 
 def printed_json(reply: Reply) -> dict[str, Any]:

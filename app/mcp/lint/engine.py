@@ -79,12 +79,16 @@ class Linter:
 
         return record
 
-    def settle(self, version: str) -> None:
+    def settle(self, version: str, probe: str | None = None) -> None:
         """The connection turned out to speak `version` (Auto's probe fell back to 2025-11-25 initialize): from now
         on only its rules, and what the probe showed under the other revision's rules is no finding of this one
-        (a 2025-11-25 server's -32601 to server/discover on HTTP 200 is its revision's way, not a fault)."""
+        (a 2025-11-25 server's -32601 to server/discover on HTTP 200 is its revision's way, not a fault). When it
+        fell back, `probe` is the exchange of the server/discover it refused: a request of a revision the server
+        does not speak, so however it refused it (an error with id null, as the 2025-11-25 SDKs answer a request
+        outside a session) is no finding either."""
         self.version = version
-        self.findings = [f for f in self.findings if RULES[f.rule].holds_for(version)]
+        self.findings = [f for f in self.findings if RULES[f.rule].holds_for(version)
+                         and (probe is None or f.exchange != probe)]
         self.checked = {rule for rule in self.checked if RULES[rule].holds_for(version)}
 
     def mark_cancelled(self, exchange: str) -> None:
