@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from app.console.secrecy import CREDENTIAL_WORDS
 from app.headless.answers import elicitor, root_entries
 from app.headless.masking import Masking
 from app.headless.report import MAX_NOTES, har, notes_text, terminal_text
@@ -115,8 +116,9 @@ def add_common_options(common: argparse.ArgumentParser) -> None:
     common.add_argument("--header", action="append", metavar="'NAME: VALUE'",
                         help="An extra HTTP header for every request (repeatable). The value is trimmed as HTTP "
                              "trims a field ('Authorization: Bearer X' works), and it is never echoed in an error. "
-                             "Credential-named headers (Authorization, X-Api-Key, anything with token, key, secret, "
-                             "password or auth in its name) are masked in the output and the HAR.")
+                             "Credential-named headers (Authorization, Proxy-Authorization, Cookie, and any name "
+                             f"with {', '.join(CREDENTIAL_WORDS[:-1])} or {CREDENTIAL_WORDS[-1]} in it) are masked "
+                             "in the output and the HAR.")
     common.add_argument("--reveal", action="store_true",
                         help="Show secret values as typed in the output and the HAR (credential-named headers, a "
                              "URL's user and password, credential-named query values, a --stdio command line's "
@@ -127,7 +129,7 @@ def add_common_options(common: argparse.ArgumentParser) -> None:
                              "each answer is said on stderr.")
     common.add_argument("--har", default=None, metavar="FILE",
                         help="Write the HTTP exchanges to FILE as HAR 1.2, secrets masked unless --reveal.")
-    common.add_argument("--timeout", type=float, default=30.0,
+    common.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                         help="Idle seconds a request may go without a frame before it fails (default 30).")
     common.add_argument("--max-time", type=seconds, default=DEFAULT_MAX_S, metavar="SECONDS",
                         help=f"Seconds a request may take in all, frames or not (default {DEFAULT_MAX_S:g}).")
