@@ -83,7 +83,15 @@ async def list_items(args: argparse.Namespace) -> int:
     problems: dict[str, str] = {}
     try:
         async with session:
+            connected = session.connected
+            caps = connected.discovered.get("capabilities") if connected is not None else None
+            offered = not isinstance(caps, dict) or args.kind in caps
+            if not offered:  # servers declare what they serve: asking would only fetch a "method not found"
+                session.say(f"the server declares no {args.kind} capability: it offers no {args.kind}")
             for method, field in KINDS[args.kind]:
+                if not offered:
+                    found[field] = []
+                    continue
                 items, problem = await _list_all(session, method, field)
                 found[field] = items
                 if problem is not None:

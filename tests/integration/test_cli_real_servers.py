@@ -127,3 +127,15 @@ def test_list_of_a_fastmcp_server_speaking_2026_07_28(fastmcp_url: str) -> None:
     assert "(no resources)" in resources.stdout and "notes://{name}" in resources.stdout
     prompts = mcp_console("list", "prompts", fastmcp_url)
     assert "summarize" in prompts.stdout and "Asks for a summary of a topic." in prompts.stdout
+
+
+@needs_filesystem
+def test_list_of_server_filesystem_tools_and_of_prompts_it_does_not_offer(tmp_path: Path) -> None:
+    argv = shlex.join(filesystem_argv(tmp_path))
+    tools = mcp_console("list", "tools", "--stdio", argv)
+    assert tools.returncode == 0, tools.stderr
+    assert any(line.startswith("list_allowed_directories ") for line in tools.stdout.splitlines())
+    prompts = mcp_console("list", "prompts", "--stdio", argv, "--json")
+    assert prompts.returncode == 0, prompts.stderr
+    assert json.loads(prompts.stdout) == {"prompts": []}
+    assert "the server declares no prompts capability" in prompts.stderr
