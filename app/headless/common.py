@@ -51,7 +51,11 @@ def session_of(args: argparse.Namespace, era: str, era_named: bool) -> Headless:
     headers = headers_of(args.header)
     if stdio and headers:
         print("--header is for an HTTP server: a --stdio server gets none", file=sys.stderr)
-    masking = Masking(target, stdio, headers, reveal=args.reveal)
+    try:
+        masking = Masking(target, stdio, headers, reveal=args.reveal)
+    except ValueError as exc:  # shlex: an unclosed quote in --stdio (the line is not quoted back: it may hold a key)
+        print(f"--stdio: the command line cannot be split as a shell would ({exc})", file=sys.stderr)
+        raise SystemExit(EXIT_UNREACHABLE) from None
     session = Headless(target, stdio, args.timeout, headers, era=era, max_s=args.max_time, era_named=era_named,
                        masking=masking)
     roots = root_entries(args.root or [])

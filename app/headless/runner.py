@@ -122,7 +122,8 @@ class Headless:
             if len(self.said) >= MAX_NOTES:
                 self.said_more += 1
                 return
-            self.said.append(Said(event.direction, cut_note(event.note), event.exchange,
+            # Masked (unless --reveal): a note may quote what the server said back, a typed secret in it.
+            self.said.append(Said(event.direction, cut_note(self.masking.text(event.note)), event.exchange,
                                   self._methods.get(event.exchange or ""), event.http_status))
 
     def _say_era(self, note: str) -> None:
