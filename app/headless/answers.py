@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
+from app.console.roots import parse_roots
 from app.mcp.mrtr import kind_of
 
 Elicitor = Callable[[str, dict[str, Any]], dict[str, Any]]
@@ -58,16 +59,21 @@ def _missing_defaults(schema: Any) -> list[str]:
 
 
 def root_entries(typed: Sequence[str]) -> list[dict[str, Any]]:
-    """The roots a run offers, from `--root`: a file:// URI as given, a path as the file:// URI of its absolute form
-    (roots MUST be file:// URIs). Anything else is a usage error, said before any server is started."""
+    """The roots a run offers, from `--root`: as the console reads its roots (app/console/roots.py), a file:// URI
+    with an optional name after a space; or a directory path, made into the file:// URI of its absolute form (the
+    whole value: a path may hold spaces). Anything else is a usage error, said before any server is started."""
     roots: list[dict[str, Any]] = []
     for value in typed:
+        value = value.strip()
         scheme = urlsplit(value).scheme if "://" in value else ""
         if scheme == "file":
-            roots.append({"uri": value})
+            parsed, problems = parse_roots(value.replace(";", "%3B"))  # one root per --root, a ";" in it kept
+            if problems or len(parsed) != 1:
+                _usage(f"--root {value}: {'; '.join(problems) or 'not one root'}")
+            roots.append(dict(parsed[0]))
         elif scheme:
-            _usage(f"--root {value}: a root is a file:// URI or a directory path (the protocol allows only file:// "
-                   "roots)")
+            _usage(f"--root {value}: a root is a file:// URI (then an optional name after a space) or a directory "
+                   "path: the protocol allows only file:// roots")
         else:
             roots.append({"uri": Path(value).expanduser().absolute().as_uri()})
     return roots

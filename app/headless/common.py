@@ -128,9 +128,10 @@ def add_common_options(common: argparse.ArgumentParser) -> None:
                              "URL's user and password, credential-named query values, a --stdio command line's "
                              "credentials); by default they are masked as the console's exports mask them.")
     common.add_argument("--root", action="append", metavar="URI",
-                        help="A root to offer the server when it asks for roots (roots/list; repeatable). A file:// "
-                             "URI, or a directory path made into one. Without --root the answer is an empty list; "
-                             "each answer is said on stderr.")
+                        help="A root to offer the server when it asks for roots (roots/list; repeatable): a file:// "
+                             "URI with an optional name after a space, as the console's --root takes it, or a "
+                             "directory path made into one. Without --root the answer is an empty list; each answer "
+                             "is said on stderr.")
     common.add_argument("--har", default=None, metavar="FILE",
                         help="Write the HTTP exchanges to FILE as HAR 1.2, secrets masked unless --reveal.")
     common.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",

@@ -43,6 +43,12 @@ def test_roots_are_file_uris_as_given_or_made_from_paths(tmp_path: Path) -> None
     assert root_entries([]) == []
 
 
+def test_a_root_takes_a_name_after_a_space_as_the_consoles_does(tmp_path: Path) -> None:
+    assert root_entries(["file:///srv/x  Project X"]) == [{"uri": "file:///srv/x", "name": "Project X"}]
+    spaced = tmp_path / "my docs"
+    assert root_entries([str(spaced)]) == [{"uri": spaced.as_uri()}]  # a path is whole: it may hold spaces
+
+
 def test_a_root_of_another_scheme_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stopped:
         root_entries(["https://example.com/"])
