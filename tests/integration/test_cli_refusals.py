@@ -100,7 +100,7 @@ def test_mrtr_roots_are_answered_with_exactly_the_roots_given_and_each_round_is_
 def test_a_root_that_is_no_file_uri_is_a_usage_error(hostile_http: Start) -> None:
     done = mcp_console("call", hostile_http("cli"), "ask_roots", "--root", "https://example.com/x")
     assert done.returncode == 2
-    assert "a root is a file:// URI or a directory path" in done.stderr
+    assert "a root is a file:// URI (then an optional name after a space) or a directory path" in done.stderr
 
 
 def test_the_demos_form_declined_by_policy_is_said(demo_url: str) -> None:
