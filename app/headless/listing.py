@@ -40,6 +40,8 @@ async def _list_all(session: Headless, method: str, field: str) -> tuple[list[An
     seen: set[str] = set()
     for _page in range(MAX_PAGES):
         reply = await session.request(method, {} if cursor is None else {"cursor": cursor})
+        if isinstance(reply.error, NOT_CONNECTED):  # the server went away: exit 2, as for one never reached
+            raise reply.error
         if reply.result is None:
             return items, str(reply.error)
         got = reply.result.get(field)
