@@ -1,5 +1,5 @@
 """`mcp-console` (also `python -m app`): serve the console, run it with the demo server, the demo alone, or
-use a server headless (`call` one tool, `check` it against the lint)."""
+use a server headless (`call` one tool, `check` it against the lint, `list` what it offers)."""
 
 from __future__ import annotations
 
@@ -30,38 +30,41 @@ DEMO_READY = re.compile(r"demo server listening on (http://\S+)")
 
 
 def _add_serve_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", default=None, help="interface to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=None, help="port of the console (default 8765; 0 = any free port)")
-    p.add_argument("--token", default=None, help="owner token, 16+ characters (default: $MCP_CONSOLE_TOKEN, else a "
-                   "random one); prefer the variable: a flag is visible to every local user in `ps`")
-    p.add_argument("--data-dir", default=None, help="where the SQLite database lives (default ~/.mcp-console)")
+    p.add_argument("--host", default=None, help="The interface to bind (default 127.0.0.1).")
+    p.add_argument("--port", type=int, default=None, help="The console's port (default 8765; 0 picks any free port).")
+    p.add_argument("--token", default=None, help="The owner token, 16 or more characters (default: $MCP_CONSOLE_TOKEN, "
+                   "else a random one). Prefer the variable: a flag is visible to every local user in `ps`.")
+    p.add_argument("--data-dir", default=None, help="Where the SQLite database lives (default ~/.mcp-console).")
     p.add_argument("--dangerously-bind-all-interfaces", action="store_true",
-                   help="allow --host 0.0.0.0 or :: (exposes a console that can start processes)")
+                   help="Allow --host 0.0.0.0 or :: (this exposes a console that can start processes to the "
+                   "network).")
     p.add_argument("--root", action="append", metavar="URI", default=None,
-                   help="a root every new session starts with (file://URI, then an optional name after a space); "
-                        "repeat for more. Default: none (MCP_CONSOLE_DEFAULT_ROOTS)")
-    p.add_argument("--allowed-hosts", default=None, help="extra comma-separated Host names to accept")
-    p.add_argument("--public-host", default=None, help="host name the console is opened under and its cookies are "
-                   "bound to (default: a random mcp-….localhost name kept in the data dir)")
+                   help="A root every new session starts with (a file:// URI, then an optional name after a space); "
+                        "repeat for more. Default: none (MCP_CONSOLE_DEFAULT_ROOTS).")
+    p.add_argument("--allowed-hosts", default=None, help="Extra Host names to accept, comma-separated.")
+    p.add_argument("--public-host", default=None, help="The host name the console is opened under and its cookies "
+                   "are bound to (default: a random mcp-….localhost name kept in the data directory).")
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="mcp-console", description="A web debugging console for MCP servers "
-                                  "(2026-07-28 revision).")
+    top = argparse.ArgumentParser(prog="mcp-console", description="A web debugging console for MCP servers of the "
+                                  "2026-07-28 revision (and of 2025-11-25, which most servers still speak), and "
+                                  "headless commands to call, check and list a server from a script or CI.")
     sub = top.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the console")
+    serve = sub.add_parser("serve", help="Run the console.")
     _add_serve_options(serve)
-    demo = sub.add_parser("demo", help="run the console plus the bundled demo server, with a session open")
+    demo = sub.add_parser("demo", help="Run the console and the bundled demo server, with a session open on "
+                          "it.")
     _add_serve_options(demo)
     demo.add_argument("--demo-port", type=int, default=0,
-                      help="HTTP port of the demo server (default: the one it had last time in this data directory, "
-                           "else any free)")
-    server = sub.add_parser("demo-server", help="run the bundled demo server alone")
+                      help="The demo server's HTTP port (default: the one it had last time in this data "
+                           "directory, else any free one).")
+    server = sub.add_parser("demo-server", help="Run the bundled demo server alone.")
     mode = server.add_mutually_exclusive_group()
-    mode.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766)")
-    mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout instead of HTTP")
-    server.add_argument("--state-key-file", help="file holding the hex key that seals requestState (64 hex digits), "
-                        "so an operation waiting for input outlives a restart of the demo server")
+    mode.add_argument("--port", type=int, default=8766, help="The HTTP port (default 8766).")
+    mode.add_argument("--stdio", action="store_true", help="Serve on stdin/stdout instead of HTTP.")
+    server.add_argument("--state-key-file", help="A file holding the hex key that seals requestState (64 hex "
+                        "digits), so an operation waiting for input outlives a restart of the demo server.")
     add_headless_parsers(sub)
     return top
 
@@ -228,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
         keyed = ["--state-key-file", args.state_key_file] if args.state_key_file else []
         demo_main([*(["--stdio"] if args.stdio else ["--port", str(args.port)]), *keyed])
         return
-    if args.command in ("call", "check"):
+    if args.command in ("call", "check", "list"):
         sys.exit(run_headless(args))
     settings = settings_from(args)
     # The web stack (uvicorn, FastAPI, the console's app) only for the commands that serve: imported up front, it

@@ -12,7 +12,7 @@ from typing import Any
 from app import __version__
 from app.mcp import har as har_file
 from app.mcp.http import request_url
-from app.mcp.lint import RULES, SEVERITY_RANK, Finding
+from app.mcp.lint import RULES, SEVERITY_RANK, Finding, Rule
 from app.mcp.wire import WireEvent
 
 MAX_NOTES = 1000  # notes `call` prints and puts in its JSON; a flood of stream frames each with an id says the rest
@@ -24,14 +24,16 @@ def cut_note(note: str) -> str:
     if len(note) <= MAX_NOTE_CHARS:
         return note
     return f"{note[:MAX_NOTE_CHARS]}… ({len(note) - MAX_NOTE_CHARS} more characters; the HAR of --har keeps the frame)"
-ARROWS = {"out": "→ sent", "in": "← received", "transport": "· transport", "era": "· era"}
+ARROWS = {"out": "→ sent", "in": "← received", "transport": "· transport", "era": "· era",
+          "client": "· mcp-console"}
 
 
 @dataclass(slots=True)
 class Said:
     """A note the web timeline shows (a transport happening, a frame's note, the era probe's outcome), as `call`
     says it: `direction` is a wire event's, "era" for what the console decided about the handshake, or "operation"
-    for how an MRTR operation ended when that is no reply of the server's (it hit the round cap)."""
+    for how an MRTR operation ended when that is no reply of the server's (it hit the round cap), "client" for what
+    mcp-console did on its own (an answer it gave the server's input request, an MRTR round it sent)."""
 
     direction: str
     note: str
@@ -146,33 +148,41 @@ _UNSAFE = re.compile(f"[{_C0}{_OTHERS}]")
 _UNSAFE_IN_JSON = re.compile(f"[{_OTHERS}]")
 
 
-def text_report(target: str, findings: list[Finding], checked: set[str], steps: list[str]) -> str:
+def text_report(target: str, findings: list[Finding], checked: set[str], steps: list[str],
+                rules: dict[str, Rule] | None = None) -> str:
+    """The report for people; `rules` are those of the revision the server spoke (all of them by default)."""
+    rules = RULES if rules is None else rules
     lines = [f"mcp-console check {terminal_text(target)}", *(f"  · {terminal_text(step)}" for step in steps), ""]
     for finding in findings:
         where = f" [{terminal_text(finding.exchange)}]" if finding.exchange else ""
         lines.append(f"{finding.severity.upper():7} {finding.rule}{where}: {terminal_text(finding.message)}")
         lines.append(f"        see {finding.spec_url}")
     counts = {sev: sum(f.severity == sev for f in findings) for sev in ("error", "warning", "note")}
-    lines.append(f"{len(checked)} of {len(RULES)} rules checked; {counts['error']} errors, {counts['warning']} "
-                 f"warnings, {counts['note']} notes")
+    lines.append(f"{len(checked & set(rules))} of {len(rules)} rules checked; {counts['error']} errors, "
+                 f"{counts['warning']} warnings, {counts['note']} notes")
     return "\n".join(lines)
 
 
 def json_report(target: str, findings: list[Finding], checked: set[str], steps: list[str],
-                exit_code: int, notes: dict[str, Any] | None = None) -> str:
+                exit_code: int, notes: dict[str, Any] | None = None, rules: dict[str, Rule] | None = None) -> str:
+    rules = RULES if rules is None else rules
     return terminal_json(json.dumps({"target": target, "exit": exit_code, "steps": steps,
-                                     "rules_checked": sorted(checked), "findings": [f.to_dict() for f in findings],
+                                     "rules_checked": sorted(checked & set(rules)),
+                                     "rules_not_checked": sorted(set(rules) - checked),
+                                     "findings": [f.to_dict() for f in findings],
                                      **(notes or {})},
                                     indent=2, ensure_ascii=False))
 
 
-def junit(target: str, findings: list[Finding], checked: set[str], fail_on: str) -> bytes:
-    """One test case per rule: failed when a finding at or above `fail_on` names it, skipped when nothing
-    gave the rule anything to look at."""
+def junit(target: str, findings: list[Finding], checked: set[str], fail_on: str,
+          rules: dict[str, Rule] | None = None) -> bytes:
+    """One test case per rule (of the revision the server spoke: `rules`, all by default): failed when a finding at
+    or above `fail_on` names it, skipped when nothing gave the rule anything to look at."""
+    rules = RULES if rules is None else rules
     target = terminal_text(target)
-    suite = ET.Element("testsuite", name="mcp-console check", tests=str(len(RULES)))
+    suite = ET.Element("testsuite", name="mcp-console check", tests=str(len(rules)))
     failures = skipped = 0
-    for rule in RULES.values():
+    for rule in rules.values():
         case = ET.SubElement(suite, "testcase", classname=f"mcp.lint.{target}"[:200], name=rule.id)
         mine = [f for f in findings if f.rule == rule.id]
         failing = at_or_above(mine, fail_on)

@@ -5,16 +5,15 @@ Built on `app.mcp` alone (no web app): what `call` and `check` share.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import json
-import shlex
-import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, NoReturn
+from collections.abc import Mapping
+from typing import Any
 
 import httpx
 
+from app.headless.answers import Elicitor, elicitor
+from app.headless.masking import Masking
 from app.headless.report import MAX_NOTES, Said, cut_note
 from app.mcp.client import ClientConfig, McpClient, Reply, reply_json
 from app.mcp.connecting import Connected, ConnectMachine, Failed, Initialize, NotifyInitialized, Probe, StartClient
@@ -25,7 +24,7 @@ from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import Linter
 from app.mcp.mrtr import kind_of
-from app.mcp.operation import Ended, OperationMachine, SendRound
+from app.mcp.operation import AskInput, Ended, OperationMachine, SendRound
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
 from app.mcp.transport import Transport
@@ -34,60 +33,22 @@ from app.mcp.wire import WireEvent
 
 CLIENT_INFO = {"name": "mcp-console-cli", "version": "0.1.0"}
 MAX_ROUNDS = 10
+REFUSING = (401, 403)
+ROOTS_WAIT_S = 1.0  # how long a 2025-11-25 connection waits for the server's first roots/list when --root is given
+ROOTS_SETTLE_S = 0.2  # and then for the server to apply the roots it was given (see Headless._first_roots)
+
+
+class AuthRefused(ConnectFailed):
+    """The server answered 401 or 403: the credentials are missing or not enough. Nothing more is sent (every
+    later request would be refused the same way, and a CI log of ProtocolViolations says less than the status)."""
+
+    def __init__(self, status: int, reason: str, challenge: str | None, exchange: str | None = None) -> None:
+        self.status, self.challenge, self.exchange = status, challenge, exchange
+        said = f"; WWW-Authenticate: {challenge}" if challenge else " (it sent no WWW-Authenticate challenge)"
+        super().__init__(f"the server refused the request: HTTP {status} {reason}{said}")
+
+
 NOT_CONNECTED = (ConnectFailed, ProcessExited)
-
-Elicitor = Callable[[str, dict[str, Any]], dict[str, Any]]
-
-
-def schema_defaults(schema: Any) -> dict[str, Any] | None:
-    """The content a form answers with from its schema's defaults; None when a required field has none."""
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(props, dict):
-        return {}
-    content = {name: prop["default"] for name, prop in props.items() if isinstance(prop, dict) and "default" in prop}
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
-    if not all(isinstance(name, str) for name in required):  # no field could meet it (a list there crashed call)
-        return None
-    return None if any(name not in content for name in required) else content
-
-
-ANSWERS_FILE = ('An answers file holds a JSON object keyed like the server\'s inputRequests, each value a whole '
-                'answer: {"KEY": {"action": "accept", "content": {...}}}.')
-
-
-def _usage(message: str) -> NoReturn:
-    """A command line that cannot run: said in one line on stderr, exit 2 (as for a server that cannot be reached)."""
-    print(message, file=sys.stderr)
-    raise SystemExit(2)
-
-
-def elicitor(mode: str) -> Elicitor:
-    """How input requests are answered: `defaults`, `decline`, or a JSON file of answers keyed as the
-    server keys its inputRequests (a key the file lacks is answered with the defaults)."""
-    answers: dict[str, Any] = {}
-    if mode not in ("defaults", "decline"):
-        try:
-            loaded = json.loads(Path(mode).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:  # a typo of defaults, a missing file, a file that is not JSON
-            _usage(f"--elicit {mode}: not defaults, not decline, and not a readable JSON file of answers "
-                   f"({type(exc).__name__}: {exc}). {ANSWERS_FILE}")
-        if not isinstance(loaded, dict):
-            _usage(f"--elicit {mode}: the file must hold a JSON object. {ANSWERS_FILE}")
-        answers = loaded
-
-    def answer(key: str, request: dict[str, Any]) -> dict[str, Any]:
-        if key in answers:
-            return dict(answers[key]) if isinstance(answers[key], dict) else {"action": "decline"}
-        kind = kind_of(request)
-        if kind == "roots":
-            return {"roots": []}
-        if mode == "decline" or kind != "form":
-            return {"action": "decline"}
-        params = request.get("params") if isinstance(request.get("params"), dict) else {}
-        content = schema_defaults((params or {}).get("requestedSchema"))
-        return {"action": "decline"} if content is None else {"action": "accept", "content": content}
-
-    return answer
 
 
 # A request's overall maximum in a script: a server that sends a frame every few seconds forever never trips the
@@ -98,11 +59,16 @@ DEFAULT_MAX_S = 300.0
 class Headless:
     """A connection that keeps every wire event and lints it as it is recorded."""
 
-    def __init__(self, target: str, stdio: bool, idle_timeout_s: float, headers: dict[str, str] | None = None,
+    def __init__(self, target: str, stdio: bool, idle_timeout_s: float, headers: Mapping[str, str] | None = None,
                  era: str = "modern", answer: Elicitor | None = None, max_s: float = DEFAULT_MAX_S,
-                 era_named: bool = False) -> None:
+                 era_named: bool = False, masking: Masking | None = None) -> None:
         self.target = target
         self.stdio = stdio
+        # What is secret of the typed target (app/headless/masking.py); a script that made none shows it all.
+        self.masking = masking or Masking(target, stdio, dict(headers or {}), reveal=True)
+        self.refused: AuthRefused | None = None  # a 401 or 403 seen: nothing else is sent
+        self.roots_offered = False  # --root gave roots: a 2025-11-25 server's first roots/list is waited for
+        self._roots_asked = asyncio.Event()
         # modern, legacy, sse-2024 (legacy over HTTP+SSE), or auto (probe server/discover, fall back to initialize)
         self.era = era
         self.era_named = era_named  # the command has --era (call does, check does not): its notes name it
@@ -115,7 +81,6 @@ class Headless:
         self._methods: dict[str, str] = {}  # exchange key → the method its request sent
         self.linter = Linter()
         self._http: httpx.AsyncClient | None = None
-        self._headers = headers
         self._idle_timeout_s, self._max_s = idle_timeout_s, max_s
         self._caps: dict[str, Any] = {"elicitation": {"form": {}}, "roots": {}}
         self.connected: Connected | None = None  # what connecting settled (app/mcp/connecting.py)
@@ -126,14 +91,15 @@ class Headless:
         record = self.linter.recorder(self._keep)
         transport: Transport
         if self.stdio:
-            transport = StdioTransport(shlex.split(self.target), record)
+            transport = StdioTransport(self.masking.argv, record)
         else:
             if self._http is None:
                 self._http = upstream_client()  # the console's own client
+            url, headers = self.masking.url, self.masking.headers
             if self.era == "sse-2024":  # 2025-11-25 over the older HTTP+SSE transport, as a console target has it
-                transport = HttpSseTransport(self.target, self._http, record, extra_headers=self._headers)
+                transport = HttpSseTransport(url, self._http, record, extra_headers=headers)
             else:
-                transport = HttpTransport(self.target, self._http, record, extra_headers=self._headers)
+                transport = HttpTransport(url, self._http, record, extra_headers=headers)
         caps = self._caps
         first = getattr(self, "client", None)
         return McpClient(transport, ClientConfig(client_info=CLIENT_INFO, capabilities=lambda: caps, era=era,
@@ -144,17 +110,53 @@ class Headless:
 
     def _keep(self, event: WireEvent) -> None:
         self.events.append(event)
+        if event.direction == "transport" and event.http_status in REFUSING and self.refused is None:
+            challenge = next((value for name, value in event.headers or () if name.lower() == "www-authenticate"),
+                             None)
+            reason = (event.note or "").split(" ", 2)[2] if (event.note or "").count(" ") >= 2 else ""
+            self.refused = AuthRefused(event.http_status or 0, reason,
+                                       self.masking.text(challenge) if challenge is not None else None, event.exchange)
         if event.direction == "out" and event.exchange is not None and event.frame is not None and event.frame.method:
             self._methods.setdefault(event.exchange, event.frame.method)
         if event.note and event.direction != "stderr":  # the process's own lines are its output, not notes
             if len(self.said) >= MAX_NOTES:
                 self.said_more += 1
                 return
-            self.said.append(Said(event.direction, cut_note(event.note), event.exchange,
+            # Masked (unless --reveal): a note may quote what the server said back, a typed secret in it.
+            self.said.append(Said(event.direction, cut_note(self.masking.text(event.note)), event.exchange,
                                   self._methods.get(event.exchange or ""), event.http_status))
 
     def _say_era(self, note: str) -> None:
         self.said.append(Said("era", note))
+
+    def say(self, note: str, method: str | None = None) -> None:
+        """A note of mcp-console's own doing (an answer it gave the server, an MRTR round it sent), said with the
+        transport's notes, in order."""
+        if len(self.said) >= MAX_NOTES:
+            self.said_more += 1
+            return
+        self.said.append(Said("client", cut_note(self.masking.text(note)), method=method))
+
+    @property
+    def answerer(self) -> Elicitor:
+        """How input requests are answered (the schema's defaults when the command set nothing)."""
+        return self._answer if self._answer is not None else elicitor("defaults")
+
+    def answer_with(self, answer: Elicitor) -> None:
+        """How the server's own requests (2025-11-25) are answered: set before connecting."""
+        self._answer = answer
+
+    def stop_if_refused(self) -> None:
+        """After every request: a 401 or 403 ends the run before anything else is sent."""
+        if self.refused is not None:
+            raise self.refused
+
+    async def request(self, method: str, params: dict[str, Any]) -> Reply:
+        """One request, unless the server has refused the credentials already (then AuthRefused, as after it)."""
+        self.stop_if_refused()
+        reply = await self.client.request(method, params)
+        self.stop_if_refused()
+        return reply
 
     async def __aenter__(self) -> Headless:
         """Connect as the console does (the same machine): the probe, the fallback, the handshake. A server that
@@ -191,11 +193,13 @@ class Headless:
                 command = machine.started()
             elif isinstance(command, Probe):
                 self.discovery = reply = await self.client.request("server/discover", {})
+                self.stop_if_refused()
                 if isinstance(reply.error, NOT_CONNECTED):
                     raise reply.error
                 command = machine.probed(reply, transport_alive=getattr(self.client.transport, "alive", True))
             elif isinstance(command, Initialize):
                 reply = await self.client.request("initialize", command.params)
+                self.stop_if_refused()
                 if isinstance(reply.error, NOT_CONNECTED):
                     raise reply.error
                 command = machine.initialized(reply)
@@ -205,15 +209,38 @@ class Headless:
                 raise HandshakeFailed(command.message)
             else:
                 self.connected = command
+                # The rules of the revision it speaks (app/mcp/lint); a refused probe is no finding of a 2025-11-25 one.
+                self.linter.settle(command.protocol_version, command.probe if command.era == "legacy" else None)
+                if command.era == "legacy" and self.roots_offered:
+                    await self._first_roots()
                 forced = f" (--era {command.chosen})" if self.era_named and command.chosen != "auto" else ""
                 self._say_era(f"{command.protocol_version}: {command.reason}{forced}")
                 return self
 
     async def _server_request(self, frame: Frame, _key: str) -> ServerAnswer:
         """A 2025-11-25 server's request on a stream, answered as an MRTR input request of the same kind would be."""
+        if frame.method == "roots/list":
+            self._roots_asked.set()
         if self._answer is None:
             return ServerAnswer(error={"code": -32601, "message": f"{frame.method} is not answered headless"})
         return ServerAnswer(result=self._answer("server-request", {"method": frame.method, "params": frame.params}))
+
+    async def _first_roots(self) -> None:
+        """A 2025-11-25 server asks for roots right after `initialized` and applies the answer in its own time
+        (server-filesystem replaces its allowed directories with them): a call sent at once was answered with the
+        directories it was started on. So, when --root gave roots, the first roots/list is waited for (at most
+        ROOTS_WAIT_S: a server may never ask), its answer sent, a ping's round trip shows the server has read it, and
+        ROOTS_SETTLE_S more let it apply them (server-filesystem checks each directory on disk first: a few ms, after
+        the ping's answer about one time in three)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._roots_asked.wait(), ROOTS_WAIT_S)
+        if not self._roots_asked.is_set():
+            return
+        waiting = list(self.client.asks.waiting)
+        if waiting:
+            await asyncio.wait(waiting, timeout=ROOTS_WAIT_S)
+        await self.request("ping", {})
+        await asyncio.sleep(ROOTS_SETTLE_S)
 
     async def __aexit__(self, *_exc: object) -> None:
         try:
@@ -230,9 +257,15 @@ class Headless:
         last: Reply | None = None
         while not isinstance(command, Ended):
             if isinstance(command, SendRound):
+                self._say_round(method, machine, command)
+                self.stop_if_refused()
                 # A progress token per round: the lint then ties late progress to its request on stdio too.
                 last = await self.client.request(method, command.params, progress_token=self.client.new_key())
+                self.stop_if_refused()
                 command = machine.took(last)
+                if isinstance(command, AskInput):
+                    asked = ", ".join(f"{kind_of(r)} {k!r}" for k, r in command.requests.items())
+                    self.say(f"round {command.round}: the server asked for input ({asked})", method)
                 continue
             key, request = next(iter(command.requests.items()))
             taken = machine.answer(key, answer(key, request), command.round)
@@ -240,8 +273,21 @@ class Headless:
             command = taken
         if command.status == "capped":
             self.said.append(Said("operation", command.message, method=method))
+        elif len(machine.rounds) > 1:
+            self.say(f"ended after {len(machine.rounds)} rounds: {command.status}", method)
         assert last is not None  # the first command of a new machine is always a round to send
         return last
+
+
+    def _say_round(self, method: str, machine: OperationMachine, command: SendRound) -> None:
+        """Each round after the first, said: with how many answers, or sent again at once (only requestState)."""
+        n = command.round.n
+        if n < 2:
+            return
+        before = machine.rounds[-2]
+        how = "sent again at once (the server returned only requestState)" if before.retried_at_once else \
+            f"sent with {len(command.params.get('inputResponses') or {})} answer(s)"
+        self.say(f"round {n}: {how}", method)
 
 
 def printed_json(reply: Reply) -> dict[str, Any]:
@@ -273,4 +319,4 @@ def outcome(reply: Reply) -> str:
     return f"did not complete (resultType {reply.result.get('resultType')!r})"
 
 
-__all__ = ["NOT_CONNECTED", "Headless", "McpError", "elicitor", "failed", "outcome", "printed_json"]
+__all__ = ["NOT_CONNECTED", "AuthRefused", "Headless", "McpError", "elicitor", "failed", "outcome", "printed_json"]

@@ -114,3 +114,24 @@ def request_headers(
             if value is not None and not (isinstance(value, int) and abs(value) > MAX_SAFE_INTEGER):
                 headers[f"Mcp-Param-{header}"] = encode_value(value)
     return headers
+
+
+_FIELD_VALUE = re.compile(r"\A[\t\x20-\x7e]*\Z")  # what httpx can write: visible ASCII, spaces and tabs
+
+
+def typed_header(line: str) -> tuple[str, str]:
+    """A header a person typed as `Name: value` (or `Name:value`), as HTTP reads a field line: the name a token, the
+    value without the whitespace around it (RFC 9110 §5.5: "Bearer x" after the colon's space, not " Bearer x").
+    A ValueError says what is wrong and never quotes the value: it is often a credential, and a CI log keeps it."""
+    name, colon, value = line.partition(":")
+    name = name.strip()
+    if not colon:  # not quoted: "Authorization Bearer x" (a colon forgotten) is a credential all the same
+        raise ValueError("a header without a colon: expected NAME: VALUE (what was typed is not shown)")
+    if not _TOKEN.match(name):
+        raise ValueError("a header name that is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~; what was "
+                         "typed is not shown)")
+    value = value.strip(" \t")
+    if not _FIELD_VALUE.match(value):
+        raise ValueError(f"header {name}: its value holds a line break, a control character or a non-ASCII "
+                         "character, which an HTTP header cannot carry (the value is not shown)")
+    return name, value

@@ -76,9 +76,11 @@ class Ctx:
         await self._out.final(json.dumps({"jsonrpc": "2.0", "id": self.id,
                                           "error": {"code": code, "message": message}}))
 
-    async def raw_http(self, status: int, body: str, content_type: str = "text/plain") -> None:
-        """A whole HTTP answer of our choosing (HTTP only; on stdio the body goes out as a line)."""
-        await self._out.raw(status, body, content_type)
+    async def raw_http(self, status: int, body: str, content_type: str = "text/plain",
+                       headers: dict[str, str] | None = None) -> None:
+        """A whole HTTP answer of our choosing, with any extra `headers` (HTTP only; on stdio the body goes out as a
+        line)."""
+        await self._out.raw(status, body, content_type, headers)
 
     async def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         params: dict[str, Any] = {"progressToken": self.progress_token, "progress": done}
@@ -104,7 +106,7 @@ class Out:
 
     async def event(self, raw: str) -> None: ...
     async def final(self, raw: str) -> None: ...
-    async def raw(self, status: int, body: str, content_type: str) -> None: ...
+    async def raw(self, status: int, body: str, content_type: str, headers: dict[str, str] | None = None) -> None: ...
 
 
 def complete(content: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
@@ -186,9 +188,10 @@ class HttpOut(Out):
         self.streaming = False
         self.done = False
 
-    async def _head(self, status: int, content_type: str, length: int | None) -> None:
+    async def _head(self, status: int, content_type: str, length: int | None,
+                    headers: dict[str, str] | None = None) -> None:
         lines = [f"HTTP/1.1 {status} {'OK' if status < 400 else 'Error'}", f"Content-Type: {content_type}",
-                 "Connection: close", "Cache-Control: no-store"]
+                 "Connection: close", "Cache-Control: no-store", *(f"{k}: {v}" for k, v in (headers or {}).items())]
         if length is not None:
             lines.append(f"Content-Length: {length}")
         self.w.write(("\r\n".join(lines) + "\r\n\r\n").encode())
@@ -211,9 +214,9 @@ class HttpOut(Out):
             await self.w.drain()
         self.done = True
 
-    async def raw(self, status: int, body: str, content_type: str) -> None:
+    async def raw(self, status: int, body: str, content_type: str, headers: dict[str, str] | None = None) -> None:
         data = body.encode()
-        await self._head(status, content_type, len(data))
+        await self._head(status, content_type, len(data), headers)
         self.w.write(data)
         await self.w.drain()
         self.done = True
@@ -291,7 +294,7 @@ class StdioOut(Out):
     async def final(self, raw: str) -> None:
         await self._line(raw)
 
-    async def raw(self, status: int, body: str, content_type: str) -> None:
+    async def raw(self, status: int, body: str, content_type: str, headers: dict[str, str] | None = None) -> None:
         await self._line(body)
 
 

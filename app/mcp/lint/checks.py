@@ -43,10 +43,13 @@ def _schema_problem(exc: ValidationError) -> str:
     return f"{where}: {errors[0]['msg']}"
 
 
-def result_problems(method: str, result: Any) -> list[Problem]:
-    """A final `result` of `method`: its resultType, its wire type and, when cacheable, ttlMs/cacheScope."""
+def result_problems(method: str, result: Any, version: str = VERSION) -> list[Problem]:
+    """A final `result` of `method`: its resultType, its wire type and, when cacheable, ttlMs/cacheScope. A
+    2025-11-25 result has no resultType and no cache fields: only its wire type of that revision is checked."""
     if not isinstance(result, dict):
         return [("frame.schema", f"the result of {method} is {type(result).__name__}, not an object")]
+    if version != VERSION:
+        return _wire_type(method, result, version)
     problems: list[Problem] = []
     rtype = result.get("resultType")
     if "resultType" not in result:
@@ -66,9 +69,16 @@ def result_problems(method: str, result: Any) -> list[Problem]:
     return problems
 
 
-def _wire_type(method: str, result: dict[str, Any]) -> list[Problem]:
-    if (method, VERSION) not in wire_types.SERVER_RESULTS:
+def _wire_type(method: str, result: dict[str, Any], version: str = VERSION) -> list[Problem]:
+    if (method, version) not in wire_types.SERVER_RESULTS:
         return []  # a method of an extension: the revision has no type for it
+    if version != VERSION:
+        try:
+            _complete_type(method, version).model_validate(result, by_name=False)
+        except ValidationError as exc:
+            return [("frame.schema", f"the result of {method} does not match its {version} type at "
+                                     f"{_schema_problem(exc)}")]
+        return []
     # The cache fields have their own rule; a missing resultType its own too (absent means complete).
     shaped = {"resultType": "complete", "ttlMs": 0, "cacheScope": "public", **result} \
         if method in CACHEABLE else {"resultType": "complete", **result}
@@ -81,10 +91,10 @@ def _wire_type(method: str, result: dict[str, Any]) -> list[Problem]:
 
 
 @functools.cache
-def _complete_type(method: str) -> type[BaseModel]:
+def _complete_type(method: str, version: str = VERSION) -> type[BaseModel]:
     """The complete-result model of `method`: a union with InputRequiredResult would let any shape through
     as "input required", so a complete result is held to its own member of the union."""
-    surface = wire_types.SERVER_RESULTS[(method, VERSION)]
+    surface = wire_types.SERVER_RESULTS[(method, version)]
     members = [t for t in typing.get_args(surface) if isinstance(t, type) and issubclass(t, BaseModel)
                and t.__name__ != "InputRequiredResult"]
     if members:
@@ -132,6 +142,24 @@ def error_problems(error: Any, http_status: int | None) -> list[Problem]:
     return problems
 
 
+def status_problems(method: str, http_status: int) -> list[Problem]:
+    """A result (not an error) that came with an HTTP error status: one of the two is wrong, and a client that
+    believes the body calls a failed request a success."""
+    if http_status >= 400:
+        return [("http.result-status", f"the result of {method} came with HTTP {http_status}: an error status "
+                                       "carries a JSON-RPC error, not a result")]
+    return []
+
+
+def is_error_problems(result: dict[str, Any]) -> list[Problem]:
+    """`isError` is a boolean or absent; anything else leaves the caller to guess whether the tool failed."""
+    if "isError" in result and not isinstance(result["isError"], bool):
+        shown = repr(result["isError"])
+        return [("result.is-error", f"isError is {type(result['isError']).__name__} "
+                                    f"{shown[:60]}{'…' if len(shown) > 60 else ''}, not a boolean")]
+    return []
+
+
 def plainly_valid_progress(params: Any) -> bool:
     """True for progress params that ProgressNotificationParams certainly accepts: a string or integer token, a
     number, an optional number total and string message, no _meta. A flood of progress is thousands of these a
@@ -148,16 +176,16 @@ def plainly_valid_progress(params: Any) -> bool:
             and (message is None or type(message) is str))
 
 
-def notification_problems(method: str, params: Any) -> list[Problem]:
+def notification_problems(method: str, params: Any, version: str = VERSION) -> list[Problem]:
     """A server notification against the revision's notification types."""
     if method == "notifications/progress" and plainly_valid_progress(params):
         return []
-    if (method, VERSION) not in wire_types.SERVER_NOTIFICATIONS:
-        return [("frame.schema", f"{method} is not a server notification of 2026-07-28")]
+    if (method, version) not in wire_types.SERVER_NOTIFICATIONS:
+        return [("frame.schema", f"{method} is not a server notification of {version}")]
     try:
-        wire_types.parse_server_notification(method, VERSION, params if isinstance(params, dict) else None)
+        wire_types.parse_server_notification(method, version, params if isinstance(params, dict) else None)
     except ValidationError as exc:
-        return [("frame.schema", f"{method} does not match its 2026-07-28 type at {_schema_problem(exc)}")]
+        return [("frame.schema", f"{method} does not match its {version} type at {_schema_problem(exc)}")]
     except (KeyError, ValueError, RuntimeError) as exc:
         return [("frame.schema", f"{method} could not be checked against its type: {exc}")]
     return []

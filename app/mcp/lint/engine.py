@@ -20,7 +20,7 @@ from typing import Any
 
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import checks
-from app.mcp.lint.rules import RULES, Finding
+from app.mcp.lint.rules import MODERN, RULES, Finding
 from app.mcp.wire import Recorder, WireEvent
 
 # What the lint looks at for a progress notification on its own open request's stream (see _plain_progress).
@@ -56,7 +56,9 @@ def _hashable(value: Any) -> bool:
 
 
 class Linter:
-    def __init__(self) -> None:
+    def __init__(self, version: str = MODERN) -> None:
+        # The revision the connection speaks: the rules of the other one are not looked at (see `settle`).
+        self.version = version
         self.findings: list[Finding] = []
         self.checked: set[str] = set()  # rules that had something to look at (JUnit: one case each)
         self.tools: dict[str, dict[str, Any]] = {}
@@ -76,6 +78,18 @@ class Linter:
                     on_finding(finding)
 
         return record
+
+    def settle(self, version: str, probe: str | None = None) -> None:
+        """The connection turned out to speak `version` (Auto's probe fell back to 2025-11-25 initialize): from now
+        on only its rules, and what the probe showed under the other revision's rules is no finding of this one
+        (a 2025-11-25 server's -32601 to server/discover on HTTP 200 is its revision's way, not a fault). When it
+        fell back, `probe` is the exchange of the server/discover it refused: a request of a revision the server
+        does not speak, so however it refused it (an error with id null, as the 2025-11-25 SDKs answer a request
+        outside a session) is no finding either."""
+        self.version = version
+        self.findings = [f for f in self.findings if RULES[f.rule].holds_for(version)
+                         and (probe is None or f.exchange != probe)]
+        self.checked = {rule for rule in self.checked if RULES[rule].holds_for(version)}
 
     def mark_cancelled(self, exchange: str) -> None:
         """The client gave up on this exchange (for callers whose transport records no cancel of its own)."""
@@ -107,6 +121,8 @@ class Linter:
     def _emit(self, found: list[Finding], problems: list[checks.Problem], req: _Request | None,
               event: WireEvent) -> None:
         for rule, message in problems:
+            if not RULES[rule].holds_for(self.version):
+                continue
             found.append(self._finding(rule, message, req.key if req else event.exchange,
                                        req.frames_in if req else None))
 
@@ -116,7 +132,7 @@ class Linter:
         return Finding(rule, row.severity, message, exchange, self._seq, frame_index, row.spec_url)
 
     def _check(self, *rules: str) -> None:
-        self.checked.update(rules)
+        self.checked.update(rule for rule in rules if RULES[rule].holds_for(self.version))
 
     # --- frames going out ---------------------------------------------------------------------
 
@@ -264,7 +280,10 @@ class Linter:
             self._check("cache.fields")
         if req.method in checks.MRTR_METHODS:
             self._check("request-state.plaintext", "result.input-required-method")
-        self._emit(found, checks.result_problems(req.method, result), req, event)
+        self._emit(found, checks.result_problems(req.method, result, self.version), req, event)
+        if event.http_status is not None:
+            self._check("http.result-status")
+            self._emit(found, checks.status_problems(req.method, event.http_status), req, event)
         if not isinstance(result, dict):
             return
         if req.method == "tools/list" and isinstance(result.get("tools"), list):
@@ -274,6 +293,8 @@ class Linter:
                 if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                     self.tools[tool["name"]] = tool
         elif req.method == "tools/call":
+            self._check("result.is-error")
+            self._emit(found, checks.is_error_problems(result), req, event)
             tool = self.tools.get(str(req.params.get("name")))
             if tool is not None and isinstance(tool.get("outputSchema"), dict):
                 self._check("tools.structured-content")
@@ -282,7 +303,8 @@ class Linter:
     def _notification(self, event: WireEvent, frame: Frame, req: _Request | None, found: list[Finding]) -> None:
         method, params = frame.method or "", frame.params
         self._check("frame.schema")
-        self._emit(found, checks.notification_problems(method, (frame.message or {}).get("params")), req, event)
+        self._emit(found, checks.notification_problems(method, (frame.message or {}).get("params"),
+                                                                self.version), req, event)
         if method == "notifications/progress":
             token = params.get("progressToken")
             owner = (self._by_token.get(token) if _hashable(token) else None) or req
