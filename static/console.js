@@ -763,4 +763,13 @@
       fetch(btn.dataset.copyUrl, { credentials: "same-origin" }).then(function (r) { return r.text(); }).then(done);
     }
   });
+  // The session switcher lies over the page while open: a click elsewhere or Escape closes it, as a menu does.
+  document.addEventListener("click", function (evt) {
+    var open = document.querySelector("details.switcher[open]");
+    if (open && !open.contains(evt.target)) open.open = false;
+  });
+  document.addEventListener("keydown", function (evt) {
+    var open = document.querySelector("details.switcher[open]");
+    if (open && evt.key === "Escape") { open.open = false; open.querySelector("summary").focus(); }
+  });
 })();
