@@ -224,7 +224,14 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parser().parse_args(argv)
+    cli = parser()
+    args, extra = cli.parse_known_args(argv)
+    # `list tools --json URL`: an optional target (`?`, as --stdio may replace it) is taken as empty by the first run
+    # of positionals, so a URL after an option came back unrecognized. One such word is the target.
+    if extra and getattr(args, "url", "") is None and len(extra) == 1 and not extra[0].startswith("-"):
+        args.url, extra = extra[0], []
+    if extra:
+        cli.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "demo-server":
         from app.demo.run import main as demo_main  # the demo is its own program; imported only to run it
 

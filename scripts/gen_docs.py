@@ -83,7 +83,7 @@ def cli_page(top: argparse.ArgumentParser | None = None) -> str:
     for words, text, sub in found:
         lines += [f"## `mcp-console {' '.join(words)}` {{ #{anchor(words)} }}", ""]
         if text:
-            lines += [_escape(text[:1].upper() + text[1:]) + ".", ""]
+            lines += [_escape(text[:1].upper() + text[1:].rstrip(".")) + ".", ""]  # help may end in its own period
         lines += ["```text", help_text(sub).rstrip(), "```", ""]
     return "\n".join(lines)
 

@@ -644,6 +644,9 @@
       var st = stateOf(form);
       st.last = "json"; clearTimeout(st.timer); st.seq++;  // a form edit still on its way is superseded
       delete form.querySelector("[data-json-box]").dataset.stale;  // what is typed here is now the latest
+      // Typing JSON means sending it: left unticked, a JSON the form cannot show was silently not what Call sent.
+      var parts = jsonParts(form);
+      if (parts.mode && !parts.mode.checked) parts.mode.checked = true;
       st.timer = setTimeout(function () { st.timer = null; jsonToForm(form); }, 300);
     } else if (evt.target.closest("[data-form-fields]")) {
       fieldsEdited(form);
@@ -716,7 +719,9 @@
     var seq = (completing.get(input) || { seq: 0 }).seq + 1;
     completing.set(input, { seq: seq });
     var params = new URLSearchParams();
-    params.set("ref_type", input.dataset.complete); params.set("ref", input.dataset.completeRef);
+    // A template's ref sits once on its form (every variable repeating a long uriTemplate grew the page with it).
+    var ref = input.dataset.completeRef !== undefined ? input.dataset.completeRef : form.dataset.completeRef;
+    params.set("ref_type", input.dataset.complete); params.set("ref", ref);
     params.set("argument", input.dataset.completeArg); params.set("value", input.value);
     form.querySelectorAll("[data-complete-arg]").forEach(function (other) {
       if (other !== input && other.value) params.set("ctx." + other.dataset.completeArg, other.value);

@@ -8,11 +8,14 @@ session's list is then the owner's to change under Client settings.
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 Root = dict[str, str]
 
 
 def parse_roots(text: str, semicolons: bool = False) -> tuple[list[Root], list[str]]:
-    """Roots from one `file://URI optional name` per line, and what was wrong. `semicolons`: `;` separates roots
+    """Roots from one `file://URI optional name` per line (an absolute directory is taken as its file URI), and
+    what was wrong. `semicolons`: `;` separates roots
     too (the default_roots setting, which an environment variable holds on one line; a root typed in a session's
     form may hold a `;`)."""
     roots: list[Root] = []
@@ -21,6 +24,8 @@ def parse_roots(text: str, semicolons: bool = False) -> tuple[list[Root], list[s
         if not line.strip():
             continue
         uri, _, name = line.strip().partition(" ")
+        if uri.startswith("/"):  # a directory as typed, as the CLI's --root takes it
+            uri = PurePosixPath(uri).as_uri()
         if not uri.startswith("file://"):
             problems.append(f"{uri!r}: a root must be a file:// URI")
             continue

@@ -44,8 +44,12 @@ def _arguments(args: argparse.Namespace) -> dict[str, Any]:
             value = json.loads(args.json, parse_float=exact_float)
         except InexactNumber as exc:
             raise SystemExit(f"--json: {exc}") from exc
+        except ValueError as exc:  # json.JSONDecodeError: said as a usage error, not a traceback
+            raise SystemExit(f"--json is not JSON: {exc}") from exc
         if not isinstance(value, dict):
             raise SystemExit("--json must be a JSON object of arguments")
+        if args.arg:
+            raise SystemExit("give the arguments as --json or as --arg NAME=VALUE, not both")
         return value
     out: dict[str, Any] = {}
     for pair in args.arg or []:

@@ -15,6 +15,7 @@ be synced both ways with one reading of the form: JSON fits the form when readin
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,6 +173,10 @@ def pairs_of(fields: list[FormField], value: Any) -> list[tuple[str, str]]:
 def fits(fields: list[FormField], value: Any) -> list[tuple[str, str]]:
     """`pairs_of(value)` when reading those inputs gives `value` back exactly (types, numbers, keys), else
     NotFitting with the reason: the form never claims to show JSON it would send differently."""
+    unheld = _text_no_field_holds(value)
+    if unheld:
+        raise NotFitting(f"{unheld}: a form field cannot hold it as it is (an input drops line breaks), so the JSON "
+                         "is what is sent")
     pairs = pairs_of(fields, value)
     got, errors = parse_form(fields, FormInput(pairs))
     if errors:
@@ -180,6 +185,26 @@ def fits(fields: list[FormField], value: Any) -> list[tuple[str, str]]:
     if _canonical(got) != _canonical(value):
         raise NotFitting("the form would send it differently (an empty text, or a value it leaves out)")
     return pairs
+
+
+_UNHELD = re.compile("[\r\n\x00\ud800-\udfff]")
+
+
+def _text_no_field_holds(value: Any, depth: int = 0) -> str:
+    """What in `value` a browser's field would change: a line break (an <input> drops it, a one-per-line list
+    splits on it), NUL (the HTML parser turns it into U+FFFD) or a lone surrogate. "" when there is none."""
+    if isinstance(value, str):
+        match = _UNHELD.search(value)
+        return f"a text holds U+{ord(match.group(0)):04X}" if match else ""
+    if depth > 64:
+        return ""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _text_no_field_holds(key, depth + 1) if isinstance(key, str) else ""
+        found = found or _text_no_field_holds(item, depth + 1)
+        if found:
+            return found
+    return ""
 
 
 def _canonical(value: Any) -> str:

@@ -138,11 +138,22 @@ class TemplateForm:
         return _ROLE.get(var.operator, "")
 
 
+MAX_TEMPLATE_CHARS = 2000    # a uriTemplate longer than this gets no form (each page draws every template's)
+MAX_TEMPLATE_VARIABLES = 32  # nor one with more variables
+
+
 def template_form(template: object) -> TemplateForm:
     """What a resource template's form offers: its variables, the URI with none given, or why there is no form."""
     if not isinstance(template, str):
         return TemplateForm([], "", "The server gave no uriTemplate string.")
+    if len(template) > MAX_TEMPLATE_CHARS:
+        return TemplateForm([], "", f"This uriTemplate is {len(template):,} characters, more than a form is drawn for "
+                                    f"({MAX_TEMPLATE_CHARS:,}): type its URI under Read any resource.")
     try:
-        return TemplateForm(variables(template), expand(template, {}), None)
+        found = variables(template)
+        if len(found) > MAX_TEMPLATE_VARIABLES:  # every page of the session draws every template's form
+            return TemplateForm([], "", f"This template has {len(found):,} variables, more than a form is drawn for "
+                                        f"({MAX_TEMPLATE_VARIABLES}): type its URI under Read any resource.")
+        return TemplateForm(found, expand(template, {}), None)
     except TemplateError as exc:
         return TemplateForm([], "", f"The URI template cannot be read: {exc}")

@@ -121,12 +121,13 @@ def test_json_that_fits_fills_the_form_and_json_that_does_not_says_why_and_is_wh
     expect(tool.get_by_label(label("mode"))).to_have_value("slow")
     note = tool.locator(".json-note")
     expect(note).to_be_empty()
-    # In form mode the form (now showing that JSON) is what goes.
+    # The form now shows that JSON, so either mode sends it.
     assert call(tool) == fitting
     box.fill(json.dumps({"note": {"title": "t"}, "extra": [1]}))
     expect(note).to_contain_text("does not fit the form")
     expect(note).to_contain_text("'extra'")
-    tool.get_by_label("Send the JSON below instead of the form", exact=False).check()
+    # Typing JSON ticked "Send the JSON": left unticked, Call sent the form and said nothing of the JSON.
+    expect(tool.get_by_label("Send the JSON below instead of the form", exact=False)).to_be_checked()
     tool.get_by_role("button", name="Call nested_args", exact=True).click()
     expect(tool.locator(".result pre.text-content").last).to_have_text(
         json.dumps({"extra": [1], "note": {"title": "t"}}))

@@ -82,6 +82,9 @@ def test_json_that_the_form_can_show_comes_back_from_its_inputs_exactly(value: d
     ({"note": {"title": "t"}, "tags": [{"name": "a"}], "a.b": ""}, "would send it differently"),
     ({"note": "text"}, "an object is expected"),
     ({"note": {"title": ""}}, "note.title: This field is required"),  # an empty required text is refused
+    # What a browser's field would change: an <input> drops line breaks, the parser turns NUL into U+FFFD.
+    ({"note": {"title": "line1\nline2"}}, "U\\+000A"), ({"note": {"title": "a\rb"}}, "U\\+000D"),
+    ({"note": {"title": "a\x00b"}}, "U\\+0000"),
 ])
 def test_json_the_form_cannot_show_exactly_is_refused_with_the_reason(value: Any, why: str) -> None:
     with pytest.raises(NotFitting, match=why):

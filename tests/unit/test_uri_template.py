@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from app.web.uri_template import TemplateError, expand, template_form, variables
+from app.web.uri_template import (
+    MAX_TEMPLATE_CHARS,
+    MAX_TEMPLATE_VARIABLES,
+    TemplateError,
+    expand,
+    template_form,
+    variables,
+)
 
 # The RFC's example values (section 3.2), as strings: a form gives strings or nothing.
 VALUES = {"var": "value", "hello": "Hello World!", "path": "/foo/bar", "empty": "", "x": "1024", "y": "768",
@@ -56,3 +63,12 @@ def test_the_form_of_a_template_starts_with_the_uri_of_no_values() -> None:
     form = template_form("demo://items/{item_id}{?v}")
     assert ([v.name for v in form.variables], form.uri, form.problem) == (["item_id", "v"], "demo://items/", None)
     assert template_form(None).problem
+
+
+def test_a_template_with_more_variables_or_characters_than_a_form_is_drawn_for_gets_none_and_says_why() -> None:
+    many = "x://{" + ",".join(f"v{i}" for i in range(MAX_TEMPLATE_VARIABLES + 1)) + "}"
+    assert template_form(many).variables == [] and "variables" in str(template_form(many).problem)
+    long = "x://{a}/" + "p" * MAX_TEMPLATE_CHARS
+    assert template_form(long).variables == [] and "characters" in str(template_form(long).problem)
+    assert len(template_form("x://{" + ",".join(f"v{i}" for i in range(MAX_TEMPLATE_VARIABLES)) + "}").variables) \
+        == MAX_TEMPLATE_VARIABLES
