@@ -87,6 +87,11 @@ def write_har(path: str | None, session: Headless) -> None:
     """The exchanges as HAR 1.2, secrets masked as the console's exports mask them (unless --reveal)."""
     if path:
         log = har(session.masking.events(session.events), shown_target(session) if not session.stdio else "")
+        if session.stdio:  # an empty HAR with no word why read as a broken export
+            log["log"]["comment"] = ("A stdio server: its frames went over stdin and stdout, not HTTP, so this HAR "
+                                     "has no entries (--json prints every exchange).")
+            print(f"· mcp-console: {path}: a stdio server's HAR has no entries (its frames are not HTTP)",
+                  file=sys.stderr)
         Path(path).write_text(json.dumps(log, indent=2), encoding="utf-8")
 
 

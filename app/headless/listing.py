@@ -122,8 +122,10 @@ async def list_items(args: argparse.Namespace) -> int:
         out = {**shown, "errors": problems} if problems else dict(shown)
         print(json_text(with_notes(out, session)) if args.notes else json_text(out))
     else:
-        blocks = [table(field, items) for field, items in shown.items()
-                  if items or field != "resourceTemplates"]
+        # Resources and their templates are two tables: each says what it is when there is more than one.
+        heads = {"resources": "Resources", "resourceTemplates": "Resource templates"} if len(shown) > 1 else {}
+        blocks = [(f"{heads[field]}:\n" if field in heads else "") + table(field, items)
+                  for field, items in shown.items() if items or field != "resourceTemplates"]
         print("\n\n".join(blocks))
     return EXIT_FINDINGS if failed else EXIT_CLEAN
 

@@ -6,7 +6,7 @@ import asyncio
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -85,8 +85,8 @@ class HttpTransport:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
     ) -> None:
-        self.target = reveal(url)
-        self.shown_target = redact_url(self.target)
+        self.target = userinfo_unless_authorization(reveal(url), extra_headers or {})
+        self.shown_target = redact_url(reveal(url))
         self._client = client
         self.record = record
         self.extra_headers = {k: reveal(v) for k, v in (extra_headers or {}).items()}
@@ -338,3 +338,13 @@ def _explain(exc: Exception) -> str:
         return f"the answer's headers passed {H11_HEAD_BOUND // 1024} KiB without ending (RemoteProtocolError: {exc})"
     return f"{type(exc).__name__}: {exc}"
 
+
+def userinfo_unless_authorization(url: str, headers: Mapping[str, str | Secret]) -> str:
+    """The URL to send to. httpx turns a URL's user and password into `Authorization: Basic …` and puts it over an
+    Authorization header the person typed; the typed header is what they asked for, so then the userinfo goes."""
+    if not any(name.lower() == "authorization" for name in headers):
+        return url
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))

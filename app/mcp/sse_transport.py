@@ -17,6 +17,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from app.mcp.errors import ConnectFailed, McpError, ProtocolViolation, StreamLost, StreamTooLarge, TransportError
+from app.mcp.http import userinfo_unless_authorization
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, notification, parse_frame
 from app.mcp.secret import MASK, Secret, header_masks, reveal
@@ -92,7 +93,7 @@ class HttpSseTransport:
                  extra_headers: Mapping[str, str | Secret] | None = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES) -> None:
-        self.target = reveal(url)
+        self.target = userinfo_unless_authorization(reveal(url), extra_headers or {})
         self.shown_target = str(url)  # for notes: a secret part of the URL as its mask
         self._client = client
         self.record = record

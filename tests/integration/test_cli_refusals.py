@@ -166,3 +166,11 @@ def test_a_stdio_command_lines_credentials_are_masked_in_the_notes() -> None:
     assert done.returncode == 0, done.stderr
     assert "started pid" in done.stderr and "API_TOKEN=••••••" in done.stderr
     assert TOKEN not in done.stderr + done.stdout
+
+
+def test_an_authorization_header_typed_wins_over_a_urls_user_and_password(hostile_http: Start) -> None:
+    url = hostile_http("cli").replace("http://", "http://alice:pw@", 1)
+    done = mcp_console("call", url, "say_head", "--header", f"Authorization: Bearer {TOKEN}", "--reveal")
+    assert done.returncode == 0, done.stderr
+    head = json.loads(done.stdout)["result"]["content"][0]["text"]
+    assert f"\r\nAuthorization: Bearer {TOKEN}\r\n" in head and "Basic" not in head
