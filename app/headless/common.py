@@ -13,6 +13,7 @@ from typing import Any
 from app.console.secrecy import CREDENTIAL_WORDS
 from app.headless.answers import elicitor, root_entries
 from app.headless.masking import Masking
+from app.headless.oauth import add_oauth_options, oauth_of
 from app.headless.report import MAX_NOTES, har, notes_text, terminal_text
 from app.headless.runner import DEFAULT_MAX_S, AuthRefused, Headless
 from app.mcp.headers import typed_header
@@ -56,8 +57,9 @@ def session_of(args: argparse.Namespace, era: str, era_named: bool) -> Headless:
     except ValueError as exc:  # shlex: an unclosed quote in --stdio (the line is not quoted back: it may hold a key)
         print(f"--stdio: the command line cannot be split as a shell would ({exc})", file=sys.stderr)
         raise SystemExit(EXIT_UNREACHABLE) from None
+    oauth = oauth_of(args) if not stdio else None  # a stdio server takes its credentials from the environment
     session = Headless(target, stdio, args.timeout, headers, era=era, max_s=args.max_time, era_named=era_named,
-                       masking=masking)
+                       masking=masking, oauth=oauth)
     roots = root_entries(args.root or [])
     session.answer_with(elicitor(args.elicit, roots, say=session.say))
     session.roots_offered = bool(roots)
@@ -147,3 +149,4 @@ def add_common_options(common: argparse.ArgumentParser) -> None:
                         help="How to answer the server's elicitations: accept a form with its schema's defaults "
                              "(declined when a required field has none), decline every one, or answer from a JSON "
                              "file keyed like the server's inputRequests. Each answer is said on stderr.")
+    add_oauth_options(common)

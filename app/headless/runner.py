@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,22 +15,27 @@ import httpx
 
 from app.headless.answers import Elicitor, elicitor
 from app.headless.masking import Masking
+from app.headless.oauth import OAuthOptions
 from app.headless.report import MAX_NOTES, Said, cut_note
 from app.mcp.client import ClientConfig, McpClient, Reply, reply_json
 from app.mcp.connecting import Connected, ConnectMachine, Failed, Initialize, NotifyInitialized, Probe, StartClient
 from app.mcp.era import Era, LegacyEra, ModernEra, ServerAnswer
-from app.mcp.errors import ConnectFailed, McpError, ProcessExited
+from app.mcp.errors import AuthChallenged, ConnectFailed, McpError, ProcessExited
 from app.mcp.handshake import HandshakeFailed, send_initialized
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import Linter
 from app.mcp.mrtr import kind_of
+from app.mcp.oauth.agents import FollowRedirects, LoopbackCallback
+from app.mcp.oauth.driver import Authorizer
+from app.mcp.oauth.machine import AuthMachine
 from app.mcp.operation import AskInput, Ended, OperationMachine, SendRound
+from app.mcp.secret import reveal
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
 from app.mcp.transport import Transport
 from app.mcp.upstream import upstream_client
-from app.mcp.wire import WireEvent
+from app.mcp.wire import Recorder, WireEvent
 
 CLIENT_INFO = {"name": "mcp-console-cli", "version": "0.1.0"}
 MAX_ROUNDS = 10
@@ -42,10 +48,11 @@ class AuthRefused(ConnectFailed):
     """The server answered 401 or 403: the credentials are missing or not enough. Nothing more is sent (every
     later request would be refused the same way, and a CI log of ProtocolViolations says less than the status)."""
 
-    def __init__(self, status: int, reason: str, challenge: str | None, exchange: str | None = None) -> None:
+    def __init__(self, status: int, reason: str, challenge: str | None, exchange: str | None = None,
+                 detail: str = "") -> None:
         self.status, self.challenge, self.exchange = status, challenge, exchange
         said = f"; WWW-Authenticate: {challenge}" if challenge else " (it sent no WWW-Authenticate challenge)"
-        super().__init__(f"the server refused the request: HTTP {status} {reason}{said}")
+        super().__init__(f"the server refused the request: HTTP {status} {reason}{said}{detail}")
 
 
 NOT_CONNECTED = (ConnectFailed, ProcessExited)
@@ -61,8 +68,11 @@ class Headless:
 
     def __init__(self, target: str, stdio: bool, idle_timeout_s: float, headers: Mapping[str, str] | None = None,
                  era: str = "modern", answer: Elicitor | None = None, max_s: float = DEFAULT_MAX_S,
-                 era_named: bool = False, masking: Masking | None = None) -> None:
+                 era_named: bool = False, masking: Masking | None = None, oauth: OAuthOptions | None = None) -> None:
         self.target = target
+        self.oauth = oauth
+        self.auth: Authorizer | None = None  # the OAuth flow's driver, made with the first HTTP transport
+        self._auth_said: dict[tuple[int, int], tuple[int, int, int]] = {}  # (run, step) -> lines and findings said
         self.stdio = stdio
         # What is secret of the typed target (app/headless/masking.py); a script that made none shows it all.
         self.masking = masking or Masking(target, stdio, dict(headers or {}), reveal=True)
@@ -102,15 +112,52 @@ class Headless:
                 transport = HttpTransport(url, self._http, record, extra_headers=headers)
         caps = self._caps
         first = getattr(self, "client", None)
+        authorizer = self._authorizer(transport, record)
         return McpClient(transport, ClientConfig(client_info=CLIENT_INFO, capabilities=lambda: caps, era=era,
+                                                 authorizer=authorizer,
                                                  idle_timeout_s=self._idle_timeout_s, max_s=self._max_s,
                                                  deadlines_named=("--timeout", "--max-time"),
                                                  answerer=self._server_request,
                                                  first_key=first.next_key_number if first is not None else 1))
 
+    def _authorizer(self, transport: Transport, record: Recorder) -> Authorizer | None:
+        """The OAuth driver for an HTTP transport when --oauth asks for one (and no Authorization was typed)."""
+        if self.oauth is None or not isinstance(transport, HttpTransport) or transport.typed_authorization:
+            return None
+        if self.auth is None:
+            assert self._http is not None
+            machine = AuthMachine(reveal(self.masking.url), self.oauth.settings)
+            agent = FollowRedirects(self._http, self.say) if self.oauth.mode == "follow" else \
+                LoopbackCallback(self._announce)
+            self.auth = Authorizer(machine, self._http, record, agent, lambda: self.client.new_key(),
+                                   on_change=self._auth_changed)
+        self.auth.bind(transport)
+        return self.auth
+
+    def _announce(self, url: str) -> None:
+        print(f"· mcp-console: open this URL in a browser to authorize (waiting for the callback):\n{url}",
+              file=sys.stderr, flush=True)
+
+    def _auth_changed(self, auth: Authorizer) -> None:
+        """Each step's new lines said once, in order; its findings kept with the lint's."""
+        machine = auth.machine
+        for index, step in enumerate(machine.steps):
+            said_found, said_decided, said_findings = self._auth_said.get((machine.runs, index), (0, 0, 0))
+            title = f"OAuth {step.name}"
+            for line in step.found[said_found:]:
+                self.say(f"{title}: found {line}")
+            for line in step.decided[said_decided:]:
+                self.say(f"{title}: {line}")
+            for finding in step.findings[said_findings:]:
+                self.linter.report(finding.rule, finding.message, finding.exchange)
+            if step.status == "failed" and said_findings < len(step.findings) and step.fix:
+                self.say(f"{title} failed; fix: {step.fix}")
+            self._auth_said[(machine.runs, index)] = (len(step.found), len(step.decided), len(step.findings))
+
     def _keep(self, event: WireEvent) -> None:
         self.events.append(event)
-        if event.direction == "transport" and event.http_status in REFUSING and self.refused is None:
+        if event.direction == "transport" and event.http_status in REFUSING and self.refused is None \
+                and self.auth is None and event.signal != "oauth":
             challenge = next((value for name, value in event.headers or () if name.lower() == "www-authenticate"),
                              None)
             reason = (event.note or "").split(" ", 2)[2] if (event.note or "").count(" ") >= 2 else ""
@@ -146,8 +193,16 @@ class Headless:
         """How the server's own requests (2025-11-25) are answered: set before connecting."""
         self._answer = answer
 
-    def stop_if_refused(self) -> None:
-        """After every request: a 401 or 403 ends the run before anything else is sent."""
+    def stop_if_refused(self, reply: Reply | None = None) -> None:
+        """After every request: a 401 or 403 ends the run before anything else is sent (with OAuth: one the flow
+        could not answer, said with the step that failed)."""
+        if reply is not None and isinstance(reply.error, AuthChallenged) and self.refused is None:
+            failure = self.auth.failure if self.auth is not None else None
+            detail = (f"; OAuth stopped at {failure.step}: {failure.message}" if failure is not None else
+                      "; OAuth got tokens the server still refused" if self.auth is not None else "")
+            challenge = reply.error.challenge
+            self.refused = AuthRefused(challenge.status, "", self.masking.text(challenge.raw) or None,
+                                       reply.error.exchange, detail)
         if self.refused is not None:
             raise self.refused
 
@@ -155,7 +210,7 @@ class Headless:
         """One request, unless the server has refused the credentials already (then AuthRefused, as after it)."""
         self.stop_if_refused()
         reply = await self.client.request(method, params)
-        self.stop_if_refused()
+        self.stop_if_refused(reply)
         return reply
 
     async def __aenter__(self) -> Headless:
@@ -193,13 +248,13 @@ class Headless:
                 command = machine.started()
             elif isinstance(command, Probe):
                 self.discovery = reply = await self.client.request("server/discover", {})
-                self.stop_if_refused()
+                self.stop_if_refused(reply)
                 if isinstance(reply.error, NOT_CONNECTED):
                     raise reply.error
                 command = machine.probed(reply, transport_alive=getattr(self.client.transport, "alive", True))
             elif isinstance(command, Initialize):
                 reply = await self.client.request("initialize", command.params)
-                self.stop_if_refused()
+                self.stop_if_refused(reply)
                 if isinstance(reply.error, NOT_CONNECTED):
                     raise reply.error
                 command = machine.initialized(reply)
@@ -261,7 +316,7 @@ class Headless:
                 self.stop_if_refused()
                 # A progress token per round: the lint then ties late progress to its request on stdio too.
                 last = await self.client.request(method, command.params, progress_token=self.client.new_key())
-                self.stop_if_refused()
+                self.stop_if_refused(last)
                 command = machine.took(last)
                 if isinstance(command, AskInput):
                     asked = ", ".join(f"{kind_of(r)} {k!r}" for k, r in command.requests.items())

@@ -11,7 +11,7 @@ import contextlib
 import itertools
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from app.mcp.asking import ServerAsks
 from app.mcp.deadline import CONSOLE_SETTINGS, Deadline
 from app.mcp.era import MODERN_VERSION, Answerer, Era, ModernEra
 from app.mcp.errors import (
+    AuthChallenged,
     McpError,
     ProtocolViolation,
     RequestCancelled,
@@ -37,6 +38,7 @@ KNOWN_RESULT_TYPES = frozenset({"complete", "input_required"})
 NotificationSink = Callable[[Frame], None]
 NoticeSink = Callable[[str, str], None]  # (level, message): what the client has to say about the session
 KEEP_NOTIFICATIONS = 50
+AUTH_TRIES = 3  # authorizations per request: a 403 forever is asked at most this often (conformance: <= 3)
 KEEP_NOTIFICATION_BYTES = 8 * 1024  # a bigger one is kept as a stub: 50 × 1 MB logs must not ride on every reply
 
 
@@ -95,6 +97,9 @@ class ClientConfig:
     key_prefix: str = ""  # keeps exchange keys unique across reconnects of one recorded session
     first_id: int = 1     # likewise for JSON-RPC ids: a session's ids never repeat
     first_key: int = 1    # a client replacing another mid-connect (a stdio restart) goes on with its keys
+    # Who gets a token when the server refuses a request with 401 or 403 insufficient_scope: True when there is a
+    # new one to send the request again with (app/mcp/oauth/driver.py). None: the refusal is the answer.
+    authorizer: Callable[[AuthChallenged], Awaitable[bool]] | None = None
 
 
 class Stop:
@@ -176,6 +181,26 @@ class McpClient:
         since its answer is a stream that stays open until someone closes it.
         """
         message = message or self.build(method, params, progress_token=progress_token, log_level=log_level)
+        reply = await self._request_once(method, message, key, on_notification, idle_timeout_s, max_s, stream)
+        authorizer = self.config.authorizer
+        tries = 0
+        # A 401 or a 403 asking for more scope: the authorizer (app/mcp/oauth/driver.py) refreshes, authorizes or
+        # steps up, and the request goes again, as a new request with the new token (bounded: a server that refuses
+        # every token must not loop).
+        while isinstance(reply.error, AuthChallenged) and authorizer is not None and tries < AUTH_TRIES:
+            tries += 1
+            if not await authorizer(reply.error):
+                break
+            message = {**message, "id": next(self._ids)}
+            again = await self._request_once(method, message, None, on_notification, idle_timeout_s, max_s, stream)
+            again.warnings.insert(0, f"sent again after authorizing (the first try, {reply.key}, was refused: "
+                                     f"HTTP {reply.error.challenge.status})")
+            reply = again
+        return reply
+
+    async def _request_once(self, method: str, message: dict[str, Any], key: str | None,
+                            on_notification: NotificationSink | None, idle_timeout_s: float | None,
+                            max_s: float | None, stream: bool) -> Reply:
         key = key or self.new_key()
         sent_params = message.get("params", {})
         reply = Reply(key=key, id=message["id"], method=method, params=sent_params, sent=time.monotonic())

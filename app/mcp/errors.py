@@ -96,3 +96,17 @@ class RpcError(McpError):
         label = f"{self.code}" + (f" {self.name}" if self.name else "")
         status = f" (HTTP {self.http_status})" if self.http_status else ""
         return f"{label}: {self.message}{status}"
+
+
+class AuthChallenged(TransportError):
+    """HTTP 401 (or 403 with `insufficient_scope`) from an MCP endpoint: it asks for an OAuth token, or a better one.
+
+    Raised by the HTTP transport before the body is read as JSON-RPC (a 401's body is no MCP message: reading it
+    as one gave a false `frame.malformed`). `challenge` is the parsed `WWW-Authenticate` (app/mcp/oauth/challenge.py);
+    the client hands it to its authorizer, when it has one, and sends the request again with the new token."""
+
+    def __init__(self, message: str, challenge: Any, exchange: str | None = None, generation: int = 0) -> None:
+        self.challenge = challenge
+        self.exchange = exchange
+        self.generation = generation  # the transport's bearer_version the refused request went with
+        super().__init__(message)

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from app.mcp.errors import (
+    AuthChallenged,
     ConnectFailed,
     ProtocolViolation,
     SessionExpired,
@@ -20,7 +21,8 @@ from app.mcp.errors import (
 from app.mcp.http_answer import Answer, HttpExchange, content_type, excerpt, shortened
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import Frame, encode, parse_frame
-from app.mcp.secret import Secret, header_masks, reveal
+from app.mcp.oauth.challenge import bearer_challenge
+from app.mcp.secret import MASK, Secret, header_masks, reveal
 from app.mcp.sse import SeenIds
 from app.mcp.standalone import StandaloneStream
 from app.mcp.transport import (
@@ -92,6 +94,9 @@ class HttpTransport:
         self.extra_headers = {k: reveal(v) for k, v in (extra_headers or {}).items()}
         # How the recorded request shows a secret header: its mask, never the value sent (see recorded_headers).
         self.secret_headers = header_masks(url, extra_headers or {})
+        self.bearer_version = 0  # which token a request went with: a refusal of an older one just goes again
+        self._typed_authorization = any(k.lower() == "authorization" for k in self.extra_headers) or \
+            "@" in urlsplit(self.target).netloc
         self.max_message_bytes = max_message_bytes
         self.max_stream_bytes = max_stream_bytes
         self._discovered = False
@@ -196,8 +201,44 @@ class HttpTransport:
         request_id = message.get("id")
         if isinstance(request_id, str | int):
             self._inflight_ids.add(request_id)
-        return HttpExchange(self, await self._post(message, headers, key), key, message.get("id"), discovery,
-                            headers)
+        version = self.bearer_version
+        response = await self._post(message, headers, key)
+        if response.status_code in (401, 403):
+            await self._challenged(response, key, version)
+        return HttpExchange(self, response, key, message.get("id"), discovery, headers)
+
+    def use_bearer(self, token: str | None) -> None:
+        """Send `Authorization: Bearer <token>` on every request from now on (None: stop); recorded as its mask.
+        An OAuth grant's token (app/mcp/oauth/driver.py); never put in a query."""
+        self.extra_headers = {k: v for k, v in self.extra_headers.items() if k.lower() != "authorization"}
+        self.secret_headers.pop("authorization", None)
+        self.bearer_version += 1
+        if token is not None:
+            self.extra_headers["Authorization"] = f"Bearer {token}"
+            self.secret_headers["authorization"] = f"Bearer {MASK}"
+
+    @property
+    def typed_authorization(self) -> bool:
+        """Whether the person typed an Authorization header (or a URL with a user): then OAuth stays out of it."""
+        return self._typed_authorization
+
+    async def _challenged(self, response: Answer, key: str, version: int) -> None:
+        """A 401, or a 403 that asks for more scope: the body is the server's word on it (kept, not linted as
+        JSON-RPC), and the request ends with AuthChallenged for the client's authorizer."""
+        challenge = bearer_challenge(response.status_code, _answer_headers(response))
+        if response.status_code == 403 and not challenge.insufficient_scope:
+            return  # a plain 403 is the server's answer: read as any other
+        try:
+            raw = await self._bounded_body(response)
+        except httpx.HTTPError:
+            raw = b""
+        finally:
+            await response.aclose()
+        if raw:
+            self.record(WireEvent(direction="in", raw=raw.decode("utf-8", errors="replace"), exchange=key,
+                                  http_status=response.status_code, signal="oauth"))
+        what = "asks for more scope" if challenge.insufficient_scope else "asks for authorization"
+        raise AuthChallenged(f"the server {what}: {challenge.describe()}", challenge, key, version)
 
     def hand_over(self, frame: Frame) -> bool:
         """Keep a response that came on the standalone stream for the request in flight it answers."""

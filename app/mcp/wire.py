@@ -14,7 +14,9 @@ from app.mcp.jsonrpc import Frame
 Direction = Literal["out", "in", "stderr", "transport"]
 # stderr_unfinished: a stderr event whose raw is what a terminal shows now of a line not yet ended (a progress bar
 # redrawn with \r), replaced by the next such event, and by the line itself once it ends.
-Signal = Literal["process_started", "process_exited", "session_message", "standalone_stream", "stderr_unfinished"]
+# oauth: an exchange of the OAuth flow (app/mcp/oauth), or a refused request's body: HTTP, but no JSON-RPC to lint.
+Signal = Literal["process_started", "process_exited", "session_message", "standalone_stream", "stderr_unfinished",
+                 "oauth"]
 
 
 @dataclass(slots=True)

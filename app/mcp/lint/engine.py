@@ -110,7 +110,15 @@ class Linter:
 
     # --- dispatch ---------------------------------------------------------------------------
 
+    def report(self, rule: str, message: str, exchange: str | None) -> Finding:
+        """A finding of a check made elsewhere (the OAuth flow's, app/mcp/oauth/machine.py), kept with the rest."""
+        finding = self._finding(rule, message, exchange, None)
+        self.findings.append(finding)
+        return finding
+
     def _observe(self, event: WireEvent, found: list[Finding]) -> None:
+        if event.signal == "oauth":
+            return  # an OAuth exchange, or a refused request's body: HTTP, no JSON-RPC (the flow reports on it)
         if event.direction == "out" and event.frame is not None:
             self._outgoing(event, event.frame, found)
         elif event.direction == "transport":

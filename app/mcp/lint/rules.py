@@ -111,6 +111,62 @@ _ROWS = [
     Rule("http.result-status", "error", "A JSON-RPC result that came with an HTTP error status (4xx or 5xx): the "
          "status says the request failed, the body that it succeeded.",
          "basic/transports/streamable-http#sending-messages-to-the-server"),
+    Rule("oauth.challenge-missing", "warning", "A 401 without a `WWW-Authenticate: Bearer` challenge naming "
+         "`resource_metadata` (the client has to probe the well-known URLs).",
+         "basic/authorization/authorization-server-discovery"),
+    Rule("oauth.cors-expose", "note", "A 401 whose `WWW-Authenticate` a browser-based client cannot read: no "
+         "`Access-Control-Expose-Headers: WWW-Authenticate` (a server-side client, as the console, is not affected).",
+         "basic/authorization/security-considerations"),
+    Rule("oauth.prm-missing", "warning", "No protected resource metadata (RFC 9728) at the challenge's URL or "
+         "either well-known URL: only 2025-03-26 servers are read without it.",
+         "basic/authorization/authorization-server-discovery"),
+    Rule("oauth.prm-invalid", "error", "A protected resource metadata URL answered 200 without a JSON document "
+         "naming `authorization_servers`.",
+         "basic/authorization/authorization-server-discovery"),
+    Rule("oauth.resource-mismatch", "error", "The protected resource metadata's `resource` does not name the "
+         "server being connected to (RFC 9728 §3.3): no authorization request is made.",
+         "basic/authorization#resource-parameter-implementation"),
+    Rule("oauth.server-metadata-missing", "error", "No authorization server metadata (RFC 8414 or OpenID Connect "
+         "discovery) at any URL the specification orders, or one without an authorization or token endpoint.",
+         "basic/authorization/authorization-server-discovery"),
+    Rule("oauth.default-endpoints", "warning", "Neither protected resource metadata nor authorization server "
+         "metadata: the 2025-03-26 default endpoints (/authorize, /token, /register on the server's origin) are "
+         "used.", "basic/authorization/authorization-server-discovery"),
+    Rule("oauth.metadata-issuer", "error", "Authorization server metadata whose `issuer` is not byte-identical to "
+         "the issuer its URL was built from.",
+         "basic/authorization/authorization-server-discovery"),
+    Rule("oauth.pkce-unsupported", "error", "Authorization server metadata without `S256` in "
+         "`code_challenge_methods_supported`: the client must refuse to go on.",
+         "basic/authorization/security-considerations"),
+    Rule("oauth.insecure-endpoint", "error", "An authorization server endpoint that is not https (loopback hosts "
+         "excepted, for development).",
+         "basic/authorization/security-considerations"),
+    Rule("oauth.loopback-http", "note", "An authorization server endpoint on plain http at a loopback host: "
+         "allowed for development only.",
+         "basic/authorization/security-considerations"),
+    Rule("oauth.no-client", "error", "No way to get a client id: no pre-registered client, no client id metadata "
+         "document support, no registration endpoint.",
+         "basic/authorization/client-registration"),
+    Rule("oauth.registration-refused", "error", "Dynamic client registration refused.",
+         "basic/authorization/client-registration"),
+    Rule("oauth.state-mismatch", "error", "An authorization response whose `state` is not the one sent.",
+         "basic/authorization/security-considerations"),
+    Rule("oauth.iss-mismatch", "error", "An authorization response whose `iss` (RFC 9207) is not the issuer the "
+         "request went to, compared exactly.",
+         "basic/authorization#authorization-response-validation"),
+    Rule("oauth.iss-missing", "error", "An authorization response without `iss` from a server that advertises "
+         "`authorization_response_iss_parameter_supported`.",
+         "basic/authorization#authorization-response-validation"),
+    Rule("oauth.authorization-refused", "warning", "The authorization server answered the authorization request "
+         "with an error (or with neither a code nor an error).",
+         "basic/authorization"),
+    Rule("oauth.token-refused", "error", "The token endpoint refused the authorization code or the client.",
+         "basic/authorization"),
+    Rule("oauth.token-invalid", "error", "A token answer whose `token_type` is not Bearer.",
+         "basic/authorization"),
+    Rule("oauth.step-up-limit", "warning", "The server asked for more scope (403 `insufficient_scope`) more often "
+         "than the retry limit allows.",
+         "basic/authorization#error-handling"),
     Rule("lint.internal", "error", "The lint itself failed on a frame (a bug in the console: please report "
          "it with the frame).", "basic/index"),
 ]

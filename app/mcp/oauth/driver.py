@@ -1,0 +1,239 @@
+"""Runs the OAuth machine (app/mcp/oauth/machine.py) for a connection: its fetches on the wire, its authorization
+page through an agent, its token on the transport.
+
+The console and the command line each give the same driver what differs between them: the `Agent` that takes the
+person to the authorization page and brings the callback back (a browser tab and /oauth/callback; a printed URL
+and a loopback listener; or, for CI, following the redirects itself), an optional `gate` that pauses before each
+step (the console's "step through"), and where the results go (`on_change`: the steps and the grant to show and
+keep). Every exchange is recorded as any other, under its own key, with `signal="oauth"` and every secret masked
+(tokens, codes, secrets, the PKCE verifier, the state): the record is what a link holder may see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import httpx
+
+from app.mcp.errors import AuthChallenged
+from app.mcp.oauth.grant import Grant
+from app.mcp.oauth.machine import MAX_BODY, Answer, AuthMachine, Authorize, Command, Done, Failed, Fetch
+from app.mcp.secret import MASK
+from app.mcp.wire import Recorder, WireEvent, wire_headers
+
+FETCH_TIMEOUT_S = 15.0
+SECRET_FIELDS = frozenset({"access_token", "refresh_token", "id_token", "client_secret", "code", "code_verifier",
+                           "registration_access_token", "client_assertion", "assertion", "password", "state"})
+
+
+class AuthAborted(Exception):
+    """The person stopped the flow (or the agent could not bring a callback): the message says why."""
+
+
+class Agent(Protocol):
+    async def authorize(self, command: Authorize) -> dict[str, str]:
+        """Take the person to `command.url`; return the callback's query parameters (raise AuthAborted if none)."""
+        ...
+
+
+class Bearer(Protocol):
+    bearer_version: int
+
+    def use_bearer(self, token: str | None) -> None: ...
+
+
+Gate = Callable[[AuthMachine], Awaitable[None]]
+
+
+class Authorizer:
+    """The client's authorizer (ClientConfig.authorizer): called with a refusal, True when a new token is on the
+    transport. One flow at a time: requests refused together wait for the one flow, then go again."""
+
+    def __init__(self, machine: AuthMachine, http: httpx.AsyncClient, record: Recorder, agent: Agent,
+                 new_key: Callable[[], str], gate: Gate | None = None,
+                 on_change: Callable[[Authorizer], None] | None = None) -> None:
+        self.machine = machine
+        self._http = http
+        self._record = record
+        self.agent = agent
+        self.new_key = new_key
+        self.gate = gate
+        self.on_change = on_change
+        self.transport: Bearer | None = None
+        self.failure: Failed | None = None
+        self.running = False
+        self._lock = asyncio.Lock()
+
+    @property
+    def grant(self) -> Grant | None:
+        return self.machine.grant
+
+    def bind(self, transport: Bearer) -> None:
+        """The transport the token goes on; a grant kept from before (a restart) goes on it at once."""
+        self.transport = transport
+        if self.machine.grant is not None:
+            transport.use_bearer(self.machine.grant.access_token)
+
+    def forget(self) -> None:
+        """Sign out: the grant and the registrations go, and the transport sends no token."""
+        self.machine.grant = None
+        self.machine.registrations.clear()
+        self.machine.registration = None
+        if self.transport is not None:
+            self.transport.use_bearer(None)
+        self._changed()
+
+    async def __call__(self, refused: AuthChallenged) -> bool:
+        async with self._lock:
+            if self.transport is not None and refused.generation != self.transport.bearer_version:
+                return True  # another request's flow put a new token on meanwhile: go again with it
+            outcome = await self.run(refused.challenge, refused.exchange)
+        return isinstance(outcome, Done)
+
+    async def run(self, challenge: Any, exchange: str | None = None) -> Done | Failed:
+        self.failure = None
+        self.running = True
+        try:
+            command: Command = self.machine.challenged(challenge, exchange)
+            while True:
+                self._changed()
+                if isinstance(command, Done):
+                    if self.transport is not None:
+                        self.transport.use_bearer(command.grant.access_token)
+                    return command
+                if isinstance(command, Failed):
+                    self.failure = command
+                    return command
+                command = await self._step(command)
+        finally:
+            self.running = False
+            self._changed()
+
+    async def _step(self, command: Fetch | Authorize) -> Command:
+        try:
+            if self.gate is not None:
+                await self.gate(self.machine)
+                rebuilt = self.machine.pending()  # what the person set while it waited goes with this step
+                assert isinstance(rebuilt, Fetch | Authorize)
+                command = rebuilt
+            if isinstance(command, Fetch):
+                return self.machine.fetched(await self._fetch(command))
+            return self.machine.called_back(await self._authorize(command))
+        except AuthAborted as exc:
+            return self.machine.abort(str(exc) or "stopped")
+
+    async def _fetch(self, command: Fetch) -> Answer:
+        key = self.new_key()
+        content: bytes | None = None
+        shown = ""
+        if command.form is not None:
+            content = urlencode(command.form).encode()
+            shown = urlencode([(k, MASK if k in SECRET_FIELDS else v) for k, v in command.form])
+        elif command.json is not None:
+            content = json.dumps(command.json).encode()
+            shown = json.dumps(command.json)
+        try:
+            request = self._http.build_request(command.method, command.url, headers=list(command.headers),
+                                               content=content, timeout=FETCH_TIMEOUT_S)
+        except (httpx.InvalidURL, ValueError, TypeError) as exc:
+            return self._said(key, command, Answer(problem=f"could not build the request to {command.url}: {exc}"))
+        self._record(WireEvent(direction="out", raw=shown, exchange=key, url=command.url, signal="oauth",
+                               headers=[(n, _masked_header(n, v)) for n, v in wire_headers(request.headers)],
+                               note=f"OAuth {command.step}: {command.method} {command.url}"))
+        try:
+            response = await self._http.send(request, stream=True, follow_redirects=command.method == "GET")
+        except (httpx.HTTPError, OSError) as exc:
+            return self._said(key, command, Answer(problem=f"could not reach {command.url}: {type(exc).__name__}: "
+                                                           f"{exc}"))
+        try:
+            body = await _bounded(response)
+        except httpx.HTTPError as exc:
+            body = b""
+            self._record(WireEvent(direction="transport", raw="", exchange=key, signal="oauth",
+                                   note=f"the answer broke off: {type(exc).__name__}"))
+        finally:
+            await response.aclose()
+        headers = wire_headers(response.headers)
+        self._record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
+                               headers=[(n, _masked_header(n, v)) for n, v in headers], signal="oauth", url=command.url,
+                               note=f"HTTP {response.status_code} {response.reason_phrase}"))
+        text = body.decode("utf-8", errors="replace")
+        if text:
+            self._record(WireEvent(direction="in", raw=masked_body(text), exchange=key, signal="oauth",
+                                   http_status=response.status_code))
+        return Answer(response.status_code, headers, text, exchange=key)
+
+    def _said(self, key: str, command: Fetch, answer: Answer) -> Answer:
+        self._record(WireEvent(direction="transport", raw="", exchange=key, signal="oauth", url=command.url,
+                               note=f"OAuth {command.step}: {answer.problem}"))
+        answer.exchange = key
+        return answer
+
+    async def _authorize(self, command: Authorize) -> dict[str, str]:
+        key = self.new_key()
+        self._record(WireEvent(direction="transport", raw="", exchange=key, signal="oauth",
+                               url=masked_url(command.url),
+                               note=f"OAuth authorization: the authorization page is {masked_url(command.url)}"))
+        step = self.machine.step
+        if step is not None:
+            step.exchanges.append(key)
+        self._changed()
+        params = await self.agent.authorize(command)
+        shown = ", ".join(f"{k}={MASK if k in SECRET_FIELDS else v}" for k, v in params.items())
+        self._record(WireEvent(direction="transport", raw="", exchange=key, signal="oauth",
+                               note=f"OAuth callback: {shown or 'no parameters'}"))
+        return params
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self)
+
+
+async def _bounded(response: httpx.Response) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_BODY:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _masked_header(name: str, value: str) -> str:
+    lowered = name.lower()
+    if lowered in ("authorization", "proxy-authorization"):
+        return value.split(" ", 1)[0] + " " + MASK if " " in value else MASK
+    if lowered in ("cookie", "set-cookie"):
+        return MASK
+    return value
+
+
+def masked_body(text: str) -> str:
+    """A token, registration or metadata answer with every secret field's value masked (JSON), or a form body's."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        if "=" in text and "\n" not in text:
+            pairs = parse_qsl(text, keep_blank_values=True)
+            if pairs:
+                return urlencode([(k, MASK if k in SECRET_FIELDS else v) for k, v in pairs])
+        return text
+    return json.dumps(_mask(doc), ensure_ascii=False) if isinstance(doc, dict) else text
+
+
+def _mask(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: (MASK if k in SECRET_FIELDS and isinstance(v, str) else v) for k, v in doc.items()}
+
+
+def masked_url(url: str) -> str:
+    """A URL with its secret query values (state, code) masked."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    return urlunsplit(parts._replace(query=urlencode([(k, MASK if k in SECRET_FIELDS else v) for k, v in pairs])))

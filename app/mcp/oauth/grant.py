@@ -1,0 +1,84 @@
+"""What an OAuth flow leaves behind: a client registered at an authorization server, and a grant of tokens.
+
+Both are kept per authorization server `issuer` (a client id of one server is never offered to another, and a
+server named anew means registering anew). They hold secrets: whoever stores them keeps them in the owner-only
+place; `shown()` is what may be displayed to anyone (never a token, a secret or a JWT signature).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class Registration:
+    issuer: str
+    client_id: str
+    client_secret: str | None = None
+    how: str = "pre-registered"   # pre-registered | client id metadata document | dynamic registration
+    auth_method: str = "none"     # the token endpoint's client authentication
+    redirect_uri: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Registration:
+        return cls(**{k: data[k] for k in cls.__slots__ if k in data})
+
+
+@dataclass(slots=True)
+class Grant:
+    issuer: str
+    resource: str
+    access_token: str
+    token_type: str = "Bearer"
+    refresh_token: str | None = None
+    expires_at: float | None = None   # wall clock
+    scope: str | None = None          # granted, as the token answer said (else what was asked)
+    requested: str | None = None      # what the authorization request asked for
+    id_token: str | None = None
+    token_endpoint: str = ""          # where a refresh goes (the flow may be long gone by then)
+    obtained_at: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Grant:
+        return cls(**{k: data[k] for k in cls.__slots__ if k in data})
+
+    def expires_in(self, now: float | None = None) -> float | None:
+        return None if self.expires_at is None else self.expires_at - (now if now is not None else time.time())
+
+    def shown(self) -> dict[str, Any]:
+        """What anyone may see of the grant: issuer, scopes, expiry, whether a refresh token is held, and the
+        access and ID tokens decoded when they are JWTs (header and claims, never the signature)."""
+        return {"issuer": self.issuer, "resource": self.resource, "token_type": self.token_type,
+                "scope": self.scope, "requested": self.requested, "expires_at": self.expires_at,
+                "obtained_at": self.obtained_at, "refresh_token": self.refresh_token is not None,
+                "access_token": decoded_jwt(self.access_token),
+                "id_token": decoded_jwt(self.id_token) if self.id_token else None}
+
+
+def decoded_jwt(token: str) -> dict[str, Any] | None:
+    """A JWT's header and claims, read without checking the signature (a client shows them; the resource server
+    is the one that verifies). None for an opaque token or anything that does not decode."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        header, claims = (json.loads(_b64url(part)) for part in parts[:2])
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(header, dict) or not isinstance(claims, dict):
+        return None
+    return {"header": header, "claims": claims}
+
+
+def _b64url(part: str) -> bytes:
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
