@@ -100,6 +100,21 @@ class SessionRenamed(Record):
 
 
 @dataclass(slots=True)
+class AuthChanged(Record):
+    """The session's OAuth flow moved (app/console/oauth.py): what anyone may see of it, never a secret."""
+
+    KIND = "auth_changed"
+    kind: Literal["auth_changed"] = field(default="auth_changed", init=False)
+    status: str = "idle"  # idle | running | waiting | paused | done | failed | signed_out
+    message: str = ""
+    run: int = 0
+    steps: list[Json] = field(default_factory=list)
+    grant: Json | None = None     # Grant.shown(): issuer, scopes, expiry, decoded JWT header and claims
+    settings: Json = field(default_factory=dict)  # what the owner set, without the client secret's value
+    refreshed: int = 0            # how many times the token was refreshed in this session
+
+
+@dataclass(slots=True)
 class RootsChanged(Record):
     KIND = "roots_changed"
     kind: Literal["roots_changed"] = field(default="roots_changed", init=False)
@@ -360,13 +375,13 @@ Event = (Restored | TakenOver | SessionCreated | StatusChanged | Discovered | Li
          | OperationSnapshot | OpStarted | OpRound | OpAnswered | OpRefused | OpEnded | Progress | Log
          | SubscriptionSnapshot | SubStarted | SubListening | SubAcknowledged | SubNotified | SubProblem
          | SubEnded | Reread | LinkCreated | LinkRevoked | DeadlineExtended | EraNegotiated
-         | FindingRecorded | ServerRequestSnapshot | SrAsked | SrRefused | SrEnded | CancelRequested)
+         | FindingRecorded | ServerRequestSnapshot | SrAsked | SrRefused | SrEnded | CancelRequested | AuthChanged)
 _ALL_RECORDS: tuple[type[Record], ...] = (
     Restored, TakenOver, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
     SessionRenamed, RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, *OP_RECORDS,
     Progress, Log,
     *SUB_RECORDS, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded,
-    *SR_RECORDS, CancelRequested)
+    *SR_RECORDS, CancelRequested, AuthChanged)
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in _ALL_RECORDS}
 EXCHANGE_KINDS = ("exchange_started", "exchange_finished")
 # The kinds that make or change a timeline entry.

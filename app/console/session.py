@@ -42,6 +42,7 @@ from app.console.events import (
 )
 from app.console.listen import Listeners
 from app.console.live import NotificationBudget, ProgressCoalescer, StderrBatcher, log_data
+from app.console.oauth import SessionAuth, redirect_uri
 from app.console.operations import OperationDriver
 from app.console.roots import parse_roots
 from app.console.scrub import scrubber_for
@@ -60,6 +61,7 @@ from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import Linter
 from app.mcp.lint.output import OutputLint
+from app.mcp.secret import reveal
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
 from app.mcp.transport import Transport
@@ -144,6 +146,7 @@ class ConsoleSession:
         self._stray_timer: asyncio.TimerHandle | None = None
         self.linter = Linter()
         self.output_lint = OutputLint()  # a 2025-11-25 session's one rule (app/mcp/lint/output.py)
+        self.oauth: SessionAuth | None = None  # made with the first HTTP transport that may need it
         self._finding_counts: dict[tuple[str | None, str], int] = {}
         self._http_status: dict[str, int] = {}
         # Team deployment: the process that owns the connection, when it is not this one (a replica); else None.
@@ -553,6 +556,7 @@ class ConsoleSession:
         self.transport = self._make_transport()
         self.client = McpClient(self.transport, ClientConfig(
             client_info=CLIENT_INFO, capabilities=lambda: self.capabilities, era=era,
+            authorizer=self._authorizer(self.transport),
             answerer=self._server_request_answerer(), on_session_notification=self.listeners.deliver,
             on_notice=self.timeline.notice,
             idle_timeout_s=self.idle_timeout_s, max_s=self.max_s,
@@ -562,6 +566,24 @@ class ConsoleSession:
         except McpError as exc:
             return str(exc)
         return None
+
+    def _authorizer(self, transport: Transport) -> Any:
+        """The OAuth flow's driver for an HTTP transport (none when the owner typed an Authorization header, or
+        for an imported session, which sends nothing): a 401 or 403 insufficient_scope starts it."""
+        if not isinstance(transport, HttpTransport) or transport.typed_authorization or self.read_only:
+            return None
+        if self.oauth is None:
+            self.oauth = SessionAuth(self.id, reveal(self.target.url), redirect_uri(self.settings),
+                                     lambda: self._secrets, self._save_oauth, self.timeline.append)
+        authorizer = self.oauth.driver(self._http, self.on_wire, lambda: self.client.new_key() if self.client
+                                       else "oauth", self.timeline.append)
+        self.oauth.bind(transport)
+        return authorizer
+
+    def _save_oauth(self, text: str) -> None:
+        """The OAuth secrets (tokens, registrations, the client secret) beside the target's, owner-only."""
+        self._secrets = {**self._secrets, SessionAuth.SECRET_KEY: text}
+        self.store.save_secrets(self.id, self._secrets)
 
     def _server_request_answerer(self) -> Answerer | None:
         """Who answers a request from the server when the era asks (legacy only): the inbox's dialogs."""
@@ -672,12 +694,25 @@ class ConsoleSession:
             if on_notification is not None:
                 on_notification(frame)
 
+        def retried(refused: Reply, again: str, again_id: Any) -> None:
+            """Refused for want of a token (401, 403 insufficient_scope), authorized, sent again: the refused try's
+            entry ends, the new one starts (in the same operation round), pointing back at it."""
+            timeline.append(self._finished(refused.key, refused, op, round_))
+            def start_again() -> None:
+                timeline.append(ExchangeStarted(key=again, method=method, name=name, id=again_id, op=op,
+                                                round=round_, replay_of=refused.key))
+
+            self._before_first_wire[again] = start_again
+
         try:
             reply = await client.request(method, message=message, key=key, on_notification=on_frame, stream=stream,
-                                         idle_timeout_s=self.idle_timeout_s, max_s=self.max_s)
+                                         idle_timeout_s=self.idle_timeout_s, max_s=self.max_s, on_retry=retried)
         finally:
             if (unrecorded := self._before_first_wire.pop(key, None)) is not None:
                 unrecorded()  # nothing reached the wire (refused before it, or cancelled while connecting)
+        if reply.key != key and (unrecorded := self._before_first_wire.pop(reply.key, None)) is not None:
+            unrecorded()
+        key = reply.key
         self.progress.done(target)
         self.log_budget.done(target)
         self.server_requests.end_of(key)  # a question its stream carried cannot be answered any more

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.console.events import (
+    AuthChanged,
     CancelRequested,
     CapabilitiesChanged,
     DeadlineExtended,
@@ -93,6 +94,7 @@ class SessionState:
     findings: dict[str, int] = field(default_factory=dict)  # rule id → how many times the live lint found it
     lists: dict[str, list[Json]] = field(default_factory=lambda: {k: [] for k in LIST_KEYS})
     label: str = ""  # the name the owner gave the session ("": the server's title)
+    auth: Json | None = None  # the OAuth flow as anyone may see it (an auth_changed event's data); None: never ran
     roots: list[Json] = field(default_factory=list)  # the owner's (app/console/roots.py): none by default
     log_level: str = ""
     progress_enabled: bool = True
@@ -214,6 +216,10 @@ def _capabilities(state: SessionState, ev: CapabilitiesChanged, _e: TimelineEven
 
 def _renamed(state: SessionState, ev: SessionRenamed, _e: TimelineEvent) -> None:
     state.label = ev.name
+
+
+def _auth(state: SessionState, ev: AuthChanged, _e: TimelineEvent) -> None:
+    state.auth = ev.to_data()
 
 
 def _roots(state: SessionState, ev: RootsChanged, _e: TimelineEvent) -> None:
@@ -536,7 +542,7 @@ _HANDLERS: dict[type[Any], Any] = {
     DeadlineExtended: _deadline_extended, EraNegotiated: _era,
     Restored: _restored, TakenOver: _taken_over, SessionCreated: _created, StatusChanged: _status,
     Discovered: _discovered, ListsRefreshed: _lists,
-    CapabilitiesChanged: _capabilities, RootsChanged: _roots, SessionRenamed: _renamed,
+    CapabilitiesChanged: _capabilities, RootsChanged: _roots, SessionRenamed: _renamed, AuthChanged: _auth,
     RequestSettingsChanged: _request_settings,
     ExchangeStarted: _exchange, ExchangeFinished: _exchange, Notice: _notice, OperationSnapshot: _op_snapshot,
     OpStarted: _op_started, OpRound: _op_round, OpAnswered: _op_answered, OpRefused: _op_refused, OpEnded: _op_ended,
@@ -562,7 +568,7 @@ def projection(state: SessionState) -> Json:
         "target": state.target, "read_only": state.read_only, "status": state.status,
         "status_message": state.status_message, "connects": state.connects, "last_id": state.last_id,
         "capabilities": state.capabilities, "discover": state.discover, "era": state.era, "lists": state.lists,
-        "roots": state.roots, "label": state.label, "ever_connected": state.ever_connected,
+        "roots": state.roots, "label": state.label, "auth": state.auth, "ever_connected": state.ever_connected,
         "request_settings": [state.log_level, state.progress_enabled, state.auto_refresh, state.idle_timeout_s,
                              state.max_s],
         "status_since": state.status_since, "findings": state.findings,

@@ -173,7 +173,7 @@ class McpClient:
                       progress_token: Any = None, log_level: str | None = None,
                       on_notification: NotificationSink | None = None, idle_timeout_s: float | None = None,
                       max_s: float | None = None, key: str | None = None, message: dict[str, Any] | None = None,
-                      stream: bool = False) -> Reply:
+                      stream: bool = False, on_retry: Callable[[Reply, str, Any], None] | None = None) -> Reply:
         """Send one request and wait for its final response (or failure), recording nothing itself.
 
         The deadline is an idle timer that every frame of the request resets, under an overall
@@ -192,7 +192,11 @@ class McpClient:
             if not await authorizer(reply.error):
                 break
             message = {**message, "id": next(self._ids)}
-            again = await self._request_once(method, message, None, on_notification, idle_timeout_s, max_s, stream)
+            retry_key = self.new_key()
+            if on_retry is not None:  # the caller records the refused try as ended and the new one as started
+                on_retry(reply, retry_key, message["id"])
+            again = await self._request_once(method, message, retry_key, on_notification, idle_timeout_s, max_s,
+                                             stream)
             again.warnings.insert(0, f"sent again after authorizing (the first try, {reply.key}, was refused: "
                                      f"HTTP {reply.error.challenge.status})")
             reply = again

@@ -22,7 +22,18 @@ from app.console.session import Target
 from app.console.store import Store
 from app.console.team_checks import team_problems
 from app.settings import Settings
-from app.web import actions, export_routes, form_routes, live_routes, op_routes, ping_routes, routes, share_routes, ws
+from app.web import (
+    actions,
+    auth_routes,
+    export_routes,
+    form_routes,
+    live_routes,
+    op_routes,
+    ping_routes,
+    routes,
+    share_routes,
+    ws,
+)
 from app.web.deps import (
     LinkEnded,
     TargetHTMLResponse,
@@ -100,6 +111,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.include_router(form_routes.router)
     app.include_router(routes.router)
     app.include_router(ping_routes.router)
+    app.include_router(auth_routes.router)
     app.include_router(op_routes.router)
     app.include_router(live_routes.router)
     app.include_router(share_routes.router)

@@ -460,6 +460,9 @@ class EventRenderer:
             # A new subscription's card goes on top of the list; every later change replaces its card by id.
             ctx.update(sub=sub, fresh=event.kind == "sub_started" and not data.get("reconnects"))
             return self.env.get_template("_push_subscription.html").render(ctx)
+        if event.kind == "auth_changed":
+            ctx.update(oob=True)
+            return self.env.get_template("_auth.html").render(ctx)
         if event.kind == "reread":
             ctx.update(uri=data.get("uri"), op=session.state.operations.get(str(data.get("op"))))
             return self.env.get_template("_push_reread.html").render(ctx)

@@ -142,8 +142,8 @@ class SettingsView(_View):
 
 
 class SessionView(_View):
-    __slots__ = ("auto_refresh", "capabilities", "client", "created", "deadline_view", "discover", "ever_connected",
-                 "id",
+    __slots__ = ("auth", "auth_url", "auto_refresh", "capabilities", "client", "created", "deadline_view", "discover",
+                 "ever_connected", "id",
                  "idle_timeout_s", "last_activity", "lists", "log_level", "max_s", "name", "named", "operations",
                  "owned_by",
                  "owner_gone", "progress_enabled", "read_only", "roots", "server_capabilities", "server_info",
@@ -153,7 +153,11 @@ class SessionView(_View):
     def __init__(self, session: ConsoleSession, owner: bool) -> None:
         client = session.client
         deadline: Callable[[str | None], dict[str, Any] | None] = session.deadline_view
+        oauth = session.oauth
         self._set(
+            auth=session.state.auth,
+            # The authorization page's URL (its state and PKCE challenge) is the owner's: for their click only.
+            auth_url=oauth.url if owner and oauth is not None else None,
             id=session.id, name=session.name, named=bool(session.state.label),
             ever_connected=session.state.ever_connected,
             status=session.status, status_message=session.status_message,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -49,14 +50,24 @@ class Bearer(Protocol):
 Gate = Callable[[AuthMachine], Awaitable[None]]
 
 
+class ExchangeSink(Protocol):
+    """Where a caller that shows exchanges as entries (the console's timeline) hears of each OAuth one."""
+
+    def started(self, key: str, step: str, url: str) -> None: ...
+
+    def finished(self, key: str, answer: Answer, duration_ms: float) -> None: ...
+
+
 class Authorizer:
     """The client's authorizer (ClientConfig.authorizer): called with a refusal, True when a new token is on the
     transport. One flow at a time: requests refused together wait for the one flow, then go again."""
 
     def __init__(self, machine: AuthMachine, http: httpx.AsyncClient, record: Recorder, agent: Agent,
                  new_key: Callable[[], str], gate: Gate | None = None,
-                 on_change: Callable[[Authorizer], None] | None = None) -> None:
+                 on_change: Callable[[Authorizer], None] | None = None,
+                 exchanges: ExchangeSink | None = None) -> None:
         self.machine = machine
+        self.exchanges = exchanges
         self._http = http
         self._record = record
         self.agent = agent
@@ -128,6 +139,15 @@ class Authorizer:
 
     async def _fetch(self, command: Fetch) -> Answer:
         key = self.new_key()
+        began = time.monotonic()
+        if self.exchanges is not None:
+            self.exchanges.started(key, command.step, command.url)
+        answer = await self._exchange(key, command)
+        if self.exchanges is not None:
+            self.exchanges.finished(key, answer, (time.monotonic() - began) * 1000)
+        return answer
+
+    async def _exchange(self, key: str, command: Fetch) -> Answer:
         content: bytes | None = None
         shown = ""
         if command.form is not None:
@@ -175,6 +195,9 @@ class Authorizer:
 
     async def _authorize(self, command: Authorize) -> dict[str, str]:
         key = self.new_key()
+        began = time.monotonic()
+        if self.exchanges is not None:
+            self.exchanges.started(key, command.step, masked_url(command.url))
         self._record(WireEvent(direction="transport", raw="", exchange=key, signal="oauth",
                                url=masked_url(command.url),
                                note=f"OAuth authorization: the authorization page is {masked_url(command.url)}"))
@@ -182,10 +205,18 @@ class Authorizer:
         if step is not None:
             step.exchanges.append(key)
         self._changed()
-        params = await self.agent.authorize(command)
+        try:
+            params = await self.agent.authorize(command)
+        except AuthAborted as exc:
+            if self.exchanges is not None:
+                self.exchanges.finished(key, Answer(problem=str(exc), exchange=key),
+                                        (time.monotonic() - began) * 1000)
+            raise
         shown = ", ".join(f"{k}={MASK if k in SECRET_FIELDS else v}" for k, v in params.items())
         self._record(WireEvent(direction="transport", raw="", exchange=key, signal="oauth",
                                note=f"OAuth callback: {shown or 'no parameters'}"))
+        if self.exchanges is not None:
+            self.exchanges.finished(key, Answer(200, exchange=key), (time.monotonic() - began) * 1000)
         return params
 
     def _changed(self) -> None:

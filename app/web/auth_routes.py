@@ -1,0 +1,76 @@
+"""The console's own OAuth redirect URI, and the owner's hand on a session's flow (app/console/oauth.py).
+
+`/oauth/callback` needs no cookie: the authorization server's redirect is a cross-site navigation, which carries
+no SameSite=Strict cookie, and the callback's `state` (unguessable, made for one waiting flow, used once) is what
+ties it to the session. It shows nothing the query held (a code, or an error text a mix-up could forge): it hands
+the parameters to the flow, and the page hops to the session, whose own check then applies.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import RedirectResponse, Response
+
+from app.console.oauth import CALLBACK_PATH, waiting_for
+from app.web.deps import Owner, session_or_404, web
+from app.web.forms import FormInput
+
+router = APIRouter()
+
+
+@router.get(CALLBACK_PATH)
+async def oauth_callback(request: Request) -> Response:
+    w = web(request)
+    params = dict(request.query_params)
+    auth = waiting_for(params.get("state", ""))
+    if auth is None or not auth.called_back(params):
+        return w.page("error.html", status=400, status_code=400,
+                      detail="This authorization callback matches no authorization the console is waiting for: it "
+                             "was answered already, stopped, timed out, or it came from elsewhere. Connect again "
+                             "from the session to get a new authorization page.")
+    return w.page("landing.html", target=f"/sessions/{auth.session_id}", role="", oauth=True)
+
+
+@router.post("/sessions/{session_id}/auth/settings")
+async def auth_settings(request: Request, session_id: str, w: Owner) -> Response:
+    s = session_or_404(w, session_id)
+    if s.oauth is None:
+        raise HTTPException(409, "This session has had no OAuth flow (its server never asked for authorization)")
+    form = FormInput(list((await request.form()).multi_items()))  # type: ignore[arg-type]
+    values = {name: (form.first(name) or "") for name in ("client_id", "client_secret", "client_metadata_url",
+                                                          "scope", "authorization_endpoint", "token_endpoint",
+                                                          "redirect_uri")}
+    extra: dict[str, str] = {}
+    for line in (form.first("extra_params") or "").splitlines():
+        name, sep, value = line.strip().partition("=")
+        if sep and name.strip():
+            extra[name.strip()] = value.strip()
+    if form.first("forget_secret"):
+        s.oauth.forget_secret()
+    s.oauth.edit(values, extra, bool(form.first("step_through")))
+    return RedirectResponse(f"/sessions/{s.id}", status_code=303)
+
+
+@router.post("/sessions/{session_id}/auth/continue")
+async def auth_continue(session_id: str, w: Owner) -> Response:
+    s = session_or_404(w, session_id)
+    if s.oauth is None or not s.oauth.resume(True):
+        raise HTTPException(409, "No OAuth step is waiting to continue")
+    return RedirectResponse(f"/sessions/{s.id}", status_code=303)
+
+
+@router.post("/sessions/{session_id}/auth/stop")
+async def auth_stop(session_id: str, w: Owner) -> Response:
+    s = session_or_404(w, session_id)
+    if s.oauth is None or not s.oauth.stop():
+        raise HTTPException(409, "No OAuth flow is waiting to be stopped")
+    return RedirectResponse(f"/sessions/{s.id}", status_code=303)
+
+
+@router.post("/sessions/{session_id}/auth/signout")
+async def auth_signout(session_id: str, w: Owner) -> Response:
+    s = session_or_404(w, session_id)
+    if s.oauth is None:
+        raise HTTPException(409, "This session has had no OAuth flow")
+    s.oauth.sign_out()
+    return RedirectResponse(f"/sessions/{s.id}", status_code=303)
