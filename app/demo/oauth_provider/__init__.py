@@ -152,7 +152,7 @@ def ensure_installed(prefix: Path) -> Path:
 
 def start_provider(port: int, resources: Sequence[str], token_ttl: int, node_modules: Path, *,
                    client_id: str | None = None, client_secret: str | None = None, node: str | None = None,
-                   timeout: float = START_TIMEOUT_S, echo: Callable[[str], None] | None = None,
+                   timeout: float = START_TIMEOUT_S, echo: Callable[[str], object] | None = None,
                    preexec_fn: Callable[[], None] | None = None) -> ProviderProcess:
     """Run the provider on 127.0.0.1:`port` (0: any free port) for the MCP resource URI(s) `resources`, with
     access tokens living `token_ttl` seconds, and wait for its ready line.
@@ -192,7 +192,7 @@ def start_provider(port: int, resources: Sequence[str], token_ttl: int, node_mod
 
 
 def _read_stderr(running: ProviderProcess, ready: queue.Queue[str | None],
-                 echo: Callable[[str], None] | None) -> None:
+                 echo: Callable[[str], object] | None) -> None:
     """Drain its stderr for its whole life (a full pipe would block it): the ready line, then the rest."""
     stream = running.proc.stderr
     assert stream is not None
