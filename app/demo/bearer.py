@@ -46,8 +46,9 @@ class Grant:
 class IssuerKeys:
     """The issuer's signing keys, fetched once and again when a token names a key not among them."""
 
-    def __init__(self, issuer: str) -> None:
+    def __init__(self, issuer: str, refetch_interval: float = REFETCH_INTERVAL_S) -> None:
         self.issuer = issuer
+        self.refetch_interval = refetch_interval
         self._keys: KeySet | None = None
         self._fetched_at = float("-inf")
         self._lock = asyncio.Lock()
@@ -55,7 +56,7 @@ class IssuerKeys:
     async def key_for(self, kid: str | None) -> Any:
         async with self._lock:
             if self._keys is None or (not _holds(self._keys, kid)
-                                      and time.monotonic() - self._fetched_at >= REFETCH_INTERVAL_S):
+                                      and time.monotonic() - self._fetched_at >= self.refetch_interval):
                 self._keys = await self._fetch()
                 self._fetched_at = time.monotonic()
             keys = self._keys
