@@ -177,3 +177,13 @@ async def test_an_unreachable_issuer_is_503_not_a_refused_token() -> None:
 
 async def test_other_paths_pass_through_without_a_token(gate: httpx.AsyncClient) -> None:
     assert (await gate.post("/elsewhere", content=b"{}")).status_code == 200
+
+
+async def test_a_preflight_is_answered_without_a_token_and_allows_the_authorization_header(
+        gate: httpx.AsyncClient) -> None:
+    response = await gate.options("/mcp", headers={"Origin": "http://example.test",
+                                                   "Access-Control-Request-Method": "POST",
+                                                   "Access-Control-Request-Headers": "authorization, content-type"})
+    assert response.status_code == 204
+    assert response.headers["access-control-allow-headers"] == "authorization, content-type"
+    assert response.headers["access-control-allow-origin"] == "*"
