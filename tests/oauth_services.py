@@ -19,10 +19,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import queue
 import secrets
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -145,9 +148,6 @@ def _child_env() -> dict[str, str]:
 
 def _wait_for_line(proc: subprocess.Popen[str], wanted: str) -> None:
     """Block until the process prints `wanted` on stderr (then keep draining it), or fail at the deadline."""
-    import queue
-    import threading
-
     lines: queue.Queue[str | None] = queue.Queue()
 
     def pump() -> None:
@@ -158,9 +158,10 @@ def _wait_for_line(proc: subprocess.Popen[str], wanted: str) -> None:
 
     threading.Thread(target=pump, name="protected-demo-stderr", daemon=True).start()
     seen: list[str] = []
+    deadline = time.monotonic() + START_TIMEOUT_S
     while True:
         try:
-            line = lines.get(timeout=START_TIMEOUT_S)
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
             line = None
         if line is None:
