@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
 from app import data_dir
@@ -24,6 +25,9 @@ from app.mcp.stdio import inherited_env
 from app.settings import Settings
 from app.web.public_host import validated
 from app.web.security import WILDCARDS, token_problem
+
+if TYPE_CHECKING:
+    from app.demo.oauth_provider import ProviderProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_READY = re.compile(r"demo server listening on (http://\S+)")
@@ -59,12 +63,22 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("--demo-port", type=int, default=0,
                       help="The demo server's HTTP port (default: the one it had last time in this data "
                            "directory, else any free one).")
+    demo.add_argument("--oauth", action="store_true",
+                      help="Protect the demo server with OAuth: run a real OpenID provider (the npm package "
+                           "oidc-provider, installed into the data directory the first time; needs Node.js) beside "
+                           "it. Any login and password signs in.")
+    demo.add_argument("--oauth-token-ttl", type=int, default=300, metavar="SECONDS",
+                      help="With --oauth: how long an access token lives (default 300), so a refresh shows.")
     server = sub.add_parser("demo-server", help="Run the bundled demo server alone.")
     mode = server.add_mutually_exclusive_group()
     mode.add_argument("--port", type=int, default=8766, help="The HTTP port (default 8766).")
     mode.add_argument("--stdio", action="store_true", help="Serve on stdin/stdout instead of HTTP.")
     server.add_argument("--state-key-file", help="A file holding the hex key that seals requestState (64 hex "
                         "digits), so an operation waiting for input outlives a restart of the demo server.")
+    server.add_argument("--oauth-issuer", metavar="URL", help="Protect /mcp: accept only JWT access tokens from "
+                        "this issuer for this server, and serve its protected resource metadata (HTTP only).")
+    server.add_argument("--oauth-scope", default=None, help="With --oauth-issuer: the scope every request needs "
+                        "(default mcp:read); write_note needs mcp:write too.")
     add_headless_parsers(sub)
     return top
 
@@ -120,11 +134,13 @@ def binds_everywhere(host: str) -> bool:
     return any(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_unspecified for info in infos)
 
 
-def start_demo_server(port: int, state_key_file: Path | None = None) -> tuple[subprocess.Popen[str], str]:
+def start_demo_server(port: int, state_key_file: Path | None = None,
+                      extra: list[str] | None = None) -> tuple[subprocess.Popen[str], str]:
     """Start the demo server as its own process (as any target would be) and wait for its ready line."""
     keyed = ["--state-key-file", str(state_key_file)] if state_key_file is not None else []
     # It dies with the console, a `kill -9` included (Linux): an orphan kept the port and the next start moved away.
-    proc = subprocess.Popen([sys.executable, "-m", "app.demo", "--port", str(port), *keyed], cwd=str(ROOT),
+    proc = subprocess.Popen([sys.executable, "-m", "app.demo", "--port", str(port), *keyed, *(extra or [])],
+                            cwd=str(ROOT),
                             stderr=subprocess.PIPE, text=True, start_new_session=True, env=inherited_env(),
                             preexec_fn=die_with_parent)
     assert proc.stderr is not None
@@ -202,6 +218,29 @@ def remember_demo_port(data_dir: Path, url: str) -> None:
         (data_dir / DEMO_PORT_FILE).write_text(str(port), encoding="ascii")
 
 
+class DemoProvider(NamedTuple):
+    process: ProviderProcess
+    demo_port: int  # the provider issues tokens for this port's /mcp only, so the demo must listen there
+
+
+def start_demo_provider(data_dir: Path, demo_port: int, token_ttl: int) -> DemoProvider:
+    """`demo --oauth`: oidc-provider (installed under the data directory the first time) on a free 127.0.0.1 port,
+    issuing tokens for the demo server's MCP URL, which is why the demo's port is chosen here, before either starts."""
+    from app.demo.oauth_provider import ProviderUnavailable, ensure_installed, start_provider
+
+    if demo_port == 0:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            demo_port = int(sock.getsockname()[1])
+    try:
+        node_modules = ensure_installed(data_dir / "oidc-provider")
+        process = start_provider(0, [f"http://127.0.0.1:{demo_port}/mcp"], token_ttl, node_modules,
+                                 echo=lambda line: sys.stderr.write(f"[oidc] {line}"), preexec_fn=die_with_parent)
+    except ProviderUnavailable as exc:
+        raise SystemExit(f"Cannot run the OAuth demo: {exc}") from None
+    return DemoProvider(process, demo_port)
+
+
 def asyncio_free_drain(proc: subprocess.Popen[str]) -> None:
     import threading
 
@@ -236,6 +275,8 @@ def main(argv: list[str] | None = None) -> None:
         from app.demo.run import main as demo_main  # the demo is its own program; imported only to run it
 
         keyed = ["--state-key-file", args.state_key_file] if args.state_key_file else []
+        keyed += ["--oauth-issuer", args.oauth_issuer] if args.oauth_issuer else []
+        keyed += ["--oauth-scope", args.oauth_scope] if args.oauth_scope else []
         demo_main([*(["--stdio"] if args.stdio else ["--port", str(args.port)]), *keyed])
         return
     if args.command in ("call", "check", "list"):
@@ -258,14 +299,27 @@ def main(argv: list[str] | None = None) -> None:
     # so the demo server is stopped however the console is.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     key_file, port = demo_continuity(Path(settings.data_dir).expanduser(), args.demo_port)
-    proc, url = start_demo_server(port, key_file)
+    provider = start_demo_provider(Path(settings.data_dir).expanduser(), port, args.oauth_token_ttl) \
+        if args.oauth else None
+    try:
+        proc, url = start_demo_server(provider.demo_port if provider else port, key_file,
+                                      ["--oauth-issuer", provider.process.issuer] if provider else None)
+    except BaseException:
+        if provider:
+            provider.process.stop()
+        raise
     remember_demo_port(Path(settings.data_dir).expanduser(), url)
     print(f"Demo server: {url}", flush=True)
+    if provider:
+        print(f"Its OAuth authorization server: {provider.process.issuer} (any login and password signs in)",
+              flush=True)
     settings.demo_url = url
     try:
         serve(settings, [Target(kind="http", url=url)])
     finally:
         stop(proc)
+        if provider:
+            provider.process.stop()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""Fixtures every test folder may use: the hostile target (tests/hostile), a real PostgreSQL (tests/services_pg)
-and a real Redis (tests/services_redis); and the `services` mark on every test that needs one of those two, so
+"""Fixtures every test folder may use: the hostile target (tests/hostile), a real PostgreSQL (tests/services_pg),
+a real Redis (tests/services_redis) and a real OpenID provider with the demo server it protects
+(tests/oauth_services); and the `services` mark on every test that needs one of those, so
 the fast tier (`bash scripts/test.sh --fast`: `-m "not browser and not slow and not services and not processes"`)
 leaves them out; the `processes` mark on the suites that run the console as a process of its own."""
 
@@ -9,14 +10,18 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.fixtures import hostile_http
+from tests.oauth_services import oauth_token_ttl, oidc_provider, protected_demo, protected_demo_port
 from tests.services_pg import pg_database, postgres_server, postgres_url
 from tests.services_redis import redis_prefix, redis_server, redis_url
 from tests.team_processes import Team, TeamSpec
 
-__all__ = ["hostile_http", "pg_database", "postgres_server", "postgres_url", "redis_prefix", "redis_server",
-           "redis_url"]
+__all__ = ["hostile_http", "oauth_token_ttl", "oidc_provider", "pg_database", "postgres_server", "postgres_url",
+           "protected_demo", "protected_demo_port", "redis_prefix", "redis_server", "redis_url"]
 
-SERVICE_FIXTURES = frozenset({"pg_database", "postgres_server", "postgres_url", "redis_server", "redis_url"})
+SERVICE_FIXTURES = frozenset({"pg_database", "postgres_server", "postgres_url", "redis_server", "redis_url",
+                              "oidc_provider", "protected_demo"})
+# The OpenID provider is third-party Node code as well as a service: `slow` too (tests/oauth_services.py).
+NODE_FIXTURES = frozenset({"oidc_provider", "protected_demo"})
 
 
 BROWSER_TESTS = Path(__file__).resolve().parent / "browser"
@@ -31,6 +36,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.services)
+        if NODE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
         if Path(str(item.fspath)).name in PROCESS_SUITES or PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.processes)
         if BROWSER_TESTS in Path(str(item.fspath)).resolve().parents:

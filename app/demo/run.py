@@ -1,4 +1,4 @@
-"""Command-line runner: `python -m app.demo [--port N | --stdio]`.
+"""Command-line runner: `python -m app.demo [--port N [--oauth-issuer URL] | --stdio]`.
 
 HTTP mode serves Streamable HTTP at http://127.0.0.1:N/mcp and prints exactly one
 readiness line to stderr once the socket is bound, which tests and the console's
@@ -17,8 +17,11 @@ from collections.abc import Callable
 import anyio
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp
 
+from app.demo.protect import BearerGate
 from app.demo.server import build_server, close_listen_streams
+from app.demo.tools_basic import TOOL_SCOPES
 
 DEFAULT_PORT = 8766
 HOST = "127.0.0.1"
@@ -82,6 +85,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
              "after this server restarts (default: a key for this process only)",
     )
     parser.add_argument(
+        "--oauth-issuer",
+        metavar="URL",
+        help="protect /mcp with OAuth: accept only JWT access tokens from this issuer for this server's URL, and "
+             "serve its protected resource metadata (HTTP mode only)",
+    )
+    parser.add_argument(
+        "--oauth-scope",
+        default="mcp:read",
+        help="the scope every request needs with --oauth-issuer (default mcp:read); write_note needs mcp:write too",
+    )
+    parser.add_argument(
         "--log-level",
         default="WARNING",
         type=str.upper,
@@ -101,7 +115,7 @@ def read_state_key(path: str | None) -> bytes | None:
 
 
 def serve_http(port: int, log_level: str, host: str = HOST, allowed_hosts: list[str] | None = None,
-               state_key: bytes | None = None) -> None:
+               state_key: bytes | None = None, oauth_issuer: str | None = None, oauth_scope: str = "mcp:read") -> None:
     server = build_server(state_key)
     logging.getLogger().setLevel(log_level)
     security = None
@@ -109,7 +123,9 @@ def serve_http(port: int, log_level: str, host: str = HOST, allowed_hosts: list[
         # Inside a container network the console reaches us as e.g. "demo:8766": name it explicitly,
         # keeping DNS-rebinding protection on rather than switching it off.
         security = TransportSecuritySettings(allowed_hosts=[*allowed_hosts, f"{HOST}:*", "localhost:*"])
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, transport_security=security)
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, transport_security=security)
+    if oauth_issuer:
+        app = BearerGate(app, issuer=oauth_issuer, required_scope=oauth_scope, tool_scopes=TOOL_SCOPES)
     config = uvicorn.Config(
         app,
         host=host,
@@ -135,9 +151,13 @@ def main(argv: list[str] | None = None) -> None:
     try:
         key = read_state_key(args.state_key_file)
         if args.stdio:
+            if args.oauth_issuer:
+                raise SystemExit("--oauth-issuer protects the HTTP endpoint; over stdio, credentials come from the "
+                                 "environment")
             serve_stdio(args.log_level, key)
         else:
-            serve_http(args.port, args.log_level, args.host, args.allowed_host, key)
+            serve_http(args.port, args.log_level, args.host, args.allowed_host, key, args.oauth_issuer,
+                       args.oauth_scope)
     except KeyboardInterrupt:
         # Ctrl-C is the normal way to stop a demo server; no traceback.
         pass

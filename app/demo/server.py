@@ -38,7 +38,8 @@ INSTRUCTIONS = """\
 Demo server for the MCP Console (protocol 2026-07-28, stateless).
 Nothing here touches the outside world; every tool is safe to call.
 - Basics: echo, add (structured), weather (outputSchema), media, fail (isError),
-  regional (x-mcp-header Region), log_demo (set _meta logLevel), html_trap.
+  regional (x-mcp-header Region), log_demo (set _meta logLevel), html_trap,
+  write_note (keeps a note; run with --oauth-issuer it needs the mcp:write scope).
 - MRTR (input_required): profile_form (every form field kind; echoes the raw answer),
   open_link (URL mode), ask_llm (sampling), list_roots, two_step (two rounds via SDK
   resolvers), multi_ask (two requests in one round), state_only (requestState only),

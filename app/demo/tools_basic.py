@@ -49,6 +49,12 @@ LOG_LEVELS: tuple[LoggingLevel, ...] = (
 )
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+
+# The scope each tool needs beyond the server's own when the demo runs protected (--oauth-issuer): the one tool that
+# changes something asks for `mcp:write`, so a token with only `mcp:read` meets a step-up (403 insufficient_scope).
+TOOL_SCOPES = {"write_note": "mcp:write"}
+MAX_NOTES = 100
 
 
 class SumOutput(TypedDict):
@@ -166,6 +172,15 @@ def register(server: MCPServer) -> None:
             )
         opted = f"requested level {requested!r}" if requested else "no logLevel in _meta, so none were delivered"
         return f"emitted {count} log lines ({opted})"
+
+    notes: list[str] = []
+
+    @server.tool(title="Write a note", annotations=_WRITES, structured_output=False)
+    async def write_note(text: Annotated[str, Field(max_length=1000)]) -> str:
+        """Keeps a short note in this server's memory (the last 100); needs the mcp:write scope when protected."""
+        notes.append(text)
+        del notes[:-MAX_NOTES]
+        return f"note saved ({len(notes)} kept): {text}"
 
     @server.tool(title="HTML escaping trap", annotations=_READ_ONLY, structured_output=False)
     async def html_trap() -> str:

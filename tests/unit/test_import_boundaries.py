@@ -146,6 +146,24 @@ def test_only_the_cli_demo_server_command_imports_app_demo() -> None:
     outside = sorted(p for p in APP.rglob("*.py") if APP / "demo" not in p.parents)
     assert len(outside) >= 20  # the walk really found the rest of the app
     found = [i for path in outside for i in imports_in(path) if i.touches("app.demo")]
-    described = [(i.path, i.module, i.names, i.function) for i in found]
+    # The launcher of `demo --oauth`'s authorization server (a Node program) is the one other door: it loads none of
+    # the demo server (test below).
+    server = [i for i in found if not i.touches("app.demo.oauth_provider")]
+    described = [(i.path, i.module, i.names, i.function) for i in server]
     assert described == [("app/cli.py", "app.demo.run", ("main",), "main")]
-    assert any('"demo-server"' in guard for guard in found[0].guards), found[0].guards
+    assert any('"demo-server"' in guard for guard in server[0].guards), server[0].guards
+    launcher = [i for i in found if i not in server]
+    # Only when `demo --oauth` starts it, and for its type (a TYPE_CHECKING import, never run).
+    assert all(i.path == "app/cli.py" and (i.function == "start_demo_provider" or "TYPE_CHECKING" in i.guards)
+               for i in launcher), launcher
+
+
+def test_the_oauth_provider_launcher_loads_none_of_the_demo_server() -> None:
+    code = ("import sys\n"
+            "import app.demo.oauth_provider\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'uvicorn', 'starlette')\n"
+            "             or (m.startswith('app.demo.') and not m.startswith('app.demo.oauth_provider')))\n"
+            "print(','.join(bad))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
