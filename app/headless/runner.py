@@ -142,17 +142,15 @@ class Headless:
         """Each step's new lines said once, in order; its findings kept with the lint's."""
         machine = auth.machine
         for index, step in enumerate(machine.steps):
-            said_found, said_decided, said_findings = self._auth_said.get((machine.runs, index), (0, 0, 0))
+            said_lines, _unused, said_findings = self._auth_said.get((machine.runs, index), (0, 0, 0))
             title = f"OAuth {step.name}"
-            for line in step.found[said_found:]:
-                self.say(f"{title}: found {line}")
-            for line in step.decided[said_decided:]:
-                self.say(f"{title}: {line}")
+            for kind, line in step.lines[said_lines:]:
+                self.say(f"{title}: found {line}" if kind == "found" else f"{title}: {line}")
             for finding in step.findings[said_findings:]:
                 self.linter.report(finding.rule, finding.message, finding.exchange)
             if step.status == "failed" and said_findings < len(step.findings) and step.fix:
                 self.say(f"{title} failed; fix: {step.fix}")
-            self._auth_said[(machine.runs, index)] = (len(step.found), len(step.decided), len(step.findings))
+            self._auth_said[(machine.runs, index)] = (len(step.lines), 0, len(step.findings))
 
     def _keep(self, event: WireEvent) -> None:
         self.events.append(event)

@@ -103,6 +103,9 @@ class Authorizer:
             if self.transport is not None and refused.generation != self.transport.bearer_version:
                 return True  # another request's flow put a new token on meanwhile: go again with it
             outcome = await self.run(refused.challenge, refused.exchange)
+        if isinstance(outcome, Failed):  # the refusal is the request's answer: it says where the flow stopped
+            refused.args = (f"{refused.args[0] if refused.args else refused}; OAuth stopped at the "
+                            f"{outcome.step} step: {outcome.message}",)
         return isinstance(outcome, Done)
 
     async def run(self, challenge: Any, exchange: str | None = None) -> Done | Failed:

@@ -139,13 +139,22 @@ class Step:
     status: Literal["running", "done", "failed"] = "running"
     found: list[str] = field(default_factory=list)
     decided: list[str] = field(default_factory=list)
+    lines: list[tuple[str, str]] = field(default_factory=list)  # ("found" | "decided", text), in the order said
     exchanges: list[str] = field(default_factory=list)
     findings: list[AuthFinding] = field(default_factory=list)
     fix: str = ""
 
+    def find(self, text: str) -> None:
+        self.found.append(text)
+        self.lines.append(("found", text))
+
+    def decide(self, text: str) -> None:
+        self.decided.append(text)
+        self.lines.append(("decided", text))
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "title": TITLES.get(self.name, self.name), "status": self.status,
-                "found": list(self.found), "decided": list(self.decided), "exchanges": list(self.exchanges),
+                "lines": [list(line) for line in self.lines], "exchanges": list(self.exchanges),
                 "findings": [{"rule": f.rule, "severity": f.severity, "message": f.message, "exchange": f.exchange}
                              for f in self.findings], "fix": self.fix}
 
@@ -188,7 +197,7 @@ class AuthMachine:
         step = self._open("challenge")
         if exchange:
             step.exchanges.append(exchange)
-        step.found.append(challenge.describe())
+        step.find(challenge.describe())
         if not challenge.bearer:
             self._find(step, "oauth.challenge-missing", "warning", f"HTTP {challenge.status} without a "
                        "`WWW-Authenticate: Bearer` challenge: the client has to guess where the metadata is")
@@ -205,18 +214,18 @@ class AuthMachine:
             self._step_ups += 1
             asked = (self.grant.requested or self.grant.scope or "") if self.grant else (self._scope or "")
             self._step_up_scope = union(asked, challenge.scope or "")
-            step.decided.append(f"step-up {self._step_ups} of {self.settings.max_step_ups}: authorize again with "
+            step.decide(f"step-up {self._step_ups} of {self.settings.max_step_ups}: authorize again with "
                                 f"the union of the scopes asked before and those challenged: {self._step_up_scope}")
         elif self.grant is not None and self.grant.refresh_token and challenge.status == 401:
-            step.decided.append("a token is held and it has a refresh token: refresh it first")
+            step.decide("a token is held and it has a refresh token: refresh it first")
             step.status = "done"
             self.phase = "refresh"
             self._open("refresh")
             return self.pending()
         elif self.grant is not None:
-            step.decided.append("the token held was refused and there is no refresh token: authorize again")
+            step.decide("the token held was refused and there is no refresh token: authorize again")
         else:
-            step.decided.append("no token is held: discover the authorization server")
+            step.decide("no token is held: discover the authorization server")
         self.grant = None if not challenge.insufficient_scope else self.grant
         step.status = "done"
         return self._begin_discovery()
@@ -265,7 +274,7 @@ class AuthMachine:
             return self._fail(step, "the callback's state is not the one sent (or is missing)", "oauth.state-mismatch",
                               "open the authorization page from this session again; an old or foreign callback "
                               "is never used")
-        step.found.append("state: matches the one sent")
+        step.find("state: matches the one sent")
         supported = (self.metadata or {}).get("authorization_response_iss_parameter_supported") is True
         iss = params.get("iss")
         if iss is not None and iss != self.issuer:
@@ -277,7 +286,7 @@ class AuthMachine:
             return self._fail(step, "the authorization server says it sends iss (authorization_response_iss_"
                               "parameter_supported) but the callback has none", "oauth.iss-missing",
                               "the server must send iss on every authorization response it advertises it on")
-        step.found.append(f"iss: {iss} (matches)" if iss is not None else
+        step.find(f"iss: {iss} (matches)" if iss is not None else
                           "iss: absent, and the server does not advertise it: proceed")
         if "error" in params:
             text = params["error"] + (f": {params['error_description']}" if params.get("error_description") else "")
@@ -289,7 +298,7 @@ class AuthMachine:
             return self._fail(step, "the callback carries neither a code nor an error", "oauth.authorization-refused",
                               "the authorization server's redirect is malformed")
         self._code = code
-        step.found.append("an authorization code (kept for the token request only)")
+        step.find("an authorization code (kept for the token request only)")
         step.status = "done"
         self.phase = "token"
         self._open("token")
@@ -303,7 +312,7 @@ class AuthMachine:
         self._urls = prm_urls(self.mcp_url, self.challenge.resource_metadata if self.challenge else None)
         self._url_index = 0
         step = self._open("resource metadata")
-        step.decided.append("try, in order: " + ", ".join(self._urls))
+        step.decide("try, in order: " + ", ".join(self._urls))
         return self.pending()
 
     def _prm_answer(self, step: Step, answer: Answer) -> Command:
@@ -311,7 +320,7 @@ class AuthMachine:
         doc = answer.json() if answer.status == 200 else None
         servers = doc.get("authorization_servers") if isinstance(doc, dict) else None
         if not isinstance(servers, list) or not [s for s in servers if isinstance(s, str) and s]:
-            step.found.append(f"{url}: {answer.said()}" + ("" if answer.status != 200 else
+            step.find(f"{url}: {answer.said()}" + ("" if answer.status != 200 else
                                                              ", but no authorization_servers in it"))
             if answer.status == 200:
                 self._find(step, "oauth.prm-invalid", "error", f"{url} answered 200 without a JSON document "
@@ -321,14 +330,14 @@ class AuthMachine:
                 return self.pending()
             self._find(step, "oauth.prm-missing", "warning", "no protected resource metadata at any URL: taking "
                        "the server's origin as its authorization server, as 2025-03-26 servers had it")
-            step.decided.append(f"no metadata: the authorization server is the MCP server's origin "
+            step.decide(f"no metadata: the authorization server is the MCP server's origin "
                                 f"{origin(self.mcp_url)} (2025-03-26)")
             step.status = "done"
             self.prm = {}
             return self._begin_server_metadata(origin(self.mcp_url), legacy=True)
         assert isinstance(doc, dict)
         self.prm = doc
-        step.found.append(f"{url} answered: resource {doc.get('resource')!r}, authorization_servers {servers}"
+        step.find(f"{url} answered: resource {doc.get('resource')!r}, authorization_servers {servers}"
                           + (f", scopes_supported {doc.get('scopes_supported')}" if doc.get("scopes_supported")
                              else ""))
         resource = doc.get("resource")
@@ -339,11 +348,11 @@ class AuthMachine:
         if resource != self.resource:
             # The identifier goes in the authorization and token requests exactly as the metadata publishes it
             # (an origin where ours has a path, say): the authorization server knows the resource by that name.
-            step.decided.append(f"resource parameter: {resource} (as the metadata publishes it; it covers "
+            step.decide(f"resource parameter: {resource} (as the metadata publishes it; it covers "
                                 f"{canonical_resource(self.mcp_url)})")
             self.resource = resource
         issuer = next(s for s in servers if isinstance(s, str) and s)
-        step.decided.append(f"authorization server: {issuer}" + (f" (the first of {len(servers)})"
+        step.decide(f"authorization server: {issuer}" + (f" (the first of {len(servers)})"
                                                                    if len(servers) > 1 else ""))
         step.status = "done"
         return self._begin_server_metadata(issuer, legacy=False)
@@ -359,14 +368,14 @@ class AuthMachine:
         self._urls = [url for url, _kind in server_metadata_urls(issuer)]
         self._url_index = 0
         step = self._open("server metadata")
-        step.decided.append("try, in order: " + ", ".join(self._urls))
+        step.decide("try, in order: " + ", ".join(self._urls))
         return self.pending()
 
     def _metadata_answer(self, step: Step, answer: Answer) -> Command:
         url = self._urls[self._url_index]
         doc = answer.json() if answer.status == 200 else None
         if not isinstance(doc, dict):
-            step.found.append(f"{url}: {answer.said()}" + (", not a JSON object" if answer.status == 200 else ""))
+            step.find(f"{url}: {answer.said()}" + (", not a JSON object" if answer.status == 200 else ""))
             self._url_index += 1
             if self._url_index < len(self._urls):
                 return self.pending()
@@ -377,7 +386,7 @@ class AuthMachine:
                                  "code_challenge_methods_supported": ["S256"]}
                 self._find(step, "oauth.default-endpoints", "warning", "no authorization server metadata: "
                            "using /authorize, /token and /register on the server's origin (2025-03-26 defaults)")
-                step.decided.append(f"endpoints by the 2025-03-26 defaults on {base}")
+                step.decide(f"endpoints by the 2025-03-26 defaults on {base}")
                 step.status = "done"
                 return self._begin_registration()
             return self._fail(step, f"no authorization server metadata for {self.issuer} at any of its URLs",
@@ -393,7 +402,7 @@ class AuthMachine:
                               f"({methods!r}): PKCE cannot be checked, so the flow stops", "oauth.pkce-unsupported",
                               "the authorization server must advertise code_challenge_methods_supported with S256")
         self.metadata = doc
-        step.found.append(f"{url} answered: issuer {doc.get('issuer')}, authorization_endpoint "
+        step.find(f"{url} answered: issuer {doc.get('issuer')}, authorization_endpoint "
                           f"{doc.get('authorization_endpoint')}, token_endpoint {doc.get('token_endpoint')}"
                           + (f", registration_endpoint {doc['registration_endpoint']}"
                              if doc.get("registration_endpoint") else ""))
@@ -423,23 +432,23 @@ class AuthMachine:
             self.registration = Registration(self.issuer, settings.client_id, settings.client_secret or None,
                                              "pre-registered", self._auth_method(bool(settings.client_secret)),
                                              settings.redirect_uri)
-            step.decided.append(f"pre-registered client id {settings.client_id} (set by you)"
+            step.decide(f"pre-registered client id {settings.client_id} (set by you)"
                                 + (", with a client secret" if settings.client_secret else ", no secret"))
         elif known is not None and known.redirect_uri == settings.redirect_uri:
             self.registration = known
-            step.decided.append(f"client {known.client_id}, registered at {self.issuer} before ({known.how})")
+            step.decide(f"client {known.client_id}, registered at {self.issuer} before ({known.how})")
         elif meta.get("client_id_metadata_document_supported") is True and settings.client_metadata_url:
             self.registration = Registration(self.issuer, settings.client_metadata_url, None,
                                              "client id metadata document", "none", settings.redirect_uri)
-            step.decided.append(f"the server supports client id metadata documents: client id "
+            step.decide(f"the server supports client id metadata documents: client id "
                                 f"{settings.client_metadata_url}")
         elif self._endpoint("registration_endpoint"):
             if meta.get("client_id_metadata_document_supported") is True:
-                step.found.append("the server supports client id metadata documents, but no https document URL "
+                step.find("the server supports client id metadata documents, but no https document URL "
                                   "is set for this client")
             self._dcr_type = settings.application_type or ("native" if is_loopback(settings.redirect_uri)
                                                            else "web")
-            step.decided.append(f"dynamic client registration at {self._endpoint('registration_endpoint')} "
+            step.decide(f"dynamic client registration at {self._endpoint('registration_endpoint')} "
                                 f"(deprecated in 2026-07-28, but the only way this server offers), "
                                 f"application_type {self._dcr_type}")
             self.phase = "registration"
@@ -470,7 +479,7 @@ class AuthMachine:
             self.registration = Registration(self.issuer, doc["client_id"], secret, "dynamic registration", method,
                                              self.settings.redirect_uri)
             self.registrations[self.issuer] = self.registration
-            step.found.append(f"registered: client id {doc['client_id']}, token endpoint authentication {method}"
+            step.find(f"registered: client id {doc['client_id']}, token endpoint authentication {method}"
                               + (", with a client secret" if secret else ""))
             step.status = "done"
             return self._begin_authorization()
@@ -479,8 +488,8 @@ class AuthMachine:
             # OIDC servers refuse redirect URIs that do not fit the application type: the other type, once.
             self._retried_type = True
             self._dcr_type = "web" if self._dcr_type == "native" else "native"
-            step.found.append(f"refused ({error})")
-            step.decided.append(f"register again with application_type {self._dcr_type}")
+            step.find(f"refused ({error})")
+            step.decide(f"register again with application_type {self._dcr_type}")
             return self.pending()
         return self._fail(step, f"dynamic registration refused: {error}", "oauth.registration-refused",
                           "type a pre-registered client id, or fix the redirect URI or application type")
@@ -492,8 +501,8 @@ class AuthMachine:
         self._verifier = secrets.token_urlsafe(48)  # 64 characters of [A-Za-z0-9_-], within RFC 7636's 43-128
         self._state = secrets.token_urlsafe(24)
         self._scope, why = self._choose_scope()
-        step.decided.append(f"scope: {self._scope} ({why})" if self._scope else f"no scope parameter ({why})")
-        step.decided.append(f"resource: {self.resource}; redirect URI: {self.settings.redirect_uri}")
+        step.decide(f"scope: {self._scope} ({why})" if self._scope else f"no scope parameter ({why})")
+        step.decide(f"resource: {self.resource}; redirect URI: {self.settings.redirect_uri}")
         self.phase = "authorization"
         return self.pending()
 
@@ -559,7 +568,7 @@ class AuthMachine:
         if isinstance(grant, Grant):
             return self._done(step, grant)
         step.status = "done"
-        step.decided.append("the refresh was refused: authorize again")
+        step.decide("the refresh was refused: authorize again")
         self.grant = None
         return self._begin_discovery()
 
@@ -568,7 +577,7 @@ class AuthMachine:
         doc = answer.json()
         if answer.status != 200 or not isinstance(doc, dict) or not isinstance(doc.get("access_token"), str):
             error = _error_text(doc) or answer.said()
-            step.found.append(f"refused: {error}")
+            step.find(f"refused: {error}")
             if not failing:
                 return None
             return self._fail(step, f"the token request was refused: {error}", "oauth.token-refused",
@@ -590,7 +599,7 @@ class AuthMachine:
                       id_token=doc["id_token"] if isinstance(doc.get("id_token"), str) else None,
                       token_endpoint=self._endpoint("token_endpoint") or (self.grant.token_endpoint
                                                                           if self.grant else ""))
-        step.found.append(f"an access token ({'a JWT' if grant.shown()['access_token'] else 'opaque'})"
+        step.find(f"an access token ({'a JWT' if grant.shown()['access_token'] else 'opaque'})"
                           + (f", expires in {float(expires):g} s" if isinstance(expires, int | float) else
                              ", no expiry given")
                           + (", with a refresh token" if isinstance(doc.get("refresh_token"), str) else
