@@ -238,7 +238,10 @@ class HttpTransport:
             self.record(WireEvent(direction="in", raw=raw.decode("utf-8", errors="replace"), exchange=key,
                                   http_status=response.status_code, signal="oauth"))
         what = "asks for more scope" if challenge.insufficient_scope else "asks for authorization"
-        raise AuthChallenged(f"the server {what}: {challenge.describe()}", challenge, key, version)
+        body = raw.decode("utf-8", errors="replace")
+        said = f": {excerpt(body)}" if body else ""
+        raise AuthChallenged(f"HTTP {response.status_code} {response.reason_phrase} from the server{said} (it {what}; "
+                             f"{challenge.describe()})", challenge, key, version)
 
     def hand_over(self, frame: Frame) -> bool:
         """Keep a response that came on the standalone stream for the request in flight it answers."""
