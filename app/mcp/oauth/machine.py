@@ -397,8 +397,10 @@ class AuthMachine:
                           f"{doc.get('authorization_endpoint')}, token_endpoint {doc.get('token_endpoint')}"
                           + (f", registration_endpoint {doc['registration_endpoint']}"
                              if doc.get("registration_endpoint") else ""))
-        for name in ("authorization_endpoint", "token_endpoint"):
+        for name in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
             value = self._endpoint(name)
+            if not value and name == "registration_endpoint":
+                continue  # optional: without one, the client id comes another way
             if not value:
                 return self._fail(step, f"the metadata has no {name}", "oauth.server-metadata-missing",
                                   f"set the {name.replace('_', ' ')} by hand")
