@@ -209,6 +209,9 @@ class AuthMachine:
                                 f"the union of the scopes asked before and those challenged: {self._step_up_scope}")
         elif self.grant is not None and self.grant.refresh_token and challenge.status == 401:
             step.decided.append("a token is held and it has a refresh token: refresh it first")
+            # The refresh names the resource the grant was issued for (the metadata's own name for it, kept with
+            # the grant), not the URL's canonical form: RFC 8707 wants the same value in every token request.
+            self.resource = self.grant.resource or self.resource
             step.status = "done"
             self.phase = "refresh"
             self._open("refresh")
