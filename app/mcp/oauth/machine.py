@@ -586,11 +586,14 @@ class AuthMachine:
         expires = doc.get("expires_in")
         assert self.issuer is not None or self.grant is not None
         issuer = self.issuer or (self.grant.issuer if self.grant else "")
+        asked = self._scope or None
+        if self.phase == "refresh" and self.grant is not None:
+            asked = self.grant.scope  # RFC 6749 §5.1: no scope in the answer means the scope granted before
         grant = Grant(issuer=issuer, resource=self.resource, access_token=doc["access_token"],
                       refresh_token=doc["refresh_token"] if isinstance(doc.get("refresh_token"), str)
                       else refresh_token,
                       expires_at=(time.time() + float(expires)) if isinstance(expires, int | float) else None,
-                      scope=doc["scope"] if isinstance(doc.get("scope"), str) else (self._scope or None),
+                      scope=doc["scope"] if isinstance(doc.get("scope"), str) else asked,
                       requested=self._scope or (self.grant.requested if self.grant else None),
                       id_token=doc["id_token"] if isinstance(doc.get("id_token"), str) else None,
                       token_endpoint=self._endpoint("token_endpoint") or (self.grant.token_endpoint
