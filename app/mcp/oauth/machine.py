@@ -269,6 +269,8 @@ class AuthMachine:
                               "open the authorization page from this session again; an old or foreign callback "
                               "is never used")
         step.found.append("state: matches the one sent")
+        # The scope the authorization request carried (the settings may have been edited while it paused there).
+        self._scope = self._choose_scope()[0]
         supported = (self.metadata or {}).get("authorization_response_iss_parameter_supported") is True
         iss = params.get("iss")
         if iss is not None and iss != self.issuer:
@@ -527,8 +529,9 @@ class AuthMachine:
             ("redirect_uri", self.settings.redirect_uri),
             ("code_challenge", create_s256_code_challenge(self._verifier)), ("code_challenge_method", "S256"),
             ("state", self._state)]
-        if self._scope:
-            params.append(("scope", self._scope))
+        scope = self._choose_scope()[0]  # from the settings as they are now: pending() after an edit sends it
+        if scope:
+            params.append(("scope", scope))
         params.append(("resource", self.resource))
         fixed = {"state", "code_challenge", "code_challenge_method"}
         for name, value in self.settings.extra_params.items():
