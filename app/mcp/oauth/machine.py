@@ -533,7 +533,10 @@ class AuthMachine:
         if scope:
             params.append(("scope", scope))
         params.append(("resource", self.resource))
-        fixed = {"state", "code_challenge", "code_challenge_method"}
+        # What the token request repeats (or checks) must not be changed here alone: an extra redirect_uri,
+        # resource or client_id made the two requests disagree (RFC 6749 §4.1.3, RFC 8707's consistency).
+        fixed = {"state", "code_challenge", "code_challenge_method", "response_type", "client_id", "redirect_uri",
+                 "resource"}
         for name, value in self.settings.extra_params.items():
             if name and name not in fixed:
                 params = [(n, v) for n, v in params if n != name] + [(name, value)]
