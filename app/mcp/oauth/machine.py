@@ -446,6 +446,7 @@ class AuthMachine:
                                   "is set for this client")
             self._dcr_type = settings.application_type or ("native" if is_loopback(settings.redirect_uri)
                                                            else "web")
+            self._retried_type = False  # one retry per registration, not one per machine
             step.decided.append(f"dynamic client registration at {self._endpoint('registration_endpoint')} "
                                 f"(deprecated in 2026-07-28, but the only way this server offers), "
                                 f"application_type {self._dcr_type}")
