@@ -44,13 +44,18 @@ class FollowRedirects:
         for _hop in range(MAX_HOPS):
             try:
                 response = await self._http.get(url, follow_redirects=False, timeout=15.0)
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
                 raise AuthAborted(f"the authorization page could not be reached: {type(exc).__name__}: {exc}") \
                     from exc
             location = response.headers.get("location")
             if response.is_redirect and location:
-                target = urljoin(url, location)
-                if same_endpoint(target, command.redirect_uri):
+                try:
+                    target = urljoin(url, location)
+                    arrived = same_endpoint(target, command.redirect_uri)
+                except ValueError as exc:  # "https://[x", a port that is no number: the server's, not ours
+                    raise AuthAborted(f"the authorization server redirected to a malformed URL {location!r}: "
+                                      f"{exc}") from exc
+                if arrived:
                     self._say(f"the authorization server redirected to the redirect URI after {_hop + 1} request(s)")
                     return callback_params(target)
                 url = target

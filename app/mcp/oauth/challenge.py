@@ -66,8 +66,9 @@ def parse_challenges(value: str) -> list[tuple[str, dict[str, str]]]:
         if not rest:
             continue
         named = _TOKEN.match(rest)
-        if named is not None and rest[named.end():].lstrip(" \t").startswith("=") and \
-                not rest[named.end():].lstrip(" \t").startswith("=="):
+        after = rest[named.end():].lstrip(" \t") if named is not None else ""
+        # `name=value` is a parameter; `abc=` and `abc==` (padding, nothing after it) are a token68
+        if named is not None and after.startswith("=") and not after.startswith("==") and after[1:].strip(" \t"):
             name, val = _param(rest)
             params[name] = val
         else:

@@ -218,6 +218,9 @@ class AuthMachine:
                                 f"the union of the scopes asked before and those challenged: {self._step_up_scope}")
         elif self.grant is not None and self.grant.refresh_token and challenge.status == 401:
             step.decide("a token is held and it has a refresh token: refresh it first")
+            # The refresh names the resource the grant was issued for (the metadata's own name for it, kept with
+            # the grant), not the URL's canonical form: RFC 8707 wants the same value in every token request.
+            self.resource = self.grant.resource or self.resource
             step.status = "done"
             self.phase = "refresh"
             self._open("refresh")
@@ -275,6 +278,8 @@ class AuthMachine:
                               "open the authorization page from this session again; an old or foreign callback "
                               "is never used")
         step.find("state: matches the one sent")
+        # The scope the authorization request carried (the settings may have been edited while it paused there).
+        self._scope = self._choose_scope()[0]
         supported = (self.metadata or {}).get("authorization_response_iss_parameter_supported") is True
         iss = params.get("iss")
         if iss is not None and iss != self.issuer:
@@ -406,8 +411,10 @@ class AuthMachine:
                           f"{doc.get('authorization_endpoint')}, token_endpoint {doc.get('token_endpoint')}"
                           + (f", registration_endpoint {doc['registration_endpoint']}"
                              if doc.get("registration_endpoint") else ""))
-        for name in ("authorization_endpoint", "token_endpoint"):
+        for name in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
             value = self._endpoint(name)
+            if not value and name == "registration_endpoint":
+                continue  # optional: without one, the client id comes another way
             if not value:
                 return self._fail(step, f"the metadata has no {name}", "oauth.server-metadata-missing",
                                   f"set the {name.replace('_', ' ')} by hand")
@@ -448,6 +455,7 @@ class AuthMachine:
                                   "is set for this client")
             self._dcr_type = settings.application_type or ("native" if is_loopback(settings.redirect_uri)
                                                            else "web")
+            self._retried_type = False  # one retry per registration, not one per machine
             step.decide(f"dynamic client registration at {self._endpoint('registration_endpoint')} "
                                 f"(deprecated in 2026-07-28, but the only way this server offers), "
                                 f"application_type {self._dcr_type}")
@@ -531,10 +539,14 @@ class AuthMachine:
             ("redirect_uri", self.settings.redirect_uri),
             ("code_challenge", create_s256_code_challenge(self._verifier)), ("code_challenge_method", "S256"),
             ("state", self._state)]
-        if self._scope:
-            params.append(("scope", self._scope))
+        scope = self._choose_scope()[0]  # from the settings as they are now: pending() after an edit sends it
+        if scope:
+            params.append(("scope", scope))
         params.append(("resource", self.resource))
-        fixed = {"state", "code_challenge", "code_challenge_method"}
+        # What the token request repeats (or checks) must not be changed here alone: an extra redirect_uri,
+        # resource or client_id made the two requests disagree (RFC 6749 §4.1.3, RFC 8707's consistency).
+        fixed = {"state", "code_challenge", "code_challenge_method", "response_type", "client_id", "redirect_uri",
+                 "resource"}
         for name, value in self.settings.extra_params.items():
             if name and name not in fixed:
                 params = [(n, v) for n, v in params if n != name] + [(name, value)]
@@ -590,11 +602,14 @@ class AuthMachine:
         expires = doc.get("expires_in")
         assert self.issuer is not None or self.grant is not None
         issuer = self.issuer or (self.grant.issuer if self.grant else "")
+        asked = self._scope or None
+        if self.phase == "refresh" and self.grant is not None:
+            asked = self.grant.scope  # RFC 6749 §5.1: no scope in the answer means the scope granted before
         grant = Grant(issuer=issuer, resource=self.resource, access_token=doc["access_token"],
                       refresh_token=doc["refresh_token"] if isinstance(doc.get("refresh_token"), str)
                       else refresh_token,
                       expires_at=(time.time() + float(expires)) if isinstance(expires, int | float) else None,
-                      scope=doc["scope"] if isinstance(doc.get("scope"), str) else (self._scope or None),
+                      scope=doc["scope"] if isinstance(doc.get("scope"), str) else asked,
                       requested=self._scope or (self.grant.requested if self.grant else None),
                       id_token=doc["id_token"] if isinstance(doc.get("id_token"), str) else None,
                       token_endpoint=self._endpoint("token_endpoint") or (self.grant.token_endpoint

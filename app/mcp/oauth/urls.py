@@ -7,17 +7,28 @@ Pure string work: each function returns the URLs to try, the driver fetches them
 from __future__ import annotations
 
 import ipaddress
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 OAUTH_WELL_KNOWN = "/.well-known/oauth-authorization-server"
 OIDC_WELL_KNOWN = "/.well-known/openid-configuration"
 
 
+def _split(url: str) -> SplitResult:
+    """urlsplit that never raises: these URLs come from servers ("https://[x", a port "bad"), and a malformed
+    one is a finding of the step that read it, not an exception out of the machine. Unparsable: all empty."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in range
+    except ValueError:
+        return urlsplit("")
+    return parts
+
+
 def canonical_resource(url: str) -> str:
     """The MCP server's canonical URI: scheme and host lowercased, default port dropped, no fragment, no query (it
     may hold a credential, and it does not name the resource), no trailing slash on a bare origin."""
-    parts = urlsplit(url.strip())
+    parts = _split(url.strip())
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
     if ":" in host:
@@ -32,7 +43,7 @@ def canonical_resource(url: str) -> str:
 
 
 def origin(url: str) -> str:
-    parts = urlsplit(url)
+    parts = _split(url)
     return urlunsplit((parts.scheme.lower(), parts.netloc.rsplit("@", 1)[-1].lower(), "", "", ""))
 
 
@@ -43,7 +54,7 @@ def prm_urls(mcp_url: str, from_header: str | None) -> list[str]:
     if from_header:
         urls.append(from_header)
     base = origin(mcp_url)
-    path = urlsplit(mcp_url).path.rstrip("/")
+    path = _split(mcp_url).path.rstrip("/")
     if path:
         urls.append(base + PRM_WELL_KNOWN + path)
     urls.append(base + PRM_WELL_KNOWN)
@@ -54,7 +65,7 @@ def server_metadata_urls(issuer: str) -> list[tuple[str, str]]:
     """Authorization server metadata for `issuer`, as (URL, "oauth" | "oidc"): with a path, RFC 8414's
     path-inserted URL, OIDC's path-inserted one, then OIDC's path-appended one; without, the two root URLs."""
     base = origin(issuer)
-    path = urlsplit(issuer).path.rstrip("/")
+    path = _split(issuer).path.rstrip("/")
     if path:
         return [(base + OAUTH_WELL_KNOWN + path, "oauth"), (base + OIDC_WELL_KNOWN + path, "oidc"),
                 (base + path + OIDC_WELL_KNOWN, "oidc")]
@@ -62,7 +73,7 @@ def server_metadata_urls(issuer: str) -> list[tuple[str, str]]:
 
 
 def is_loopback(url: str) -> bool:
-    host = (urlsplit(url).hostname or "").lower()
+    host = (_split(url).hostname or "").lower()
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
@@ -72,7 +83,7 @@ def is_loopback(url: str) -> bool:
 
 
 def is_https(url: str) -> bool:
-    return urlsplit(url).scheme.lower() == "https"
+    return _split(url).scheme.lower() == "https"
 
 
 def resource_covers(advertised: str, mcp_url: str) -> bool:
@@ -83,8 +94,8 @@ def resource_covers(advertised: str, mcp_url: str) -> bool:
         return True
     if origin(mine) != origin(theirs):
         return False
-    prefix = urlsplit(theirs).path.rstrip("/")
-    path = urlsplit(mine).path
+    prefix = _split(theirs).path.rstrip("/")
+    path = _split(mine).path
     return prefix == "" or path == prefix or path.startswith(prefix + "/")
 
 
