@@ -258,9 +258,9 @@ async def test_an_unreachable_server_is_recorded_as_a_transport_note(http: httpx
     events: list[WireEvent] = []
     auth = authorizer(httpx.AsyncClient(transport=httpx.MockTransport(down)), events)
     outcome = await auth.run(refused().challenge)
-    # Nothing reachable reads as a 2025-03-26 server (no metadata): the default /register is the last try.
-    assert isinstance(outcome, Failed) and outcome.step == "registration" and "could not reach" in outcome.message
-    assert [e.direction for e in events if "could not reach" in (e.note or "")] == ["transport"] * 5
+    # Nothing reachable is an outage, not a 2025-03-26 server: the flow stops at the metadata, saying so.
+    assert isinstance(outcome, Failed) and outcome.step == "resource metadata" and "could not reach" in outcome.message
+    assert [e.direction for e in events if "could not reach" in (e.note or "")] == ["transport"] * 2
 
 
 # --- agents -------------------------------------------------------------------------------------------------------

@@ -126,12 +126,13 @@ def test_a_refused_refresh_starts_discovery_again() -> None:
     assert m.grant is None
 
 
-def test_step_ups_ask_for_the_union_and_stop_at_the_limit() -> None:
+def test_step_ups_ask_for_the_union_and_stop_at_the_limit_when_nothing_new_is_asked() -> None:
     m = machine(max_step_ups=2)
     to_token(m, first=challenge(value='Bearer scope="a"'))
     m.fetched(bearer())
     forbidden = 'Bearer error="insufficient_scope", scope="{}", resource_metadata="' + PRM_URL + '"'
-    for extra, expected in (("b", "a b"), ("c", "a b c")):
+    # "b" is new (step-up 1 of 2), then "b" again adds nothing (2 of 2), then "b" once more is past the limit.
+    for extra, expected in (("b", "a b"), ("b", "a b")):
         command = m.challenged(challenge(403, forbidden.format(extra)))
         assert isinstance(command, Fetch) and command.url == PRM_URL
         m.fetched(ok(prm()))
@@ -139,8 +140,22 @@ def test_step_ups_ask_for_the_union_and_stop_at_the_limit() -> None:
         assert isinstance(authorize, Authorize) and query(authorize.url)["scope"] == expected
         m.called_back({"code": "c", "state": authorize.state})
         assert isinstance(m.fetched(bearer()), Done)
-    failed = m.challenged(challenge(403, forbidden.format("d")))
+    failed = m.challenged(challenge(403, forbidden.format("b")))
     assert isinstance(failed, Failed) and failed.rule == "oauth.step-up-limit"
+
+
+def test_a_step_up_that_asks_for_a_new_scope_starts_the_count_again() -> None:
+    m = machine(max_step_ups=1)
+    to_token(m, first=challenge(value='Bearer scope="a"'))
+    m.fetched(bearer())
+    forbidden = 'Bearer error="insufficient_scope", scope="{}", resource_metadata="' + PRM_URL + '"'
+    for extra in ("b", "c"):  # each adds a scope: progress, so the limit of 1 is never reached
+        assert isinstance(m.challenged(challenge(403, forbidden.format(extra))), Fetch)
+        m.fetched(ok(prm()))
+        authorize = m.fetched(ok(as_meta()))
+        assert isinstance(authorize, Authorize)
+        m.called_back({"code": "c", "state": authorize.state})
+        assert isinstance(m.fetched(bearer()), Done)
 
 
 def test_a_new_authorization_server_in_the_prm_means_registering_anew() -> None:

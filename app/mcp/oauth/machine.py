@@ -184,6 +184,8 @@ class AuthMachine:
         self._scope: str | None = None
         self._step_up_scope: str | None = None
         self._step_ups = 0
+        self._answered = False  # some metadata URL answered with an HTTP status (not only connection failures)
+        self._pre_registered: tuple[str, str] | None = None  # (client id, the issuer it was first used with)
         self._dcr_type = ""
         self._retried_type = False
 
@@ -205,15 +207,18 @@ class AuthMachine:
             self._find(step, "oauth.cors-expose", "note", "no Access-Control-Expose-Headers: WWW-Authenticate: a "
                        "browser-based client cannot read this challenge (the console reads it server-side)")
         if challenge.insufficient_scope:
+            asked = (self.grant.requested or self.grant.scope or "") if self.grant else (self._scope or "")
+            wanted = union(asked, challenge.scope or "")
+            if set(wanted.split()) - set(asked.split()):
+                self._step_ups = 0  # a scope not asked before: progress, not the same refusal again
             if self._step_ups >= self.settings.max_step_ups:
                 return self._fail(step, f"the server asked for more scope {self._step_ups + 1} times in a row "
                                   f"({challenge.scope or 'no scope named'}); stopped at the limit of "
                                   f"{self.settings.max_step_ups}", "oauth.step-up-limit",
                                   "the token the authorization server grants never satisfies the server: check "
                                   "which scopes the user may consent to, or the server's scope check")
+            self._step_up_scope = wanted
             self._step_ups += 1
-            asked = (self.grant.requested or self.grant.scope or "") if self.grant else (self._scope or "")
-            self._step_up_scope = union(asked, challenge.scope or "")
             step.decide(f"step-up {self._step_ups} of {self.settings.max_step_ups}: authorize again with "
                                 f"the union of the scopes asked before and those challenged: {self._step_up_scope}")
         elif self.grant is not None and self.grant.refresh_token and challenge.status == 401:
@@ -303,6 +308,7 @@ class AuthMachine:
             return self._fail(step, "the callback carries neither a code nor an error", "oauth.authorization-refused",
                               "the authorization server's redirect is malformed")
         self._code = code
+        self._state = ""  # used once: a second callback with it matches nothing
         step.find("an authorization code (kept for the token request only)")
         step.status = "done"
         self.phase = "token"
@@ -312,6 +318,7 @@ class AuthMachine:
     # --- discovery ----------------------------------------------------------------------------------------------
 
     def _begin_discovery(self) -> Command:
+        self._answered = False
         self.resource = canonical_resource(self.mcp_url)  # until the metadata publishes its own name for it
         self.phase = "resource metadata"
         self._urls = prm_urls(self.mcp_url, self.challenge.resource_metadata if self.challenge else None)
@@ -331,8 +338,14 @@ class AuthMachine:
                 self._find(step, "oauth.prm-invalid", "error", f"{url} answered 200 without a JSON document "
                            "naming authorization_servers", answer.exchange)
             self._url_index += 1
+            self._answered = self._answered or answer.status > 0
             if self._url_index < len(self._urls):
                 return self.pending()
+            if not self._answered:  # no URL answered at all: an outage, not a 2025-03-26 server
+                step.status = "failed"
+                self.phase = "failed"
+                return Failed(step.name, f"no protected resource metadata URL could be reached ({answer.said()})",
+                              None, "check that the server is reachable, then connect again")
             self._find(step, "oauth.prm-missing", "warning", "no protected resource metadata at any URL: taking "
                        "the server's origin as its authorization server, as 2025-03-26 servers had it")
             step.decide(f"no metadata: the authorization server is the MCP server's origin "
@@ -435,7 +448,15 @@ class AuthMachine:
         step = self._open("registration")
         settings, meta = self.settings, self.metadata
         known = self.registrations.get(self.issuer)
+        if settings.client_id and self._pre_registered is not None and \
+                self._pre_registered[0] == settings.client_id and self._pre_registered[1] != self.issuer:
+            return self._fail(step, f"the pre-registered client id {settings.client_id} was used with "
+                              f"{self._pre_registered[1]}; the server now names {self.issuer}, and a client id is "
+                              "never offered to another authorization server", "oauth.no-client",
+                              f"register a client with {self.issuer} and set its id (or clear the client id to "
+                              "let the console register one)")
         if settings.client_id:
+            self._pre_registered = (settings.client_id, self.issuer)
             self.registration = Registration(self.issuer, settings.client_id, settings.client_secret or None,
                                              "pre-registered", self._auth_method(bool(settings.client_secret)),
                                              settings.redirect_uri)
@@ -649,9 +670,10 @@ class AuthMachine:
         return [m for m in listed if isinstance(m, str)] if isinstance(listed, list) else ["client_secret_basic"]
 
     def _auth_method(self, has_secret: bool) -> str:
-        if not has_secret:
-            return "none"
         supported = self._supported_methods()
+        with_secret = {"client_secret_basic", "client_secret_post"} & set(supported)
+        if not has_secret or ("none" in supported and not with_secret):
+            return "none"  # a secret the server has no method for is not sent at all
         if "client_secret_basic" in supported:
             return "client_secret_basic"
         return "client_secret_post" if "client_secret_post" in supported else "client_secret_basic"
