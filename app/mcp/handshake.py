@@ -13,7 +13,7 @@ from typing import Any
 
 from app.mcp.client import McpClient, Reply
 from app.mcp.era import LEGACY_VERSION, LEGACY_VERSIONS, LegacyEra
-from app.mcp.errors import McpError, ProcessExited, RpcError, StreamLost
+from app.mcp.errors import AuthChallenged, McpError, ProcessExited, RpcError, StreamLost
 
 # The HTTP statuses and JSON-RPC errors with which a server says "I do not serve server/discover".
 NOT_SERVED_STATUSES = frozenset({400, 404, 405})
@@ -98,8 +98,8 @@ def discover_not_served(reply: Reply, stdio: bool = True) -> str | None:
     answer stream that broke (`stdio` False: a head too long, a reset), which no older server says so.
     """
     error = reply.error
-    if error is None:
-        return None
+    if error is None or isinstance(error, AuthChallenged):
+        return None  # a refusal for want of a token says nothing of the revision: the flow's failure is the answer
     if isinstance(error, RpcError):
         said = f"JSON-RPC {error.code} {error.message!r}"
         if error.http_status is not None:

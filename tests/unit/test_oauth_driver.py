@@ -340,3 +340,14 @@ async def test_follow_redirects_stops_on_a_malformed_location_with_auth_aborted(
     agent = FollowRedirects(httpx.AsyncClient(transport=httpx.MockTransport(handler)))
     with pytest.raises(AuthAborted):
         await agent.authorize(authorize_command())
+
+
+def test_a_probe_refused_for_want_of_a_token_is_no_sign_of_an_older_server() -> None:
+    from app.mcp.client import Reply
+    from app.mcp.handshake import discover_not_served
+    from app.mcp.oauth.challenge import bearer_challenge
+
+    challenge = bearer_challenge(401, [("WWW-Authenticate", 'Bearer scope="a"')])
+    reply = Reply(key="x1", id=1, method="server/discover", params={}, sent=0.0,
+                  error=AuthChallenged("HTTP 401 Unauthorized from the server (it asks for authorization)", challenge))
+    assert discover_not_served(reply, stdio=False) is None
