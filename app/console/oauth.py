@@ -27,7 +27,8 @@ from app.console.events import AuthChanged, ExchangeFinished, ExchangeStarted, F
 from app.mcp.lint.rules import RULES
 from app.mcp.oauth.driver import AuthAborted, Authorizer
 from app.mcp.oauth.grant import Grant, Registration
-from app.mcp.oauth.machine import Answer, AuthMachine, Authorize, Settings
+from app.mcp.oauth.machine import AuthMachine
+from app.mcp.oauth.steps import Answer, Authorize, Settings
 from app.mcp.wire import Recorder
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from app.mcp.oauth.machine import Settings
+from app.mcp.oauth.steps import Settings
 
 # Fixed, so that a client can be pre-registered with it; --redirect-uri takes another.
 DEFAULT_REDIRECT_URI = "http://127.0.0.1:33418/callback"

@@ -7,7 +7,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from app.mcp.oauth.challenge import bearer_challenge
-from app.mcp.oauth.machine import Answer, AuthMachine, Authorize, Fetch, Settings
+from app.mcp.oauth.machine import AuthMachine
+from app.mcp.oauth.steps import Answer, Authorize, Fetch, Settings
 
 MCP = "https://mcp.ex.com/mcp"
 AS = "https://as.ex.com"

@@ -20,7 +20,8 @@ from app.mcp.oauth.agents import FollowRedirects, LoopbackCallback
 from app.mcp.oauth.challenge import bearer_challenge
 from app.mcp.oauth.driver import AuthAborted, Authorizer, masked_body, masked_url
 from app.mcp.oauth.grant import Grant, Registration, decoded_jwt
-from app.mcp.oauth.machine import AuthMachine, Authorize, Done, Failed, Settings
+from app.mcp.oauth.machine import AuthMachine
+from app.mcp.oauth.steps import Authorize, Done, Failed, Settings
 from app.mcp.secret import MASK
 from app.mcp.wire import WireEvent
 

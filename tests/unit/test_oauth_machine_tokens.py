@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from app.mcp.oauth.grant import Grant, Registration
-from app.mcp.oauth.machine import AuthMachine, Authorize, Done, Failed, Fetch, Settings
+from app.mcp.oauth.machine import AuthMachine
+from app.mcp.oauth.steps import Authorize, Done, Failed, Fetch, Settings
 from tests.unit.oauth_answers import (
     AS,
     MCP,

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urljoin, urlsplit
 import httpx
 
 from app.mcp.oauth.driver import AuthAborted
-from app.mcp.oauth.machine import Authorize
+from app.mcp.oauth.steps import Authorize
 
 MAX_HOPS = 10
 CALLBACK_WAIT_S = 300.0

@@ -22,7 +22,8 @@ import httpx
 
 from app.mcp.errors import AuthChallenged
 from app.mcp.oauth.grant import Grant
-from app.mcp.oauth.machine import MAX_BODY, Answer, AuthMachine, Authorize, Command, Done, Failed, Fetch
+from app.mcp.oauth.machine import AuthMachine
+from app.mcp.oauth.steps import MAX_BODY, Answer, Authorize, Command, Done, Failed, Fetch
 from app.mcp.secret import MASK
 from app.mcp.wire import Recorder, WireEvent, wire_headers
 
