@@ -485,6 +485,8 @@ class ConsoleSession:
         Auto (the default) probes `server/discover`; when the server says it does not serve it (see
         `discover_not_served`) the probe stays on the timeline, labelled, and `initialize` follows.
         """
+        if self.oauth is not None:
+            self.oauth.stop()  # a flow the old connection left waiting (paused, or on the authorization page) ends
         if self.client is not None:  # a reconnect: the old process or connection goes first
             with contextlib.suppress(Exception):
                 await self.client.close()
@@ -828,6 +830,8 @@ class ConsoleSession:
 
     async def close(self) -> None:
         self._closing = True
+        if self.oauth is not None:
+            self.oauth.stop()  # nobody will answer its authorization page now
         await self.listeners.stop_all()
         await self.background.cancel_all()
         self.server_requests.close()
