@@ -37,6 +37,7 @@ import httpx
 import pytest
 
 from app.demo.oauth_provider import ProviderProcess, ProviderUnavailable, find_node, start_provider
+from tests.processes import stop
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE_MODULES = ROOT / ".cache" / "npm" / "node_modules"
@@ -132,13 +133,7 @@ def protected_demo(oidc_provider: OidcProvider, protected_demo_port: int) -> Ite
         _wait_for_line(proc, f"demo server listening on {url}")
         yield url
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        stop(proc)
 
 
 def _child_env() -> dict[str, str]:

@@ -1,10 +1,13 @@
-"""Whether a process a test started (or a server it started) is gone: one place for the tests that check it."""
+"""A process a test started: stopping it, and whether it (or a server it started) is gone. One place for the tests
+that start processes."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import time
+from typing import Any
 
 
 def gone(pid: int) -> bool:
@@ -23,3 +26,15 @@ async def wait_gone(pid: int, within_s: float) -> bool:
             return True
         await asyncio.sleep(0.02)
     return gone(pid)
+
+
+def stop(proc: subprocess.Popen[Any], timeout_s: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within `timeout_s`; waits for it either way (no zombie left)."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout_s)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import stop
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / ".cache" / "npm" / "node_modules" / "@modelcontextprotocol" / "server-everything"
 ENTRY = PACKAGE / "dist" / "index.js"
@@ -73,9 +75,4 @@ def _serve(mode: str) -> Iterator[str]:
         threading.Thread(target=proc.stderr.read, name="everything-stderr", daemon=True).start()
         yield port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc)

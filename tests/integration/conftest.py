@@ -32,6 +32,7 @@ import pytest
 
 from app.settings import Settings
 from app.web.app import create_app
+from tests.processes import stop
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = "2026-07-28"
@@ -82,13 +83,7 @@ def pump(stream: IO[bytes], sink: queue.Queue[str]) -> None:
 
 
 def stop_process(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    stop(proc)
 
 
 def wait_for_line(lines: queue.Queue[str], proc: subprocess.Popen[bytes], wanted: Callable[[str], bool],

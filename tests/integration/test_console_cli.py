@@ -17,6 +17,8 @@ from typing import IO, Any
 import httpx
 import pytest
 
+from tests.processes import stop
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT_S = 30.0
 
@@ -80,12 +82,7 @@ def test_serve_prints_the_launch_url_and_the_url_opens_the_console(tmp_path: Pat
         assert old_habit.headers["location"] == f"http://{public}/?token={token}&next=%2F"
         assert (tmp_path / "console.sqlite3").exists()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc)
 
 
 @pytest.mark.parametrize("how", ["flag", "environment"])

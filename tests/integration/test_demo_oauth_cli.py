@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import queue
-import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import httpx
 import pytest
 
 from tests.oauth_services import NODE_MODULES, free_port, provider_missing
+from tests.processes import stop
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 60.0
@@ -70,13 +70,7 @@ def _closed(port: int) -> bool:
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=STOP_TIMEOUT_S)
+    stop(proc, STOP_TIMEOUT_S)
 
 
 def test_demo_oauth_runs_the_protected_demo_and_its_provider_and_stops_both(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from websockets.asyncio.client import connect
 from tests.integration.conftest import JSON, TOKEN, create_link, eventually, free_port, link_token, ws_collect
 from tests.integration.conftest import eventually as _eventually
 from tests.integration.test_team_processes import connected_session, twin
+from tests.processes import stop
 from tests.services_pg import unavailable
 from tests.team_processes import ROOT, Team
 
@@ -69,12 +70,7 @@ def proxy(team: Team, tmp_path: Path) -> Iterator[str]:
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop(process)
 
 
 @pytest.fixture
