@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import queue
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -240,6 +241,15 @@ def test_check_authorizes_interactively_and_reports_the_flows_findings(cli: Any,
     loopback = [f for f in findings if f["rule"] == "oauth.loopback-http"]
     assert loopback and {f["severity"] for f in loopback} == {"note"}, findings
     assert any("token_endpoint http://127.0.0.1:" in f["message"] for f in loopback), loopback
+
+
+def test_ctrl_c_while_waiting_for_the_callback_ends_with_130_and_no_traceback(cli: Any, protected_demo: str) -> None:
+    run = cli("call", protected_demo, "echo", "--arg", "text=x", *interactive())
+    run.authorization_url()
+    run.proc.send_signal(signal.SIGINT)
+    code, _stdout, stderr = run.finish()
+    assert code == 130 and "Traceback" not in stderr, stderr
+    assert stderr.rstrip().endswith("· mcp-console: interrupted"), stderr
 
 
 def test_list_tools_authorizes_interactively_too(cli: Any, protected_demo: str) -> None:
