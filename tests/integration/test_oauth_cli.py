@@ -243,6 +243,18 @@ def test_check_authorizes_interactively_and_reports_the_flows_findings(cli: Any,
     assert any("token_endpoint http://127.0.0.1:" in f["message"] for f in loopback), loopback
 
 
+def test_a_refusal_brought_back_is_not_called_authorized_and_ends_at_the_callback_step(
+        cli: Any, protected_demo: str, oidc_provider: OidcProvider) -> None:
+    run = cli("call", protected_demo, "echo", "--arg", "text=x", *interactive())
+    asked = {k: v[0] for k, v in parse_qs(urlsplit(run.authorization_url()).query).items()}
+    refused = httpx.get(asked["redirect_uri"], params={"error": "access_denied", "state": asked["state"],
+                                                       "iss": oidc_provider.issuer}, timeout=10)
+    assert refused.status_code == 200 and "Not authorized" in refused.text, refused.text
+    code, _stdout, stderr = run.finish()
+    assert code == 2, stderr
+    assert "OAuth stopped at callback: the authorization server refused: access_denied" in stderr, stderr
+
+
 def test_ctrl_c_while_waiting_for_the_callback_ends_with_130_and_no_traceback(cli: Any, protected_demo: str) -> None:
     run = cli("call", protected_demo, "echo", "--arg", "text=x", *interactive())
     run.authorization_url()

@@ -106,8 +106,12 @@ class LoopbackCallback:
                 target = line.split(" ")[1] if line.count(" ") >= 2 else ""
                 params = callback_params(target)
                 ours = urlsplit(target).path == (parts.path or "/") and params.get("state") == command.state
-                body = ("Authorized: you may close this tab and go back to the terminal." if ours
-                        else "This is not the callback mcp-console waits for.")
+                if not ours:
+                    body = "This is not the callback mcp-console waits for."
+                elif params.get("code") and "error" not in params:
+                    body = "Authorized: you may close this tab and go back to the terminal."
+                else:  # an error is not quoted: its iss is not checked yet (RFC 9207), the terminal says the rest
+                    body = "Not authorized: the answer carries no code. The terminal says why; you may close this tab."
                 page = f"<!doctype html><title>mcp-console</title><p>{html.escape(body)}</p>".encode()
                 writer.write(b"HTTP/1.1 " + (b"200 OK" if ours else b"404 Not Found") +
                              b"\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: " +
