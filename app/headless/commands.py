@@ -36,6 +36,7 @@ from app.mcp.lint import Finding
 # result on an HTTP error status, a frame that is no JSON-RPC). `call` exits 1 for these, not only for an error.
 MALFORMED = frozenset({"result.is-error", "http.result-status", "frame.malformed", "frame.schema",
                        "result.type-unknown", "response.unmatched-id"})
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
 
 
 def _arguments(args: argparse.Namespace) -> dict[str, Any]:
@@ -144,4 +145,8 @@ def add_parsers(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     command = call(args) if args.command == "call" else check(args) if args.command == "check" else list_items(args)
-    return asyncio.run(command)
+    try:
+        return asyncio.run(command)  # Ctrl-C cancels the command first: its `finally`s close the session
+    except KeyboardInterrupt:  # a person giving up (at "waiting for the callback", say) gets no traceback
+        print("· mcp-console: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -52,7 +52,7 @@ class AuthRefused(ConnectFailed):
                  detail: str = "") -> None:
         self.status, self.challenge, self.exchange = status, challenge, exchange
         said = f"; WWW-Authenticate: {challenge}" if challenge else " (it sent no WWW-Authenticate challenge)"
-        super().__init__(f"the server refused the request: HTTP {status} {reason}{said}{detail}")
+        super().__init__(f"the server refused the request: HTTP {status}{f' {reason}' if reason else ''}{said}{detail}")
 
 
 NOT_CONNECTED = (ConnectFailed, ProcessExited)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import re
 from collections.abc import Callable
 from urllib.parse import parse_qsl, urljoin, urlsplit
 
@@ -20,6 +21,7 @@ from app.mcp.oauth.driver import AuthAborted
 from app.mcp.oauth.steps import Authorize
 
 MAX_HOPS = 10
+MAX_PAGE_CHARS = 20_000  # of an error page, searched for its OAuth error code
 CALLBACK_WAIT_S = 300.0
 
 
@@ -41,12 +43,18 @@ class FollowRedirects:
 
     async def authorize(self, command: Authorize) -> dict[str, str]:
         url = command.url
+        # This authorization's own cookies, as a browser keeps them: a provider ties its hops together with them
+        # (oidc-provider's interaction cookie), and the shared client keeps none.
+        jar = httpx.Cookies()
         for _hop in range(MAX_HOPS):
             try:
-                response = await self._http.get(url, follow_redirects=False, timeout=15.0)
+                request = self._http.build_request("GET", url, timeout=15.0)
+                jar.set_cookie_header(request)
+                response = await self._http.send(request, follow_redirects=False)
             except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
                 raise AuthAborted(f"the authorization page could not be reached: {type(exc).__name__}: {exc}") \
                     from exc
+            jar.extract_cookies(response)
             location = response.headers.get("location")
             if response.is_redirect and location:
                 try:
@@ -61,10 +69,26 @@ class FollowRedirects:
                 url = target
                 continue
             kind = response.headers.get("content-type", "no content type").split(";")[0]
+            if response.status_code >= 400:
+                raise AuthAborted(f"the authorization server refused the authorization request with HTTP "
+                                  f"{response.status_code} ({kind}){_oauth_error(response.text)}: check --client-id, "
+                                  "--redirect-uri and --scope (open the URL in a browser to read its page)")
             raise AuthAborted(f"the authorization server answered HTTP {response.status_code} ({kind}) instead of "
                               "redirecting: it wants a person (a login or consent page); run with --oauth "
                               "interactive and open the URL in a browser")
         raise AuthAborted(f"more than {MAX_HOPS} redirects without reaching the redirect URI")
+
+
+# RFC 6749 §4.1.2.1's codes, invalid_client and RFC 8707's invalid_target: an error page names one, in JSON or HTML.
+OAUTH_ERROR = re.compile(r"\b(invalid_request|invalid_client|invalid_redirect_uri|unauthorized_client|access_denied|"
+                         r"unsupported_response_type|invalid_scope|invalid_target|server_error|"
+                         r"temporarily_unavailable)\b")
+
+
+def _oauth_error(text: str) -> str:
+    """The first OAuth error code an error page names (", invalid_client"), or nothing."""
+    found = OAUTH_ERROR.search(text[:MAX_PAGE_CHARS])
+    return f", {found.group(1)}" if found else ""
 
 
 class LoopbackCallback:
@@ -87,8 +111,12 @@ class LoopbackCallback:
                 target = line.split(" ")[1] if line.count(" ") >= 2 else ""
                 params = callback_params(target)
                 ours = urlsplit(target).path == (parts.path or "/") and params.get("state") == command.state
-                body = ("Authorized: you may close this tab and go back to the terminal." if ours
-                        else "This is not the callback mcp-console waits for.")
+                if not ours:
+                    body = "This is not the callback mcp-console waits for."
+                elif params.get("code") and "error" not in params:
+                    body = "Authorized: you may close this tab and go back to the terminal."
+                else:  # an error is not quoted: its iss is not checked yet (RFC 9207), the terminal says the rest
+                    body = "Not authorized: the answer carries no code. The terminal says why; you may close this tab."
                 page = f"<!doctype html><title>mcp-console</title><p>{html.escape(body)}</p>".encode()
                 writer.write(b"HTTP/1.1 " + (b"200 OK" if ours else b"404 Not Found") +
                              b"\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: " +
