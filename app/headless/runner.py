@@ -128,7 +128,7 @@ class Headless:
             assert self._http is not None
             machine = AuthMachine(reveal(self.masking.url), self.oauth.settings)
             agent = FollowRedirects(self._http, self.say) if self.oauth.mode == "follow" else \
-                LoopbackCallback(self._announce)
+                LoopbackCallback(self._announce, wait_s=self._max_s)
             self.auth = Authorizer(machine, self._http, record, agent, lambda: self.client.new_key(),
                                    on_change=self._auth_changed)
         self.auth.bind(transport)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -44,6 +45,10 @@ def on_the_clock(ts: Any) -> float:
     return float(min(max(ts, EARLIEST), LATEST))
 
 
+# The note the OAuth driver puts on the request it sends: "OAuth <step>: <METHOD> <url>".
+OAUTH_REQUEST = re.compile(r"\AOAuth [^:]+: (GET|POST) (\S+)\Z")
+
+
 def parts(wire: list[Wire]) -> tuple[Wire | None, Wire | None, list[Wire]]:
     """The request that went out, the HTTP head that came back, the frames that came back."""
     sent = next((w for w in wire if w["direction"] == "out"), None)
@@ -66,9 +71,14 @@ def entry(key: str, wire: list[Wire], url: str, shown: ShownHeaders = plain_head
     body = sent["raw"]
     response_headers = (head or {}).get("headers") or []
     ctype = next((v for k, v in response_headers if k.lower() == "content-type"), "")
+    oauth = OAUTH_REQUEST.match(sent.get("note") or "")
+    method, posted_type = "POST", "application/json"
+    if oauth is not None:  # an exchange of the OAuth flow (app/mcp/oauth/driver.py): a plain HTTP request of its own
+        method = oauth.group(1)
+        posted_type = next((v for k, v in sent.get("headers") or [] if k.lower() == "content-type"), "")
     # A 2024-11-05 POST is answered 202; its frames came on the SSE stream. The status and headers stay the POST's
     # (a 200 would be a lie a reader acts on), the content is the frames as the stream carried them, and says so.
-    on_stream = sent.get("url") is not None
+    on_stream = sent.get("url") is not None and oauth is None
     streamed = on_stream or ctype.startswith("text/event-stream")
     text = sse_text(f["raw"] for f in frames) if streamed else "".join(f["raw"] for f in frames)
     comments = ([ANSWERED_ON_STREAM] if on_stream else []) + ([SSE_REBUILT] if streamed else [])
@@ -83,10 +93,11 @@ def entry(key: str, wire: list[Wire], url: str, shown: ShownHeaders = plain_head
     return {
         "startedDateTime": iso(start),
         "time": round((last - start) * 1000, 3),
-        "request": {"method": "POST", "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
+        "request": {"method": method, "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
                     "headers": shown(sent.get("headers")), "queryString": [],
-                    "postData": {"mimeType": "application/json", "text": body},
-                    "headersSize": -1, "bodySize": len(body.encode("utf-8", "surrogatepass"))},
+                    **({"postData": {"mimeType": posted_type, "text": body}} if method == "POST" else {}),
+                    "headersSize": -1,
+                    "bodySize": len(body.encode("utf-8", "surrogatepass")) if method == "POST" else 0},
         "response": {"status": status, "statusText": note.split(" ", 2)[2] if note.count(" ") >= 2 else "",
                      "httpVersion": "HTTP/1.1", "cookies": [], "headers": shown(response_headers),
                      "content": {"size": size, "mimeType": "text/event-stream" if on_stream else ctype or "x-unknown",

@@ -200,8 +200,6 @@ def test_follow_stops_at_the_login_page_and_names_interactive_mode(protected_dem
     assert "the server refused the request: HTTP 401; WWW-Authenticate: Bearer" in done.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: app/mcp/har.py takes an exchange whose request event has a url (every "
-                   "OAuth one) for a 2024-11-05 POST answered on an SSE stream: POST, text/event-stream, data: lines")
 def test_the_har_shows_an_oauth_metadata_fetch_as_the_get_of_json_it_was(protected_demo: str, tmp_path: Path) -> None:
     har = tmp_path / "follow.har"
     mcp_console("call", protected_demo, "echo", "--arg", "text=x", "--oauth", "follow", "--har", str(har))
