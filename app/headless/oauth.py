@@ -32,8 +32,9 @@ def add_oauth_options(common: argparse.ArgumentParser) -> None:
     group.add_argument("--oauth", choices=MODES, default="auto",
                        help="How to authorize when the server asks: follow (follow the authorization server's "
                             "redirects with no person, for CI), interactive (print the authorization URL and wait "
-                            "for the browser's callback on the redirect URI, at most --max-time seconds), off (a 401 or 403 ends the run, exit "
-                            "2), auto (interactive on a terminal, else off). Every step is said on stderr.")
+                            "for the browser's callback on the redirect URI, at most --max-time seconds), off (a "
+                            "401 or 403 ends the run, exit 2), auto (interactive on a terminal, else off). Every "
+                            "step is said on stderr.")
     group.add_argument("--client-id", default="", metavar="ID",
                        help="A client id registered with the authorization server beforehand (else: a client id "
                             "metadata document where --client-metadata-url is given and supported, else dynamic "
