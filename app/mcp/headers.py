@@ -7,7 +7,10 @@ import re
 from typing import Any
 
 # Methods whose request must carry Mcp-Name, and the param it mirrors.
-NAME_PARAM: dict[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+# The tasks extension (2026-07-28) routes its requests by the task id, so a load balancer reaches the instance that
+# holds the task (the official Inspector omits it: its #1917).
+NAME_PARAM: dict[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+                              "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 _TOKEN = re.compile(r"\A[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")  # RFC 9110 token (\Z: $ lets a final newline by)
 _SENTINEL = re.compile(r"^=\?base64\?.*\?=$")
