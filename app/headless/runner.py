@@ -20,7 +20,7 @@ from app.headless.report import MAX_NOTES, Said, cut_note
 from app.mcp.client import ClientConfig, McpClient, Reply, reply_json
 from app.mcp.connecting import Connected, ConnectMachine, Failed, Initialize, NotifyInitialized, Probe, StartClient
 from app.mcp.era import Era, LegacyEra, ModernEra, ServerAnswer
-from app.mcp.errors import AuthChallenged, ConnectFailed, McpError, ProcessExited
+from app.mcp.errors import AuthChallenged, ConnectFailed, McpError, ProcessExited, RpcError
 from app.mcp.handshake import HandshakeFailed, send_initialized
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
@@ -33,12 +33,22 @@ from app.mcp.operation import AskInput, Ended, OperationMachine, SendRound
 from app.mcp.secret import reveal
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
+from app.mcp.task import EXTENSION as TASKS_EXTENSION
+from app.mcp.task import AskInput as TaskAskInput
+from app.mcp.task import Command as TaskCommand
+from app.mcp.task import Ended as TaskEnded
+from app.mcp.task import Poll as TaskPoll
+from app.mcp.task import SendCancel as TaskCancel
+from app.mcp.task import SendUpdate as TaskUpdate
+from app.mcp.task import TaskMachine
+from app.mcp.task import Wire as TaskWire
 from app.mcp.transport import Transport
 from app.mcp.upstream import upstream_client
 from app.mcp.wire import Recorder, WireEvent
 
 CLIENT_INFO = {"name": "mcp-console-cli", "version": "0.1.0"}
 MAX_ROUNDS = 10
+TASK_TTL_MS = 300_000  # the ttl a 2025-11-25 task is asked for (the server may choose another)
 REFUSING = (401, 403)
 ROOTS_WAIT_S = 1.0  # how long a 2025-11-25 connection waits for the server's first roots/list when --root is given
 ROOTS_SETTLE_S = 0.2  # and then for the server to apply the roots it was given (see Headless._first_roots)
@@ -110,15 +120,22 @@ class Headless:
                 transport = HttpSseTransport(url, self._http, record, extra_headers=headers)
             else:
                 transport = HttpTransport(url, self._http, record, extra_headers=headers)
-        caps = self._caps
         first = getattr(self, "client", None)
         authorizer = self._authorizer(transport, record)
-        return McpClient(transport, ClientConfig(client_info=CLIENT_INFO, capabilities=lambda: caps, era=era,
+        return McpClient(transport, ClientConfig(client_info=CLIENT_INFO, capabilities=self._capabilities, era=era,
                                                  authorizer=authorizer,
                                                  idle_timeout_s=self._idle_timeout_s, max_s=self._max_s,
                                                  deadlines_named=("--timeout", "--max-time"),
                                                  answerer=self._server_request,
                                                  first_key=first.next_key_number if first is not None else 1))
+
+    def _capabilities(self) -> dict[str, Any]:
+        """What each request declares: on 2026-07-28 also the tasks extension, which this command follows
+        (`_follow_task`); 2025-11-25's initialize gets the plain capabilities."""
+        client = getattr(self, "client", None)
+        if client is None or client.config.era.name != "modern":
+            return self._caps
+        return {**self._caps, "extensions": {TASKS_EXTENSION: {}}}
 
     def _authorizer(self, transport: Transport, record: Recorder) -> Authorizer | None:
         """The OAuth driver for an HTTP transport when --oauth asks for one (and no Authorization was typed)."""
@@ -313,8 +330,13 @@ class Headless:
                 self._say_round(method, machine, command)
                 self.stop_if_refused()
                 # A progress token per round: the lint then ties late progress to its request on stdio too.
-                last = await self.client.request(method, command.params, progress_token=self.client.new_key())
+                params = self._as_task(method, command.params)
+                last = await self.client.request(method, params, progress_token=self.client.new_key())
                 self.stop_if_refused(last)
+                if method == "tools/call" and last.error is None and (
+                        last.result_type == "task" or (params is not command.params and
+                                                       isinstance((last.result or {}).get("task"), dict))):
+                    return await self._follow_task(last, answer)
                 command = machine.took(last)
                 if isinstance(command, AskInput):
                     asked = ", ".join(f"{kind_of(r)} {k!r}" for k, r in command.requests.items())
@@ -332,6 +354,71 @@ class Headless:
         return last
 
 
+    def _as_task(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """2025-11-25: a tools/call of a tool whose execution.taskSupport is "required" goes as a task (params.task)
+        when the server says it runs tool calls as tasks; "optional" and absent tools go as plain calls."""
+        if method != "tools/call" or self.connected is None or self.connected.era != "legacy":
+            return params
+        caps = self.connected.discovered.get("capabilities") or {}
+        tasks = caps.get("tasks") if isinstance(caps, dict) else None
+        requests = tasks.get("requests") if isinstance(tasks, dict) else None
+        tools = requests.get("tools") if isinstance(requests, dict) else None
+        if not isinstance(tools, dict) or "call" not in tools:
+            return params
+        if self.client.task_support.get(str(params.get("name"))) != "required":
+            return params
+        return {**params, "task": {"ttl": TASK_TTL_MS}}
+
+    async def _follow_task(self, created: Reply, answer: Elicitor) -> Reply:
+        """A tools/call answered with a task (2026-07-28, the tasks extension; 2025-11-25, params.task): followed
+        with the task machine (app/mcp/task.py) until it ends, its input requests answered as MRTR ones are (on
+        2025-11-25 they come as server requests on the tasks/result stream), at most --max-time. The reply given
+        back is the task's outcome: its result, or its error."""
+        wire: TaskWire = "2025-11-25" if created.result_type != "task" else "2026-07-28"
+        task = TaskMachine(wire)
+        command: TaskCommand = task.created(created.result or {})
+        self.say(f"the server answered with task {task.task_id!r}: following it with tasks/get", "tools/call")
+        deadline = asyncio.get_running_loop().time() + self._max_s
+        last = created
+        while not isinstance(command, TaskEnded):
+            if isinstance(command, TaskPoll):
+                if asyncio.get_running_loop().time() + command.after_ms / 1000 > deadline:
+                    command = task.cancel() or task.expired(0) or TaskEnded("expired", "--max-time passed")
+                    self.say(f"task {task.task_id!r}: --max-time passed, cancelling it", "tasks/cancel")
+                    continue
+                await asyncio.sleep(command.after_ms / 1000)  # the server's poll interval: how tasks are followed
+                command = task.expired() or task.polled(*_outcome(last := await self.request(
+                    "tasks/get", {"taskId": task.task_id})))
+            elif isinstance(command, TaskAskInput):
+                self.say(f"task {task.task_id!r} asks for input ({', '.join(map(repr, command.requests))})",
+                         "tasks/get")
+                given: TaskCommand | None = None
+                for key, request in command.requests.items():
+                    given = task.answer(key, answer(key, request)) or given
+                command = given or TaskPoll(task.task_id, 0)
+            elif isinstance(command, TaskUpdate):
+                last = await self.request("tasks/update", {"taskId": task.task_id,
+                                                           "inputResponses": command.responses})
+                command = task.updated(_outcome(last)[1])
+            elif isinstance(command, TaskCancel):
+                last = await self.request("tasks/cancel", {"taskId": task.task_id})
+                command = task.cancel_answered(_outcome(last)[1])
+            else:  # FetchResult (2025-11-25): blocks until the task ends; the server's questions come on its stream
+                last = await self.request("tasks/result", {"taskId": task.task_id})
+                command = task.fetched(*_outcome(last))
+        for finding in task.findings:
+            self.linter.report(finding.rule, finding.message, last.key)
+        self.say(f"task {task.task_id!r} ended {command.status} after {task.polls} poll(s)", "tasks/get")
+        outcome = Reply(key=last.key, id=last.id, method="tools/call", params=created.params, sent=created.sent,
+                        finished=last.finished, warnings=list(created.warnings))
+        if command.status == "completed" and command.result is not None:
+            outcome.result = command.result
+        else:
+            error = command.error or {}
+            outcome.error = RpcError(int(error.get("code", -32603)) if isinstance(error.get("code"), int) else -32603,
+                                     f"task {task.task_id} {command.status}: {error.get('message') or command.message}")
+        return outcome
+
     def _say_round(self, method: str, machine: OperationMachine, command: SendRound) -> None:
         """Each round after the first, said: with how many answers, or sent again at once (only requestState)."""
         n = command.round.n
@@ -341,6 +428,16 @@ class Headless:
         how = "sent again at once (the server returned only requestState)" if before.retried_at_once else \
             f"sent with {len(command.params.get('inputResponses') or {})} answer(s)"
         self.say(f"round {n}: {how}", method)
+
+
+def _outcome(reply: Reply) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """A reply as the task machine takes it: (result, JSON-RPC error as an object)."""
+    error = reply.error
+    if error is None:
+        return reply.result, None
+    if isinstance(error, RpcError):
+        return None, {"code": error.code, "message": error.message}
+    return None, {"code": -32603, "message": str(error)}
 
 
 def printed_json(reply: Reply) -> dict[str, Any]:

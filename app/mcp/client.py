@@ -29,6 +29,7 @@ from app.mcp.errors import (
 )
 from app.mcp.headers import param_headers
 from app.mcp.jsonrpc import Frame, request
+from app.mcp.lint.checks import declares_tasks
 from app.mcp.transport import Exchange, Transport
 
 PROTOCOL_VERSION = MODERN_VERSION
@@ -138,6 +139,7 @@ class McpClient:
         self.next_key_number = config.first_key
         self.tool_headers: dict[str, dict[str, str]] = {}
         self.invalid_tools: dict[str, str] = {}
+        self.task_support: dict[str, str] = {}  # tool name → its 2025-11-25 execution.taskSupport, when it says
         self._inflight: dict[str, Exchange] = {}
         self._cancelled: dict[str, str] = {}
         self._stops: dict[str, Stop] = {}
@@ -402,6 +404,8 @@ class McpClient:
         rtype = reply.result.get("resultType")
         if rtype is None:
             reply.warnings.append('result has no "resultType" (required in 2026-07-28; treated as "complete")')
+        elif rtype == "task" and reply.method == "tools/call" and declares_tasks(reply.params):
+            return  # the tasks extension, declared by the request: its caller follows the task (app/mcp/task.py)
         elif rtype not in KNOWN_RESULT_TYPES:
             reply.warnings.append(f'unknown resultType {rtype!r}: treated as invalid')
         elif rtype == "input_required" and reply.method not in MRTR_METHODS:
@@ -445,11 +449,16 @@ class McpClient:
         return list(self._inflight)
 
     def learn_tools(self, tools: list[dict[str, Any]]) -> None:
-        """Remember x-mcp-header mappings, and which tools break the header rules."""
+        """Remember x-mcp-header mappings, which tools break the header rules, and (2025-11-25 tasks) each tool's
+        `execution.taskSupport`."""
         for tool in tools:
             name = tool.get("name")
             if not isinstance(name, str):
                 continue
+            execution = tool.get("execution")
+            support = execution.get("taskSupport") if isinstance(execution, dict) else None
+            if isinstance(support, str):
+                self.task_support[name] = support
             mapping, problem = param_headers(tool)
             if problem:
                 self.invalid_tools[name] = problem

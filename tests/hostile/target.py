@@ -242,7 +242,9 @@ async def serve_http(server: Server, port: int) -> None:
             got = await _read_request(reader, out)
             if got is None:
                 return
-            method, _path, _headers, body = got
+            method, _path, headers, body = got
+            # The last request's Mcp-Name, for the modules that check what a client sent (tools_tasks.py).
+            server.state["last_mcp_name"] = next((v for k, v in headers.items() if k.lower() == "mcp-name"), None)
             if method != "POST":
                 await out.raw(405, "POST only", "text/plain")
                 return

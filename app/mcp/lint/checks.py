@@ -43,15 +43,31 @@ def _schema_problem(exc: ValidationError) -> str:
     return f"{where}: {errors[0]['msg']}"
 
 
-def result_problems(method: str, result: Any, version: str = VERSION) -> list[Problem]:
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+
+
+def declares_tasks(params: Any) -> bool:
+    """Whether a request declared the tasks extension in its `_meta` client capabilities (2026-07-28): only then
+    may a `tools/call` answer with a task."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    caps = meta.get("io.modelcontextprotocol/clientCapabilities") if isinstance(meta, dict) else None
+    extensions = caps.get("extensions") if isinstance(caps, dict) else None
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+
+def result_problems(method: str, result: Any, version: str = VERSION, tasks: bool = False) -> list[Problem]:
     """A final `result` of `method`: its resultType, its wire type and, when cacheable, ttlMs/cacheScope. A
-    2025-11-25 result has no resultType and no cache fields: only its wire type of that revision is checked."""
+    2025-11-25 result has no resultType and no cache fields: only its wire type of that revision is checked.
+    `tasks`: the request declared the tasks extension, so a `tools/call` may answer `resultType: "task"`."""
     if not isinstance(result, dict):
         return [("frame.schema", f"the result of {method} is {type(result).__name__}, not an object")]
     if version != VERSION:
         return _wire_type(method, result, version)
     problems: list[Problem] = []
     rtype = result.get("resultType")
+    if rtype == "task" and tasks and method == "tools/call":
+        return [] if isinstance(result.get("taskId"), str) else [
+            ("frame.schema", "a task result (resultType task) without a taskId")]
     if "resultType" not in result:
         problems.append(("result.type-missing", f"the result of {method} has no resultType"))
     elif rtype not in RESULT_TYPES:

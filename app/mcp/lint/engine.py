@@ -288,7 +288,8 @@ class Linter:
             self._check("cache.fields")
         if req.method in checks.MRTR_METHODS:
             self._check("request-state.plaintext", "result.input-required-method")
-        self._emit(found, checks.result_problems(req.method, result, self.version), req, event)
+        self._emit(found, checks.result_problems(req.method, result, self.version, checks.declares_tasks(req.params)),
+                   req, event)
         if event.http_status is not None:
             self._check("http.result-status")
             self._emit(found, checks.status_problems(req.method, event.http_status), req, event)

@@ -14,6 +14,8 @@ Severity = Literal["error", "warning", "note"]
 SEVERITY_RANK: dict[str, int] = {"note": 0, "warning": 1, "error": 2}
 
 SPEC = "https://modelcontextprotocol.io/specification/2026-07-28/"
+# The tasks extension lives beside the specification, not in it: its rules' links go up to it.
+TASKS_SPEC = "../../extensions/tasks/overview"
 MODERN, LEGACY = "2026-07-28", "2025-11-25"
 # The revisions a rule holds for. A 2025-11-25 server (initialize, server requests, no resultType) is held to the
 # rules both revisions share; one of 2026-07-28 to all of them (`Linter.settle` says which a connection spoke).
@@ -167,6 +169,14 @@ _ROWS = [
     Rule("oauth.step-up-limit", "warning", "The server asked for more scope (403 `insufficient_scope`) more often "
          "than the retry limit allows.",
          "basic/authorization#error-handling"),
+    Rule("tasks.wire-fields", "error", "A task (io.modelcontextprotocol/tasks) without its id, with a status the "
+         "extension does not define, with the other revision's field names (ttl, pollInterval), or input_required "
+         "without inputRequests.", TASKS_SPEC),
+    Rule("tasks.status-graph", "error", "A task status change the status graph does not allow.", TASKS_SPEC),
+    Rule("tasks.terminal-changed", "error", "A task that was completed, failed or cancelled changed its status "
+         "(a terminal status never changes).", TASKS_SPEC),
+    Rule("tasks.update-refused", "warning", "tasks/update with the answers to a task's input requests was refused.",
+         TASKS_SPEC),
     Rule("lint.internal", "error", "The lint itself failed on a frame (a bug in the console: please report "
          "it with the frame).", "basic/index"),
 ]

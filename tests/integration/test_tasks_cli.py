@@ -1,0 +1,110 @@
+"""`mcp-console call` follows a task (2026-07-28, the io.modelcontextprotocol/tasks extension) with the task machine
+(app/mcp/task.py), against the hostile target's tasks module (tests/hostile/tools_tasks.py): a server written from
+the extension's text, since no SDK ships one yet. Real processes over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.everything.fixtures import everything_url, needs_everything
+from tests.integration.conftest import mcp_console
+
+pytestmark = pytest.mark.processes
+__all__ = ["everything_url"]
+
+
+def har_entries(path: Path) -> list[dict[str, object]]:
+    return json.loads(path.read_text(encoding="utf-8"))["log"]["entries"]
+
+
+def header(entry: dict[str, object], name: str) -> str | None:
+    request = entry["request"]
+    assert isinstance(request, dict)
+    return next((h["value"] for h in request["headers"] if h["name"].lower() == name.lower()), None)
+
+
+def test_a_tool_answered_with_a_task_is_polled_until_it_completes_each_poll_naming_the_task(
+        hostile_http: Callable[..., str], tmp_path: Path) -> None:
+    url = hostile_http("tasks")
+    har = tmp_path / "task.har"
+    done = mcp_console("call", url, "slow_task", "--arg", "polls=3", "--har", str(har))
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["result"]["content"][0]["text"] == "done after 3 polls"
+    assert "answered with task 'task-" in done.stderr and "ended completed after 3 poll(s)" in done.stderr
+    polls = [e for e in har_entries(har) if json.loads(e["request"]["postData"]["text"])["method"] == "tasks/get"]
+    assert len(polls) == 3
+    task_id = json.loads(polls[0]["request"]["postData"]["text"])["params"]["taskId"]
+    assert all(header(e, "Mcp-Name") == task_id and header(e, "Mcp-Method") == "tasks/get" for e in polls)
+    call = next(e for e in har_entries(har) if json.loads(e["request"]["postData"]["text"])["method"] == "tools/call")
+    meta = json.loads(call["request"]["postData"]["text"])["params"]["_meta"]
+    assert "io.modelcontextprotocol/tasks" in meta["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+
+
+def test_a_tasks_input_request_is_answered_once_with_tasks_update(hostile_http: Callable[..., str],
+                                                                   tmp_path: Path) -> None:
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"name": {"action": "accept", "content": {"name": "Grace"}}}), encoding="utf-8")
+    har = tmp_path / "ask.har"
+    done = mcp_console("call", hostile_http("tasks"), "ask_task", "--elicit", str(answers), "--har", str(har))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["result"]["content"][0]["text"] == "hello Grace"
+    methods = [json.loads(e["request"]["postData"]["text"])["method"] for e in har_entries(har)]
+    assert methods.count("tasks/update") == 1 and "asks for input ('name')" in done.stderr
+
+
+def test_a_failed_task_is_the_calls_error_and_exits_non_zero(hostile_http: Callable[..., str]) -> None:
+    done = mcp_console("call", hostile_http("tasks"), "failing_task")
+    assert done.returncode == 1, done.stderr
+    assert "failed: the task broke" in json.loads(done.stdout)["error"]["message"]
+
+
+def test_a_task_that_outlives_max_time_is_cancelled_with_tasks_cancel(hostile_http: Callable[..., str],
+                                                                     tmp_path: Path) -> None:
+    har = tmp_path / "forever.har"
+    done = mcp_console("call", hostile_http("tasks"), "forever_task", "--max-time", "1", "--har", str(har))
+    assert done.returncode == 1, done.stderr
+    methods = [json.loads(e["request"]["postData"]["text"])["method"] for e in har_entries(har)]
+    assert methods[-1] == "tasks/cancel" and "notifications/cancelled" not in methods
+    assert "cancelled" in json.loads(done.stdout)["error"]["message"]
+
+
+def test_check_takes_a_declared_task_result_as_valid(hostile_http: Callable[..., str]) -> None:
+    done = mcp_console("check", hostile_http("tasks"), "--call-tools", "all", "--json", "--max-time", "2")
+    found = {f["rule"] for f in json.loads(done.stdout)["findings"]}
+    assert "result.type-unknown" not in found, done.stdout[-2000:]
+
+
+# --- 2025-11-25 tasks against the official TypeScript SDK (server-everything's simulate-research-query, made with
+# registerToolTask, execution.taskSupport "required") --------------------------------------------------------------
+
+@needs_everything
+@pytest.mark.slow
+def test_a_2025_tool_that_requires_a_task_is_called_as_one_polled_and_its_result_fetched(everything_url: str,
+                                                                                          tmp_path: Path) -> None:
+    har = tmp_path / "legacy-task.har"
+    done = mcp_console("call", everything_url, "simulate-research-query", "--arg", "topic=cats", "--har", str(har))
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)["result"]
+    assert "Research Report: cats" in result["content"][0]["text"]
+    assert "io.modelcontextprotocol/related-task" in result["_meta"]
+    sent = [json.loads(e["request"]["postData"]["text"]) for e in har_entries(har)]
+    call = next(m for m in sent if m.get("method") == "tools/call")
+    assert call["params"]["task"] == {"ttl": 300_000}
+    methods = [m.get("method") for m in sent]
+    assert "tasks/get" in methods and methods.index("tasks/result") > methods.index("tasks/get")
+
+
+@needs_everything
+@pytest.mark.slow
+def test_a_2025_tasks_question_comes_on_the_tasks_result_stream_and_is_answered(everything_url: str) -> None:
+    done = mcp_console("call", everything_url, "simulate-research-query", "--arg", "topic=cats", "--arg",
+                       "ambiguous=true")
+    assert done.returncode == 0, done.stderr[-3000:]
+    # the server's elicitation/create came on the tasks/result stream: answered (declined: no default given)
+    assert "declined the server's elicitation" in done.stderr and "ended completed" in done.stderr
+    assert "User declined" in json.loads(done.stdout)["result"]["content"][0]["text"]
