@@ -98,8 +98,12 @@ def write_har(path: str | None, session: Headless) -> None:
 
 
 def say_refused(exc: AuthRefused) -> int:
-    """A 401 or 403: the status and the server's challenge on stderr, exit 2 (nothing else was sent)."""
+    """A 401 or 403: the status and the server's challenge on stderr, exit 2 (nothing else was sent). Without
+    --oauth, how to authorize is said too."""
     print(terminal_text(str(exc)), file=sys.stderr)
+    if "OAuth" not in str(exc) and exc.challenge is not None and "bearer" in exc.challenge.lower():
+        print("· mcp-console: the server asks for an OAuth token: run with --oauth interactive (a browser signs in) "
+              "or --oauth follow (no person, e.g. CI); docs/oauth.md has the options", file=sys.stderr)
     return EXIT_UNREACHABLE
 
 
