@@ -73,7 +73,7 @@ def decoded_jwt(token: str) -> dict[str, Any] | None:
         return None
     try:
         header, claims = (json.loads(_b64url(part)) for part in parts[:2])
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # claims nested past the parser's depth
         return None
     if not isinstance(header, dict) or not isinstance(claims, dict):
         return None
