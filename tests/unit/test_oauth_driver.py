@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import socket
 from collections.abc import Iterator
@@ -46,6 +47,12 @@ def test_decoded_jwt_gives_header_and_claims_of_a_real_jwt() -> None:
                                    "\u00e9\u00e9.\u00e9.x", "e30.%%%.sig"])
 def test_decoded_jwt_is_none_for_opaque_tokens_and_garbage(token: str) -> None:
     assert decoded_jwt(token) is None
+
+
+def test_decoded_jwt_is_none_for_claims_nested_too_deep_to_parse() -> None:
+    # a 3 KB token from a hostile authorization server raised RecursionError out of the flow: the connect died
+    deep = base64.urlsafe_b64encode(('{"a":' + "[" * 1500 + "]" * 1500 + "}").encode()).decode().rstrip("=")
+    assert decoded_jwt(f"e30.{deep}.sig") is None
 
 
 def test_shown_never_contains_a_token_string_or_a_signature() -> None:

@@ -134,6 +134,9 @@ def test_metadata_for_all_urls_missing_fails_naming_the_issuer() -> None:
     ({"token_endpoint": "http://as.ex.com/token"}, "oauth.insecure-endpoint"),
     ({"authorization_endpoint": "http://as.ex.com/authorize"}, "oauth.insecure-endpoint"),
     ({"registration_endpoint": "http://as.ex.com/register"}, "oauth.insecure-endpoint"),
+    # a loopback host does not make any scheme acceptable: the owner clicks this link in the console's page
+    ({"authorization_endpoint": "javascript://127.0.0.1/%0Aalert(document.domain)//"}, "oauth.insecure-endpoint"),
+    ({"authorization_endpoint": "data://localhost/text/html,<script>alert(1)</script>"}, "oauth.insecure-endpoint"),
 ])
 def test_metadata_that_breaks_a_rule_is_refused_with_that_rule(change: dict[str, Any], rule: str) -> None:
     m = machine()

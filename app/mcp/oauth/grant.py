@@ -76,7 +76,7 @@ def decoded_jwt(token: str) -> dict[str, Any] | None:
     try:
         compact = jws.extract_compact(token.encode("ascii"))
         header, claims = compact.headers(), json.loads(compact.payload)
-    except (JoseError, ValueError, UnicodeError, TypeError):
+    except (JoseError, ValueError, UnicodeError, TypeError, RecursionError):  # claims nested past the parser
         return None
     if not isinstance(header, dict) or not isinstance(claims, dict):
         return None

@@ -326,7 +326,7 @@ class AuthMachine:
                 return self._fail(step, f"the metadata has no {name}", "oauth.server-metadata-missing",
                                   f"set the {name.replace('_', ' ')} by hand")
             if not is_https(value):
-                if not is_loopback(value):
+                if not is_loopback(value) or not value.lower().startswith("http://"):
                     return self._fail(step, f"{name} {value} is not https", "oauth.insecure-endpoint",
                                       "authorization server endpoints must use https (loopback hosts excepted "
                                       "for development)")
