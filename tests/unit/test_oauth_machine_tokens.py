@@ -210,3 +210,42 @@ def test_abort_marks_the_current_step_failed() -> None:
     failed = m.abort("stopped by you")
     assert failed == Failed("resource metadata", "stopped by you")
     assert m.phase == "failed" and m.steps[-1].status == "failed"
+
+
+def test_a_server_that_names_another_authorization_server_never_gets_the_refresh_token_of_the_first() -> None:
+    m = machine()
+    to_token(m)
+    m.fetched(bearer(refresh_token="rt-of-as1"))
+    assert m.grant is not None and m.grant.refresh_token == "rt-of-as1"
+    evil = "https://evil.ex.com"
+    # a step-up whose metadata names another authorization server: the grant of the first is dropped
+    m.challenged(challenge(403, f'Bearer error="insufficient_scope", scope="x", resource_metadata="{PRM_URL}"'))
+    command = m.fetched(ok(prm(authorization_servers=[evil])))
+    assert isinstance(command, Fetch) and command.url.startswith(evil)
+    assert m.grant is None
+    m.fetched(ok(as_meta(evil, registration_endpoint=None)))  # it offers no registration: the run fails there
+    refresh = m.challenged(challenge())  # the next 401: no grant, so no refresh to anyone
+    assert not (isinstance(refresh, Fetch) and refresh.step == "refresh")
+
+
+def test_a_refresh_goes_to_the_token_endpoint_of_the_grants_own_issuer_with_its_own_client() -> None:
+    m = machine()
+    to_token(m)
+    m.fetched(bearer(refresh_token="rt"))
+    m.metadata = as_meta("https://other.ex.com")  # whatever was read last
+    m.issuer = "https://other.ex.com"
+    refresh = m.challenged(challenge())
+    assert isinstance(refresh, Fetch) and refresh.step == "refresh"
+    assert refresh.url == f"{AS}/token" and form(refresh)["client_id"] == "dyn-client"
+
+
+def test_a_pre_registered_client_id_is_bound_to_its_issuer_across_a_restart() -> None:
+    m = machine(client_id="corp-client", client_secret="corp-secret")
+    to_token(m)
+    m.fetched(bearer())
+    again = machine(client_id="corp-client", client_secret="corp-secret")
+    again.registrations.update(m.registrations)  # what the store kept
+    again.challenged(challenge())
+    again.fetched(ok(prm(authorization_servers=["https://as2.ex.com"])))
+    failed = again.fetched(ok(as_meta("https://as2.ex.com")))
+    assert isinstance(failed, Failed) and failed.rule == "oauth.no-client"

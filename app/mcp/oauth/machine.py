@@ -79,7 +79,6 @@ class AuthMachine:
         self._step_up_scope: str | None = None
         self._step_ups = 0
         self._answered = False  # some metadata URL answered with an HTTP status (not only connection failures)
-        self._pre_registered: tuple[str, str] | None = None  # (client id, the issuer it was first used with)
         self._dcr_type = ""
         self._retried_type = False
 
@@ -272,6 +271,10 @@ class AuthMachine:
     def _begin_server_metadata(self, issuer: str, legacy: bool) -> Command:
         if self.issuer is not None and issuer != self.issuer:
             self.registration = None  # credentials are per issuer: a new server means registering anew
+        if self.grant is not None and self.grant.issuer != issuer:
+            # Nor is another server's grant kept: its tokens are never sent to this one, nor refreshed because of it.
+            self.steps[-1].decide(f"a new authorization server: the token from {self.grant.issuer} is dropped")
+            self.grant = None
         if issuer != self.issuer:
             self.metadata = None
         self.issuer = issuer
@@ -342,18 +345,20 @@ class AuthMachine:
         step = self._open("registration")
         settings, meta = self.settings, self.metadata
         known = self.registrations.get(self.issuer)
-        if settings.client_id and self._pre_registered is not None and \
-                self._pre_registered[0] == settings.client_id and self._pre_registered[1] != self.issuer:
+        elsewhere = next((r.issuer for r in self.registrations.values() if r.how == "pre-registered"
+                          and r.client_id == settings.client_id and r.issuer != self.issuer), None)
+        if settings.client_id and elsewhere is not None:
+            # Kept with the registrations (so it holds across a restart): a client id is one server's.
             return self._fail(step, f"the pre-registered client id {settings.client_id} was used with "
-                              f"{self._pre_registered[1]}; the server now names {self.issuer}, and a client id is "
-                              "never offered to another authorization server", "oauth.no-client",
+                              f"{elsewhere}; the server now names {self.issuer}, and a client id is never offered "
+                              "to another authorization server", "oauth.no-client",
                               f"register a client with {self.issuer} and set its id (or clear the client id to "
                               "let the console register one)")
         if settings.client_id:
-            self._pre_registered = (settings.client_id, self.issuer)
             self.registration = Registration(self.issuer, settings.client_id, settings.client_secret or None,
                                              "pre-registered", self._auth_method(bool(settings.client_secret)),
                                              settings.redirect_uri)
+            self.registrations[self.issuer] = self.registration
             step.decide(f"pre-registered client id {settings.client_id} (set by you)"
                                 + (", with a client secret" if settings.client_secret else ", no secret"))
         elif known is not None and known.redirect_uri == settings.redirect_uri:
@@ -468,7 +473,17 @@ class AuthMachine:
         return with_query(self._endpoint("authorization_endpoint"), params)
 
     def _token_fetch(self, step: str, form: list[tuple[str, str]]) -> Fetch:
-        registration = self.registration or (self.registrations.get(self.grant.issuer) if self.grant else None)
+        if step == "refresh":
+            # A refresh goes to the server that issued the grant, with that server's client only: never to the
+            # issuer the latest metadata names (a server switching it would collect the refresh token).
+            assert self.grant is not None
+            issuer = self.grant.issuer
+            registration = self.registrations.get(issuer) or (
+                self.registration if self.registration is not None and self.registration.issuer == issuer else None)
+            url = self.grant.token_endpoint
+        else:
+            registration = self.registration
+            url = self._endpoint("token_endpoint")
         headers = [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")]
         if registration is not None:
             if registration.auth_method == "client_secret_basic" and registration.client_secret:
@@ -478,7 +493,6 @@ class AuthMachine:
                 form.append(("client_id", registration.client_id))
                 if registration.auth_method == "client_secret_post" and registration.client_secret:
                     form.append(("client_secret", registration.client_secret))
-        url = self._endpoint("token_endpoint") or (self.grant.token_endpoint if self.grant else "")
         return Fetch(step, "POST", url, tuple(headers), form=tuple(form))
 
     def _token_answer(self, step: Step, answer: Answer) -> Command:
