@@ -263,3 +263,14 @@ class SessionAuth:
                 "grant": machine.grant.to_dict() if machine.grant is not None else None,
                 "saved_at": time.time()}
         self._save(json.dumps(data))
+
+    def secret_values(self) -> list[str]:
+        """Every OAuth secret of the session (tokens, refresh and ID tokens, client secrets), for the timeline's
+        scrubber: a server that says one back (in a title, an error, a 401 body) is recorded with it masked, as a
+        typed Authorization header is."""
+        machine = self.machine
+        values = machine.grant.secrets() if machine.grant is not None else []
+        values += [r.client_secret for r in machine.registrations.values() if r.client_secret]
+        if machine.settings.client_secret:
+            values.append(machine.settings.client_secret)
+        return values

@@ -45,7 +45,7 @@ from app.console.live import NotificationBudget, ProgressCoalescer, StderrBatche
 from app.console.oauth import SessionAuth, redirect_uri
 from app.console.operations import OperationDriver
 from app.console.roots import parse_roots
-from app.console.scrub import scrubber_for
+from app.console.scrub import Scrubber, scrubber_for, secret_pieces
 from app.console.server_requests import ServerRequests
 from app.console.state import DEFAULT_CAPABILITIES, SessionState, cancelled_by
 from app.console.store import Store
@@ -577,15 +577,24 @@ class ConsoleSession:
         if self.oauth is None:
             self.oauth = SessionAuth(self.id, reveal(self.target.url), redirect_uri(self.settings),
                                      lambda: self._secrets, self._save_oauth, self.timeline.append)
+            self._rescrub()  # a grant kept from before a restart is masked from the first frame
         authorizer = self.oauth.driver(self._http, self.on_wire, lambda: self.client.new_key() if self.client
                                        else "oauth", self.timeline.append)
         self.oauth.bind(transport)
         return authorizer
 
     def _save_oauth(self, text: str) -> None:
-        """The OAuth secrets (tokens, registrations, the client secret) beside the target's, owner-only."""
+        """The OAuth secrets (tokens, registrations, the client secret) beside the target's, owner-only; and masked
+        wherever a server says one back, from now on."""
         self._secrets = {**self._secrets, SessionAuth.SECRET_KEY: text}
         self.store.save_secrets(self.id, self._secrets)
+        self._rescrub()
+
+    def _rescrub(self) -> None:
+        """The timeline's scrubber: the target's secret values and the session's OAuth ones."""
+        pieces = [*secret_pieces(self.target), *(self.oauth.secret_values() if self.oauth is not None else [])]
+        scrubber = Scrubber(pieces)
+        self.timeline.scrubber = scrubber if scrubber else None
 
     def _server_request_answerer(self) -> Answerer | None:
         """Who answers a request from the server when the era asks (legacy only): the inbox's dialogs."""

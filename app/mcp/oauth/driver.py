@@ -169,26 +169,32 @@ class Authorizer:
                                headers=[(n, _masked_header(n, v)) for n, v in wire_headers(request.headers)],
                                note=f"OAuth {command.step}: {command.method} {command.url}"))
         try:
-            response = await self._http.send(request, stream=True, follow_redirects=command.method == "GET")
+            # One deadline over the whole answer, head and body: a server dripping a byte at a time kept the flow,
+            # and every request waiting behind it, for days (httpx's timeout is per read).
+            async with asyncio.timeout(FETCH_TIMEOUT_S):
+                response = await self._http.send(request, stream=True, follow_redirects=command.method == "GET")
+                try:
+                    body = await _bounded(response)
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            return self._said(key, command, Answer(problem=f"no complete answer from {command.url} within "
+                                                           f"{FETCH_TIMEOUT_S:g} s"))
         except (httpx.HTTPError, OSError) as exc:
             return self._said(key, command, Answer(problem=f"could not reach {command.url}: {type(exc).__name__}: "
                                                            f"{exc}"))
-        try:
-            body = await _bounded(response)
-        except httpx.HTTPError as exc:
-            body = b""
-            self._record(WireEvent(direction="transport", raw="", exchange=key, signal="oauth",
-                                   note=f"the answer broke off: {type(exc).__name__}"))
-        finally:
-            await response.aclose()
         headers = wire_headers(response.headers)
         self._record(WireEvent(direction="transport", raw="", exchange=key, http_status=response.status_code,
                                headers=[(n, _masked_header(n, v)) for n, v in headers], signal="oauth", url=command.url,
                                note=f"HTTP {response.status_code} {response.reason_phrase}"))
         text = body.decode("utf-8", errors="replace")
         if text:
-            self._record(WireEvent(direction="in", raw=masked_body(text), exchange=key, signal="oauth",
-                                   http_status=response.status_code))
+            kept = kept_body(command, response.status_code, text)
+            self._record(WireEvent(direction="in", raw=kept, exchange=key, signal="oauth",
+                                   http_status=response.status_code,
+                                   note=None if kept else f"{len(body)} bytes not kept: not the document asked for "
+                                                          "(a metadata URL a server names is fetched by the console; "
+                                                          "what else answers there stays off the record)"))
         return Answer(response.status_code, headers, text, exchange=key)
 
     def _said(self, key: str, command: Fetch, answer: Answer) -> Answer:
@@ -248,11 +254,30 @@ def _masked_header(name: str, value: str) -> str:
     return value
 
 
+# What a metadata answer must hold to be kept on the record (as the machine reads it): the protected resource's
+# metadata names its authorization servers, an authorization server's its issuer.
+METADATA_KEYS = {"resource metadata": "authorization_servers", "server metadata": "issuer"}
+
+
+def kept_body(command: Fetch, status: int, text: str) -> str:
+    """The body as recorded: a metadata document when it is one, a registration or token answer with its secrets
+    masked; anything else a metadata URL answered ("" : not kept). A server names those URLs, so a hostile one
+    could point them at a service only the console can reach and have its answer shown to link holders."""
+    wanted = METADATA_KEYS.get(command.step)
+    if wanted is None:
+        return masked_body(text)
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return ""
+    return masked_body(text) if status == 200 and isinstance(doc, dict) and wanted in doc else ""
+
+
 def masked_body(text: str) -> str:
     """A token, registration or metadata answer with every secret field's value masked (JSON), or a form body's."""
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         if "=" in text and "\n" not in text:
             pairs = parse_qsl(text, keep_blank_values=True)
             if pairs:
@@ -261,8 +286,16 @@ def masked_body(text: str) -> str:
     return json.dumps(_mask(doc), ensure_ascii=False) if isinstance(doc, dict) else text
 
 
-def _mask(doc: dict[str, Any]) -> dict[str, Any]:
-    return {k: (MASK if k in SECRET_FIELDS and isinstance(v, str) else v) for k, v in doc.items()}
+def _mask(doc: Any, depth: int = 0) -> Any:
+    """Secret fields masked wherever they are nested (an answer may wrap its tokens), to a bounded depth."""
+    if depth > 32:
+        return MASK
+    if isinstance(doc, dict):
+        return {k: (MASK if k in SECRET_FIELDS and isinstance(v, str) else _mask(v, depth + 1))
+                for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_mask(v, depth + 1) for v in doc]
+    return doc
 
 
 def masked_url(url: str) -> str:

@@ -15,6 +15,8 @@ from typing import Any
 from joserfc import jws
 from joserfc.errors import JoseError
 
+from app.mcp.jsonrpc import clipped
+
 
 @dataclass(slots=True)
 class Registration:
@@ -63,8 +65,30 @@ class Grant:
         return {"issuer": self.issuer, "resource": self.resource, "token_type": self.token_type,
                 "scope": self.scope, "requested": self.requested, "expires_at": self.expires_at,
                 "obtained_at": self.obtained_at, "refresh_token": self.refresh_token is not None,
-                "access_token": decoded_jwt(self.access_token),
-                "id_token": decoded_jwt(self.id_token) if self.id_token else None}
+                "access_token": _shown_jwt(self.access_token),
+                "id_token": _shown_jwt(self.id_token) if self.id_token else None}
+
+    def secrets(self) -> list[str]:
+        """Every value of the grant a server must never see said back to a link holder."""
+        return [v for v in (self.access_token, self.refresh_token, self.id_token) if v]
+
+
+TIME_CLAIMS = ("iat", "exp", "nbf", "auth_time")
+
+
+def _shown_jwt(token: str) -> dict[str, Any] | None:
+    """A JWT decoded for showing: clipped where a server nested it past what a page can encode (a token is a server's
+    value too), and its time claims also as UTC times (an epoch number is no reading aid)."""
+    decoded = decoded_jwt(token)
+    if decoded is None:
+        return None
+    shown: dict[str, Any] = clipped(decoded)
+    claims = shown.get("claims")
+    if isinstance(claims, dict):
+        shown["times"] = {name: time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(claims[name]))
+                          for name in TIME_CLAIMS if isinstance(claims.get(name), int | float)
+                          and not isinstance(claims.get(name), bool) and 0 <= claims[name] < 2**33}
+    return shown
 
 
 def decoded_jwt(token: str) -> dict[str, Any] | None:
