@@ -111,7 +111,7 @@ class SessionAuth:
         self._append(ExchangeStarted(key=key, method=f"oauth: {step}", name=url))
 
     def finished(self, key: str, answer: Answer, duration_ms: float) -> None:
-        ok = answer.problem is None and 200 <= answer.status < 400
+        ok = answer.problem is None and (answer.status == 0 or 200 <= answer.status < 400)
         self._append(ExchangeFinished(key=key, status="ok" if ok else "error", duration_ms=duration_ms,
                                       http_status=answer.status or None,
                                       error=None if ok else (answer.problem or f"HTTP {answer.status}")))

@@ -162,7 +162,7 @@ class Headless:
             said_lines, _unused, said_findings = self._auth_said.get((machine.runs, index), (0, 0, 0))
             title = f"OAuth {step.name}"
             for kind, line in step.lines[said_lines:]:
-                self.say(f"{title}: found {line}" if kind == "found" else f"{title}: {line}")
+                self.say(f"{title}: {line}" if kind == "found" else f"{title}: → {line}")
             for finding in step.findings[said_findings:]:
                 self.linter.report(finding.rule, finding.message, finding.exchange)
             if step.status == "failed" and said_findings < len(step.findings) and step.fix:

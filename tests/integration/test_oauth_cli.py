@@ -216,7 +216,7 @@ def test_without_oauth_the_401_and_its_challenge_end_the_run(mode: str, protecte
     done = mcp_console("call", protected_demo, "echo", "--arg", "text=x", "--oauth", mode, "--har", str(har))
     assert done.returncode == 2, done.stderr
     assert "HTTP 401" in done.stderr and 'WWW-Authenticate: Bearer resource_metadata="' in done.stderr
-    assert "OAuth" not in done.stderr
+    assert "OAuth resource metadata" not in done.stderr and "run with --oauth interactive" in done.stderr
     assert len(har_requests(har)) == 1
 
 

@@ -225,8 +225,9 @@ class Authorizer:
         shown = ", ".join(f"{k}={MASK if k in SECRET_FIELDS else v}" for k, v in params.items())
         self._record(WireEvent(direction="transport", raw="", exchange=key, signal="oauth",
                                note=f"OAuth callback: {shown or 'no parameters'}"))
-        if self.exchanges is not None:
-            self.exchanges.finished(key, Answer(200, exchange=key), (time.monotonic() - began) * 1000)
+        if self.exchanges is not None:  # the browser saw the redirect, not the console: no status of its own
+            said = "the callback carried an error" if "error" in params or "code" not in params else None
+            self.exchanges.finished(key, Answer(0, problem=said, exchange=key), (time.monotonic() - began) * 1000)
         return params
 
     def _changed(self) -> None:

@@ -22,7 +22,7 @@ import base64
 import secrets
 import time
 from typing import Any, Literal
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
@@ -205,7 +205,10 @@ class AuthMachine:
         step.find("an authorization code (kept for the token request only)")
         step.status = "done"
         self.phase = "token"
-        self._open("token")
+        token = self._open("token")
+        if self.registration is not None:
+            token.decide(f"client authentication: {self.registration.auth_method} (client "
+                         f"{self.registration.client_id}, {self.registration.how})")
         return self.pending()
 
     # --- discovery ----------------------------------------------------------------------------------------------
@@ -255,7 +258,9 @@ class AuthMachine:
         if not isinstance(resource, str) or not resource_covers(resource, self.mcp_url):
             return self._fail(step, f"the metadata's resource {resource!r} does not name this server "
                               f"({self.resource}): no authorization request is made for it", "oauth.resource-mismatch",
-                              "the server must publish metadata whose resource is its own URL (RFC 9728 §3.3)")
+                              "if that is this very server under another name (localhost for 127.0.0.1, say), "
+                              f"connect to {resource!r} as the metadata names it; else the server must publish "
+                              "metadata whose resource is its own URL (RFC 9728 §3.3)")
         if resource != self.resource:
             # The identifier goes in the authorization and token requests exactly as the metadata publishes it
             # (an origin where ours has a path, say): the authorization server knows the resource by that name.
@@ -373,8 +378,7 @@ class AuthMachine:
             if meta.get("client_id_metadata_document_supported") is True:
                 step.find("the server supports client id metadata documents, but no https document URL "
                                   "is set for this client")
-            self._dcr_type = settings.application_type or ("native" if is_loopback(settings.redirect_uri)
-                                                           else "web")
+            self._dcr_type = settings.application_type or application_type(settings.redirect_uri)
             self._retried_type = False  # one retry per registration, not one per machine
             step.decide(f"dynamic client registration at {self._endpoint('registration_endpoint')} "
                                 f"(deprecated in 2026-07-28, but the only way this server offers), "
@@ -430,6 +434,15 @@ class AuthMachine:
         self._state = secrets.token_urlsafe(24)
         self._scope, why = self._choose_scope()
         step.decide(f"scope: {self._scope} ({why})" if self._scope else f"no scope parameter ({why})")
+        listed: set[str] = set()
+        for doc in (self.prm or {}, self.metadata or {}):
+            values = doc.get("scopes_supported")
+            if isinstance(values, list):
+                listed |= {value for value in values if isinstance(value, str)}
+        unknown = [s for s in (self._scope or "").split() if listed and s not in listed]
+        if unknown:
+            step.find(f"note: {', '.join(unknown)} is not among the scopes the metadata lists "
+                      f"({', '.join(sorted(listed))}): the authorization server may refuse it")
         step.decide(f"resource: {self.resource}; redirect URI: {self.settings.redirect_uri}")
         self.phase = "authorization"
         return self.pending()
@@ -508,7 +521,7 @@ class AuthMachine:
         grant = self._grant_from(step, answer, refresh_token=held.refresh_token, failing=False)
         if isinstance(grant, Grant):
             return self._done(step, grant)
-        step.status = "done"
+        step.status = "failed"
         step.decide("the refresh was refused: authorize again")
         self.grant = None
         return self._begin_discovery()
@@ -621,3 +634,12 @@ def _error_text(doc: Any) -> str:
 # The machine's vocabulary lives in app/mcp/oauth/steps.py; named here too for whoever imports it with the machine.
 __all__ = ["MAX_BODY", "TITLES", "Answer", "AuthFinding", "AuthMachine", "Authorize", "Command", "Done", "Failed",
            "Fetch", "Settings", "Step", "union"]
+
+
+def application_type(redirect_uri: str) -> str:
+    """The DCR application_type for a redirect URI: native for a literal loopback host (localhost, 127.0.0.1,
+    [::1]), as desktop and command-line clients are; web otherwise, a `*.localhost` name included (OpenID providers
+    take http loopback redirects for native clients only on those literal hosts; the console's own host name is
+    a `*.localhost` one, served like a web app)."""
+    host = (urlsplit(redirect_uri).hostname or "").lower()
+    return "native" if host in ("localhost", "127.0.0.1", "::1") else "web"
