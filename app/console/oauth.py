@@ -62,15 +62,21 @@ class SessionAuth:
 
     SECRET_KEY = SECRET_KEY
 
-    def __init__(self, session_id: str, mcp_url: str, redirect_uri: str, load: Callable[[], dict[str, str]],
-                 save: Callable[[str], None], append: Callable[[Any], Any]) -> None:
+    def __init__(self, session_id: str, mcp_url: str, redirect_uri: Callable[[], str],
+                 load: Callable[[], dict[str, str]], save: Callable[[str], None], append: Callable[[Any], Any]) -> None:
         self.session_id = session_id
         self._load, self._save, self._append = load, save, append
+        # The console's own redirect URI, read when a flow runs: `--port 0` knows its port only once it listens (the
+        # demo's first session connects before that), and a restart may listen on another. Empty in the settings
+        # means this one; a URI the owner typed (a pre-registered client's) is kept as typed.
+        self._own_redirect = redirect_uri
         stored = self._stored()
-        settings = Settings(redirect_uri=redirect_uri, client_name="MCP Console")
+        settings = Settings(redirect_uri="", client_name="MCP Console")
         for name, value in (stored.get("settings") or {}).items():
             if name in EDITABLE and isinstance(value, str):
                 setattr(settings, name, value)
+        self.custom_redirect = settings.redirect_uri
+        settings.redirect_uri = self.custom_redirect or redirect_uri()
         extra = (stored.get("settings") or {}).get("extra_params")
         if isinstance(extra, dict):
             settings.extra_params = {str(k): str(v) for k, v in extra.items()}
@@ -124,8 +130,9 @@ class SessionAuth:
         self._state = command.state
         self.url = command.url
         _WAITING[command.state] = self
-        self._set("waiting", "open the authorization page (the link in Authorization) and sign in; this page "
-                  "follows when the authorization server sends you back")
+        self._set("waiting", "open the authorization page (the link below) and sign in; this page follows when the "
+                  "authorization server sends you back. If that page shows an error instead (a wrong client id or "
+                  "redirect URI, a scope it does not know), Stop, fix it under What the steps use, and reconnect")
         try:
             return await asyncio.wait_for(self._callback, CALLBACK_WAIT_S)
         except TimeoutError:
@@ -182,6 +189,11 @@ class SessionAuth:
             if name in values:
                 if name == "client_secret" and not values[name]:
                     continue  # an empty secret field keeps the secret (it is never sent back to the page)
+                if name == "redirect_uri":  # empty, or the console's own: follow the console's own from now on
+                    typed = values[name].strip()
+                    self.custom_redirect = "" if typed in ("", self._own_redirect()) else typed
+                    settings.redirect_uri = self.custom_redirect or self._own_redirect()
+                    continue
                 setattr(settings, name, values[name].strip())
         settings.extra_params = extra_params
         self.step_through = step_through
@@ -200,12 +212,15 @@ class SessionAuth:
         else:
             self.machine.grant = None
             self.machine.registrations.clear()
+        self.refreshed = 0
         self._set("signed_out", "signed out: the tokens and the client registrations are forgotten")
 
     # --- what changes -------------------------------------------------------------------------------------
 
     def _changed(self, auth: Authorizer) -> None:
         machine = auth.machine
+        if not self.custom_redirect and machine.phase in ("resource metadata", "refresh"):
+            machine.settings.redirect_uri = self._own_redirect()  # a run begins: the console's port as it is now
         for index, step in enumerate(machine.steps):
             said = self._findings_said.get((machine.runs, index), 0)
             for finding in step.findings[said:]:
@@ -237,7 +252,7 @@ class SessionAuth:
         settings = machine.settings
         shown = {name: getattr(settings, name) for name in EDITABLE if name != "client_secret"}
         shown.update(has_secret=bool(settings.client_secret), extra_params=dict(settings.extra_params),
-                     step_through=self.step_through)
+                     step_through=self.step_through, redirect_is_own=not self.custom_redirect)
         self._append(AuthChanged(status=self.status, message=self.message, run=machine.runs,
                                  steps=[step.to_dict() for step in machine.steps],
                                  grant=machine.grant.shown() if machine.grant is not None else None,
@@ -257,6 +272,7 @@ class SessionAuth:
     def _persist(self) -> None:
         machine = self.machine
         settings = asdict(machine.settings)
+        settings["redirect_uri"] = self.custom_redirect  # "" : the console's own, whatever its port then
         data = {"settings": {k: settings[k] for k in (*EDITABLE, "extra_params")},
                 "step_through": self.step_through,
                 "registrations": {i: r.to_dict() for i, r in machine.registrations.items()},

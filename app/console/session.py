@@ -575,7 +575,7 @@ class ConsoleSession:
         if not isinstance(transport, HttpTransport) or transport.typed_authorization or self.read_only:
             return None
         if self.oauth is None:
-            self.oauth = SessionAuth(self.id, reveal(self.target.url), redirect_uri(self.settings),
+            self.oauth = SessionAuth(self.id, reveal(self.target.url), lambda: redirect_uri(self.settings),
                                      lambda: self._secrets, self._save_oauth, self.timeline.append)
             self._rescrub()  # a grant kept from before a restart is masked from the first frame
         authorizer = self.oauth.driver(self._http, self.on_wire, lambda: self.client.new_key() if self.client
