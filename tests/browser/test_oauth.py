@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
@@ -222,6 +222,7 @@ def test_an_expired_token_is_refreshed_on_the_next_call_without_a_second_sign_in
     authorized(owner, running.console, protected_demo, shared)
     badge = owner.locator("#auth-panel [data-refreshed]")
     before = int(badge.get_attribute("data-refreshed") or 0) if badge.count() else 0
+    expires = float(owner.locator(".auth-expiry").get_attribute("data-expires") or 0)
     owner.wait_for_function("() => Date.now() / 1000 > Number(document.querySelector('.auth-expiry').dataset.expires)"
                             " + 0.5", timeout=(TTL_S + 10) * 1000)
 
@@ -232,6 +233,7 @@ def test_an_expired_token_is_refreshed_on_the_next_call_without_a_second_sign_in
     expect(owner.locator('li.auth-step[data-step="refresh"]')).to_have_count(1)
     expect(owner.locator('li.auth-step[data-step="authorization"]')).to_have_count(0)
     expect(owner.locator("#auth-open")).to_have_count(0)
+    assert float(owner.locator(".auth-expiry").get_attribute("data-expires") or 0) > expires
 
 
 def test_write_note_steps_up_to_mcp_write_with_a_new_authorization_page_and_completes_after_consent(
@@ -301,9 +303,18 @@ def test_a_viewer_link_shows_the_steps_and_claims_but_no_token_secret_code_or_st
             seen[f"the viewer's {path}"] = answer.text()
         seen["the owner's export"] = owner.request.get(console.url(f"/sessions/{sid}/export.json")).text()
         seen["the owner's HAR"] = owner.request.get(console.url(f"/sessions/{sid}/export.har")).text()
+        seen["the owner's JSON twin"] = owner.request.get(console.url(f"/sessions/{sid}.json")).text()
+        seen["the owner's page once signed in"] = owner.content()
         seen["the event log"] = store_text(data)
         assert "oauth: token" in seen["the event log"], "the OAuth exchanges are in the log, masked"
         assert "auth-panel" in seen["the viewer's websocket"], "the viewer was pushed the flow as it went"
+        for action in ("stop", "continue", "signout", "settings"):  # the owner's hand only
+            refused = viewer.request.post(console.url(f"/sessions/{sid}/auth/{action}"), form={"client_id": "x"},
+                                          headers={"Origin": console.base}, max_redirects=0)
+            assert refused.status == 403, (action, refused.status)
+        replayed = viewer.request.get(console.url(f"/oauth/callback?{urlencode(callback)}"))
+        assert replayed.status == 400, "a callback is used once"
+        seen["a replayed callback"] = replayed.text()
         leaks = [(what, where) for what, value in secrets.items() for where, text in seen.items() if value in text]
         assert not leaks, leaks
     finally:
