@@ -42,6 +42,8 @@ FIRST_FLOW = ("challenge", "resource metadata", "server metadata", "registration
 
 
 # --- one provider, one protected demo, one console for the module ------------------------------------------------
+# tests/oauth_services.py's fixtures, run once for the module: the same names (tests/conftest.py marks by them), the
+# same bodies (`__wrapped__`), a wider scope.
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +58,12 @@ def protected_demo_port() -> int:
 
 @pytest.fixture(scope="module")
 def oidc_provider(oauth_token_ttl: int, protected_demo_port: int) -> Iterator[OidcProvider]:
-    yield from oauth_services.oidc_provider.__wrapped__(oauth_token_ttl, protected_demo_port)
+    yield from oauth_services.oidc_provider.__wrapped__(oauth_token_ttl, protected_demo_port)  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="module")
 def protected_demo(oidc_provider: OidcProvider, protected_demo_port: int) -> Iterator[str]:
-    yield from oauth_services.protected_demo.__wrapped__(oidc_provider, protected_demo_port)
+    yield from oauth_services.protected_demo.__wrapped__(oidc_provider, protected_demo_port)  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="module")
