@@ -31,6 +31,14 @@ async def oauth_callback(request: Request) -> Response:
     return w.page("landing.html", target=f"/sessions/{auth.session_id}", role="", oauth=True)
 
 
+def _back(request: Request, session_id: str) -> Response:
+    """htmx (the panel's forms) swaps nothing, the auth_changed push shows the outcome: no page to render for it.
+    A plain form post (no script) goes back to the session."""
+    if request.headers.get("HX-Request"):
+        return Response(status_code=204)
+    return RedirectResponse(f"/sessions/{session_id}", status_code=303)
+
+
 @router.post("/sessions/{session_id}/auth/settings")
 async def auth_settings(request: Request, session_id: str, w: Owner) -> Response:
     s = session_or_404(w, session_id)
@@ -48,29 +56,29 @@ async def auth_settings(request: Request, session_id: str, w: Owner) -> Response
     if form.first("forget_secret"):
         s.oauth.forget_secret()
     s.oauth.edit(values, extra, bool(form.first("step_through")))
-    return RedirectResponse(f"/sessions/{s.id}", status_code=303)
+    return _back(request, s.id)
 
 
 @router.post("/sessions/{session_id}/auth/continue")
-async def auth_continue(session_id: str, w: Owner) -> Response:
+async def auth_continue(request: Request, session_id: str, w: Owner) -> Response:
     s = session_or_404(w, session_id)
     if s.oauth is None or not s.oauth.resume(True):
         raise HTTPException(409, "No OAuth step is waiting to continue")
-    return RedirectResponse(f"/sessions/{s.id}", status_code=303)
+    return _back(request, s.id)
 
 
 @router.post("/sessions/{session_id}/auth/stop")
-async def auth_stop(session_id: str, w: Owner) -> Response:
+async def auth_stop(request: Request, session_id: str, w: Owner) -> Response:
     s = session_or_404(w, session_id)
     if s.oauth is None or not s.oauth.stop():
         raise HTTPException(409, "No OAuth flow is waiting to be stopped")
-    return RedirectResponse(f"/sessions/{s.id}", status_code=303)
+    return _back(request, s.id)
 
 
 @router.post("/sessions/{session_id}/auth/signout")
-async def auth_signout(session_id: str, w: Owner) -> Response:
+async def auth_signout(request: Request, session_id: str, w: Owner) -> Response:
     s = session_or_404(w, session_id)
     if s.oauth is None:
         raise HTTPException(409, "This session has had no OAuth flow")
     s.oauth.sign_out()
-    return RedirectResponse(f"/sessions/{s.id}", status_code=303)
+    return _back(request, s.id)
