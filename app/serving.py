@@ -10,6 +10,7 @@ from typing import Any
 
 import uvicorn
 
+from app.console.oauth import stop_waiting_flows
 from app.console.session import Target
 from app.console.store import mask_url
 from app.hardening import keep_secrets_from_children
@@ -31,12 +32,21 @@ class LaunchingServer(uvicorn.Server):
         super().__init__(config)
         self._launch = launch
 
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Before waiting for the requests in flight: those that wait on a person (an OAuth flow paused before a
+        # step, an authorization page left open) end now, as the sessions' close would end them after the wait.
+        stop_waiting_flows()
+        await super().shutdown(sockets=sockets)
+
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if self.started:
             port = next((s.getsockname()[1] for srv in getattr(self, "servers", []) for s in srv.sockets),
                         self.config.port)
             self._launch(port)
+
+
+GRACEFUL_SHUTDOWN_S = 10
 
 
 def serve(settings: Settings, initial: list[Target] | None = None) -> None:
@@ -64,5 +74,7 @@ def serve(settings: Settings, initial: list[Target] | None = None) -> None:
     # and path for each of them on every answer.
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio",
                             ws_max_size=WS_MAX_MESSAGE_BYTES, lifespan="on", proxy_headers=False,
-                            http=CoalescingHttpToolsProtocol, access_log=False)
+                            http=CoalescingHttpToolsProtocol, access_log=False,
+                            # Whatever else a request waits on, SIGTERM stops the console after this long.
+                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
     LaunchingServer(config, launch).run()

@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,16 @@ def waiting_for(state: str) -> SessionAuth | None:
     return _WAITING.get(state)
 
 
+# Every session's flow in this process, for a shutdown that must not wait on a person (app/serving.py).
+_LIVE: weakref.WeakSet[SessionAuth] = weakref.WeakSet()
+
+
+def stop_waiting_flows() -> None:
+    """Stop every flow that waits on a person (paused, or on the authorization page): the process is going."""
+    for auth in list(_LIVE):
+        auth.stop()
+
+
 def redirect_uri(settings: Any) -> str:
     """The console's own redirect URI: its public host and port (app/web/public_host.py), /oauth/callback."""
     port = int(settings.port)
@@ -65,6 +76,7 @@ class SessionAuth:
     def __init__(self, session_id: str, mcp_url: str, redirect_uri: Callable[[], str],
                  load: Callable[[], dict[str, str]], save: Callable[[str], None], append: Callable[[Any], Any]) -> None:
         self.session_id = session_id
+        _LIVE.add(self)
         self._load, self._save, self._append = load, save, append
         # The console's own redirect URI, read when a flow runs: `--port 0` knows its port only once it listens (the
         # demo's first session connects before that), and a restart may listen on another. Empty in the settings
@@ -197,6 +209,8 @@ class SessionAuth:
                 setattr(settings, name, values[name].strip())
         settings.extra_params = extra_params
         self.step_through = step_through
+        if self.authorizer is not None:
+            self.authorizer.reset()
         self._persist()
         self._publish()
 

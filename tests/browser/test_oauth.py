@@ -476,8 +476,6 @@ def signed_in_session(page: Page, console: Console, url: str) -> str:
     return sid
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: AuthMachine._retried_type (the one retry of dynamic registration with "
-                   "the other application_type) is never reset, so after Sign out the new registration is refused")
 def test_signing_out_then_calling_a_tool_registers_and_signs_in_anew(
         owner: Page, running: RunningConsole, protected_demo: str) -> None:
     signed_in_session(owner, running.console, protected_demo)
@@ -492,8 +490,6 @@ def test_signing_out_then_calling_a_tool_registers_and_signs_in_anew(
     expect(echo.locator(".result pre.text-content")).to_have_text("signed in again")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: after a Stop, each other request refused with it runs a flow of its "
-                   "own (Authorizer.__call__), so Refresh lists pauses again and needs one Stop per list")
 def test_one_stop_ends_the_paused_flow_for_every_request_refused_with_it(
         owner: Page, running: RunningConsole, protected_demo: str) -> None:
     signed_in_session(owner, running.console, protected_demo)
@@ -521,8 +517,6 @@ def test_one_stop_ends_the_paused_flow_for_every_request_refused_with_it(
             expect(owner.locator("#auth-panel:not([data-before])")).to_have_count(1)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: uvicorn waits for every request in flight before it shuts down (no "
-                   "timeout_graceful_shutdown in app/serving.py), and Refresh lists waits on the paused flow for ever")
 def test_sigterm_stops_a_console_whose_flow_is_paused_while_a_request_waits_on_it(
         tmp_path: Path, context: BrowserContext, protected_demo: str) -> None:
     run = RunningConsole(tmp_path)

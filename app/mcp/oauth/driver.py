@@ -78,15 +78,21 @@ class Authorizer:
         self.transport: Bearer | None = None
         self.failure: Failed | None = None
         self.running = False
+        self._failed: tuple[int] | None = None  # the bearer_version a flow failed with (see __call__)
         self._lock = asyncio.Lock()
 
     @property
     def grant(self) -> Grant | None:
         return self.machine.grant
 
+    def reset(self) -> None:
+        """The owner changed something: the next refusal may run a flow again."""
+        self._failed = None
+
     def bind(self, transport: Bearer) -> None:
         """The transport the token goes on; a grant kept from before (a restart) goes on it at once."""
         self.transport = transport
+        self._failed = None
         if self.machine.grant is not None:
             transport.use_bearer(self.machine.grant.access_token)
 
@@ -95,6 +101,7 @@ class Authorizer:
         self.machine.grant = None
         self.machine.registrations.clear()
         self.machine.registration = None
+        self._failed = None
         if self.transport is not None:
             self.transport.use_bearer(None)
         self._changed()
@@ -103,7 +110,15 @@ class Authorizer:
         async with self._lock:
             if self.transport is not None and refused.generation != self.transport.bearer_version:
                 return True  # another request's flow put a new token on meanwhile: go again with it
-            outcome = await self.run(refused.challenge, refused.exchange)
+            if self._failed is not None and self._failed[0] == refused.generation and self.failure is not None:
+                # Refused with the same token as a flow that failed (or was stopped): that flow's end is this
+                # request's answer too, not another flow of its own (one Stop stops them all). The owner's next
+                # change (settings, sign-out, a reconnect) lets a new flow run.
+                outcome: Done | Failed = self.failure
+            else:
+                outcome = await self.run(refused.challenge, refused.exchange)
+                if isinstance(outcome, Failed) and self.transport is not None:
+                    self._failed = (self.transport.bearer_version,)
         if isinstance(outcome, Failed):  # the refusal is the request's answer: it says where the flow stopped
             refused.args = (f"{refused.args[0] if refused.args else refused}; OAuth stopped at the "
                             f"{outcome.step} step: {outcome.message}",)
