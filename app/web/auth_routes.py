@@ -9,7 +9,7 @@ the parameters to the flow, and the page hops to the session, whose own check th
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import PlainTextResponse, RedirectResponse, Response
 
 from app.console.oauth import CALLBACK_PATH, waiting_for
 from app.web.deps import Owner, session_or_404, web
@@ -56,7 +56,20 @@ async def auth_settings(request: Request, session_id: str, w: Owner) -> Response
     if form.first("forget_secret"):
         s.oauth.forget_secret()
     s.oauth.edit(values, extra, bool(form.first("step_through")))
+    if form.first("continue"):  # Save and continue: the paused step goes with what was just saved
+        s.oauth.resume(True)
     return _back(request, s.id)
+
+
+@router.get("/sessions/{session_id}/auth/token")
+async def auth_token(session_id: str, w: Owner) -> Response:
+    """The access token itself, for the owner only (to replay a request from a shell): never in a page, the log,
+    the bus or an export. Plain text, not stored by the browser (the guard's no-store applies)."""
+    s = session_or_404(w, session_id)
+    grant = s.oauth.machine.grant if s.oauth is not None else None
+    if grant is None:
+        raise HTTPException(404, "This session holds no access token")
+    return PlainTextResponse(grant.access_token + "\n", headers={"Referrer-Policy": "no-referrer"})
 
 
 @router.post("/sessions/{session_id}/auth/continue")

@@ -322,6 +322,9 @@ def test_a_viewer_link_shows_the_steps_and_claims_but_no_token_secret_code_or_st
             refused = viewer.request.post(console.url(f"/sessions/{sid}/auth/{action}"), form={"client_id": "x"},
                                           headers={"Origin": console.base}, max_redirects=0)
             assert refused.status == 403, (action, refused.status)
+        assert viewer.request.get(console.url(f"/sessions/{sid}/auth/token")).status == 403
+        mine = owner.request.get(console.url(f"/sessions/{sid}/auth/token"))  # the owner may take it to a shell
+        assert mine.ok and mine.text().strip() == secrets["access token"]
         replayed = viewer.request.get(console.url(f"/oauth/callback?{urlencode(callback)}"))
         assert replayed.status == 400, "a callback is used once"
         seen["a replayed callback"] = replayed.text()
