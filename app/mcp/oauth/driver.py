@@ -16,7 +16,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote_plus, urlencode, urlsplit, urlunsplit
 
 import httpx
 
@@ -315,9 +315,10 @@ def _mask(doc: Any, depth: int = 0) -> Any:
 
 
 def masked_url(url: str) -> str:
-    """A URL with its secret query values (state, code) masked."""
+    """A URL with its secret query values (state, code) masked; the mask itself left readable (not percent-encoded)."""
     parts = urlsplit(url)
     if not parts.query:
         return url
     pairs = parse_qsl(parts.query, keep_blank_values=True)
-    return urlunsplit(parts._replace(query=urlencode([(k, MASK if k in SECRET_FIELDS else v) for k, v in pairs])))
+    query = "&".join(f"{quote_plus(k)}={MASK}" if k in SECRET_FIELDS else urlencode([(k, v)]) for k, v in pairs)
+    return urlunsplit(parts._replace(query=query))
