@@ -72,8 +72,9 @@ def shown_target(session: Headless) -> str:
 
 def say_notes(session: Headless) -> None:
     """The notes for people, on stderr: stdout is what a CI step reads, and stays only that."""
-    if session.said:
-        print(notes_text(session.said, session.said_more), file=sys.stderr)
+    left = session.said[session.said_printed:]  # what an interactive authorization printed already is not again
+    if left or session.said_more:
+        print(notes_text(left, session.said_more), file=sys.stderr)
 
 
 def with_notes(out: dict[str, Any], session: Headless) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import httpx
 from app.headless.answers import Elicitor, elicitor
 from app.headless.masking import Masking
 from app.headless.oauth import OAuthOptions
-from app.headless.report import MAX_NOTES, Said, cut_note
+from app.headless.report import MAX_NOTES, Said, cut_note, notes_text
 from app.mcp.client import ClientConfig, McpClient, Reply, reply_json
 from app.mcp.connecting import Connected, ConnectMachine, Failed, Initialize, NotifyInitialized, Probe, StartClient
 from app.mcp.era import Era, LegacyEra, ModernEra, ServerAnswer
@@ -98,6 +98,7 @@ class Headless:
         # why something happened (a fallback, a status line, a stream's note) and not only what came of it.
         self.said: list[Said] = []
         self.said_more = 0  # notes past MAX_NOTES: counted, not kept (the HAR has their frames)
+        self.said_printed = 0  # notes already on stderr (interactive OAuth prints those before its URL)
         self._methods: dict[str, str] = {}  # exchange key → the method its request sent
         self.linter = Linter()
         self._http: httpx.AsyncClient | None = None
@@ -152,6 +153,10 @@ class Headless:
         return self.auth
 
     def _announce(self, url: str) -> None:
+        """The authorization URL for the person, after the notes that led to it (discovery, registration): they
+        read what is happening while the command waits, not only once it is over."""
+        print(notes_text(self.said[self.said_printed:]), file=sys.stderr)
+        self.said_printed = len(self.said)
         print(f"· mcp-console: open this URL in a browser to authorize (waiting for the callback):\n{url}",
               file=sys.stderr, flush=True)
 
