@@ -388,7 +388,7 @@ class Headless:
         while not isinstance(command, TaskEnded):
             if isinstance(command, TaskPoll):
                 if asyncio.get_running_loop().time() + command.after_ms / 1000 > deadline:
-                    command = task.cancel() or task.expired(0) or TaskEnded("expired", "--max-time passed")
+                    command = task.cancel() or TaskEnded("expired", "--max-time passed")
                     self.say(f"task {task.task_id!r}: --max-time passed, cancelling it", "tasks/cancel")
                     continue
                 await asyncio.sleep(command.after_ms / 1000)  # the server's poll interval: how tasks are followed
