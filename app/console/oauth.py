@@ -106,6 +106,7 @@ class SessionAuth:
         self._state = ""
         self._resume: asyncio.Future[bool] | None = None
         self._findings_said: dict[tuple[int, int], int] = {}
+        self._findings_seen: set[tuple[str, str]] = set()
         self._counted_run = 0
         self._on_finding: Callable[[FindingRecorded], Any] | None = None
 
@@ -238,6 +239,9 @@ class SessionAuth:
         for index, step in enumerate(machine.steps):
             said = self._findings_said.get((machine.runs, index), 0)
             for finding in step.findings[said:]:
+                if (finding.rule, finding.message) in self._findings_seen:
+                    continue  # the same finding of every run (a loopback endpoint, say) is one finding
+                self._findings_seen.add((finding.rule, finding.message))
                 if self._on_finding is not None and finding.rule in RULES:
                     rule = RULES[finding.rule]
                     self._on_finding(FindingRecorded(rule=finding.rule, severity=rule.severity,

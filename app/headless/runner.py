@@ -82,7 +82,8 @@ class Headless:
         self.target = target
         self.oauth = oauth
         self.auth: Authorizer | None = None  # the OAuth flow's driver, made with the first HTTP transport
-        self._auth_said: dict[tuple[int, int], tuple[int, int, int]] = {}  # (run, step) -> lines and findings said
+        self._auth_said: dict[tuple[int, int], tuple[int, int, int]] = {}
+        self._auth_found: set[tuple[str, str]] = set()  # (run, step) -> lines and findings said
         self.stdio = stdio
         # What is secret of the typed target (app/headless/masking.py); a script that made none shows it all.
         self.masking = masking or Masking(target, stdio, dict(headers or {}), reveal=True)
@@ -169,7 +170,9 @@ class Headless:
             for kind, line in step.lines[said_lines:]:
                 self.say(f"{title}: {line}" if kind == "found" else f"{title}: → {line}")
             for finding in step.findings[said_findings:]:
-                self.linter.report(finding.rule, finding.message, finding.exchange)
+                if (finding.rule, finding.message) not in self._auth_found:  # once, however many runs show it
+                    self._auth_found.add((finding.rule, finding.message))
+                    self.linter.report(finding.rule, finding.message, finding.exchange)
             if step.status == "failed" and said_findings < len(step.findings) and step.fix:
                 self.say(f"{title} failed; fix: {step.fix}")
             self._auth_said[(machine.runs, index)] = (len(step.lines), 0, len(step.findings))
