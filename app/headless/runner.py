@@ -33,14 +33,13 @@ from app.mcp.operation import AskInput, Ended, OperationMachine, SendRound
 from app.mcp.secret import reveal
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
-from app.mcp.task import EXTENSION as TASKS_EXTENSION
 from app.mcp.task import AskInput as TaskAskInput
 from app.mcp.task import Command as TaskCommand
 from app.mcp.task import Ended as TaskEnded
 from app.mcp.task import Poll as TaskPoll
 from app.mcp.task import SendCancel as TaskCancel
 from app.mcp.task import SendUpdate as TaskUpdate
-from app.mcp.task import TaskMachine
+from app.mcp.task import TaskMachine, declaring
 from app.mcp.task import Wire as TaskWire
 from app.mcp.transport import Transport
 from app.mcp.upstream import upstream_client
@@ -135,7 +134,7 @@ class Headless:
         client = getattr(self, "client", None)
         if client is None or client.config.era.name != "modern":
             return self._caps
-        return {**self._caps, "extensions": {TASKS_EXTENSION: {}}}
+        return declaring(self._caps)
 
     def _authorizer(self, transport: Transport, record: Recorder) -> Authorizer | None:
         """The OAuth driver for an HTTP transport when --oauth asks for one (and no Authorization was typed)."""

@@ -38,6 +38,14 @@ MAX_POLL_MS = 60_000
 MAX_INPUT_REQUESTS = 100  # as an operation round: more are not asked (each is a dialog on every tab)
 
 
+def declaring(capabilities: dict[str, Any]) -> dict[str, Any]:
+    """The client capabilities a 2026-07-28 request declares when its client follows tasks: the extension beside
+    any others (a server MUST NOT answer a task to a request that did not declare it). Shared by the console and
+    the command line; 2025-11-25 has no per-request declaration."""
+    extensions = capabilities.get("extensions")
+    return {**capabilities, "extensions": {**(extensions if isinstance(extensions, dict) else {}), EXTENSION: {}}}
+
+
 @dataclass(frozen=True, slots=True)
 class Poll:
     task_id: str
@@ -192,6 +200,10 @@ class TaskMachine:
         ended = self._end(Ended("expired", f"its ttl of {self.ttl_ms} ms passed"))
         assert isinstance(ended, Ended)
         return ended
+
+    def next_poll(self) -> Poll:
+        """The poll after this one, at the interval in force (a driver that keeps polling while input is asked)."""
+        return self._next_poll()
 
     def set_poll_interval(self, ms: int | None) -> None:
         self.poll_override_ms = None if ms is None else max(MIN_POLL_MS, min(MAX_POLL_MS, int(ms)))
