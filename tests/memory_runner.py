@@ -78,6 +78,9 @@ class MemoryRunner:
     def lists(self) -> dict[str, list[dict[str, Any]]]:
         return self.timeline.state.lists
 
+    def as_task(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return params  # the memory runner speaks 2026-07-28 only
+
     @property
     def capabilities(self) -> dict[str, Any]:
         return self.timeline.state.capabilities

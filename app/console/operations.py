@@ -21,7 +21,8 @@ from app.mcp.client import Reply, reply_json
 from app.mcp.lint.checks import declares_tasks
 from app.mcp.operation import AskInput, Command, Ended, OperationMachine, Round, SendRound
 from app.mcp.secret import MASK
-from app.mcp.task import TaskMachine
+from app.mcp.task import TaskMachine, made_task
+from app.mcp.task import Wire as TaskWire
 
 if TYPE_CHECKING:
     from app.console.runner import RequestRunner
@@ -230,11 +231,13 @@ class OperationDriver:
                 rnd.key, rnd.request_id = key, request_id
                 return functools.partial(self._sent, op, rnd)
 
-            reply = await self.runner.run(op.method, command.params, op=op.id, round_=rnd.n, on_start=started,
+            params = self.runner.as_task(op.method, command.params)
+            reply = await self.runner.run(op.method, params, op=op.id, round_=rnd.n, on_start=started,
                                            log_level=op.log_level)
-            if op.method == "tools/call" and reply.error is None and reply.result_type == "task" \
-                    and declares_tasks(reply.params):  # undeclared, it is an invalid result (op.took says so)
-                self._became_task(op, rnd, reply)
+            wire = made_task(params, reply.result) if op.method == "tools/call" and reply.error is None else None
+            # An undeclared 2026-07-28 task is an invalid result (op.took says so): the server MUST NOT make one.
+            if wire is not None and (wire == "2025-11-25" or declares_tasks(reply.params)):
+                self._became_task(op, rnd, reply, wire)
                 return
             command = op.took(reply)
             self._took(op, command)
@@ -250,12 +253,12 @@ class OperationDriver:
 
     # -- tasks (2026-07-28, the io.modelcontextprotocol/tasks extension) ---------------------------------------
 
-    def _became_task(self, op: Operation, rnd: Round, reply: Reply) -> None:
+    def _became_task(self, op: Operation, rnd: Round, reply: Reply, wire: TaskWire) -> None:
         """The round was answered with a task, not the result: the task machine takes it from here, polled in the
         session's background; the operation stays running until the task ends."""
         rnd.received, rnd.server_ms, rnd.status = op.clock(), reply.duration_ms, "task"
         op.status, op.message = "running", ""
-        follower = TaskFollower(self, op, TaskMachine("2026-07-28"))
+        follower = TaskFollower(self, op, TaskMachine(wire))
         follower.last = follower.exchange = reply
         command = follower.machine.created(reply.result or {})
         self.tasks[op.id] = follower

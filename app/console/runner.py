@@ -36,6 +36,10 @@ class RequestRunner(Protocol):
     background: TaskGroup
     """Where work that outlives a request runs (a task's poller), stopped with the session."""
 
+    def as_task(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The params a request goes with: on 2025-11-25, a tools/call of a tool that requires a task gets
+        `params.task` (app/mcp/task.py `as_task`); otherwise the same params."""
+
     async def cancel(self, key: str, who: str) -> bool:
         """Cancel the request in flight under this exchange key; False when there is none."""
 

@@ -64,7 +64,7 @@ from app.mcp.lint.output import OutputLint
 from app.mcp.secret import reveal
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
-from app.mcp.task import declaring
+from app.mcp.task import as_task, declaring
 from app.mcp.transport import Transport
 from app.mcp.wire import WireEvent
 from app.settings import Settings
@@ -569,6 +569,12 @@ class ConsoleSession:
         except McpError as exc:
             return str(exc)
         return None
+
+    def as_task(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """2025-11-25: a tools/call of a tool that requires a task goes as one, as the command line's does."""
+        if method != "tools/call" or self.client is None or not self._is_legacy():
+            return params
+        return as_task(params, self.server_capabilities, self.client.task_support.get(str(params.get("name"))))
 
     def _declared_capabilities(self) -> dict[str, Any]:
         """What each request declares: on 2026-07-28 also the tasks extension, which the console follows

@@ -18,7 +18,7 @@ from app.console.live_events import OpAnswered, OpTask
 from app.mcp.client import Reply
 from app.mcp.errors import RpcError
 from app.mcp.lint.rules import RULES
-from app.mcp.task import AskInput, Ended, Poll, SendUpdate, TaskMachine
+from app.mcp.task import AskInput, Ended, FetchResult, Poll, SendUpdate, TaskMachine
 from app.mcp.task import Command as TaskCommand
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 # What the operation ends as, for each way a task ends (a tool result with isError is a completed task in
 # 2026-07-28: the operation then shows it as a tool error, as any call's).
+MAX_MISSES = 3  # polls in a row that may fail on the wire before the task is given up as failed
 OP_STATUS = {"completed": "complete", "failed": "error", "cancelled": "cancelled", "expired": "error", "gone": "error"}
 
 
@@ -43,6 +44,7 @@ class TaskFollower:
         self.last: Reply | None = None
         self.exchange: Reply | None = None  # a poll whose step (asking, ending) records it
         self.done = False
+        self.misses = 0  # polls in a row the wire failed
         self.findings_said = len(machine.findings)  # those of a task taken up again were said before the restart
 
     # --- what people do --------------------------------------------------------------------------------------
@@ -85,7 +87,16 @@ class TaskFollower:
     # --- the poller --------------------------------------------------------------------------------------------
 
     async def follow(self, command: TaskCommand) -> None:
-        """Poll until the task ends (or someone else ended it: a cancel), recording each step."""
+        """Poll until the task ends (or someone else ended it: a cancel), recording each step. A poller that dies
+        (the session lost its client) lets go of the task, so the next connect takes it up again from the fold."""
+        try:
+            await self._follow(command)
+        except Exception:
+            if not self.done:
+                self.driver.tasks.pop(self.op.id, None)
+            raise
+
+    async def _follow(self, command: TaskCommand) -> None:
         while not self.done:
             if isinstance(command, Ended):
                 self._finish(command)
@@ -95,10 +106,15 @@ class TaskFollower:
                 self.record_step()
                 command = self.machine.next_poll()  # keep polling while the person answers: the task may move on
                 continue
-            # 2026-07-28 polls only; the 2025-11-25 steps (tasks/result) are not followed here yet
-            assert isinstance(command, Poll), f"not followed by the console: {command!r}"
-            after_ms = command.after_ms
-            await self._wait(after_ms)
+            if isinstance(command, FetchResult):  # 2025-11-25: blocks until the task ends; the server's questions
+                reply = await self._send("tasks/result", {})  # come on its stream, asked as any server request
+                if self.done:
+                    return
+                self.exchange = reply
+                command = self.machine.fetched(*_outcome(reply))
+                continue
+            assert isinstance(command, Poll), f"not sent by the console: {command!r}"  # updates and cancels: people's
+            await self._wait(command.after_ms)
             if self.done:
                 return
             expired = self.machine.expired()
@@ -108,6 +124,14 @@ class TaskFollower:
             reply = await self._send("tasks/get", {})
             if self.done:
                 return  # cancelled while it was in flight: its answer is past
+            if reply.error is not None and not isinstance(reply.error, RpcError) and self.misses < MAX_MISSES:
+                # The wire, not the server, failed (a timeout, a dropped connection): the task lives on the server,
+                # so it is polled again; only the server's own error ends it.
+                self.misses += 1
+                self.record_step(reply)
+                command = self.machine.next_poll()
+                continue
+            self.misses = 0
             command = self.machine.polled(*_outcome(reply))
             if not isinstance(command, Ended | AskInput):
                 self.requests = {k: v for k, v in self.requests.items() if k in self.machine.pending}

@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from tests.everything.fixtures import everything_url, needs_everything
 from tests.hostile.fixtures import HostileUrl
 from tests.integration.conftest import JSON, Console, ConsoleRestarts, eventually
 
 pytestmark = pytest.mark.processes
+__all__ = ["everything_url"]
 
 
 async def _call(console: Console, sid: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -32,12 +34,12 @@ async def _operation(console: Console, sid: str, op: str) -> dict[str, Any]:
 
 
 async def _until(console: Console, sid: str, op: str, wanted: Callable[[dict[str, Any]], bool],
-                 what: str) -> dict[str, Any]:
+                 what: str, timeout: float = 15.0) -> dict[str, Any]:
     async def check() -> dict[str, Any] | None:
         data = await _operation(console, sid, op)
         return data if wanted(data) else None
 
-    found: dict[str, Any] = await eventually(check, 15.0, what)
+    found: dict[str, Any] = await eventually(check, timeout, what)
     return found
 
 
@@ -164,3 +166,45 @@ async def test_a_task_not_ended_when_the_console_restarts_is_polled_again_from_i
     assert done["status"] == "complete", done
     assert done["final"]["result"]["content"][0]["text"] == "done after 8 polls"
     assert done["task"]["polls"] >= 8 - before["task"]["polls"], done["task"]
+
+
+# --- 2025-11-25 tasks against the official TypeScript SDK (server-everything's simulate-research-query, made with
+# registerToolTask, execution.taskSupport "required") --------------------------------------------------------------
+
+@needs_everything
+@pytest.mark.slow
+async def test_a_2025_tool_that_requires_a_task_goes_as_one_is_polled_and_its_result_fetched(
+        console: Console, everything_url: str) -> None:
+    sid = await console.connected_http(everything_url)
+    op = (await _call(console, sid, "simulate-research-query", {"topic": "cats"}))["operation"]["op"]
+    done = await _until(console, sid, op, _ended, "the task to end", timeout=60.0)
+    assert done["status"] == "complete", done
+    assert "Research Report: cats" in done["final"]["result"]["content"][0]["text"]
+    task = done["task"]
+    assert task["wire"] == "2025-11-25" and task["ended"] == "completed", task
+    methods = [x["method"] for x in task["exchanges"]]
+    assert "tasks/get" in methods and methods[-1] == "tasks/result", methods
+    call = await console.entry(sid, done["rounds"][0]["key"])
+    sent = json.loads(next(f["raw"] for f in call["wire"] if f.get("direction") == "out"))
+    assert sent["params"]["task"] == {"ttl": 300_000}, sent["params"]
+
+
+@needs_everything
+@pytest.mark.slow
+async def test_a_2025_tasks_question_on_the_tasks_result_stream_is_a_dialog_and_its_answer_completes_the_task(
+        console: Console, everything_url: str) -> None:
+    sid = await console.connected_http(everything_url)
+    op = (await _call(console, sid, "simulate-research-query", {"topic": "cats", "ambiguous": True}))["operation"]["op"]
+
+    async def asked() -> dict[str, Any] | None:
+        waiting = [r for r in (await console.session(sid))["server_requests"] if r["status"] == "awaiting"]
+        return waiting[0] if waiting else None
+
+    question: dict[str, Any] = await eventually(asked, 30.0, "the task's elicitation on the tasks/result stream")
+    response = await console.http.post(f"/sessions/{sid}/server-requests/{question['id']}/answer", headers=JSON,
+                                       data={"action": "decline"})
+    assert response.status_code == 200, response.text
+    done = await _until(console, sid, op, _ended, "the task to end", timeout=60.0)
+    assert done["status"] == "complete", done
+    assert "User declined" in done["final"]["result"]["content"][0]["text"]
+    assert done["task"]["wire"] == "2025-11-25"

@@ -109,3 +109,17 @@ async def test_a_restart_keeps_a_task_not_ended_running_and_resumes_polling_it(
     assert timeline.state.operations[op.id].status == "cancelled"
     assert runner.sent("tasks/cancel")[0]["params"]["taskId"] == "t1"
     assert not runner.sent("notifications/cancelled")
+
+
+async def test_a_poll_the_wire_failed_is_sent_again_and_only_the_servers_own_error_would_end_the_task(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    runner = make_runner(task_server(polls_needed=2))
+    runner.set_capabilities(declaring({}))
+    driver = OperationDriver(runner, timeline)
+    op = await driver.start("tools/call", {"name": "slow", "arguments": {}})
+    follower = driver.tasks[op.id]
+    runner.transport.refuse = True  # the connection is down for a poll
+    await until(lambda: follower.misses >= 1, "a poll to fail on the wire")
+    runner.transport.refuse = False
+    await until(lambda: timeline.state.operations[op.id].status == "complete", "the task to complete")
+    assert timeline.state.operations[op.id].task["ended"] == "completed"  # type: ignore[index]
