@@ -166,8 +166,8 @@ class OperationDriver:
         took the session over from a process that died): taken up again from its record. Its retry needs only the
         original params, the last round's requestState and the answers, which the revision keeps nowhere else."""
         record = self.timeline.state.operations.get(op_id)
-        if record is None or record.status != "awaiting_input":
-            return None
+        if record is None or record.status != "awaiting_input" or record.task:
+            return None  # a task's questions are taken up by its follower (resume_tasks), never by a retry
         if self.timeline.scrubber is not None and MASK in json.dumps(
                 [record.params, record.rounds, record.answer_values], default=str):
             # The record holds a secret value as its mask (app/console/scrub.py): a retry made from it would send
@@ -185,7 +185,8 @@ class OperationDriver:
         """Operations the fold shows waiting with every question of their round answered: the console stopped
         between the last answer and the retry's start (the retry is recorded when it reaches the wire)."""
         return [op.id for op in self.timeline.state.operations.values()
-                if op.status == "awaiting_input" and op.pending and all(k in op.answer_values for k in op.pending)]
+                if op.status == "awaiting_input" and op.pending and all(k in op.answer_values for k in op.pending)
+                and not op.task]  # a task's answers go with tasks/update (resume_tasks), never as a retry
 
     async def resume(self, op_id: str) -> bool:
         """Send the retry of an operation answered in full before a restart (see `answered_in_full`)."""
@@ -289,12 +290,18 @@ class OperationDriver:
             op.begun = True
             self._keep(op)
             machine = TaskMachine.from_data(record.task)
+            # Questions answered and not yet sent with tasks/update are the machine's again: their answers, when
+            # the fold has them whole, go out at once; else they are asked again.
+            machine.pending = [*machine.pending, *(k for k in record.pending if k not in machine.pending
+                                                   and k in machine.asked)]
+            answers = {k: v for k, v in record.answer_values.items() if k in machine.pending}
+            if self.timeline.scrubber is not None and MASK in json.dumps(answers, default=str):
+                answers = {}  # a masked answer would send the mask, not what was typed (see revive)
             follower = TaskFollower(self, op, machine, {k: v for k, v in record.pending.items()
                                                         if k in machine.pending})
             self.tasks[op.id] = follower
-            command = machine.resume()
-            if command is not None:
-                self.runner.background.spawn(f"task-{op.id}", follower.follow(command))
+            if not machine.ended:
+                self.runner.background.spawn(f"task-{op.id}", follower.resume(answers))
                 resumed.append(op_id)
         return resumed
 

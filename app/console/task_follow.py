@@ -58,13 +58,27 @@ class TaskFollower:
         self.driver.timeline.append(OpAnswered(key=self.op.key, op=self.op.id, round=len(self.op.rounds),
                                                input=key, at=self.op.clock(), value=value))
         if isinstance(command, SendUpdate):  # every question asked so far is answered
-            reply = await self._send("tasks/update", {"inputResponses": command.responses})
-            if not self.done:
-                next_poll = machine.updated(_outcome(reply)[1])
-                self.requests = {k: v for k, v in self.requests.items() if k in machine.pending}
-                self.record_step(reply)
-                self._poll_now(next_poll)
+            await self._update(command)
         return True
+
+    async def _update(self, command: SendUpdate) -> None:
+        reply = await self._send("tasks/update", {"inputResponses": command.responses})
+        if not self.done:
+            next_poll = self.machine.updated(_outcome(reply)[1])
+            self.requests = {k: v for k, v in self.requests.items() if k in self.machine.pending}
+            self.record_step(reply)
+            self._poll_now(next_poll)
+
+    async def resume(self, answers: dict[str, Any]) -> None:
+        """After a restart: the answers given before it sent (tasks/update once all are), then polling again."""
+        async with self.op.lock:
+            for key, value in answers.items():
+                command = self.machine.answer(key, value)
+                if isinstance(command, SendUpdate):
+                    await self._update(command)
+        command = self.machine.resume()
+        if command is not None:
+            await self.follow(command)
 
     async def cancel(self) -> bool:
         """`tasks/cancel` (never notifications/cancelled); cooperative, but the console stops following at once."""

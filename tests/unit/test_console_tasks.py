@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from app.console.events import Restored, TimelineEvent
+from app.console.live_events import OpAnswered
 from app.console.operations import OperationDriver
 from app.console.state import fold, projection
 from app.console.timeline import Timeline
@@ -123,3 +124,23 @@ async def test_a_poll_the_wire_failed_is_sent_again_and_only_the_servers_own_err
     runner.transport.refuse = False
     await until(lambda: timeline.state.operations[op.id].status == "complete", "the task to complete")
     assert timeline.state.operations[op.id].task["ended"] == "completed"  # type: ignore[index]
+
+
+async def test_an_answer_given_before_a_restart_goes_with_tasks_update_when_polling_resumes_never_as_a_retry(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    runner = make_runner(task_server(asks=True))
+    runner.set_capabilities(declaring({}))
+    driver = OperationDriver(runner, timeline)
+    op = await driver.start("tools/call", {"name": "ask", "arguments": {}})
+    await until(lambda: timeline.state.operations[op.id].status == "awaiting_input", "the question")
+    await runner.background.cancel_all()  # the console stops right after the answer was recorded, before sending it
+    answer = {"action": "accept", "content": {"name": "Ada"}}
+    timeline.append(OpAnswered(key=op.key, op=op.id, round=1, input="name", at=0.0, value=answer))
+    driver.tasks.clear()
+
+    assert driver.answered_in_full() == []  # not an MRTR round: no retry of the tools/call
+    assert driver.resume_tasks() == [op.id]
+    await until(lambda: timeline.state.operations[op.id].status == "complete", "the task to complete")
+    [update] = runner.sent("tasks/update")
+    assert update["params"]["inputResponses"] == {"name": answer}
+    assert len(runner.sent("tools/call")) == 1
