@@ -252,7 +252,7 @@ class OperationDriver:
             op.validation = validate_structured(tool, op.final.result or {})
         self._ended(op)
 
-    # -- tasks (2026-07-28, the io.modelcontextprotocol/tasks extension) ---------------------------------------
+    # -- tasks (2026-07-28, the io.modelcontextprotocol/tasks extension; 2025-11-25, params.task) ---------------
 
     def _became_task(self, op: Operation, rnd: Round, reply: Reply, wire: TaskWire) -> None:
         """The round was answered with a task, not the result: the task machine takes it from here, polled in the

@@ -1,4 +1,5 @@
-"""Following the task a tools/call became (2026-07-28, the `io.modelcontextprotocol/tasks` extension).
+"""Following the task a tools/call became (2026-07-28, the `io.modelcontextprotocol/tasks` extension; 2025-11-25,
+a call sent with `params.task`, whose result comes with `tasks/result`).
 
 The task machine (app/mcp/task.py, the one the command line drives too) says what to do; this drives it in the
 session's background: `tasks/get` at the server's interval (or the person's), each tasks/get|update|cancel an
