@@ -19,6 +19,7 @@ from app.console.events import (
     TimelineEvent,
 )
 from app.console.runner import OnStart
+from app.console.tasks import TaskGroup
 from app.console.timeline import Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
 from app.mcp.jsonrpc import Frame
@@ -67,6 +68,7 @@ class MemoryRunner:
     def __init__(self, handler: Handler, timeline: Timeline, mrtr_max_rounds: int = 10) -> None:
         self.timeline = timeline
         self.mrtr_max_rounds = mrtr_max_rounds
+        self.background = TaskGroup()  # a task's poller runs here, as in the session's
         self.transport = MemoryTransport(handler)
         self.client = McpClient(self.transport, ClientConfig(
             client_info={"name": "unit", "version": "0"}, capabilities=lambda: self.capabilities, idle_timeout_s=5.0))
@@ -75,6 +77,9 @@ class MemoryRunner:
     @property
     def lists(self) -> dict[str, list[dict[str, Any]]]:
         return self.timeline.state.lists
+
+    def as_task(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return params  # the memory runner speaks 2026-07-28 only
 
     @property
     def capabilities(self) -> dict[str, Any]:

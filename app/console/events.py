@@ -31,6 +31,7 @@ from app.console.live_events import (
     OpRefused,
     OpRound,
     OpStarted,
+    OpTask,
     ServerRequestSnapshot,
     SrAsked,
     SrEnded,
@@ -372,7 +373,7 @@ class FindingRecorded(Record):
 Event = (Restored | TakenOver | SessionCreated | StatusChanged | Discovered | ListsRefreshed | CapabilitiesChanged
          | RootsChanged | SessionRenamed | RequestSettingsChanged | ExchangeStarted | ExchangeFinished | Wire | Notice
          | Stderr
-         | OperationSnapshot | OpStarted | OpRound | OpAnswered | OpRefused | OpEnded | Progress | Log
+         | OperationSnapshot | OpStarted | OpRound | OpAnswered | OpRefused | OpEnded | OpTask | Progress | Log
          | SubscriptionSnapshot | SubStarted | SubListening | SubAcknowledged | SubNotified | SubProblem
          | SubEnded | Reread | LinkCreated | LinkRevoked | DeadlineExtended | EraNegotiated
          | FindingRecorded | ServerRequestSnapshot | SrAsked | SrRefused | SrEnded | CancelRequested | AuthChanged)

@@ -121,7 +121,28 @@ class OpEnded(Record):
     required_capabilities: Json | None = None  # after -32021: what "enable and retry" merges
 
 
-OP_RECORDS: tuple[type[Record], ...] = (OperationSnapshot, OpStarted, OpRound, OpAnswered, OpRefused, OpEnded)
+@dataclass(slots=True)
+class OpTask(Record):
+    """A tools/call round was answered with a task (2026-07-28, the tasks extension), and each step of following
+    it: created, polled, asking for input, answered with tasks/update, cancelling. `task` is the task machine's
+    plain data (app/mcp/task.py `to_data`), so a restart resumes polling from it; the operation stays running (or
+    awaiting input while the task asks) until its `op_ended`."""
+
+    KIND = "op_task"
+    kind: Literal["op_task"] = field(default="op_task", init=False)
+    key: str = ""
+    op: str = ""
+    task: Json = field(default_factory=dict)
+    status: str = "running"         # the operation's: running | awaiting_input
+    message: str = ""
+    pending_requests: Json = field(default_factory=dict)  # input key → input request, asked and not yet sent
+    answered: list[str] = field(default_factory=list)     # of those, the keys answered (sent with tasks/update
+    #                                                       once every one is)
+    via: Json | None = None  # {key, method}: the tasks/get|update|cancel exchange this step came from
+
+
+OP_RECORDS: tuple[type[Record], ...] = (OperationSnapshot, OpStarted, OpRound, OpAnswered, OpRefused, OpEnded,
+                                        OpTask)
 OP_KINDS = tuple(cls.KIND for cls in OP_RECORDS)
 
 

@@ -75,6 +75,7 @@ class OperationRecord:
     log_level: str | None = None
     # input key → the answer given in this round, until the retry carries them (never shown: what a person typed)
     answer_values: Json = field(default_factory=dict)
+    task: Json | None = None  # the task a tools/call became (the task machine's data, app/mcp/task.py)
 
     @classmethod
     def of(cls, ev: OperationSnapshot) -> OperationRecord:
@@ -92,7 +93,7 @@ class OperationRecord:
         return {"key": self.key, "op": self.id, "method": self.method, "name": self.name, "status": self.status,
                 "message": self.message, "started": self.started, "rounds": list(self.rounds),
                 "pending": sorted(self.pending), "answered": sorted(self.answers),
-                "required_capabilities": self.required_capabilities, "replay_of": self.replay_of}
+                "required_capabilities": self.required_capabilities, "replay_of": self.replay_of, "task": self.task}
 
     def put_round(self, data: Json) -> None:
         """A round as it now stands: replaces the one of its number, or comes after the last. At most
@@ -127,7 +128,7 @@ class OperationRecord:
                 "message": self.message, "started": self.started, "rounds": self.rounds,
                 "pending": sorted(self.pending), "answered": sorted(self.answers),
                 "required_capabilities": self.required_capabilities, "replay_of": self.replay_of,
-                "pending_requests": self.pending, "errors": self.errors}
+                "pending_requests": self.pending, "errors": self.errors, "task": self.task}
         if with_final:
             data["final"] = self.final.data if self.final is not None else None
         return data

@@ -241,6 +241,8 @@ class SessionManager:
             # ... and a retry that was due when it went down (every question answered, nothing sent) goes out
             for op_id in session.operations.answered_in_full():
                 self.tasks.spawn(f"resume-{op_id}", session.operations.resume(op_id))
+            # ... and a task not ended is polled again from its id (the server holds it, not the stream)
+            session.operations.resume_tasks()
 
     def _link_changed(self, link: ShareLink, created: bool) -> None:
         """Links are part of the session's fold (the links table stays the source of token hashes)."""

@@ -16,9 +16,13 @@ from typing import TYPE_CHECKING, Any
 from app.console.live_events import OpAnswered, OpEnded, OpRefused, OpRound, OpStarted
 from app.console.live_records import FinalReply, OperationRecord
 from app.console.outputs import validate_structured
-from app.mcp.client import reply_json
+from app.console.task_follow import TaskFollower
+from app.mcp.client import Reply, reply_json
+from app.mcp.lint.checks import declares_tasks
 from app.mcp.operation import AskInput, Command, Ended, OperationMachine, Round, SendRound
 from app.mcp.secret import MASK
+from app.mcp.task import TaskMachine, made_task
+from app.mcp.task import Wire as TaskWire
 
 if TYPE_CHECKING:
     from app.console.runner import RequestRunner
@@ -66,6 +70,7 @@ class OperationDriver:
         self.runner = runner
         self.timeline = timeline
         self.ops: dict[str, Operation] = {}
+        self.tasks: dict[str, TaskFollower] = {}  # operation id → the task it became, while it is followed
         # The lowest number a new id may take. Read from the fold once, at the first new operation (a restored
         # session has folded its events by then); after that every id is made here, so it only moves up.
         # Scanning the fold on every call cost a string split per kept operation on each tools/call.
@@ -104,7 +109,8 @@ class OperationDriver:
     def refuse(self, op: Operation, key: str, errors: dict[str, str], drafts: dict[str, list[str]],
                round_: int | None = None) -> None:
         """An answer that did not pass the checks: keep what was typed and say why, in every tab."""
-        if op.refuse(key, errors, drafts, round_):
+        follower = self.tasks.get(op.id)
+        if (follower is not None and key in follower.machine.pending) or op.refuse(key, errors, drafts, round_):
             self.timeline.append(OpRefused(key=op.key, op=op.id, round=len(op.rounds), input=key, errors=errors,
                                            drafts=drafts))
 
@@ -160,8 +166,8 @@ class OperationDriver:
         took the session over from a process that died): taken up again from its record. Its retry needs only the
         original params, the last round's requestState and the answers, which the revision keeps nowhere else."""
         record = self.timeline.state.operations.get(op_id)
-        if record is None or record.status != "awaiting_input":
-            return None
+        if record is None or record.status != "awaiting_input" or record.task:
+            return None  # a task's questions are taken up by its follower (resume_tasks), never by a retry
         if self.timeline.scrubber is not None and MASK in json.dumps(
                 [record.params, record.rounds, record.answer_values], default=str):
             # The record holds a secret value as its mask (app/console/scrub.py): a retry made from it would send
@@ -179,7 +185,8 @@ class OperationDriver:
         """Operations the fold shows waiting with every question of their round answered: the console stopped
         between the last answer and the retry's start (the retry is recorded when it reaches the wire)."""
         return [op.id for op in self.timeline.state.operations.values()
-                if op.status == "awaiting_input" and op.pending and all(k in op.answer_values for k in op.pending)]
+                if op.status == "awaiting_input" and op.pending and all(k in op.answer_values for k in op.pending)
+                and not op.task]  # a task's answers go with tasks/update (resume_tasks), never as a retry
 
     async def resume(self, op_id: str) -> bool:
         """Send the retry of an operation answered in full before a restart (see `answered_in_full`)."""
@@ -206,6 +213,9 @@ class OperationDriver:
         return await self.run(self.create(method, params))
 
     async def cancel(self, op: Operation, who: str) -> bool:
+        follower = self.tasks.get(op.id)
+        if follower is not None:  # a task is cancelled with tasks/cancel, never notifications/cancelled
+            return await follower.cancel()
         rnd = op.last
         if op.status != "running" or rnd is None or not rnd.key:
             return False
@@ -222,16 +232,85 @@ class OperationDriver:
                 rnd.key, rnd.request_id = key, request_id
                 return functools.partial(self._sent, op, rnd)
 
-            reply = await self.runner.run(op.method, command.params, op=op.id, round_=rnd.n, on_start=started,
+            params = self.runner.as_task(op.method, command.params)
+            reply = await self.runner.run(op.method, params, op=op.id, round_=rnd.n, on_start=started,
                                            log_level=op.log_level)
+            wire = made_task(params, reply.result) if op.method == "tools/call" and reply.error is None else None
+            # An undeclared 2026-07-28 task is an invalid result (op.took says so): the server MUST NOT make one.
+            if wire is not None and (wire == "2025-11-25" or declares_tasks(reply.params)):
+                self._became_task(op, rnd, reply, wire)
+                return
             command = op.took(reply)
             self._took(op, command)
         if isinstance(command, Ended):
-            if op.method == "tools/call" and op.final is not None and op.status in ("complete", "tool_error"):
-                # Checked before the end is recorded, so every tab shows it.
-                tool = next((t for t in self.runner.lists.get("tools", []) if t.get("name") == op.name), None)
-                op.validation = validate_structured(tool, op.final.result or {})
-            self._ended(op)
+            self._validated_end(op)
+
+    def _validated_end(self, op: Operation) -> None:
+        if op.method == "tools/call" and op.final is not None and op.status in ("complete", "tool_error"):
+            # Checked before the end is recorded, so every tab shows it.
+            tool = next((t for t in self.runner.lists.get("tools", []) if t.get("name") == op.name), None)
+            op.validation = validate_structured(tool, op.final.result or {})
+        self._ended(op)
+
+    # -- tasks (2026-07-28, the io.modelcontextprotocol/tasks extension; 2025-11-25, params.task) ---------------
+
+    def _became_task(self, op: Operation, rnd: Round, reply: Reply, wire: TaskWire) -> None:
+        """The round was answered with a task, not the result: the task machine takes it from here, polled in the
+        session's background; the operation stays running until the task ends."""
+        rnd.received, rnd.server_ms, rnd.status = op.clock(), reply.duration_ms, "task"
+        op.status, op.message = "running", ""
+        follower = TaskFollower(self, op, TaskMachine(wire))
+        follower.last = follower.exchange = reply
+        command = follower.machine.created(reply.result or {})
+        self.tasks[op.id] = follower
+        self.timeline.append(OpRound(key=op.key, op=op.id, round=rnd.to_data(), status="running"))
+        follower.record_step()
+        self.runner.background.spawn(f"task-{op.id}", follower.follow(command))
+
+    def task_ended(self, op: Operation) -> None:
+        """The end a follower came to, as the operation's (see TaskFollower._finish)."""
+        self.tasks.pop(op.id, None)
+        self._validated_end(op)
+
+    def following(self) -> list[str]:
+        """Operations whose task the fold shows not ended and no follower here follows (after a restart)."""
+        return [op.id for op in self.timeline.state.operations.values()
+                if op.task and not op.task.get("ended") and op.status in ("running", "awaiting_input")
+                and op.id not in self.tasks]
+
+    def resume_tasks(self) -> list[str]:
+        """Poll again every task the fold shows not ended: task ids are persisted, so a restart loses none."""
+        resumed = []
+        for op_id in self.following():
+            record = self.timeline.state.operations[op_id]
+            assert record.task is not None
+            op = Operation(record.id, record.method, dict(record.params), max_rounds=self.runner.mrtr_max_rounds,
+                           replay_of=record.replay_of, log_level=record.log_level)
+            op.revive("running", record.message, record.rounds, {}, record.started)
+            op.begun = True
+            self._keep(op)
+            machine = TaskMachine.from_data(record.task)
+            # Questions answered and not yet sent with tasks/update are the machine's again: their answers, when
+            # the fold has them whole, go out at once; else they are asked again.
+            machine.pending = [*machine.pending, *(k for k in record.pending if k not in machine.pending
+                                                   and k in machine.asked)]
+            answers = {k: v for k, v in record.answer_values.items() if k in machine.pending}
+            if self.timeline.scrubber is not None and MASK in json.dumps(answers, default=str):
+                answers = {}  # a masked answer would send the mask, not what was typed (see revive)
+            follower = TaskFollower(self, op, machine, {k: v for k, v in record.pending.items()
+                                                        if k in machine.pending})
+            self.tasks[op.id] = follower
+            if not machine.ended:
+                self.runner.background.spawn(f"task-{op.id}", follower.resume(answers))
+                resumed.append(op_id)
+        return resumed
+
+    def set_poll_interval(self, op: Operation, ms: int | None) -> bool:
+        follower = self.tasks.get(op.id)
+        if follower is None:
+            return False
+        follower.set_poll_interval(ms)
+        return True
 
     async def answer(self, op: Operation, key: str, value: Any, round_: int | None = None) -> bool:
         """Record one answer; when every input request of the round is answered, send the retry.
@@ -240,6 +319,10 @@ class OperationDriver:
         to the last round's question (another tab's, or one that waited on the lock while the retry ran) must not
         become the answer to a question nobody here has read. A key already answered in this round keeps its
         first answer (see OperationMachine.answer). False when nothing was taken."""
+        follower = self.tasks.get(op.id)
+        if follower is not None:  # the task's question: answered with tasks/update once all are
+            async with op.lock:
+                return await follower.answer(key, value)
         async with op.lock:
             n = len(op.rounds)  # the round asking (a retry the answer brings is one more)
             command = op.answer(key, value, round_)
@@ -255,6 +338,9 @@ class OperationDriver:
         """Give up an operation awaiting input. `round_` is the round the person giving up was shown (None: not
         said): once another tab's answer has brought a new question, giving up is for that one to decide, not
         for a tab that has not read it. False when nothing was abandoned."""
+        follower = self.tasks.get(op.id)
+        if follower is not None:  # the server holds the task: giving up on it is cancelling it
+            return await follower.cancel()
         async with op.lock:
             if op.abandon(why, round_) is None:
                 return False

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from app.console.tasks import TaskGroup
 from app.mcp.client import Reply
 from app.mcp.jsonrpc import Frame
 
@@ -31,6 +32,13 @@ class RequestRunner(Protocol):
 
         Never raises for what the server or the wire did: every outcome is in the Reply.
         """
+
+    background: TaskGroup
+    """Where work that outlives a request runs (a task's poller), stopped with the session."""
+
+    def as_task(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The params a request goes with: on 2025-11-25, a tools/call of a tool that requires a task gets
+        `params.task` (app/mcp/task.py `as_task`); otherwise the same params."""
 
     async def cancel(self, key: str, who: str) -> bool:
         """Cancel the request in flight under this exchange key; False when there is none."""

@@ -64,6 +64,7 @@ from app.mcp.lint.output import OutputLint
 from app.mcp.secret import reveal
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
+from app.mcp.task import as_task, declaring
 from app.mcp.transport import Transport
 from app.mcp.wire import WireEvent
 from app.settings import Settings
@@ -557,7 +558,7 @@ class ConsoleSession:
                 await old.close()
         self.transport = self._make_transport()
         self.client = McpClient(self.transport, ClientConfig(
-            client_info=CLIENT_INFO, capabilities=lambda: self.capabilities, era=era,
+            client_info=CLIENT_INFO, capabilities=self._declared_capabilities, era=era,
             authorizer=self._authorizer(self.transport),
             answerer=self._server_request_answerer(), on_session_notification=self.listeners.deliver,
             on_notice=self.timeline.notice,
@@ -568,6 +569,20 @@ class ConsoleSession:
         except McpError as exc:
             return str(exc)
         return None
+
+    def as_task(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """2025-11-25: a tools/call of a tool that requires a task goes as one, as the command line's does."""
+        if method != "tools/call" or self.client is None or not self._is_legacy():
+            return params
+        return as_task(params, self.server_capabilities, self.client.task_support.get(str(params.get("name"))))
+
+    def _declared_capabilities(self) -> dict[str, Any]:
+        """What each request declares: on 2026-07-28 also the tasks extension, which the console follows
+        (app/console/task_follow.py), as the command line does; 2025-11-25's initialize gets the session's own."""
+        client = self.client
+        if client is None or client.config.era.name != "modern":
+            return self.capabilities
+        return declaring(self.capabilities)
 
     def _authorizer(self, transport: Transport) -> Any:
         """The OAuth flow's driver for an HTTP transport (none when the owner typed an Authorization header, or

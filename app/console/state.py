@@ -48,6 +48,7 @@ from app.console.live_events import (
     OpRefused,
     OpRound,
     OpStarted,
+    OpTask,
     ServerRequestSnapshot,
     SrAsked,
     SrEnded,
@@ -69,6 +70,7 @@ LIST_KEYS = ("tools", "resources", "resourceTemplates", "prompts")
 HISTORY = 200          # notifications kept per subscription
 STDERR_LINES = 500
 LOG_LINES = 200
+TASK_EXCHANGES_KEPT = 50  # a task's last tasks/get|update|cancel exchanges its view links to (all stay on the log)
 MAX_OPERATIONS = 500   # operations kept in state; older finished ones live on in the store
 NESTED_SERVER_REQUESTS = 50  # shown under the entry that carried them
 MAX_SERVER_REQUESTS = 200  # server requests kept in state; the oldest ended ones go first
@@ -168,7 +170,13 @@ def _end_in_flight(state: SessionState, status: str, error: str | None, resume: 
     `keep_awaiting`: an operation waiting for input is not in flight on the 2026-07-28 revision (the server keeps
     nothing between rounds; the retry needs only what the fold holds), so it stays waiting and can be answered."""
     ending = tuple(s for s in IN_FLIGHT if not (keep_awaiting and s == "awaiting_input"))
+    # A task lives on the server, not on a stream: one not ended is followed again (polled from its id) once the
+    # session is back, so its operation stays as it was.
+    following = {op.key for op in state.operations.values()
+                 if keep_awaiting and op.task and not op.task.get("ended") and op.status in IN_FLIGHT}
     for entry in [*state.entries.values(), *state.rounds.values()]:
+        if entry.get("kind") == "operation" and entry.get("key") in following:
+            continue
         if entry.get("status") in ending:
             entry["status"] = status
             if error is not None:
@@ -180,7 +188,7 @@ def _end_in_flight(state: SessionState, status: str, error: str | None, resume: 
                 entry["rounds"] = [{**r, "status": status} if isinstance(r, dict) and r.get("status") in ending
                                    else r for r in rounds]
     for op in state.operations.values():
-        if op.status in ending:
+        if op.status in ending and op.key not in following:
             op.status, op.pending = status, {}
             if error is not None:
                 op.message = error
@@ -330,6 +338,24 @@ def _op_ended(state: SessionState, ev: OpEnded, e: TimelineEvent | None) -> None
     op.errors, op.drafts = {}, {}
     op.final = FinalReply(ev.final) if ev.final is not None else op.final
     op.validation, op.required_capabilities = ev.validation, ev.required_capabilities
+    _keep_operation(state, op, ev.key, e)
+
+
+def _op_task(state: SessionState, ev: OpTask, e: TimelineEvent | None) -> None:
+    """A step of the task an operation became: its data, and its input requests asked through the same dialogs as
+    an MRTR round's (answers given and not yet sent stay answered; a key no longer asked drops its answer)."""
+    op = _operation(state, ev.op, ev.key, e)
+    exchanges = list((op.task or {}).get("exchanges") or [])
+    if ev.via:
+        exchanges = [*exchanges, dict(ev.via)][-TASK_EXCHANGES_KEPT:]
+    op.task = {**ev.task, "exchanges": exchanges}
+    op.status, op.message = ev.status, ev.message
+    asked = ev.pending_requests
+    op.pending = dict(asked) if len(asked) <= MAX_INPUT_REQUESTS else dict(list(asked.items())[:MAX_INPUT_REQUESTS])
+    op.answers = [k for k in ev.answered if k in op.pending]
+    op.answer_values = {k: v for k, v in op.answer_values.items() if k in op.pending}
+    op.errors = {k: v for k, v in op.errors.items() if k in op.pending}
+    op.drafts = {k: v for k, v in op.drafts.items() if k in op.pending}
     _keep_operation(state, op, ev.key, e)
 
 
@@ -546,6 +572,7 @@ _HANDLERS: dict[type[Any], Any] = {
     RequestSettingsChanged: _request_settings,
     ExchangeStarted: _exchange, ExchangeFinished: _exchange, Notice: _notice, OperationSnapshot: _op_snapshot,
     OpStarted: _op_started, OpRound: _op_round, OpAnswered: _op_answered, OpRefused: _op_refused, OpEnded: _op_ended,
+    OpTask: _op_task,
     CancelRequested: _cancel_requested,
     Progress: _progress, Log: _log, Stderr: _stderr, SubscriptionSnapshot: _sub_snapshot,
     SubStarted: _sub_started, SubListening: _sub_listening, SubAcknowledged: _sub_acknowledged,

@@ -33,14 +33,13 @@ from app.mcp.operation import AskInput, Ended, OperationMachine, SendRound
 from app.mcp.secret import reveal
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
-from app.mcp.task import EXTENSION as TASKS_EXTENSION
 from app.mcp.task import AskInput as TaskAskInput
 from app.mcp.task import Command as TaskCommand
 from app.mcp.task import Ended as TaskEnded
 from app.mcp.task import Poll as TaskPoll
 from app.mcp.task import SendCancel as TaskCancel
 from app.mcp.task import SendUpdate as TaskUpdate
-from app.mcp.task import TaskMachine
+from app.mcp.task import TaskMachine, as_task, declaring
 from app.mcp.task import Wire as TaskWire
 from app.mcp.transport import Transport
 from app.mcp.upstream import upstream_client
@@ -48,7 +47,6 @@ from app.mcp.wire import Recorder, WireEvent
 
 CLIENT_INFO = {"name": "mcp-console-cli", "version": "0.1.0"}
 MAX_ROUNDS = 10
-TASK_TTL_MS = 300_000  # the ttl a 2025-11-25 task is asked for (the server may choose another)
 REFUSING = (401, 403)
 ROOTS_WAIT_S = 1.0  # how long a 2025-11-25 connection waits for the server's first roots/list when --root is given
 ROOTS_SETTLE_S = 0.2  # and then for the server to apply the roots it was given (see Headless._first_roots)
@@ -137,7 +135,7 @@ class Headless:
         client = getattr(self, "client", None)
         if client is None or client.config.era.name != "modern":
             return self._caps
-        return {**self._caps, "extensions": {TASKS_EXTENSION: {}}}
+        return declaring(self._caps)
 
     def _authorizer(self, transport: Transport, record: Recorder) -> Authorizer | None:
         """The OAuth driver for an HTTP transport when --oauth asks for one (and no Authorization was typed)."""
@@ -363,19 +361,11 @@ class Headless:
 
 
     def _as_task(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """2025-11-25: a tools/call of a tool whose execution.taskSupport is "required" goes as a task (params.task)
-        when the server says it runs tool calls as tasks; "optional" and absent tools go as plain calls."""
+        """2025-11-25: a tools/call of a tool that requires a task goes as one (app/mcp/task.py `as_task`)."""
         if method != "tools/call" or self.connected is None or self.connected.era != "legacy":
             return params
-        caps = self.connected.discovered.get("capabilities") or {}
-        tasks = caps.get("tasks") if isinstance(caps, dict) else None
-        requests = tasks.get("requests") if isinstance(tasks, dict) else None
-        tools = requests.get("tools") if isinstance(requests, dict) else None
-        if not isinstance(tools, dict) or "call" not in tools:
-            return params
-        if self.client.task_support.get(str(params.get("name"))) != "required":
-            return params
-        return {**params, "task": {"ttl": TASK_TTL_MS}}
+        return as_task(params, self.connected.discovered.get("capabilities"),
+                       self.client.task_support.get(str(params.get("name"))))
 
     async def _follow_task(self, created: Reply, answer: Elicitor) -> Reply:
         """A tools/call answered with a task (2026-07-28, the tasks extension; 2025-11-25, params.task): followed

@@ -36,6 +36,39 @@ DEFAULT_POLL_MS = 1000
 MIN_POLL_MS = 50          # a server asking for less is polled at this (a tight loop is no debugging aid)
 MAX_POLL_MS = 60_000
 MAX_INPUT_REQUESTS = 100  # as an operation round: more are not asked (each is a dialog on every tab)
+LEGACY_TTL_MS = 300_000   # the ttl a 2025-11-25 task is asked for (the server may choose another)
+
+
+def declaring(capabilities: dict[str, Any]) -> dict[str, Any]:
+    """The client capabilities a 2026-07-28 request declares when its client follows tasks: the extension beside
+    any others (a server MUST NOT answer a task to a request that did not declare it). Shared by the console and
+    the command line; 2025-11-25 has no per-request declaration."""
+    extensions = capabilities.get("extensions")
+    return {**capabilities, "extensions": {**(extensions if isinstance(extensions, dict) else {}), EXTENSION: {}}}
+
+
+def as_task(params: dict[str, Any], server_capabilities: Any, task_support: str | None) -> dict[str, Any]:
+    """2025-11-25: a tools/call of a tool whose execution.taskSupport is "required" goes as a task (`params.task`)
+    when the server says it runs tool calls as tasks (`tasks.requests.tools.call`); "optional" and absent tools go
+    as plain calls. The params unchanged (the same object) when it is not a task."""
+    tasks = server_capabilities.get("tasks") if isinstance(server_capabilities, dict) else None
+    requests = tasks.get("requests") if isinstance(tasks, dict) else None
+    tools = requests.get("tools") if isinstance(requests, dict) else None
+    if not isinstance(tools, dict) or "call" not in tools or task_support != "required":
+        return params
+    return {**params, "task": {"ttl": LEGACY_TTL_MS}}
+
+
+def made_task(params_sent: dict[str, Any], result: dict[str, Any] | None) -> Wire | None:
+    """Which task a tools/call answer made, if any: the extension's flat `resultType: "task"` (2026-07-28), or the
+    nested `{task}` answering a request that went with `params.task` (2025-11-25)."""
+    if not isinstance(result, dict):
+        return None
+    if result.get("resultType") == "task":
+        return "2026-07-28"
+    if "task" in params_sent and isinstance(result.get("task"), dict):
+        return "2025-11-25"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +225,10 @@ class TaskMachine:
         ended = self._end(Ended("expired", f"its ttl of {self.ttl_ms} ms passed"))
         assert isinstance(ended, Ended)
         return ended
+
+    def next_poll(self) -> Poll:
+        """The poll after this one, at the interval in force (a driver that keeps polling while input is asked)."""
+        return self._next_poll()
 
     def set_poll_interval(self, ms: int | None) -> None:
         self.poll_override_ms = None if ms is None else max(MIN_POLL_MS, min(MAX_POLL_MS, int(ms)))

@@ -255,6 +255,19 @@ async def cancel_operation(request: Request, session_id: str, op_id: str, w: Ope
     return op_response(w, request, s, op)
 
 
+@router.post("/sessions/{session_id}/operations/{op_id}/poll-interval")
+async def task_poll_interval(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
+    """How often the console polls the task an operation became: `ms`, or empty for the server's pollIntervalMs."""
+    s = connected(w, session_id)
+    op = find_op(s, op_id)
+    text = ((await form_input(request)).first("ms") or "").strip()
+    if text and not text.isdigit():
+        raise HTTPException(422, f"The poll interval must be a whole number of milliseconds, not {text!r}.")
+    if not s.operations.set_poll_interval(op, int(text) if text else None):
+        raise HTTPException(409, f"Operation {op.id} is not following a task: there is nothing to poll.")
+    return op_response(w, request, s, op)
+
+
 def not_cancelled(op: OperationRecord) -> HTTPException:
     """Cancel found nothing in flight: the operation ended, waits for input, or its request has not gone out yet
     (or has just come back). Said, so a tab whose card is behind does not take the pressed button for done."""

@@ -1,0 +1,229 @@
+"""Following the task a tools/call became (2026-07-28, the `io.modelcontextprotocol/tasks` extension; 2025-11-25,
+a call sent with `params.task`, whose result comes with `tasks/result`).
+
+The task machine (app/mcp/task.py, the one the command line drives too) says what to do; this drives it in the
+session's background: `tasks/get` at the server's interval (or the person's), each tasks/get|update|cancel an
+exchange of the operation on the timeline, each step an `op_task` event the fold keeps (so a page, a link holder and
+a restart see the same), the task's input requests asked through the operation's dialogs (answered with
+`tasks/update`), and its end recorded as the operation's end, so the card shows the result as any call's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from app.console.events import FindingRecorded
+from app.console.live_events import OpAnswered, OpTask
+from app.mcp.client import Reply
+from app.mcp.errors import RpcError
+from app.mcp.lint.rules import RULES
+from app.mcp.task import AskInput, Ended, FetchResult, Poll, SendUpdate, TaskMachine
+from app.mcp.task import Command as TaskCommand
+
+if TYPE_CHECKING:
+    from app.console.operations import Operation, OperationDriver
+
+# What the operation ends as, for each way a task ends (a tool result with isError is a completed task in
+# 2026-07-28: the operation then shows it as a tool error, as any call's).
+MAX_MISSES = 3  # polls in a row that may fail on the wire before the task is given up as failed
+OP_STATUS = {"completed": "complete", "failed": "error", "cancelled": "cancelled", "expired": "error", "gone": "error"}
+
+
+class TaskFollower:
+    """One task being followed: its machine, the input requests it still holds, and a wake-up for the poller (an
+    answer sent or a new poll interval means polling now, not after the old interval)."""
+
+    def __init__(self, driver: OperationDriver, op: Operation, machine: TaskMachine,
+                 requests: dict[str, Any] | None = None) -> None:
+        self.driver = driver
+        self.op = op
+        self.machine = machine
+        self.requests: dict[str, Any] = dict(requests or {})  # input key → request, while the machine holds it
+        self.wake = asyncio.Event()
+        self.last: Reply | None = None
+        self.exchange: Reply | None = None  # a poll whose step (asking, ending) records it
+        self.done = False
+        self.misses = 0  # polls in a row the wire failed
+        self.findings_said = len(machine.findings)  # those of a task taken up again were said before the restart
+
+    # --- what people do --------------------------------------------------------------------------------------
+
+    async def answer(self, key: str, value: Any) -> bool:
+        """One input request answered (the caller holds the operation's lock); `tasks/update` once all are."""
+        machine = self.machine
+        if self.done or key not in machine.pending:
+            return False
+        command = machine.answer(key, value)
+        self.driver.timeline.append(OpAnswered(key=self.op.key, op=self.op.id, round=len(self.op.rounds),
+                                               input=key, at=self.op.clock(), value=value))
+        if isinstance(command, SendUpdate):  # every question asked so far is answered
+            await self._update(command)
+        return True
+
+    async def _update(self, command: SendUpdate) -> None:
+        reply = await self._send("tasks/update", {"inputResponses": command.responses})
+        if not self.done:
+            next_poll = self.machine.updated(_outcome(reply)[1])
+            self.requests = {k: v for k, v in self.requests.items() if k in self.machine.pending}
+            self.record_step(reply)
+            self._poll_now(next_poll)
+
+    async def resume(self, answers: dict[str, Any]) -> None:
+        """After a restart: the answers given before it sent (tasks/update once all are), then polling again."""
+        async with self.op.lock:
+            for key, value in answers.items():
+                command = self.machine.answer(key, value)
+                if isinstance(command, SendUpdate):
+                    await self._update(command)
+        command = self.machine.resume()
+        if command is not None:
+            await self.follow(command)
+
+    async def cancel(self) -> bool:
+        """`tasks/cancel` (never notifications/cancelled); cooperative, but the console stops following at once."""
+        if self.done or self.machine.cancel() is None:
+            return False
+        self.record_step()
+        self.wake.set()
+        reply = await self._send("tasks/cancel", {})
+        self.exchange = reply  # recorded with the end it brings
+        ended = self.machine.cancel_answered(_outcome(reply)[1])
+        if isinstance(ended, Ended):  # always, today: a cancelled task is no longer followed
+            self._finish(ended)
+        return True
+
+    def set_poll_interval(self, ms: int | None) -> None:
+        self.machine.set_poll_interval(ms)
+        self.record_step()
+        self.wake.set()
+
+    # --- the poller --------------------------------------------------------------------------------------------
+
+    async def follow(self, command: TaskCommand) -> None:
+        """Poll until the task ends (or someone else ended it: a cancel), recording each step. A poller that dies
+        (the session lost its client) lets go of the task, so the next connect takes it up again from the fold."""
+        try:
+            await self._follow(command)
+        except Exception:
+            if not self.done:
+                self.driver.tasks.pop(self.op.id, None)
+            raise
+
+    async def _follow(self, command: TaskCommand) -> None:
+        while not self.done:
+            if isinstance(command, Ended):
+                self._finish(command)
+                return
+            if isinstance(command, AskInput):
+                self.requests.update(command.requests)
+                self.record_step()
+                command = self.machine.next_poll()  # keep polling while the person answers: the task may move on
+                continue
+            if isinstance(command, FetchResult):  # 2025-11-25: blocks until the task ends; the server's questions
+                reply = await self._send("tasks/result", {})  # come on its stream, asked as any server request
+                if self.done:
+                    return
+                self.exchange = reply
+                command = self.machine.fetched(*_outcome(reply))
+                continue
+            assert isinstance(command, Poll), f"not sent by the console: {command!r}"  # updates and cancels: people's
+            await self._wait(command.after_ms)
+            if self.done:
+                return
+            expired = self.machine.expired()
+            if expired is not None:
+                command = expired
+                continue
+            reply = await self._send("tasks/get", {})
+            if self.done:
+                return  # cancelled while it was in flight: its answer is past
+            if reply.error is not None and not isinstance(reply.error, RpcError) and self.misses < MAX_MISSES:
+                # The wire, not the server, failed (a timeout, a dropped connection): the task lives on the server,
+                # so it is polled again; only the server's own error ends it.
+                self.misses += 1
+                self.record_step(reply)
+                command = self.machine.next_poll()
+                continue
+            self.misses = 0
+            command = self.machine.polled(*_outcome(reply))
+            if not isinstance(command, Ended | AskInput):
+                self.requests = {k: v for k, v in self.requests.items() if k in self.machine.pending}
+                self.record_step(reply)  # a poll that changed nothing too: its count and exchange are the task's story
+            else:
+                self.exchange = reply
+
+    async def _wait(self, after_ms: int) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.wake.wait(), after_ms / 1000)
+        self.wake.clear()
+
+    def _poll_now(self, command: TaskCommand) -> None:
+        if isinstance(command, Poll) and command.after_ms == 0:
+            self.wake.set()
+
+    async def _send(self, method: str, extra: dict[str, Any]) -> Reply:
+        reply = await self.driver.runner.run(method, {"taskId": self.machine.task_id, **extra}, op=self.op.id,
+                                             log_level=self.op.log_level)
+        self.last = reply
+        return reply
+
+    # --- the record ---------------------------------------------------------------------------------------------
+
+    def record_step(self, reply: Reply | None = None) -> None:
+        """One step as an event, with the exchange that brought it (None: a step of the console's own)."""
+        machine = self.machine
+        if reply is None and self.exchange is not None:  # a poll's news recorded by the step it led to
+            reply, self.exchange = self.exchange, None
+        shown = [*machine.answers, *machine.pending]
+        asking = bool(machine.pending) and not machine.ended
+        status = "awaiting_input" if asking else "running"
+        self.op.status = "awaiting_input" if asking else "running"
+        exchange = {"key": reply.key, "method": reply.method} if reply is not None else None
+        for finding in machine.findings[self.findings_said:]:  # in the session's lint too, on the exchange
+            rule = RULES.get(finding.rule)
+            self.driver.timeline.append(FindingRecorded(
+                rule=finding.rule, severity=rule.severity if rule else "warning", message=finding.message,
+                exchange=reply.key if reply is not None else self.op.key, spec_url=rule.spec_url if rule else ""))
+        self.findings_said = len(machine.findings)
+        self.driver.timeline.append(OpTask(  # no message: the task view says where the task stands
+            key=self.op.key, op=self.op.id, task=machine.to_data(), status=status, message="",
+            pending_requests={k: self.requests[k] for k in shown if k in self.requests},
+            answered=list(machine.answers), via=exchange))
+
+    def _finish(self, ended: Ended) -> None:
+        """The task's end as the operation's: its result, or an error saying how the task ended."""
+        if self.done:
+            return
+        self.done = True
+        self.wake.set()
+        op, last = self.op, self.last
+        self.record_step()
+        rnd = op.last
+        final = Reply(key=last.key if last else (rnd.key if rnd else ""), id=last.id if last else "",
+                      method="tools/call", params=dict(op.params), sent=rnd.sent if rnd else 0.0,
+                      finished=last.finished if last else None)
+        if ended.status == "completed" and ended.result is not None:
+            final.result = ended.result
+            op.status = "tool_error" if ended.result.get("isError") is True else "complete"
+            op.message = ""
+        else:
+            error = ended.error or {}
+            code = error["code"] if isinstance(error.get("code"), int) else -32603
+            detail = error.get("message") or ended.message
+            final.error = RpcError(code, f"task {self.machine.task_id} {ended.status}: {detail}", error.get("data"))
+            op.status = OP_STATUS.get(ended.status, "error")  # type: ignore[assignment]
+            op.message = f"The task {ended.status}: {ended.message}"
+        op.final = final
+        self.driver.task_ended(op)
+
+
+def _outcome(reply: Reply) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """A reply as the task machine takes it: (result, JSON-RPC error as an object)."""
+    error = reply.error
+    if error is None:
+        return reply.result, None
+    if isinstance(error, RpcError):
+        return None, {"code": error.code, "message": error.message}
+    return None, {"code": -32603, "message": str(error)}
