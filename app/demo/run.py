@@ -116,7 +116,7 @@ def read_state_key(path: str | None) -> bytes | None:
 
 def serve_http(port: int, log_level: str, host: str = HOST, allowed_hosts: list[str] | None = None,
                state_key: bytes | None = None, oauth_issuer: str | None = None, oauth_scope: str = "mcp:read") -> None:
-    server = build_server(state_key)
+    server = build_server(state_key, protected=bool(oauth_issuer))
     logging.getLogger().setLevel(log_level)
     security = None
     if allowed_hosts:

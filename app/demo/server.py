@@ -39,7 +39,7 @@ Demo server for the MCP Console (protocol 2026-07-28, stateless).
 Nothing here touches the outside world; every tool is safe to call.
 - Basics: echo, add (structured), weather (outputSchema), media, fail (isError),
   regional (x-mcp-header Region), log_demo (set _meta logLevel), html_trap,
-  write_note (keeps a note; run with --oauth-issuer it needs the mcp:write scope).
+  write_note (only with --oauth-issuer: keeps a note; needs the mcp:write scope).
 - MRTR (input_required): profile_form (every form field kind; echoes the raw answer),
   open_link (URL mode), ask_llm (sampling), list_roots, two_step (two rounds via SDK
   resolvers), multi_ask (two requests in one round), state_only (requestState only),
@@ -53,12 +53,14 @@ Nothing here touches the outside world; every tool is safe to call.
 """
 
 
-def build_server(state_key: bytes | None = None) -> MCPServer:
+def build_server(state_key: bytes | None = None, protected: bool = False) -> MCPServer:
     """A fresh demo server with its own state (counters, cancellations, runtime tools).
 
     `state_key`: the key that seals requestState. Without one the SDK makes a key for this process only, so an
     operation waiting for input cannot be answered after the demo server restarts; `mcp-console demo` keeps one in
-    its data directory, so an operation survives a restart of the console and of the demo it runs."""
+    its data directory, so an operation survives a restart of the console and of the demo it runs.
+    `protected`: run behind OAuth (`--oauth-issuer`): adds `write_note`, the tool that needs the mcp:write scope
+    (a step-up to show); the plain demo leaves it out."""
     state = DemoState()
     security = RequestStateSecurity(keys=[state_key]) if state_key is not None else None
     server: MCPServer = MCPServer(
@@ -71,7 +73,7 @@ def build_server(state_key: bytes | None = None) -> MCPServer:
         log_level="WARNING",
         request_state_security=security,
     )
-    tools_basic.register(server)
+    tools_basic.register(server, protected)
     interactive.register(server)
     tools_live.register(server, state)
     content.register(server, state)

@@ -80,7 +80,7 @@ def fake_weather(city: str) -> WeatherReport:
     return WeatherReport(temperature_c=temperature, conditions=_CONDITIONS[digest[1] % len(_CONDITIONS)])
 
 
-def register(server: MCPServer) -> None:
+def register(server: MCPServer, protected: bool = False) -> None:
     """Register the single-round tools on `server`."""
 
     # structured_output=False on str-returning tools: otherwise the SDK wraps the string
@@ -173,16 +173,22 @@ def register(server: MCPServer) -> None:
         opted = f"requested level {requested!r}" if requested else "no logLevel in _meta, so none were delivered"
         return f"emitted {count} log lines ({opted})"
 
-    notes: list[str] = []
-
-    @server.tool(title="Write a note", annotations=_WRITES, structured_output=False)
-    async def write_note(text: Annotated[str, Field(max_length=1000)]) -> str:
-        """Keeps a short note in this server's memory (the last 100); needs the mcp:write scope when protected."""
-        notes.append(text)
-        del notes[:-MAX_NOTES]
-        return f"note saved ({len(notes)} kept): {text}"
+    if protected:
+        _register_write_note(server)
 
     @server.tool(title="HTML escaping trap", annotations=_READ_ONLY, structured_output=False)
     async def html_trap() -> str:
         """Returns text full of HTML that a console must display literally."""
         return HTML_TRAP
+
+
+def _register_write_note(server: MCPServer) -> None:
+    """The protected demo's step-up tool: its call needs the mcp:write scope (app/demo/protect.py, TOOL_SCOPES)."""
+    notes: list[str] = []
+
+    @server.tool(title="Write a note", annotations=_WRITES, structured_output=False)
+    async def write_note(text: Annotated[str, Field(max_length=1000)]) -> str:
+        """Keeps a short note in this server's memory (the last 100); needs the mcp:write scope."""
+        notes.append(text)
+        del notes[:-MAX_NOTES]
+        return f"note saved ({len(notes)} kept): {text}"

@@ -34,7 +34,6 @@ EXPECTED_TOOLS = {
     "echo", "add", "profile_form", "open_link", "ask_llm", "list_roots", "two_step", "always_more",
     "state_only", "multi_ask", "progress_fast", "progress_slow", "long_job", "cancellations",
     "add_tool", "touch_resource", "weather", "media", "fail", "regional", "log_demo", "html_trap",
-    "write_note",
 }  # fmt: skip
 
 _ids = itertools.count(1)
