@@ -19,7 +19,7 @@ from app.console.live_events import OpAnswered, OpTask
 from app.mcp.client import Reply
 from app.mcp.errors import RpcError
 from app.mcp.lint.rules import RULES
-from app.mcp.task import AskInput, Ended, FetchResult, Poll, SendUpdate, TaskMachine
+from app.mcp.task import AskInput, Ended, FetchResult, Poll, SendUpdate, TaskMachine, reply_outcome
 from app.mcp.task import Command as TaskCommand
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class TaskFollower:
     async def _update(self, command: SendUpdate) -> None:
         reply = await self._send("tasks/update", {"inputResponses": command.responses})
         if not self.done:
-            next_poll = self.machine.updated(_outcome(reply)[1])
+            next_poll = self.machine.updated(reply_outcome(reply)[1])
             self.requests = {k: v for k, v in self.requests.items() if k in self.machine.pending}
             self.record_step(reply)
             self._poll_now(next_poll)
@@ -89,7 +89,7 @@ class TaskFollower:
         self.wake.set()
         reply = await self._send("tasks/cancel", {})
         self.exchange = reply  # recorded with the end it brings
-        ended = self.machine.cancel_answered(_outcome(reply)[1])
+        ended = self.machine.cancel_answered(reply_outcome(reply)[1])
         if isinstance(ended, Ended):  # always, today: a cancelled task is no longer followed
             self._finish(ended)
         return True
@@ -126,7 +126,7 @@ class TaskFollower:
                 if self.done:
                     return
                 self.exchange = reply
-                command = self.machine.fetched(*_outcome(reply))
+                command = self.machine.fetched(*reply_outcome(reply))
                 continue
             assert isinstance(command, Poll), f"not sent by the console: {command!r}"  # updates and cancels: people's
             await self._wait(command.after_ms)
@@ -147,7 +147,7 @@ class TaskFollower:
                 command = self.machine.next_poll()
                 continue
             self.misses = 0
-            command = self.machine.polled(*_outcome(reply))
+            command = self.machine.polled(*reply_outcome(reply))
             if not isinstance(command, Ended | AskInput):
                 self.requests = {k: v for k, v in self.requests.items() if k in self.machine.pending}
                 self.record_step(reply)  # a poll that changed nothing too: its count and exchange are the task's story
@@ -218,12 +218,3 @@ class TaskFollower:
         op.final = final
         self.driver.task_ended(op)
 
-
-def _outcome(reply: Reply) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """A reply as the task machine takes it: (result, JSON-RPC error as an object)."""
-    error = reply.error
-    if error is None:
-        return reply.result, None
-    if isinstance(error, RpcError):
-        return None, {"code": error.code, "message": error.message}
-    return None, {"code": -32603, "message": str(error)}

@@ -39,7 +39,7 @@ from app.mcp.task import Ended as TaskEnded
 from app.mcp.task import Poll as TaskPoll
 from app.mcp.task import SendCancel as TaskCancel
 from app.mcp.task import SendUpdate as TaskUpdate
-from app.mcp.task import TaskMachine, as_task, declaring
+from app.mcp.task import TaskMachine, as_task, declaring, reply_outcome
 from app.mcp.task import Wire as TaskWire
 from app.mcp.transport import Transport
 from app.mcp.upstream import upstream_client
@@ -385,7 +385,7 @@ class Headless:
                     self.say(f"task {task.task_id!r}: --max-time passed, cancelling it", "tasks/cancel")
                     continue
                 await asyncio.sleep(command.after_ms / 1000)  # the server's poll interval: how tasks are followed
-                command = task.expired() or task.polled(*_outcome(last := await self.request(
+                command = task.expired() or task.polled(*reply_outcome(last := await self.request(
                     "tasks/get", {"taskId": task.task_id})))
             elif isinstance(command, TaskAskInput):
                 self.say(f"task {task.task_id!r} asks for input ({', '.join(map(repr, command.requests))})",
@@ -397,13 +397,13 @@ class Headless:
             elif isinstance(command, TaskUpdate):
                 last = await self.request("tasks/update", {"taskId": task.task_id,
                                                            "inputResponses": command.responses})
-                command = task.updated(_outcome(last)[1])
+                command = task.updated(reply_outcome(last)[1])
             elif isinstance(command, TaskCancel):
                 last = await self.request("tasks/cancel", {"taskId": task.task_id})
-                command = task.cancel_answered(_outcome(last)[1])
+                command = task.cancel_answered(reply_outcome(last)[1])
             else:  # FetchResult (2025-11-25): blocks until the task ends; the server's questions come on its stream
                 last = await self.request("tasks/result", {"taskId": task.task_id})
-                command = task.fetched(*_outcome(last))
+                command = task.fetched(*reply_outcome(last))
         for finding in task.findings:
             self.linter.report(finding.rule, finding.message, last.key)
         self.say(f"task {task.task_id!r} ended {command.status} after {task.polls} poll(s)", "tasks/get")
@@ -427,15 +427,6 @@ class Headless:
             f"sent with {len(command.params.get('inputResponses') or {})} answer(s)"
         self.say(f"round {n}: {how}", method)
 
-
-def _outcome(reply: Reply) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """A reply as the task machine takes it: (result, JSON-RPC error as an object)."""
-    error = reply.error
-    if error is None:
-        return reply.result, None
-    if isinstance(error, RpcError):
-        return None, {"code": error.code, "message": error.message}
-    return None, {"code": -32603, "message": str(error)}
 
 
 def printed_json(reply: Reply) -> dict[str, Any]:

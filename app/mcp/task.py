@@ -25,6 +25,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app.mcp.client import Reply
+from app.mcp.errors import RpcError
+
 Wire = Literal["2026-07-28", "2025-11-25"]
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
@@ -327,3 +330,13 @@ class TaskMachine:
         self.ended = ended.status
         self.pending = []
         return ended
+
+
+def reply_outcome(reply: Reply) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """A reply as the machine takes it: (result, JSON-RPC error as an object), whoever drives it."""
+    error = reply.error
+    if error is None:
+        return reply.result, None
+    if isinstance(error, RpcError):
+        return None, {"code": error.code, "message": error.message}
+    return None, {"code": -32603, "message": str(error)}
