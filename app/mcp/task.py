@@ -36,7 +36,7 @@ NEXT: dict[str, frozenset[str]] = {  # the status graph; a terminal status has n
     "working": frozenset(STATUSES), "input_required": frozenset(STATUSES)}
 EXTENSION = "io.modelcontextprotocol/tasks"
 DEFAULT_POLL_MS = 1000
-MIN_POLL_MS = 50          # a server asking for less is polled at this (a tight loop is no debugging aid)
+MIN_POLL_MS = 100  # a server asking for less is polled at this: every poll is a timeline entry, 10 a second at most
 MAX_POLL_MS = 60_000
 MAX_INPUT_REQUESTS = 100  # as an operation round: more are not asked (each is a dialog on every tab)
 LEGACY_TTL_MS = 300_000   # the ttl a 2025-11-25 task is asked for (the server may choose another)

@@ -105,7 +105,7 @@ def test_the_person_may_poll_at_another_interval_within_bounds() -> None:
     m = TaskMachine("2026-07-28")
     m.created(created_2026())
     m.set_poll_interval(5)
-    assert m.polled({"taskId": "t1", "status": "working"}) == Poll("t1", 50)
+    assert m.polled({"taskId": "t1", "status": "working"}) == Poll("t1", 100)
     m.set_poll_interval(None)
     assert m.polled({"taskId": "t1", "status": "working"}) == Poll("t1", 250)
 
