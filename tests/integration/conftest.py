@@ -476,6 +476,25 @@ async def serve(make_console: Callable[..., Console]) -> AsyncIterator[Callable[
             await asyncio.wait_for(task, WS_DEADLINE_S)
 
 
+RESTART_ATTEMPTS = 5
+PORT_FREE_TIMEOUT_S = 10.0
+
+
+def _wait_until_bindable(port: int, timeout_s: float) -> bool:
+    """Polls until 127.0.0.1:`port` can be bound (SO_REUSEADDR, as uvicorn binds), at most `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+                return True
+            except OSError:
+                pass
+        time.sleep(0.05)
+    return False
+
+
 class DemoProcess:
     """A dedicated demo server on a fixed port: a test may kill it and start it again on the same port."""
 
@@ -485,6 +504,19 @@ class DemoProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def _start(self) -> None:
+        for _attempt in range(RESTART_ATTEMPTS):
+            seen = self._start_once()
+            if seen is None:
+                return
+            if "address already in use" not in "".join(seen):
+                break
+            # Between the kill and the restart another socket of this machine took the port (an outgoing
+            # connection's ephemeral port): wait until it can be bound again, then try once more.
+            _wait_until_bindable(self.port, PORT_FREE_TIMEOUT_S)
+        pytest.fail(f"demo server on port {self.port} did not become ready; stderr: {''.join(seen)!r}")
+
+    def _start_once(self) -> list[str] | None:
+        """Start the process; None once it is ready, else what it said on stderr before it gave up."""
         proc = subprocess.Popen([sys.executable, "-m", "app.demo", "--port", str(self.port)], cwd=REPO_ROOT,
                                 env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE)
@@ -495,7 +527,9 @@ class DemoProcess:
         ready, seen = wait_for_line(lines, proc, lambda line: line.strip() == f"demo server listening on {self.url}",
                                     STARTUP_TIMEOUT_S)
         if ready is None:
-            pytest.fail(f"demo server on port {self.port} did not become ready; stderr: {''.join(seen)!r}")
+            stop_process(proc)
+            return seen
+        return None
 
     async def start(self) -> None:
         """Start (or start again) and wait for the readiness line, off the event loop."""
