@@ -18,11 +18,11 @@ from app.console.live_records import FinalReply, OperationRecord
 from app.console.outputs import validate_structured
 from app.console.task_follow import TaskFollower
 from app.mcp.client import Reply, reply_json
-from app.mcp.lint.checks import declares_tasks
 from app.mcp.operation import AskInput, Command, Ended, OperationMachine, Round, SendRound
 from app.mcp.secret import MASK
 from app.mcp.task import TaskMachine, made_task
 from app.mcp.task import Wire as TaskWire
+from app.mcp.task_extension import declares_tasks
 
 if TYPE_CHECKING:
     from app.console.runner import RequestRunner

@@ -64,7 +64,8 @@ from app.mcp.lint.output import OutputLint
 from app.mcp.secret import reveal
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
-from app.mcp.task import as_task, declaring
+from app.mcp.task import as_task
+from app.mcp.task_extension import declaring
 from app.mcp.transport import Transport
 from app.mcp.wire import WireEvent
 from app.settings import Settings

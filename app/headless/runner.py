@@ -39,8 +39,9 @@ from app.mcp.task import Ended as TaskEnded
 from app.mcp.task import Poll as TaskPoll
 from app.mcp.task import SendCancel as TaskCancel
 from app.mcp.task import SendUpdate as TaskUpdate
-from app.mcp.task import TaskMachine, as_task, declaring, reply_outcome
+from app.mcp.task import TaskMachine, as_task, reply_outcome
 from app.mcp.task import Wire as TaskWire
+from app.mcp.task_extension import declaring
 from app.mcp.transport import Transport
 from app.mcp.upstream import upstream_client
 from app.mcp.wire import Recorder, WireEvent

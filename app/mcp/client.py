@@ -29,7 +29,7 @@ from app.mcp.errors import (
 )
 from app.mcp.headers import param_headers
 from app.mcp.jsonrpc import Frame, request
-from app.mcp.lint.checks import declares_tasks
+from app.mcp.task_extension import declares_tasks
 from app.mcp.transport import Exchange, Transport
 
 PROTOCOL_VERSION = MODERN_VERSION

@@ -34,20 +34,11 @@ STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 NEXT: dict[str, frozenset[str]] = {  # the status graph; a terminal status has no way out
     "working": frozenset(STATUSES), "input_required": frozenset(STATUSES)}
-EXTENSION = "io.modelcontextprotocol/tasks"
 DEFAULT_POLL_MS = 1000
 MIN_POLL_MS = 100  # a server asking for less is polled at this: every poll is a timeline entry, 10 a second at most
 MAX_POLL_MS = 60_000
 MAX_INPUT_REQUESTS = 100  # as an operation round: more are not asked (each is a dialog on every tab)
 LEGACY_TTL_MS = 300_000   # the ttl a 2025-11-25 task is asked for (the server may choose another)
-
-
-def declaring(capabilities: dict[str, Any]) -> dict[str, Any]:
-    """The client capabilities a 2026-07-28 request declares when its client follows tasks: the extension beside
-    any others (a server MUST NOT answer a task to a request that did not declare it). Shared by the console and
-    the command line; 2025-11-25 has no per-request declaration."""
-    extensions = capabilities.get("extensions")
-    return {**capabilities, "extensions": {**(extensions if isinstance(extensions, dict) else {}), EXTENSION: {}}}
 
 
 def as_task(params: dict[str, Any], server_capabilities: Any, task_support: str | None) -> dict[str, Any]:

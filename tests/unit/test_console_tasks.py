@@ -13,7 +13,7 @@ from app.console.live_events import OpAnswered
 from app.console.operations import OperationDriver
 from app.console.state import fold, projection
 from app.console.timeline import Timeline
-from app.mcp.task import declaring
+from app.mcp.task_extension import declaring
 from tests.memory_runner import MakeRunner, result
 
 ASK = {"method": "elicitation/create", "params": {"mode": "form", "message": "Your name?", "requestedSchema": {

@@ -43,18 +43,6 @@ def _schema_problem(exc: ValidationError) -> str:
     return f"{where}: {errors[0]['msg']}"
 
 
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-
-
-def declares_tasks(params: Any) -> bool:
-    """Whether a request declared the tasks extension in its `_meta` client capabilities (2026-07-28): only then
-    may a `tools/call` answer with a task."""
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    caps = meta.get("io.modelcontextprotocol/clientCapabilities") if isinstance(meta, dict) else None
-    extensions = caps.get("extensions") if isinstance(caps, dict) else None
-    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
-
-
 def result_problems(method: str, result: Any, version: str = VERSION, tasks: bool = False) -> list[Problem]:
     """A final `result` of `method`: its resultType, its wire type and, when cacheable, ttlMs/cacheScope. A
     2025-11-25 result has no resultType and no cache fields: only its wire type of that revision is checked.

@@ -21,6 +21,7 @@ from typing import Any
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint import checks
 from app.mcp.lint.rules import MODERN, RULES, Finding
+from app.mcp.task_extension import declares_tasks
 from app.mcp.wire import Recorder, WireEvent
 
 # What the lint looks at for a progress notification on its own open request's stream (see _plain_progress).
@@ -288,7 +289,7 @@ class Linter:
             self._check("cache.fields")
         if req.method in checks.MRTR_METHODS:
             self._check("request-state.plaintext", "result.input-required-method")
-        self._emit(found, checks.result_problems(req.method, result, self.version, checks.declares_tasks(req.params)),
+        self._emit(found, checks.result_problems(req.method, result, self.version, declares_tasks(req.params)),
                    req, event)
         if event.http_status is not None:
             self._check("http.result-status")
