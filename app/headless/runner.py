@@ -17,10 +17,11 @@ from app.headless.answers import Elicitor, elicitor
 from app.headless.masking import Masking
 from app.headless.oauth import OAuthOptions
 from app.headless.report import MAX_NOTES, Said, cut_note, notes_text
+from app.headless.tasks import follow_task
 from app.mcp.client import ClientConfig, McpClient, Reply, reply_json
 from app.mcp.connecting import Connected, ConnectMachine, Failed, Initialize, NotifyInitialized, Probe, StartClient
 from app.mcp.era import Era, LegacyEra, ModernEra, ServerAnswer
-from app.mcp.errors import AuthChallenged, ConnectFailed, McpError, ProcessExited, RpcError
+from app.mcp.errors import AuthChallenged, ConnectFailed, McpError, ProcessExited
 from app.mcp.handshake import HandshakeFailed, send_initialized
 from app.mcp.http import HttpTransport
 from app.mcp.jsonrpc import Frame
@@ -33,14 +34,7 @@ from app.mcp.operation import AskInput, Ended, OperationMachine, SendRound
 from app.mcp.secret import reveal
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
-from app.mcp.task import AskInput as TaskAskInput
-from app.mcp.task import Command as TaskCommand
-from app.mcp.task import Ended as TaskEnded
-from app.mcp.task import Poll as TaskPoll
-from app.mcp.task import SendCancel as TaskCancel
-from app.mcp.task import SendUpdate as TaskUpdate
-from app.mcp.task import TaskMachine, as_task, reply_outcome
-from app.mcp.task import Wire as TaskWire
+from app.mcp.task import as_task
 from app.mcp.task_extension import declaring
 from app.mcp.transport import Transport
 from app.mcp.upstream import upstream_client
@@ -129,6 +123,11 @@ class Headless:
                                                  deadlines_named=("--timeout", "--max-time"),
                                                  answerer=self._server_request,
                                                  first_key=first.next_key_number if first is not None else 1))
+
+    @property
+    def max_s(self) -> float:
+        """The overall deadline of a request (--max-time), and of following a task (app/headless/tasks.py)."""
+        return self._max_s
 
     def _capabilities(self) -> dict[str, Any]:
         """What each request declares: on 2026-07-28 also the tasks extension, which this command follows
@@ -343,7 +342,7 @@ class Headless:
                 if method == "tools/call" and last.error is None and (
                         last.result_type == "task" or (params is not command.params and
                                                        isinstance((last.result or {}).get("task"), dict))):
-                    return await self._follow_task(last, answer)
+                    return await follow_task(self, last, answer)
                 command = machine.took(last)
                 if isinstance(command, AskInput):
                     asked = ", ".join(f"{kind_of(r)} {k!r}" for k, r in command.requests.items())
@@ -367,56 +366,6 @@ class Headless:
             return params
         return as_task(params, self.connected.discovered.get("capabilities"),
                        self.client.task_support.get(str(params.get("name"))))
-
-    async def _follow_task(self, created: Reply, answer: Elicitor) -> Reply:
-        """A tools/call answered with a task (2026-07-28, the tasks extension; 2025-11-25, params.task): followed
-        with the task machine (app/mcp/task.py) until it ends, its input requests answered as MRTR ones are (on
-        2025-11-25 they come as server requests on the tasks/result stream), at most --max-time. The reply given
-        back is the task's outcome: its result, or its error."""
-        wire: TaskWire = "2025-11-25" if created.result_type != "task" else "2026-07-28"
-        task = TaskMachine(wire)
-        command: TaskCommand = task.created(created.result or {})
-        self.say(f"the server answered with task {task.task_id!r}: following it with tasks/get", "tools/call")
-        deadline = asyncio.get_running_loop().time() + self._max_s
-        last = created
-        while not isinstance(command, TaskEnded):
-            if isinstance(command, TaskPoll):
-                if asyncio.get_running_loop().time() + command.after_ms / 1000 > deadline:
-                    command = task.cancel() or TaskEnded("expired", "--max-time passed")
-                    self.say(f"task {task.task_id!r}: --max-time passed, cancelling it", "tasks/cancel")
-                    continue
-                await asyncio.sleep(command.after_ms / 1000)  # the server's poll interval: how tasks are followed
-                command = task.expired() or task.polled(*reply_outcome(last := await self.request(
-                    "tasks/get", {"taskId": task.task_id})))
-            elif isinstance(command, TaskAskInput):
-                self.say(f"task {task.task_id!r} asks for input ({', '.join(map(repr, command.requests))})",
-                         "tasks/get")
-                given: TaskCommand | None = None
-                for key, request in command.requests.items():
-                    given = task.answer(key, answer(key, request)) or given
-                command = given or TaskPoll(task.task_id, 0)
-            elif isinstance(command, TaskUpdate):
-                last = await self.request("tasks/update", {"taskId": task.task_id,
-                                                           "inputResponses": command.responses})
-                command = task.updated(reply_outcome(last)[1])
-            elif isinstance(command, TaskCancel):
-                last = await self.request("tasks/cancel", {"taskId": task.task_id})
-                command = task.cancel_answered(reply_outcome(last)[1])
-            else:  # FetchResult (2025-11-25): blocks until the task ends; the server's questions come on its stream
-                last = await self.request("tasks/result", {"taskId": task.task_id})
-                command = task.fetched(*reply_outcome(last))
-        for finding in task.findings:
-            self.linter.report(finding.rule, finding.message, last.key)
-        self.say(f"task {task.task_id!r} ended {command.status} after {task.polls} poll(s)", "tasks/get")
-        outcome = Reply(key=last.key, id=last.id, method="tools/call", params=created.params, sent=created.sent,
-                        finished=last.finished, warnings=list(created.warnings))
-        if command.status == "completed" and command.result is not None:
-            outcome.result = command.result
-        else:
-            error = command.error or {}
-            outcome.error = RpcError(int(error.get("code", -32603)) if isinstance(error.get("code"), int) else -32603,
-                                     f"task {task.task_id} {command.status}: {error.get('message') or command.message}")
-        return outcome
 
     def _say_round(self, method: str, machine: OperationMachine, command: SendRound) -> None:
         """Each round after the first, said: with how many answers, or sent again at once (only requestState)."""
