@@ -62,6 +62,13 @@ class Settings:
                              "bind), else the bind host. A team has no default: every process needs the same name, "
                              "of the deployment's own.", default="")
 
+    sandbox_origin: str = _help("Origin of the MCP Apps sandbox proxy: another host name routed to this console "
+                                "(e.g. https://apps-sandbox.example.com), never the console's own. Default: a "
+                                "sibling name of a *.localhost public host (mcp-x.localhost → "
+                                "mcp-x-sandbox.localhost), "
+                                "or 127.0.0.1 and localhost for each other; none for other hosts (apps are then "
+                                "not rendered, and the app panel says so).", default="")
+
     max_stream_bytes: int = _help("Most bytes read from one response stream (HTTP body or SSE, or the stdio frames of "
                                   "one request); past it the console stops reading that stream and says so.",
                                   default=64 * 1024 * 1024)

@@ -76,6 +76,9 @@ npm_pinned @modelcontextprotocol/server-memory 2026.8.31
 # The real authorization server of the OAuth tests and of `mcp-console demo --oauth` (tests/oauth_services.py,
 # app/demo/oauth_provider): its tests skip with a reason when it is absent.
 npm_pinned oidc-provider 9.13.3
+# An MCP Apps server of the ext-apps family (tests/browser/test_apps.py): one tool with a view, built on the official
+# TypeScript SDK 2.0.0 and @modelcontextprotocol/ext-apps 2.x.
+npm_pinned @modelcontextprotocol/server-basic-vanillajs 2.0.3
 FASTMCP_VERSION=4.1.6
 if [ ! -x .cache/fastmcp/bin/python ] || ! .cache/fastmcp/bin/python -c "import fastmcp" 2>/dev/null; then
   { "$PY" -m venv .cache/fastmcp && .cache/fastmcp/bin/python -m pip install -q --disable-pip-version-check \

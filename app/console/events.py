@@ -116,6 +116,28 @@ class AuthChanged(Record):
 
 
 @dataclass(slots=True)
+class AppChanged(Record):
+    """An MCP App (a tool's view, app/console/apps.py) opened or changed, as anyone may see it: the whole of it
+    each time (small: never the view's HTML, which its `resources/read` entry holds)."""
+
+    KIND = "app_changed"
+    kind: Literal["app_changed"] = field(default="app_changed", init=False)
+    app: str = ""            # its id: the operation of the tool call it belongs to
+    tool: str = ""
+    uri: str = ""            # the ui:// resource
+    status: str = "opened"   # opened | reading | ready | failed | closed
+    message: str = ""
+    read_op: str | None = None  # the resources/read operation its view came from
+    view: Json | None = None    # apps.View.shown: mime, CSP built and declared, refused, allow, size
+    display_mode: str = "inline"
+    context: Json = field(default_factory=dict)  # the host context the person set (theme, locale, viewport)
+    said: list[Json] = field(default_factory=list)   # ui/message, ui/update-model-context, logs: the latest
+    links: list[Json] = field(default_factory=list)  # ui/open-link offers: {id, url, status}
+    size: Json | None = None    # the size the view last reported
+    n: int = 0                  # which change this is (1: the app opened)
+
+
+@dataclass(slots=True)
 class RootsChanged(Record):
     KIND = "roots_changed"
     kind: Literal["roots_changed"] = field(default="roots_changed", init=False)
@@ -146,6 +168,7 @@ class ExchangeStarted(Record):
     op: str | None = None
     round: int | None = None
     replay_of: str | None = None
+    via: str | None = None  # the entry it is linked with: an MCP App's bridge request ↔ the operation it led to
 
 
 @dataclass(slots=True)
@@ -376,13 +399,14 @@ Event = (Restored | TakenOver | SessionCreated | StatusChanged | Discovered | Li
          | OperationSnapshot | OpStarted | OpRound | OpAnswered | OpRefused | OpEnded | OpTask | Progress | Log
          | SubscriptionSnapshot | SubStarted | SubListening | SubAcknowledged | SubNotified | SubProblem
          | SubEnded | Reread | LinkCreated | LinkRevoked | DeadlineExtended | EraNegotiated
-         | FindingRecorded | ServerRequestSnapshot | SrAsked | SrRefused | SrEnded | CancelRequested | AuthChanged)
+         | FindingRecorded | ServerRequestSnapshot | SrAsked | SrRefused | SrEnded | CancelRequested | AuthChanged
+         | AppChanged)
 _ALL_RECORDS: tuple[type[Record], ...] = (
     Restored, TakenOver, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
     SessionRenamed, RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, *OP_RECORDS,
     Progress, Log,
     *SUB_RECORDS, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded,
-    *SR_RECORDS, CancelRequested, AuthChanged)
+    *SR_RECORDS, CancelRequested, AuthChanged, AppChanged)
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in _ALL_RECORDS}
 EXCHANGE_KINDS = ("exchange_started", "exchange_finished")
 # The kinds that make or change a timeline entry.

@@ -60,6 +60,7 @@ class OpStarted(Record):
     round: Json = field(default_factory=dict)  # the first round (`Round.to_data`)
     replay_of: str | None = None
     log_level: str | None = None
+    via: str | None = None  # the entry that led to it: an MCP App's bridge request (app/console/apps.py)
 
 
 @dataclass(slots=True)

@@ -76,6 +76,7 @@ class OperationRecord:
     # input key → the answer given in this round, until the retry carries them (never shown: what a person typed)
     answer_values: Json = field(default_factory=dict)
     task: Json | None = None  # the task a tools/call became (the task machine's data, app/mcp/task.py)
+    via: str | None = None  # the entry that led to it (an MCP App's bridge request)
 
     @classmethod
     def of(cls, ev: OperationSnapshot) -> OperationRecord:
@@ -93,7 +94,8 @@ class OperationRecord:
         return {"key": self.key, "op": self.id, "method": self.method, "name": self.name, "status": self.status,
                 "message": self.message, "started": self.started, "rounds": list(self.rounds),
                 "pending": sorted(self.pending), "answered": sorted(self.answers),
-                "required_capabilities": self.required_capabilities, "replay_of": self.replay_of, "task": self.task}
+                "required_capabilities": self.required_capabilities, "replay_of": self.replay_of, "task": self.task,
+                "via": self.via}
 
     def put_round(self, data: Json) -> None:
         """A round as it now stands: replaces the one of its number, or comes after the last. At most

@@ -38,12 +38,13 @@ class Operation(OperationMachine):
 
     def __init__(self, id: str, method: str, params: dict[str, Any], *, max_rounds: int,
                  first_params: dict[str, Any] | None = None, replay_of: str | None = None,
-                 log_level: str | None = None) -> None:
+                 log_level: str | None = None, via: str | None = None) -> None:
         super().__init__(method, params, max_rounds=max_rounds, first_params=first_params,
                          cap_hint="setting mrtr_max_rounds")
         self.id = id
         self.replay_of = replay_of                 # the exchange key this operation re-sends
         self.log_level = log_level                 # this operation's own _meta logLevel (else the session's)
+        self.via = via                             # the entry that led to it (an MCP App's bridge request)
         self.validation: dict[str, Any] | None = None  # structuredContent checked against outputSchema
         self.lock = asyncio.Lock()
         self.begun = False  # its start is on the timeline (recorded when its first round's request is)
@@ -71,6 +72,8 @@ class OperationDriver:
         self.timeline = timeline
         self.ops: dict[str, Operation] = {}
         self.tasks: dict[str, TaskFollower] = {}  # operation id → the task it became, while it is followed
+        # Told of every operation's end once it is recorded: an MCP App waits for its call's (app/console/apps.py).
+        self.on_ended: list[Callable[[Operation], None]] = []
         # The lowest number a new id may take. Read from the fold once, at the first new operation (a restored
         # session has folded its events by then); after that every id is made here, so it only moves up.
         # Scanning the fold on every call cost a string split per kept operation on each tools/call.
@@ -104,7 +107,7 @@ class OperationDriver:
             started=op.started, rounds=[r.to_data() for r in op.rounds], pending=dict(op.pending),
             required_capabilities=op.required_capabilities, replay_of=op.replay_of, params=dict(op.params),
             final=FinalReply(reply_json(op.final)) if op.final is not None else None, validation=op.validation,
-            log_level=op.log_level)
+            log_level=op.log_level, via=op.via)
 
     def refuse(self, op: Operation, key: str, errors: dict[str, str], drafts: dict[str, list[str]],
                round_: int | None = None) -> None:
@@ -120,7 +123,7 @@ class OperationDriver:
             op.begun = True
             self.timeline.append(OpStarted(key=op.key, op=op.id, method=op.method, name=op.name, params=op.params,
                                            started=op.started, round=rnd.to_data(), replay_of=op.replay_of,
-                                           log_level=op.log_level))
+                                           log_level=op.log_level, via=op.via))
         else:
             self.timeline.append(OpRound(key=op.key, op=op.id, round=rnd.to_data()))
 
@@ -138,19 +141,23 @@ class OperationDriver:
 
     def _ended(self, op: Operation) -> None:
         if not op.begun:
+            for hook in self.on_ended:
+                hook(op)
             return  # nothing of it reached the timeline (the session was not connected): the answer says why
         rnd = op.last
         self.timeline.append(OpEnded(
             key=op.key, op=op.id, status=op.status, message=op.message, round=rnd.to_data() if rnd else None,
             final=reply_json(op.final) if op.final is not None else None, validation=op.validation,
             required_capabilities=op.required_capabilities))
+        for hook in self.on_ended:
+            hook(op)
 
     def create(self, method: str, params: dict[str, Any], replay_of: str | None = None,
-               keep_mrtr: bool = False, log_level: str | None = None) -> Operation:
+               keep_mrtr: bool = False, log_level: str | None = None, via: str | None = None) -> Operation:
         """A new operation. A replay keeps inputResponses/requestState in its first round (as it was sent)."""
         first = {k: v for k, v in params.items() if k != "_meta"} if keep_mrtr else None
         op = Operation(self._new_id(), method, params, max_rounds=self.runner.mrtr_max_rounds, first_params=first,
-                       replay_of=replay_of, log_level=log_level)
+                       replay_of=replay_of, log_level=log_level, via=via)
         self._keep(op)
         return op
 

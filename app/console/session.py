@@ -13,6 +13,7 @@ from typing import Any, Literal
 import httpx
 
 from app import __version__
+from app.console.apps import SessionApps
 from app.console.events import (
     EVENT_VERSION,
     CancelRequested,
@@ -124,6 +125,7 @@ class ConsoleSession:
         self.transport: Transport | None = None
         self.client: McpClient | None = None
         self.operations = OperationDriver(self, self.timeline)  # the session is their RequestRunner
+        self.apps = SessionApps(self)  # MCP Apps: the views of its tool calls and their bridges
         self.progress = ProgressCoalescer(lambda _kind, data: self.timeline.append(Progress(**data)),
                                           guard=self._safe_cut)
         self.log_budget = NotificationBudget(lambda _kind, data: self.timeline.append(Log(**data)),

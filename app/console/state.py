@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.console.events import (
+    AppChanged,
     AuthChanged,
     CancelRequested,
     CapabilitiesChanged,
@@ -65,7 +66,10 @@ from app.console.live_records import FinalReply, OperationRecord, ServerRequestR
 from app.mcp.operation import MAX_INPUT_REQUESTS  # questions a round may ask: the fold keeps no more
 
 Json = dict[str, Any]
-DEFAULT_CAPABILITIES: Json = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
+# MCP Apps (io.modelcontextprotocol/ui): the console hosts views (app/console/apps.py), so it says so by default.
+DEFAULT_CAPABILITIES: Json = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {},
+                              "extensions": {"io.modelcontextprotocol/ui":
+                                             {"mimeTypes": ["text/html;profile=mcp-app"]}}}
 LIST_KEYS = ("tools", "resources", "resourceTemplates", "prompts")
 HISTORY = 200          # notifications kept per subscription
 STDERR_LINES = 500
@@ -97,6 +101,7 @@ class SessionState:
     lists: dict[str, list[Json]] = field(default_factory=lambda: {k: [] for k in LIST_KEYS})
     label: str = ""  # the name the owner gave the session ("": the server's title)
     auth: Json | None = None  # the OAuth flow as anyone may see it (an auth_changed event's data); None: never ran
+    apps: OrderedDict[str, Json] = field(default_factory=OrderedDict)  # app id → its app_changed data (apps.py)
     roots: list[Json] = field(default_factory=list)  # the owner's (app/console/roots.py): none by default
     log_level: str = ""
     progress_enabled: bool = True
@@ -230,6 +235,16 @@ def _auth(state: SessionState, ev: AuthChanged, _e: TimelineEvent) -> None:
     state.auth = ev.to_data()
 
 
+MAX_APPS = 50  # the latest apps kept in the fold (each holds no HTML); older ones live on in the store
+
+
+def _app(state: SessionState, ev: AppChanged, _e: TimelineEvent) -> None:
+    state.apps[ev.app] = ev.to_data()
+    state.apps.move_to_end(ev.app)
+    while len(state.apps) > MAX_APPS:
+        state.apps.popitem(last=False)
+
+
 def _roots(state: SessionState, ev: RootsChanged, _e: TimelineEvent) -> None:
     state.roots = copy.deepcopy(ev.roots)
 
@@ -278,7 +293,7 @@ def _op_snapshot(state: SessionState, ev: OperationSnapshot, e: TimelineEvent | 
 def _op_started(state: SessionState, ev: OpStarted, e: TimelineEvent | None) -> None:
     record = OperationRecord(id=ev.op, key=ev.key, method=ev.method, name=ev.name, started=ev.started,
                              rounds=[dict(ev.round)] if ev.round else [], replay_of=ev.replay_of,
-                             params=dict(ev.params), log_level=ev.log_level)
+                             params=dict(ev.params), log_level=ev.log_level, via=ev.via)
     _keep_operation(state, record, ev.key, e)
 
 
@@ -569,6 +584,7 @@ _HANDLERS: dict[type[Any], Any] = {
     Restored: _restored, TakenOver: _taken_over, SessionCreated: _created, StatusChanged: _status,
     Discovered: _discovered, ListsRefreshed: _lists,
     CapabilitiesChanged: _capabilities, RootsChanged: _roots, SessionRenamed: _renamed, AuthChanged: _auth,
+    AppChanged: _app,
     RequestSettingsChanged: _request_settings,
     ExchangeStarted: _exchange, ExchangeFinished: _exchange, Notice: _notice, OperationSnapshot: _op_snapshot,
     OpStarted: _op_started, OpRound: _op_round, OpAnswered: _op_answered, OpRefused: _op_refused, OpEnded: _op_ended,

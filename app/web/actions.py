@@ -56,6 +56,7 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
     """
     as_json = wants_json(request)
     op = s.operations.create(method, params, log_level=log_level)
+    s.apps.opened(op)  # a tool with a view: its call gets an app, shown in the session's Apps panel
     if as_json:
         # In this request's own task: a script waits for the end anyway, and a task of its own cost two more
         # turns of the loop (its start, then waking this one). A client that goes away does not cancel it

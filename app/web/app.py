@@ -24,6 +24,7 @@ from app.console.team_checks import team_problems
 from app.settings import Settings
 from app.web import (
     actions,
+    app_routes,
     auth_routes,
     export_routes,
     form_routes,
@@ -34,6 +35,7 @@ from app.web import (
     share_routes,
     ws,
 )
+from app.web.app_routes import sandbox_host
 from app.web.deps import (
     LinkEnded,
     TargetHTMLResponse,
@@ -87,7 +89,10 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     # The advertise host is for the team's own signed requests: no team key, no such host.
     internal = {urlsplit(settings.advertise_url).hostname or ""} if settings.advertise_url and settings.team_secret \
         else set()
-    guard = Guard(token, extra, settings.public_host, settings.port, internal_hosts=internal)
+    sandbox = sandbox_host(settings)
+    guard = Guard(token, extra | ({sandbox} if sandbox else set()), settings.public_host, settings.port,
+                  internal_hosts=internal)
+    guard.sandbox_host = sandbox
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -117,6 +122,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.include_router(share_routes.router)
     app.include_router(export_routes.router)
     app.include_router(ws.router)
+    app.include_router(app_routes.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:

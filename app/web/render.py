@@ -460,6 +460,12 @@ class EventRenderer:
             # A new subscription's card goes on top of the list; every later change replaces its card by id.
             ctx.update(sub=sub, fresh=event.kind == "sub_started" and not data.get("reconnects"))
             return self.env.get_template("_push_subscription.html").render(ctx)
+        if event.kind == "app_changed":
+            app = session.state.apps.get(str(data.get("app")))
+            if app is None:
+                return None
+            ctx.update(app=app, fresh=data.get("n") == 1)
+            return self.env.get_template("_push_app.html").render(ctx)
         if event.kind == "auth_changed":
             ctx.update(oob=True)
             return self.env.get_template("_auth.html").render(ctx)

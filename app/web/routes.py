@@ -16,6 +16,7 @@ from app.console.session import MAX_NAME as SESSION_NAME_MAX
 from app.console.session import ConsoleSession, Target
 from app.console.target import ERAS
 from app.mcp.stdio import is_assignment
+from app.web.app_routes import sandbox_origin
 from app.web.deps import (
     Operator,
     Owner,
@@ -212,7 +213,8 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
     page = w.render("session.html", s=s, entries=shown, seq=s.timeline.seq, oldest=oldest, me=me,
                     here=f"/sessions/{s.id}", links=links, reveal=me.sees_secrets, flt=flt,
                     methods=sorted(set(methods_seen(window)) | ({flt.method} if flt.method else set())),
-                    window_count=len(window), matched=matched, switch_count=switch)
+                    window_count=len(window), matched=matched, switch_count=switch,
+                    sandbox=sandbox_origin(request))
     return TargetHTMLResponse(page)
 
 

@@ -102,6 +102,7 @@ class Guard:
         # it. The Host check exists against DNS rebinding; a rebound page can set any header, but cannot sign.
         # Browsers keep the plain allow-list.
         self.internal_hosts = {h.lower() for h in (internal_hosts or set()) if h} - self.hosts
+        self.sandbox_host: str | None = None  # the MCP Apps sandbox proxy's host name (app/web/app_routes.py)
 
     def host_ok(self, host_header: str | None) -> bool:
         return host_header is not None and hostname(host_header) in self.hosts
@@ -199,12 +200,25 @@ SECURITY_HEADERS = [
 NO_STORE = (b"cache-control", b"no-store")
 
 
-def _with_headers(send: Send, path: str) -> Send:
+def page_headers(sandbox_host: str | None) -> list[tuple[bytes, bytes]]:
+    """SECURITY_HEADERS, with the MCP Apps sandbox proxy's origins allowed as frames when there is one (any port:
+    the console may be reached on another than it was started with, behind a proxy)."""
+    if not sandbox_host:
+        return SECURITY_HEADERS
+    name, policy = SECURITY_HEADERS[0]
+    frames = f"; frame-src http://{sandbox_host}:* https://{sandbox_host}:*".encode()
+    return [(name, policy + frames), *SECURITY_HEADERS[1:]]
+
+
+def _with_headers(send: Send, path: str, page: list[tuple[bytes, bytes]] = SECURITY_HEADERS) -> Send:
     cacheable = path.startswith("/static/")
 
     async def sender(message: Message) -> None:
         if message["type"] == "http.response.start":
-            headers = [*message.get("headers", []), *SECURITY_HEADERS]
+            # The MCP Apps sandbox proxy (app/web/app_routes.py) sets its own: it must be framed by the console,
+            # and its policy would be inherited by the view's frame.
+            own = path.startswith("/sandbox/")
+            headers = [*message.get("headers", []), *([] if own else page)]
             if not cacheable and not any(name.lower() == b"cache-control" for name, _ in headers):
                 headers.append(NO_STORE)
             message["headers"] = headers
@@ -219,6 +233,7 @@ class GuardMiddleware:
     def __init__(self, app: ASGIApp, guard: Guard) -> None:
         self.app = app
         self.guard = guard
+        self._page: list[tuple[bytes, bytes]] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -228,7 +243,10 @@ class GuardMiddleware:
         status, problem = screened.status, screened.problem
         if problem is None:
             scope = screened.scope
-            await self.app(scope, receive, _with_headers(send, scope["path"]) if scope["type"] == "http" else send)
+            if self._page is None:  # once: the sandbox host is set before the first request
+                self._page = page_headers(self.guard.sandbox_host)
+            await self.app(scope, receive,
+                           _with_headers(send, scope["path"], self._page) if scope["type"] == "http" else send)
             return
         if scope["type"] == "websocket":
             await receive()  # the websocket.connect message; closing before accept answers 403

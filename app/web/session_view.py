@@ -142,8 +142,8 @@ class SettingsView(_View):
 
 
 class SessionView(_View):
-    __slots__ = ("auth", "auth_url", "auto_refresh", "capabilities", "client", "created", "deadline_view", "discover",
-                 "ever_connected", "id",
+    __slots__ = ("apps", "auth", "auth_url", "auto_refresh", "capabilities", "client", "created", "deadline_view",
+                 "discover", "ever_connected", "id",
                  "idle_timeout_s", "last_activity", "lists", "log_level", "max_s", "name", "named", "operations",
                  "owned_by",
                  "owner_gone", "progress_enabled", "read_only", "roots", "server_capabilities", "server_info",
@@ -155,6 +155,7 @@ class SessionView(_View):
         deadline: Callable[[str | None], dict[str, Any] | None] = session.deadline_view
         oauth = session.oauth
         self._set(
+            apps=MappingProxyType(session.state.apps),  # MCP Apps: id → what anyone may see (app_changed)
             auth=session.state.auth,
             # The authorization page's URL (its state and PKCE challenge) is the owner's: for their click only.
             auth_url=oauth.url if owner and oauth is not None else None,

@@ -16,6 +16,7 @@ SEVERITY_RANK: dict[str, int] = {"note": 0, "warning": 1, "error": 2}
 SPEC = "https://modelcontextprotocol.io/specification/2026-07-28/"
 # The tasks extension lives beside the specification, not in it: its rules' links go up to it.
 TASKS_SPEC = "../../extensions/tasks/overview"
+APPS_SPEC = "../../extensions/apps/overview"  # MCP Apps (io.modelcontextprotocol/ui), beside the spec as tasks are
 MODERN, LEGACY = "2026-07-28", "2025-11-25"
 # The revisions a rule holds for. A 2025-11-25 server (initialize, server requests, no resultType) is held to the
 # rules both revisions share; one of 2026-07-28 to all of them (`Linter.settle` says which a connection spoke).
@@ -177,6 +178,22 @@ _ROWS = [
          "(a terminal status never changes).", TASKS_SPEC),
     Rule("tasks.update-refused", "warning", "tasks/update with the answers to a task's input requests was refused.",
          TASKS_SPEC),
+    Rule("apps.resource-uri", "error", "A tool's _meta.ui.resourceUri is not a ui:// URI.", APPS_SPEC),
+    Rule("apps.resource-content", "error", "An MCP App's UI resource is not one text/html;profile=mcp-app "
+         "document (wrong mimeType, both or neither of text and blob, a blob that is not base64 UTF-8).",
+         APPS_SPEC),
+    Rule("apps.csp-domain", "warning", "An MCP App's _meta.ui.csp or permissions hold a value the host refused "
+         "(not an http(s)/ws(s) origin, not a key of the spec): the view runs without it.", APPS_SPEC),
+    Rule("apps.bridge-order", "error", "A view sent a bridge message before ui/initialize, or after ui/initialize "
+         "something other than ui/notifications/initialized first.", APPS_SPEC),
+    Rule("apps.bridge-message", "error", "A view sent a postMessage that is not a JSON-RPC 2.0 message, or a method "
+         "the bridge does not define.", APPS_SPEC),
+    Rule("apps.hidden-tool", "error", "A view called a tool whose _meta.ui.visibility leaves out \"app\" (the "
+         "host refused it).", APPS_SPEC),
+    Rule("apps.display-mode", "warning", "A view asked for a display mode it did not list in "
+         "appCapabilities.availableDisplayModes.", APPS_SPEC),
+    Rule("apps.csp-violation", "warning", "A view did something its Content-Security-Policy refused (reported by "
+         "its frame): it needs a domain its resource does not declare.", APPS_SPEC),
     Rule("lint.internal", "error", "The lint itself failed on a frame (a bug in the console: please report "
          "it with the frame).", "basic/index"),
 ]

@@ -1,0 +1,187 @@
+// MCP Apps, the tab's side (app/console/apps.py is the host): each app in #apps gets one frame of the sandbox proxy,
+// framed from the sandbox origin (never this one), and every message between the view and the console passes through
+// here to /sessions/<id>/apps/<app>/bridge, which records it and answers with what to post back. Messages are relayed
+// in order, one at a time; what comes later (the call's result, a forwarded request's reply, a link's answer) is
+// collected by a long poll. The tab decides nothing: it posts what the console says, and sizes the frame.
+(function () {
+  "use strict";
+  var apps = {};  // app id → {el, iframe, id, sid, frame, origin, chain, collecting}
+
+  function frameId() {
+    var bytes = new Uint8Array(8);
+    crypto.getRandomValues(bytes);
+    return Array.prototype.map.call(bytes, function (b) { return (b + 256).toString(16).slice(1); }).join("");
+  }
+
+  function say(app, text) {
+    var holder = app.el.querySelector(".app-frame-holder");
+    var p = app.el.querySelector(".app-relay-problem");
+    if (!p) {
+      p = document.createElement("p");
+      p.className = "alert error app-relay-problem";
+      p.setAttribute("role", "alert");
+      holder.parentNode.insertBefore(p, holder);
+    }
+    p.textContent = text;  // text, never markup: it may carry what a server sent
+  }
+
+  function relay(app, body) {
+    body.frame = app.frame;
+    return fetch("/sessions/" + app.sid + "/apps/" + app.id + "/bridge", {
+      method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body)
+    }).then(function (r) {
+      if (r.ok) { return r.json(); }
+      return r.text().then(function (t) { throw new Error("the console refused the relay (" + r.status + "): " + t.slice(0, 300)); });
+    });
+  }
+
+  function applyFrame(app, apply) {
+    if (!apply) { return; }
+    if (typeof apply.height === "number" && !app.el.classList.contains("mode-fullscreen")) {
+      app.iframe.style.height = Math.max(40, Math.min(apply.height, 5000)) + "px";
+    }
+    if (typeof apply.displayMode === "string") { setMode(app, apply.displayMode); }
+  }
+
+  function setMode(app, mode) {
+    ["inline", "fullscreen", "pip"].forEach(function (m) { app.el.classList.toggle("mode-" + m, m === mode); });
+    var exit = app.el.querySelector(".app-exit");
+    if (exit) { exit.hidden = mode === "inline"; }
+    var select = app.el.querySelector(".app-context select[name=displayMode]");
+    if (select) { select.value = mode; }
+  }
+
+  function deliver(app, answer) {
+    if (!answer) { return; }
+    (answer.post || []).forEach(function (message) {
+      if (app.iframe.contentWindow) { app.iframe.contentWindow.postMessage(message, app.origin); }
+    });
+    applyFrame(app, answer.apply);
+    if (answer.problem) { say(app, "The view cannot be shown: " + answer.problem); }
+  }
+
+  function step(app, body) {
+    app.chain = app.chain.then(function () { return relay(app, body); })
+      .then(function (answer) { deliver(app, answer); })
+      .catch(function (err) { say(app, String(err && err.message || err)); });
+    return app.chain;
+  }
+
+  function collect(app) {
+    if (!document.body.contains(app.el)) { delete apps[app.id]; return; }
+    relay(app, { step: "collect" }).then(function (answer) {
+      deliver(app, answer);
+      collect(app);
+    }, function (err) {
+      say(app, String(err && err.message || err));
+      window.setTimeout(function () { collect(app); }, 3000);  // the console restarting: try again shortly
+    });
+  }
+
+  function mount(el) {
+    if (el.dataset.mounted) { return; }
+    var root = document.getElementById("apps");
+    var origin = root && root.dataset.sandbox;
+    if (!origin) { return; }
+    el.dataset.mounted = "1";
+    var iframe = document.createElement("iframe");
+    iframe.className = "app-frame";
+    iframe.setAttribute("sandbox", "allow-scripts allow-same-origin allow-forms");
+    iframe.setAttribute("title", "MCP App " + (el.dataset.tool || ""));
+    iframe.src = origin + "/sandbox/proxy?host=" + encodeURIComponent(location.origin);
+    el.querySelector(".app-frame-holder").appendChild(iframe);
+    apps[el.dataset.app] = { el: el, iframe: iframe, id: el.dataset.app, sid: el.dataset.session, frame: frameId(),
+                             origin: origin, chain: Promise.resolve(), collecting: false };
+  }
+
+  function mountAll() {
+    document.querySelectorAll("#apps-list .app[data-app]").forEach(mount);
+  }
+
+  window.addEventListener("message", function (event) {
+    var app = null;
+    Object.keys(apps).forEach(function (k) { if (apps[k].iframe.contentWindow === event.source) { app = apps[k]; } });
+    if (!app || event.origin !== app.origin) { return; }
+    var message = event.data;
+    if (message && message.mcpConsoleSandbox === "csp-violation") {
+      step(app, { step: "csp", report: message.report });
+      return;
+    }
+    if (message && message.method === "ui/notifications/sandbox-proxy-ready") {
+      step(app, { step: "ready" });
+      if (!app.collecting) { app.collecting = true; collect(app); }
+      return;
+    }
+    step(app, { step: "message", message: message });
+  });
+
+  function contextOf(form) {
+    var change = {};
+    var theme = form.querySelector("[name=theme]").value;
+    var locale = form.querySelector("[name=locale]").value;
+    var mode = form.querySelector("[name=displayMode]").value;
+    var viewport = form.querySelector("[name=viewport]").value;
+    change.theme = theme;
+    change.locale = locale;
+    change.displayMode = mode;
+    if (viewport) {
+      var wh = viewport.split("x");
+      change.containerDimensions = { width: Number(wh[0]), maxHeight: Number(wh[1]) };
+      change.platform = Number(wh[0]) < 700 ? "mobile" : "web";
+      change.deviceCapabilities = { touch: Number(wh[0]) < 1000, hover: Number(wh[0]) >= 1000 };
+    } else {
+      change.containerDimensions = { maxWidth: Math.round(form.parentNode.clientWidth) };
+    }
+    return change;
+  }
+
+  document.addEventListener("change", function (event) {
+    var form = event.target.closest && event.target.closest(".app-context");
+    if (!form) { return; }
+    var el = form.closest(".app[data-app]");
+    var app = el && apps[el.dataset.app];
+    if (!app) { return; }
+    var change = contextOf(form);
+    var holder = el.querySelector(".app-frame-holder");
+    holder.style.width = change.containerDimensions.width ? change.containerDimensions.width + "px" : "";
+    setMode(app, change.displayMode);
+    step(app, { step: "context", change: change });
+  });
+
+  document.addEventListener("click", function (event) {
+    var target = event.target;
+    if (!target.closest) { return; }
+    var exit = target.closest(".app-exit");
+    if (exit) {
+      var el = exit.closest(".app[data-app]");
+      var app = el && apps[el.dataset.app];
+      if (app) {
+        var form = el.querySelector(".app-context");
+        form.querySelector("[name=displayMode]").value = "inline";
+        setMode(app, "inline");
+        step(app, { step: "context", change: contextOf(form) });
+      }
+      return;
+    }
+    var open = target.closest("[data-app-link]");
+    var dismiss = target.closest("[data-app-link-dismiss]");
+    if (!open && !dismiss) { return; }
+    var button = open || dismiss;
+    // From the panel, not the button's ancestors: a push may have replaced the button's part of the page already.
+    var session = document.getElementById("apps").dataset.session;
+    var body = new URLSearchParams({ opened: open ? "1" : "0" });
+    // The person's click opens the link (the anchor's own navigation, in a new tab); the view is told it was.
+    fetch("/sessions/" + session + "/apps/" + button.dataset.app + "/links/" + (open ? open.dataset.appLink : dismiss.dataset.appLinkDismiss),
+          { method: "POST", credentials: "same-origin", body: body, keepalive: true });
+  });
+
+  function start() {
+    mountAll();
+    var list = document.getElementById("apps-list");
+    // Only the apps list is watched: a push adds an app there (an observer of the whole page would run on every
+    // timeline entry).
+    if (list) { new MutationObserver(mountAll).observe(list, { childList: true }); }
+  }
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", start); } else { start(); }
+})();
