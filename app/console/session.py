@@ -50,7 +50,7 @@ from app.console.server_requests import ServerRequests
 from app.console.state import DEFAULT_CAPABILITIES, SessionState, cancelled_by
 from app.console.store import Store
 from app.console.target import Target, target_from
-from app.console.task_follow import TASK_NOTIFICATIONS
+from app.console.task_follow import STATUS_NOTIFICATION, TASK_NOTIFICATIONS, status_notice
 from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
@@ -844,6 +844,8 @@ class ConsoleSession:
         """A listener's news: a list change refreshes that list; an update to a resource on screen re-reads it; a
         task's status notification or push goes to that task's view."""
         if frame.method in TASK_NOTIFICATIONS:
+            if frame.method == STATUS_NOTIFICATION:  # outside any request (a GET stream, stdio): no entry holds it
+                self.timeline.notice("info", status_notice(frame.params))
             self.operations.task_notified(frame)
         elif frame.method in LIST_METHODS and self.auto_refresh:
             only = LIST_METHODS[frame.method]

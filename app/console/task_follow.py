@@ -35,6 +35,13 @@ TASK_NOTIFICATIONS = frozenset({STATUS_NOTIFICATION, PUSH_NOTIFICATION})
 OP_STATUS = {"completed": "complete", "failed": "error", "cancelled": "cancelled", "expired": "error", "gone": "error"}
 
 
+def status_notice(task: dict[str, Any]) -> str:
+    """A status notification as the timeline says it (one line, bounded: every string in it is the server's)."""
+    message = task.get("statusMessage")
+    said = f"notifications/tasks/status: task {str(task.get('taskId'))[:100]!r} is {str(task.get('status'))[:40]}"
+    return said + (f": {message[:300]}" if isinstance(message, str) and message else "")
+
+
 class TaskFollower:
     """One task being followed: its machine, the input requests it still holds, and a wake-up for the poller (an
     answer sent or a new poll interval means polling now, not after the old interval)."""

@@ -105,8 +105,8 @@ def task_offer(s: Any, tool: Any) -> str | None:
     per call), "required" (always), None (never: 2026-07-28, where the server alone decides; a 2025-11-25 server
     that runs no tool calls as tasks; a tool that forbids it or says nothing). The same test as the call's
     (app/mcp/task.py as_task), so the form never offers what would not be sent."""
-    client = getattr(s, "client", None)
-    if client is None or client.config.era.name != "legacy":
+    era = s.state.era  # the fold's: what the last connect negotiated (a page sees a view, never the live client)
+    if not isinstance(era, dict) or era.get("era") != "legacy":
         return None
     support = task_support(tool)
     if support is None or support[0] not in ("optional", "required"):

@@ -88,7 +88,9 @@ async def status_task(ctx: Ctx) -> None:
         await ctx.error(-32601, "status_task runs only as a task")
         return
     task_id = await _create(ctx, "slow", polls=1, poll_ms=2000)
-    if isinstance(ctx._out, StdioOut):  # outside any request: only stdio has a way (no GET stream here)
+    # Outside any request: only stdio has a way (this server has no GET stream). By name: run as `python -m`, the
+    # target's classes are __main__'s, not tests.hostile.target's.
+    if type(ctx._out).__name__ == StdioOut.__name__:
         asyncio.get_running_loop().call_later(0.3, lambda: asyncio.ensure_future(_halfway(ctx, task_id)))
 
 
@@ -97,8 +99,7 @@ async def _halfway(ctx: Ctx, task_id: str) -> None:
     if task["status"] != "working":
         return
     task.update(message="halfway (said by notifications/tasks/status)", updated=_now())
-    await StdioOut().event(json.dumps({"jsonrpc": "2.0", "method": "notifications/tasks/status",
-                                       "params": _public(task_id, task)}))
+    await ctx.event({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": _public(task_id, task)})
 
 
 async def flip_task(ctx: Ctx) -> None:
