@@ -50,7 +50,7 @@ from app.console.server_requests import ServerRequests
 from app.console.state import DEFAULT_CAPABILITIES, SessionState, cancelled_by
 from app.console.store import Store
 from app.console.target import Target, target_from
-from app.console.task_follow import STATUS_NOTIFICATION, TASK_NOTIFICATIONS, status_notice
+from app.console.task_follow import STATUS_NOTIFICATION, TASK_NOTIFICATIONS, StatusNotices
 from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
@@ -132,6 +132,7 @@ class ConsoleSession:
         self.stderr_batch = StderrBatcher(lambda _kind, data: self.timeline.append(Stderr(**data)),
                                           settings.max_stderr_lines, guard=self._safe_cut)
         self.listeners = Listeners(self, self.timeline, self._on_change, legacy=self._is_legacy)
+        self.status_notices = StatusNotices()
         # Questions a 2025-11-25 server asks on our streams: dialogs in the inbox, answered within a deadline.
         self.server_requests = ServerRequests(self.timeline, lambda: self.roots,
                                               lambda: self.settings.server_request_timeout_s)
@@ -844,8 +845,9 @@ class ConsoleSession:
         """A listener's news: a list change refreshes that list; an update to a resource on screen re-reads it; a
         task's status notification or push goes to that task's view."""
         if frame.method in TASK_NOTIFICATIONS:
-            if frame.method == STATUS_NOTIFICATION:  # outside any request (a GET stream, stdio): no entry holds it
-                self.timeline.notice("info", status_notice(frame.params))
+            said = self.status_notices.notice(frame.params) if frame.method == STATUS_NOTIFICATION else None
+            if said is not None:  # outside any request (a GET stream, stdio): no entry holds it
+                self.timeline.notice("info", said)
             self.operations.task_notified(frame)
         elif frame.method in LIST_METHODS and self.auto_refresh:
             only = LIST_METHODS[frame.method]

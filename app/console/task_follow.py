@@ -35,11 +35,32 @@ TASK_NOTIFICATIONS = frozenset({STATUS_NOTIFICATION, PUSH_NOTIFICATION})
 OP_STATUS = {"completed": "complete", "failed": "error", "cancelled": "cancelled", "expired": "error", "gone": "error"}
 
 
-def status_notice(task: dict[str, Any]) -> str:
-    """A status notification as the timeline says it (one line, bounded: every string in it is the server's)."""
-    message = task.get("statusMessage")
-    said = f"notifications/tasks/status: task {str(task.get('taskId'))[:100]!r} is {str(task.get('status'))[:40]}"
-    return said + (f": {message[:300]}" if isinstance(message, str) and message else "")
+MAX_STATUS_NOTICES = 200  # per session run: a server may send status notifications without end
+MAX_TASKS_REMEMBERED = 256
+
+
+class StatusNotices:
+    """What the timeline says of status notifications that came outside any request (no exchange holds them): one
+    notice each, but none for one that repeats the last of its task, and at most MAX_STATUS_NOTICES (then one notice
+    saying the rest are not listed). The task's view takes every one all the same."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, tuple[str, str]] = {}
+        self.said = 0
+
+    def notice(self, task: dict[str, Any]) -> str | None:
+        task_id, status = str(task.get("taskId"))[:100], str(task.get("status"))[:40]
+        message = task.get("statusMessage")
+        message = message[:300] if isinstance(message, str) else ""
+        if self.last.get(task_id) == (status, message) or self.said > MAX_STATUS_NOTICES:
+            return None
+        self.last[task_id] = (status, message)
+        if len(self.last) > MAX_TASKS_REMEMBERED:
+            del self.last[next(iter(self.last))]
+        self.said += 1
+        if self.said > MAX_STATUS_NOTICES:
+            return f"more than {MAX_STATUS_NOTICES} notifications/tasks/status: the rest are not listed here"
+        return f"notifications/tasks/status: task {task_id!r} is {status}" + (f": {message}" if message else "")
 
 
 class TaskFollower:
@@ -117,8 +138,10 @@ class TaskFollower:
         if self.done or params.get("taskId") != machine.task_id:
             return False
         if frame.method == STATUS_NOTIFICATION:
+            before = (machine.status, machine.status_message, len(machine.findings))
             machine.status_notified(params)
-            self.record_step()
+            if (machine.status, machine.status_message, len(machine.findings)) != before:
+                self.record_step()  # one that repeats what the view shows records nothing (a server may flood)
             return True
         command = machine.pushed(params)
         if isinstance(command, Ended):
