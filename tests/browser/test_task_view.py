@@ -94,3 +94,43 @@ def test_a_running_task_is_cancelled_from_its_card(
     view.locator("details.task-exchanges > summary").click()
     expect(view.locator("details.task-exchanges li").filter(has_text="tasks/cancel")).to_have_count(1)
     assert leaving == []
+
+
+def test_push_is_turned_on_in_the_task_view_and_a_pushed_end_completes_the_call(
+        context: BrowserContext, console: Console, hostile_http: Callable[..., str]) -> None:
+    page, _, leaving = connect(context, console, hostile_http("tasks"))
+    card = call(page, "push_task")  # polled every 5 s: only a push ends it sooner
+    push = task_view(card).get_by_role("button", name="Push: listen for this task", exact=True)
+    expect(push).to_have_attribute("aria-pressed", "false")
+    push.click()
+    expect(card).to_have_attribute("data-status", "complete", timeout=4_000)
+    expect(card).to_contain_text("done, and pushed")
+    expect(fact(task_view(card), "Polls so far")).to_contain_text(re.compile(r"^0 "))
+    assert leaving == []
+
+
+def test_an_optional_2025_tool_runs_as_a_task_when_chosen_and_the_servers_tasks_are_listed(
+        context: BrowserContext, console: Console, hostile_http: Callable[..., str]) -> None:
+    page, _, leaving = connect(context, console, hostile_http("tasks2025"))
+    item = open_tool(page, "optional_task")
+    choice = item.get_by_label("Run as a task", exact=False)
+    expect(choice).not_to_be_checked()
+    item.get_by_role("button", name="Call optional_task", exact=True).click()
+    card = item.locator(".result .operation[data-op]")
+    expect(card).to_contain_text("done at once (a plain call)")
+    expect(card.locator("section.task-view")).to_have_count(0)
+
+    choice.check()
+    item.get_by_label("Task TTL (ms", exact=False).fill("4000")
+    item.get_by_role("button", name="Call optional_task", exact=True).click()
+    expect(card).to_have_attribute("data-status", "complete")
+    expect(task_view(card)).to_have_attribute("data-task-status", "completed")
+    expect(card).to_contain_text('done as a task after 2 polls (asked {"ttl": 4000})')
+    expect(fact(task_view(card), "TTL")).to_contain_text("4")
+
+    page.get_by_role("button", name="List the server’s tasks (tasks/list)", exact=True).click()
+    rows = page.get_by_role("table", name="The server's tasks").locator("tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("completed")
+    expect(rows.first).to_contain_text("4000 ms")
+    assert leaving == []
