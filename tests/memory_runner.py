@@ -24,6 +24,7 @@ from app.console.timeline import Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
 from app.mcp.jsonrpc import Frame
 from app.mcp.memory import Handler, MemoryTransport
+from app.mcp.task import TaskChoice
 
 WAIT_S = 2.0  # an upper bound for what should happen at once; never a sleep
 
@@ -78,7 +79,7 @@ class MemoryRunner:
     def lists(self) -> dict[str, list[dict[str, Any]]]:
         return self.timeline.state.lists
 
-    def as_task(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    def as_task(self, method: str, params: dict[str, Any], choice: TaskChoice | None = None) -> dict[str, Any]:
         return params  # the memory runner speaks 2026-07-28 only
 
     @property

@@ -18,9 +18,10 @@ from app.console.live_records import FinalReply, OperationRecord
 from app.console.outputs import validate_structured
 from app.console.task_follow import TaskFollower
 from app.mcp.client import Reply, reply_json
+from app.mcp.jsonrpc import Frame
 from app.mcp.operation import AskInput, Command, Ended, OperationMachine, Round, SendRound
 from app.mcp.secret import MASK
-from app.mcp.task import TaskMachine, made_task
+from app.mcp.task import TaskChoice, TaskMachine, made_task
 from app.mcp.task import Wire as TaskWire
 from app.mcp.task_extension import declares_tasks
 
@@ -38,12 +39,14 @@ class Operation(OperationMachine):
 
     def __init__(self, id: str, method: str, params: dict[str, Any], *, max_rounds: int,
                  first_params: dict[str, Any] | None = None, replay_of: str | None = None,
-                 log_level: str | None = None, via: str | None = None) -> None:
+                 log_level: str | None = None, task_choice: TaskChoice | None = None,
+                 via: str | None = None) -> None:
         super().__init__(method, params, max_rounds=max_rounds, first_params=first_params,
                          cap_hint="setting mrtr_max_rounds")
         self.id = id
         self.replay_of = replay_of                 # the exchange key this operation re-sends
         self.log_level = log_level                 # this operation's own _meta logLevel (else the session's)
+        self.task_choice = task_choice             # "run as a task", chosen for this call (2025-11-25, optional)
         self.via = via                             # the entry that led to it (an MCP App's bridge request)
         self.validation: dict[str, Any] | None = None  # structuredContent checked against outputSchema
         self.lock = asyncio.Lock()
@@ -153,11 +156,12 @@ class OperationDriver:
             hook(op)
 
     def create(self, method: str, params: dict[str, Any], replay_of: str | None = None,
-               keep_mrtr: bool = False, log_level: str | None = None, via: str | None = None) -> Operation:
+               keep_mrtr: bool = False, log_level: str | None = None,
+               task_choice: TaskChoice | None = None, via: str | None = None) -> Operation:
         """A new operation. A replay keeps inputResponses/requestState in its first round (as it was sent)."""
         first = {k: v for k, v in params.items() if k != "_meta"} if keep_mrtr else None
         op = Operation(self._new_id(), method, params, max_rounds=self.runner.mrtr_max_rounds, first_params=first,
-                       replay_of=replay_of, log_level=log_level, via=via)
+                       replay_of=replay_of, log_level=log_level, task_choice=task_choice, via=via)
         self._keep(op)
         return op
 
@@ -239,7 +243,7 @@ class OperationDriver:
                 rnd.key, rnd.request_id = key, request_id
                 return functools.partial(self._sent, op, rnd)
 
-            params = self.runner.as_task(op.method, command.params)
+            params = self.runner.as_task(op.method, command.params, op.task_choice)
             reply = await self.runner.run(op.method, params, op=op.id, round_=rnd.n, on_start=started,
                                            log_level=op.log_level)
             wire = made_task(params, reply.result) if op.method == "tools/call" and reply.error is None else None
@@ -278,6 +282,12 @@ class OperationDriver:
         """The end a follower came to, as the operation's (see TaskFollower._finish)."""
         self.tasks.pop(op.id, None)
         self._validated_end(op)
+
+    def task_notified(self, frame: Frame) -> bool:
+        """A notification about a task (a 2025-11-25 status notification, a 2026-07-28 push), wherever it came: to
+        the follower of that task, if the session follows it. False when none does (a task of another client, one
+        that ended): the timeline has it all the same."""
+        return any(follower.notified(frame) for follower in list(self.tasks.values()))
 
     def following(self) -> list[str]:
         """Operations whose task the fold shows not ended and no follower here follows (after a restart)."""

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from app.console.tasks import TaskGroup
 from app.mcp.client import Reply
 from app.mcp.jsonrpc import Frame
+from app.mcp.task import TaskChoice
 
 # Called with an exchange's key and JSON-RPC id at once, before anything is recorded or sent (a cancel that comes
 # while the request is still being sent needs the key). What it returns, if anything, runs once the exchange's
@@ -36,9 +37,10 @@ class RequestRunner(Protocol):
     background: TaskGroup
     """Where work that outlives a request runs (a task's poller), stopped with the session."""
 
-    def as_task(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """The params a request goes with: on 2025-11-25, a tools/call of a tool that requires a task gets
-        `params.task` (app/mcp/task.py `as_task`); otherwise the same params."""
+    def as_task(self, method: str, params: dict[str, Any], choice: TaskChoice | None = None) -> dict[str, Any]:
+        """The params a request goes with: on 2025-11-25, a tools/call of a tool that requires a task, or allows
+        one and the person chose it (`choice`), gets `params.task` (app/mcp/task.py `as_task`); otherwise the same
+        params."""
 
     async def cancel(self, key: str, who: str) -> bool:
         """Cancel the request in flight under this exchange key; False when there is none."""

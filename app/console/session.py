@@ -51,6 +51,7 @@ from app.console.server_requests import ServerRequests
 from app.console.state import DEFAULT_CAPABILITIES, SessionState, cancelled_by
 from app.console.store import Store
 from app.console.target import Target, target_from
+from app.console.task_follow import STATUS_NOTIFICATION, TASK_NOTIFICATIONS, StatusNotices
 from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
@@ -65,7 +66,7 @@ from app.mcp.lint.output import OutputLint
 from app.mcp.secret import reveal
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
-from app.mcp.task import as_task
+from app.mcp.task import TaskChoice, as_task
 from app.mcp.task_extension import declaring
 from app.mcp.transport import Transport
 from app.mcp.wire import WireEvent
@@ -133,6 +134,7 @@ class ConsoleSession:
         self.stderr_batch = StderrBatcher(lambda _kind, data: self.timeline.append(Stderr(**data)),
                                           settings.max_stderr_lines, guard=self._safe_cut)
         self.listeners = Listeners(self, self.timeline, self._on_change, legacy=self._is_legacy)
+        self.status_notices = StatusNotices()
         # Questions a 2025-11-25 server asks on our streams: dialogs in the inbox, answered within a deadline.
         self.server_requests = ServerRequests(self.timeline, lambda: self.roots,
                                               lambda: self.settings.server_request_timeout_s)
@@ -573,11 +575,13 @@ class ConsoleSession:
             return str(exc)
         return None
 
-    def as_task(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """2025-11-25: a tools/call of a tool that requires a task goes as one, as the command line's does."""
+    def as_task(self, method: str, params: dict[str, Any], choice: TaskChoice | None = None) -> dict[str, Any]:
+        """2025-11-25: a tools/call of a tool that requires a task (or allows one, and the person chose it) goes as
+        one, as the command line's does."""
         if method != "tools/call" or self.client is None or not self._is_legacy():
             return params
-        return as_task(params, self.server_capabilities, self.client.task_support.get(str(params.get("name"))))
+        return as_task(params, self.server_capabilities, self.client.task_support.get(str(params.get("name"))),
+                       choice)
 
     def _declared_capabilities(self) -> dict[str, Any]:
         """What each request declares: on 2026-07-28 also the tasks extension, which the console follows
@@ -840,8 +844,14 @@ class ConsoleSession:
                 self._owed.discard(key)
 
     def _on_change(self, frame: Frame) -> None:
-        """A listener's news: a list change refreshes that list; an update to a resource on screen re-reads it."""
-        if frame.method in LIST_METHODS and self.auto_refresh:
+        """A listener's news: a list change refreshes that list; an update to a resource on screen re-reads it; a
+        task's status notification or push goes to that task's view."""
+        if frame.method in TASK_NOTIFICATIONS:
+            said = self.status_notices.notice(frame.params) if frame.method == STATUS_NOTIFICATION else None
+            if said is not None:  # outside any request (a GET stream, stdio): no entry holds it
+                self.timeline.notice("info", said)
+            self.operations.task_notified(frame)
+        elif frame.method in LIST_METHODS and self.auto_refresh:
             only = LIST_METHODS[frame.method]
             self._owe(f"refresh-{only}", self._refreshing, lambda: self._refresh_lists(only))
             if only == "resources":

@@ -18,6 +18,7 @@ from app.console.events import FindingRecorded
 from app.console.live_events import OpAnswered, OpTask
 from app.mcp.client import Reply
 from app.mcp.errors import RpcError
+from app.mcp.jsonrpc import Frame
 from app.mcp.lint.rules import RULES
 from app.mcp.task import AskInput, Ended, FetchResult, Poll, SendUpdate, TaskMachine, reply_outcome
 from app.mcp.task import Command as TaskCommand
@@ -28,7 +29,38 @@ if TYPE_CHECKING:
 # What the operation ends as, for each way a task ends (a tool result with isError is a completed task in
 # 2026-07-28: the operation then shows it as a tool error, as any call's).
 MAX_MISSES = 3  # polls in a row that may fail on the wire before the task is given up as failed
+STATUS_NOTIFICATION = "notifications/tasks/status"  # 2025-11-25: the whole Task, optional, never relied on
+PUSH_NOTIFICATION = "notifications/tasks"  # 2026-07-28: a DetailedTask on a listen stream asked for its taskIds
+TASK_NOTIFICATIONS = frozenset({STATUS_NOTIFICATION, PUSH_NOTIFICATION})
 OP_STATUS = {"completed": "complete", "failed": "error", "cancelled": "cancelled", "expired": "error", "gone": "error"}
+
+
+MAX_STATUS_NOTICES = 200  # per session run: a server may send status notifications without end
+MAX_TASKS_REMEMBERED = 256
+
+
+class StatusNotices:
+    """What the timeline says of status notifications that came outside any request (no exchange holds them): one
+    notice each, but none for one that repeats the last of its task, and at most MAX_STATUS_NOTICES (then one notice
+    saying the rest are not listed). The task's view takes every one all the same."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, tuple[str, str]] = {}
+        self.said = 0
+
+    def notice(self, task: dict[str, Any]) -> str | None:
+        task_id, status = str(task.get("taskId"))[:100], str(task.get("status"))[:40]
+        message = task.get("statusMessage")
+        message = message[:300] if isinstance(message, str) else ""
+        if self.last.get(task_id) == (status, message) or self.said > MAX_STATUS_NOTICES:
+            return None
+        self.last[task_id] = (status, message)
+        if len(self.last) > MAX_TASKS_REMEMBERED:
+            del self.last[next(iter(self.last))]
+        self.said += 1
+        if self.said > MAX_STATUS_NOTICES:
+            return f"more than {MAX_STATUS_NOTICES} notifications/tasks/status: the rest are not listed here"
+        return f"notifications/tasks/status: task {task_id!r} is {status}" + (f": {message}" if message else "")
 
 
 class TaskFollower:
@@ -42,6 +74,7 @@ class TaskFollower:
         self.machine = machine
         self.requests: dict[str, Any] = dict(requests or {})  # input key → request, while the machine holds it
         self.wake = asyncio.Event()
+        self.finished = asyncio.Event()  # set at the end: what lives only as long as the task (a push listen) stops
         self.last: Reply | None = None
         self.exchange: Reply | None = None  # a poll whose step (asking, ending) records it
         self.done = False
@@ -93,6 +126,39 @@ class TaskFollower:
         if isinstance(ended, Ended):  # always, today: a cancelled task is no longer followed
             self._finish(ended)
         return True
+
+    # --- what the server says of the task on its own ----------------------------------------------------------
+
+    def notified(self, frame: Frame) -> bool:
+        """The server's word on this task outside the polls: a 2025-11-25 `notifications/tasks/status` (its status
+        and statusMessage taken, never relied on: polling goes on), or a 2026-07-28 `notifications/tasks` pushed on a
+        listen stream (a DetailedTask, folded as a poll's result: it may end the task or ask). Checked as a poll is
+        (a terminal status that changes is a finding). False when the task is not this one's, or is over."""
+        machine, params = self.machine, frame.params
+        if self.done or params.get("taskId") != machine.task_id:
+            return False
+        if frame.method == STATUS_NOTIFICATION:
+            before = (machine.status, machine.status_message, len(machine.findings))
+            machine.status_notified(params)
+            if (machine.status, machine.status_message, len(machine.findings)) != before:
+                self.record_step()  # one that repeats what the view shows records nothing (a server may flood)
+            return True
+        command = machine.pushed(params)
+        if isinstance(command, Ended):
+            self._finish(command)
+        elif isinstance(command, AskInput):
+            self.requests.update(command.requests)
+            self.record_step()
+        elif command is not None:
+            self.requests = {k: v for k, v in self.requests.items() if k in machine.pending}
+            self.record_step()
+        return command is not None
+
+    def _on_stream(self, frame: Frame) -> None:
+        """A notification on one of the task's own requests' streams (a status notification on tasks/result's, say):
+        it may be about any task the session follows."""
+        if frame.method in TASK_NOTIFICATIONS:
+            self.driver.task_notified(frame)
 
     def set_poll_interval(self, ms: int | None) -> None:
         self.machine.set_poll_interval(ms)
@@ -165,7 +231,7 @@ class TaskFollower:
 
     async def _send(self, method: str, extra: dict[str, Any]) -> Reply:
         reply = await self.driver.runner.run(method, {"taskId": self.machine.task_id, **extra}, op=self.op.id,
-                                             log_level=self.op.log_level)
+                                             log_level=self.op.log_level, on_notification=self._on_stream)
         self.last = reply
         return reply
 
@@ -198,6 +264,7 @@ class TaskFollower:
             return
         self.done = True
         self.wake.set()
+        self.finished.set()
         op, last = self.op, self.last
         self.record_step()
         rnd = op.last

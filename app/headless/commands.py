@@ -31,6 +31,7 @@ from app.mcp.client import Reply
 from app.mcp.handshake import HandshakeFailed
 from app.mcp.jsonrpc import InexactNumber, exact_float
 from app.mcp.lint import Finding
+from app.mcp.task import TaskChoice
 
 # A malformed result: the call "succeeded" on the wire, but no client can trust what it says (a string isError, a
 # result on an HTTP error status, a frame that is no JSON-RPC). `call` exits 1 for these, not only for an error.
@@ -79,8 +80,9 @@ async def call(args: argparse.Namespace) -> int:
                 say_notes(session)
                 print(json_text(with_notes(_shown(printed_json(listed), session), session)), file=sys.stderr)
                 return EXIT_UNREACHABLE
+            choice = _task_choice(session, args)
             reply = await session.operation("tools/call", {"name": args.tool, "arguments": arguments},
-                                            session.answerer)
+                                            session.answerer, choice)
     except AuthRefused as exc:  # before NOT_CONNECTED, which it is one of: the status and the challenge, nothing else
         say_notes(session)
         return say_refused(exc)
@@ -107,6 +109,22 @@ async def call(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if failed(reply) or malformed else EXIT_CLEAN
 
 
+def _task_choice(session: Headless, args: argparse.Namespace) -> TaskChoice | None:
+    """--task (and --task-ttl, which implies it) for this call, said when it cannot apply: a 2026-07-28 server alone
+    decides (the tasks extension), and a 2025-11-25 tool that forbids tasks or says nothing gets a plain call."""
+    if not args.task and args.task_ttl is None:
+        return None
+    connected = session.connected
+    support = session.client.task_support.get(args.tool)
+    if connected is None or connected.era != "legacy":
+        session.say("--task is for 2025-11-25 servers: on 2026-07-28 the server alone decides whether a call becomes "
+                    "a task (the io.modelcontextprotocol/tasks extension)", "tools/call")
+    elif support not in ("optional", "required"):
+        session.say(f"--task: {args.tool!r} declares execution.taskSupport {support or 'nothing'}: sent as a plain "
+                    "call", "tools/call")
+    return TaskChoice(args.task_ttl)
+
+
 def _shown(out: dict[str, Any], session: Headless) -> dict[str, Any]:
     """What `call` prints, with a secret the server said back masked (unless --reveal)."""
     shown = session.masking.value(out)
@@ -118,6 +136,12 @@ def _malformed(session: Headless, reply: Reply) -> list[Finding]:
     keys = {reply.key} if reply.key else set()
     return [dataclasses.replace(f, message=session.masking.text(f.message)) for f in session.linter.findings
             if f.rule in MALFORMED and (f.exchange in keys or not keys)]
+
+
+def _positive_ms(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of milliseconds, 1 or more")
+    return int(text)
 
 
 def add_parsers(sub: Any) -> None:
@@ -139,6 +163,13 @@ def add_parsers(sub: Any) -> None:
                         help="One argument (repeatable); v is read as JSON when it parses (7, true, [1]), else as a "
                              "string.")
     call_p.add_argument("--json", default=None, metavar="ARGS", help="All arguments as one JSON object.")
+    call_p.add_argument("--task", action="store_true",
+                        help="2025-11-25: run the call as a task (params.task) when the tool's execution.taskSupport "
+                             "is optional; a tool that requires one always goes as a task, one that forbids it never. "
+                             "The task is followed with tasks/get and its result fetched with tasks/result.")
+    call_p.add_argument("--task-ttl", type=_positive_ms, default=None, metavar="MS",
+                        help="The TTL to ask for the task, in milliseconds (implies --task; default: none for an "
+                             "optional tool, 300000 for one that requires a task).")
     add_check_parser(sub, common)
     add_list_parser(sub)
 

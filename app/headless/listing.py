@@ -1,4 +1,5 @@
-"""`mcp-console list tools|resources|prompts`: what a server offers, as a table for people or JSON for scripts."""
+"""`mcp-console list tools|resources|prompts|tasks`: what a server offers (and, for tasks, what it holds: 2025-11-25
+`tasks/list`, when it declares `tasks.list`), as a table for people or JSON for scripts."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from app.headless.common import (
 from app.headless.report import json_text, terminal_text
 from app.headless.runner import NOT_CONNECTED, AuthRefused, Headless
 from app.mcp.handshake import HandshakeFailed
+from app.mcp.task import lists_tasks
 
 MAX_PAGES = 100
 # What each kind lists: (method, the result's field) in turn; resources include their templates.
@@ -28,6 +30,7 @@ KINDS: dict[str, tuple[tuple[str, str], ...]] = {
     "tools": (("tools/list", "tools"),),
     "prompts": (("prompts/list", "prompts"),),
     "resources": (("resources/list", "resources"), ("resources/templates/list", "resourceTemplates")),
+    "tasks": (("tasks/list", "tasks"),),
 }
 MAX_CELL = 60  # characters of a name or a title in the table; the JSON has them whole
 
@@ -66,6 +69,8 @@ def table(field: str, items: list[Any]) -> str:
     """Name, title and the first line of the description, one item a line (resources: their URI too)."""
     if not items:
         return f"(no {'resource templates' if field == 'resourceTemplates' else field})"
+    if field == "tasks":
+        return task_table(items)
     uri_key = "uri" if field == "resources" else "uriTemplate" if field == "resourceTemplates" else None
     rows = [("NAME", "TITLE", *(["URI"] if uri_key else []), "DESCRIPTION")]
     for item in items:
@@ -79,6 +84,31 @@ def table(field: str, items: list[Any]) -> str:
                      for row in rows)
 
 
+def task_table(items: list[Any]) -> str:
+    """One task a line: id, status, created, last updated, TTL, poll interval and the status message."""
+    def ms(task: dict[str, Any], key: str) -> str:
+        value = task.get(key, "")
+        return "none" if value is None else f"{value} ms" if isinstance(value, int | float) else _cell(value)
+
+    rows = [("TASK ID", "STATUS", "CREATED", "UPDATED", "TTL", "POLL", "MESSAGE")]
+    for task in items:
+        task = task if isinstance(task, dict) else {}
+        rows.append((_cell(task.get("taskId")), _cell(task.get("status")), _cell(task.get("createdAt")),
+                     _cell(task.get("lastUpdatedAt")), ms(task, "ttl"), ms(task, "pollInterval"),
+                     _first_line(task.get("statusMessage"))))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]).rstrip()
+                     for row in rows)
+
+
+def _offered(caps: Any, kind: str) -> bool:
+    """Servers declare what they serve; tasks/list is the 2025-11-25 `tasks.list` capability (2026-07-28 has no
+    tasks/list: its tasks extension follows only the tasks a client's own calls became)."""
+    if not isinstance(caps, dict):
+        return True
+    return lists_tasks(caps) if kind == "tasks" else kind in caps
+
+
 async def list_items(args: argparse.Namespace) -> int:
     session = session_of(args, args.era, era_named=args.era != "auto")
     found: dict[str, list[Any]] = {}
@@ -87,9 +117,11 @@ async def list_items(args: argparse.Namespace) -> int:
         async with session:
             connected = session.connected
             caps = connected.discovered.get("capabilities") if connected is not None else None
-            offered = not isinstance(caps, dict) or args.kind in caps
+            offered = _offered(caps, args.kind)
             if not offered:  # servers declare what they serve: asking would only fetch a "method not found"
-                session.say(f"the server declares no {args.kind} capability: it offers no {args.kind}")
+                what = "tasks.list capability (2025-11-25 tasks/list)" if args.kind == "tasks" else \
+                    f"{args.kind} capability"
+                session.say(f"the server declares no {what}: it offers no {args.kind}")
             for method, field in KINDS[args.kind]:
                 if not offered:
                     found[field] = []
@@ -131,15 +163,17 @@ async def list_items(args: argparse.Namespace) -> int:
 
 
 def add_list_parser(sub: Any) -> None:
-    list_p = sub.add_parser("list", help="List a server's tools, resources or prompts.",
+    list_p = sub.add_parser("list", help="List a server's tools, resources, prompts or tasks.",
                             description="List what a server offers, every page of it: a table of name, title and "
                             "the first line of the description (resources add their URI, and the resource templates "
-                            "follow), or --json. Exit 0: listed; 1: the server answered the list with an error; 2: "
+                            "follow; tasks, 2025-11-25 tasks/list, show id, status, times, TTL and poll interval), "
+                            "or --json. Exit 0: listed; 1: the server answered the list with an error; 2: "
                             "it could not be reached, refused the credentials (401/403) or answered no handshake.")
     # The kind first, then the shared options: positionals are read in the order they are added, and people type
     # `mcp-console list tools http://…/mcp`.
     list_p.add_argument("kind", choices=tuple(KINDS), help="What to list: tools, resources (with the resource "
-                        "templates) or prompts.")
+                        "templates), prompts, or tasks (a 2025-11-25 server's tasks/list, when it declares "
+                        "tasks.list).")
     add_common_options(list_p)
     list_p.add_argument("--era", choices=("auto", "modern", "legacy", "sse-2024"), default="auto",
                         help=ERA_HELP + " sse-2024 speaks 2025-11-25 over the older HTTP+SSE transport.")

@@ -34,7 +34,7 @@ from app.mcp.operation import AskInput, Ended, OperationMachine, SendRound
 from app.mcp.secret import reveal
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
-from app.mcp.task import as_task
+from app.mcp.task import TaskChoice, as_task
 from app.mcp.task_extension import declaring
 from app.mcp.transport import Transport
 from app.mcp.upstream import upstream_client
@@ -325,7 +325,8 @@ class Headless:
             if self._http is not None:
                 await self._http.aclose()
 
-    async def operation(self, method: str, params: dict[str, Any], answer: Elicitor) -> Reply:
+    async def operation(self, method: str, params: dict[str, Any], answer: Elicitor,
+                        task_choice: TaskChoice | None = None) -> Reply:
         """One MRTR operation, driven as the console drives it (`app/mcp/operation.py`): its rounds are answered by
         `answer`, requestState-only rounds go again at once, at most MAX_ROUNDS. The last reply comes back."""
         machine = OperationMachine(method, params, max_rounds=MAX_ROUNDS)
@@ -336,7 +337,7 @@ class Headless:
                 self._say_round(method, machine, command)
                 self.stop_if_refused()
                 # A progress token per round: the lint then ties late progress to its request on stdio too.
-                params = self._as_task(method, command.params)
+                params = self._as_task(method, command.params, task_choice)
                 last = await self.client.request(method, params, progress_token=self.client.new_key())
                 self.stop_if_refused(last)
                 if method == "tools/call" and last.error is None and (
@@ -360,12 +361,13 @@ class Headless:
         return last
 
 
-    def _as_task(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """2025-11-25: a tools/call of a tool that requires a task goes as one (app/mcp/task.py `as_task`)."""
+    def _as_task(self, method: str, params: dict[str, Any], choice: TaskChoice | None = None) -> dict[str, Any]:
+        """2025-11-25: a tools/call of a tool that requires a task goes as one, and one that allows it when --task
+        chose it (app/mcp/task.py `as_task`)."""
         if method != "tools/call" or self.connected is None or self.connected.era != "legacy":
             return params
         return as_task(params, self.connected.discovered.get("capabilities"),
-                       self.client.task_support.get(str(params.get("name"))))
+                       self.client.task_support.get(str(params.get("name"))), choice)
 
     def _say_round(self, method: str, machine: OperationMachine, command: SendRound) -> None:
         """Each round after the first, said: with how many answers, or sent again at once (only requestState)."""

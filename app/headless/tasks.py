@@ -42,6 +42,7 @@ async def follow_task(self: Headless, created: Reply, answer: Elicitor) -> Reply
             await asyncio.sleep(command.after_ms / 1000)  # the server's poll interval: how tasks are followed
             command = task.expired() or task.polled(*reply_outcome(last := await self.request(
                 "tasks/get", {"taskId": task.task_id})))
+            _status_notified(task, last)
         elif isinstance(command, TaskAskInput):
             self.say(f"task {task.task_id!r} asks for input ({', '.join(map(repr, command.requests))})",
                      "tasks/get")
@@ -58,6 +59,7 @@ async def follow_task(self: Headless, created: Reply, answer: Elicitor) -> Reply
             command = task.cancel_answered(reply_outcome(last)[1])
         else:  # FetchResult (2025-11-25): blocks until the task ends; the server's questions come on its stream
             last = await self.request("tasks/result", {"taskId": task.task_id})
+            _status_notified(task, last)
             command = task.fetched(*reply_outcome(last))
     for finding in task.findings:
         self.linter.report(finding.rule, finding.message, last.key)
@@ -71,3 +73,11 @@ async def follow_task(self: Headless, created: Reply, answer: Elicitor) -> Reply
         outcome.error = RpcError(int(error.get("code", -32603)) if isinstance(error.get("code"), int) else -32603,
                                  f"task {task.task_id} {command.status}: {error.get('message') or command.message}")
     return outcome
+
+
+def _status_notified(task: TaskMachine, reply: Reply) -> None:
+    """2025-11-25 status notifications that came on a request's stream, checked as the console checks them (a
+    terminal status that changes is a finding); never relied on: what the requests answer decides."""
+    for frame in reply.notifications:
+        if frame.method == "notifications/tasks/status":
+            task.status_notified(frame.params)

@@ -41,16 +41,40 @@ MAX_INPUT_REQUESTS = 100  # as an operation round: more are not asked (each is a
 LEGACY_TTL_MS = 300_000   # the ttl a 2025-11-25 task is asked for (the server may choose another)
 
 
-def as_task(params: dict[str, Any], server_capabilities: Any, task_support: str | None) -> dict[str, Any]:
-    """2025-11-25: a tools/call of a tool whose execution.taskSupport is "required" goes as a task (`params.task`)
-    when the server says it runs tool calls as tasks (`tasks.requests.tools.call`); "optional" and absent tools go
-    as plain calls. The params unchanged (the same object) when it is not a task."""
+@dataclass(frozen=True, slots=True)
+class TaskChoice:
+    """A person's choice, for one call, to run a 2025-11-25 tool as a task: asked for where the tool's
+    execution.taskSupport is "optional" (a "required" tool always goes as one), with the ttl to ask for (None: ask
+    for none, the server chooses)."""
+
+    ttl_ms: int | None = None
+
+
+def as_task(params: dict[str, Any], server_capabilities: Any, task_support: str | None,
+            choice: TaskChoice | None = None) -> dict[str, Any]:
+    """2025-11-25: a tools/call goes as a task (`params.task`) when the server says it runs tool calls as tasks
+    (`tasks.requests.tools.call`) and the tool's execution.taskSupport is "required" (always: a plain call is
+    refused), or "optional" and the person chose it for this call. Absent and "forbidden" tools never go as one
+    (the server SHOULD answer -32601), whatever was chosen. The params unchanged (the same object) when it is not a
+    task."""
     tasks = server_capabilities.get("tasks") if isinstance(server_capabilities, dict) else None
     requests = tasks.get("requests") if isinstance(tasks, dict) else None
     tools = requests.get("tools") if isinstance(requests, dict) else None
-    if not isinstance(tools, dict) or "call" not in tools or task_support != "required":
+    if not isinstance(tools, dict) or "call" not in tools:
         return params
-    return {**params, "task": {"ttl": LEGACY_TTL_MS}}
+    if task_support == "required":
+        ttl = choice.ttl_ms if choice is not None and choice.ttl_ms is not None else LEGACY_TTL_MS
+        return {**params, "task": {"ttl": ttl}}
+    if task_support == "optional" and choice is not None:
+        return {**params, "task": {} if choice.ttl_ms is None else {"ttl": choice.ttl_ms}}
+    return params
+
+
+def lists_tasks(server_capabilities: Any) -> bool:
+    """2025-11-25: whether the server answers `tasks/list` (its `tasks.list` capability); 2026-07-28 has no
+    tasks/list at all."""
+    tasks = server_capabilities.get("tasks") if isinstance(server_capabilities, dict) else None
+    return isinstance(tasks, dict) and isinstance(tasks.get("list"), dict)
 
 
 def made_task(params_sent: dict[str, Any], result: dict[str, Any] | None) -> Wire | None:
@@ -120,6 +144,7 @@ class TaskMachine:
     poll_ms: int | None = None            # what the server last asked for
     poll_override_ms: int | None = None   # what the person set instead
     polls: int = 0
+    notified: int = 0  # the server's own word on the task: status notifications (2025-11-25), pushes (2026-07-28)
     asked: list[str] = field(default_factory=list)        # every input key ever asked (de-duplicated across polls)
     answers: dict[str, Any] = field(default_factory=dict)  # answered, not yet sent with tasks/update
     pending: list[str] = field(default_factory=list)      # asked and not yet answered
@@ -169,6 +194,28 @@ class TaskMachine:
         elif before == "input_required" and self.status == "working":
             self.pending = []  # the server took what it needed: questions still open are no longer asked
         return self._next_poll()
+
+    def status_notified(self, task: dict[str, Any]) -> bool:
+        """2025-11-25 `notifications/tasks/status` (params: the whole Task): its status and statusMessage are taken
+        and checked as a poll's are (a terminal status that changes is a finding), but nothing is decided on it: a
+        client MUST NOT rely on it, so polling goes on as it was. False when it is about another task."""
+        if task.get("taskId") != self.task_id:
+            return False
+        self.notified += 1
+        self._take(task)
+        return True
+
+    def pushed(self, detailed: dict[str, Any]) -> Command | None:
+        """2026-07-28 `notifications/tasks` (params: a DetailedTask, what tasks/get would answer): folded as a poll's
+        result, without counting as a poll, so it may end the task or ask for input. A `Poll` it returns is no
+        order (the poller keeps its own time); None when it is about another task, or the task has ended."""
+        if self.ended or detailed.get("taskId") != self.task_id:
+            return None
+        self.notified += 1
+        polls = self.polls
+        command = self.polled(detailed)
+        self.polls = polls
+        return command
 
     def answer(self, key: str, response: Any) -> Command | None:
         """The person's answer to one input request; `SendUpdate` once every pending one is answered."""
@@ -233,6 +280,7 @@ class TaskMachine:
         return {"wire": self.wire, "task_id": self.task_id, "status": self.status,
                 "status_message": self.status_message, "created_at": self.created_at, "ttl_ms": self.ttl_ms,
                 "poll_ms": self.poll_ms, "poll_override_ms": self.poll_override_ms, "polls": self.polls,
+                "notified": self.notified,
                 "asked": list(self.asked), "pending": list(self.pending), "cancelling": self.cancelling,
                 "ended": self.ended, "started_wall": self.started_wall,
                 "findings": [{"rule": f.rule, "message": f.message} for f in self.findings]}
@@ -244,7 +292,8 @@ class TaskMachine:
                       status=str(data.get("status", "")), status_message=str(data.get("status_message", "")),
                       created_at=str(data.get("created_at", "")), ttl_ms=data.get("ttl_ms"),
                       poll_ms=data.get("poll_ms"), poll_override_ms=data.get("poll_override_ms"),
-                      polls=int(data.get("polls") or 0), asked=list(data.get("asked") or []),
+                      polls=int(data.get("polls") or 0), notified=int(data.get("notified") or 0),
+                      asked=list(data.get("asked") or []),
                       pending=list(data.get("pending") or []), cancelling=bool(data.get("cancelling")),
                       ended=str(data.get("ended", "")), started_wall=float(data.get("started_wall") or time.time()))
         machine.findings = [TaskFinding(str(f.get("rule")), str(f.get("message")))

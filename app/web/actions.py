@@ -15,8 +15,9 @@ from app.console.live import LOG_LEVELS
 from app.console.scrub import shown_reply
 from app.console.session import ConsoleSession
 from app.mcp.client import Reply
+from app.mcp.task import TaskChoice
 from app.web.deps import Web, connected, form_input, operator_post, respond, wants_json
-from app.web.forms import fields_for_kept, parse_form, strict_json
+from app.web.forms import FormInput, fields_for_kept, parse_form, strict_json
 from app.web.render import listed_as
 from app.web.views import operation_json, reply_json
 
@@ -48,14 +49,14 @@ def _result(w: Web, request: Request, s: ConsoleSession, reply: Reply) -> Respon
 
 
 async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, params: dict[str, Any],
-                     log_level: str | None = None) -> Response:
+                     log_level: str | None = None, task_choice: TaskChoice | None = None) -> Response:
     """tools/call, prompts/get and resources/read may take rounds: each runs as an operation.
 
     A script (JSON) waits for the end. A browser gets the card at once if the operation ends
     quickly, else a running card with Cancel and progress that the websocket keeps current.
     """
     as_json = wants_json(request)
-    op = s.operations.create(method, params, log_level=log_level)
+    op = s.operations.create(method, params, log_level=log_level, task_choice=task_choice)
     s.apps.opened(op)  # a tool with a view: its call gets an app, shown in the session's Apps panel
     if as_json:
         # In this request's own task: a script waits for the end anyway, and a task of its own cost two more
@@ -98,7 +99,24 @@ async def call_tool(request: Request, session_id: str, w: Web) -> Response:
     level = form.first("log_level") or None
     if level is not None and level not in LOG_LEVELS:
         return _not_sent(w, request, {"log_level": f"Unknown log level {level!r}"}, {"log_level": "Log level"})
-    return await _operation(w, request, s, "tools/call", {"name": name, "arguments": arguments}, level)
+    choice, problem = _task_choice(form)
+    if problem:
+        return _not_sent(w, request, {"task_ttl": problem}, {"task_ttl": "Task TTL (ms)"})
+    return await _operation(w, request, s, "tools/call", {"name": name, "arguments": arguments}, level, choice)
+
+
+def _task_choice(form: FormInput) -> tuple[TaskChoice | None, str | None]:
+    """"Run as a task" for this call (2025-11-25, a tool whose taskSupport is "optional"; a "required" tool's form
+    says it always), with the TTL to ask for. Nothing is kept: the next call asks again."""
+    raw = (form.first("task_ttl") or "").strip()
+    ttl: int | None = None
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            return None, "The TTL is a whole number of milliseconds, 1 or more (empty: the server's)."
+        ttl = int(raw)
+    if form.first("as_task") == "1":
+        return TaskChoice(ttl), None
+    return None, None
 
 
 @operator_post(router, "/sessions/{session_id}/resources/read")

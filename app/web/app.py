@@ -33,6 +33,7 @@ from app.web import (
     ping_routes,
     routes,
     share_routes,
+    task_routes,
     ws,
 )
 from app.web.app_routes import sandbox_host
@@ -113,6 +114,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.state.web = Web(manager, env, guard)
     app.state.initial_sessions = []
     app.include_router(actions.router)  # first: the calls from tabs and scripts are matched before any page
+    app.include_router(task_routes.router)
     app.include_router(form_routes.router)
     app.include_router(routes.router)
     app.include_router(ping_routes.router)

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from app.mcp.task import TaskChoice, as_task, lists_tasks
+
 MAX_ICONS = 8  # a list of thousands of icons is shown as its first few and a count
 MAX_ICON_BYTES = 64 * 1024  # a data: icon larger than this is named, not drawn
 _DATA_URI = re.compile(r"\Adata:([A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+)((?:;[^,;]*)*);base64,(.*)\Z", re.DOTALL)
@@ -96,6 +98,21 @@ def task_support(tool: Any) -> tuple[str, str] | None:
     if isinstance(value, str) and value in TASK_SUPPORT:
         return value, TASK_SUPPORT[value]
     return str(value), "Not a value the 2025-11-25 revision defines (forbidden, optional or required)."
+
+
+def task_offer(s: Any, tool: Any) -> str | None:
+    """How a call of this tool may go as a task in this session, for its call form: "optional" (the person chooses,
+    per call), "required" (always), None (never: 2026-07-28, where the server alone decides; a 2025-11-25 server
+    that runs no tool calls as tasks; a tool that forbids it or says nothing). The same test as the call's
+    (app/mcp/task.py as_task), so the form never offers what would not be sent."""
+    era = s.state.era  # the fold's: what the last connect negotiated (a page sees a view, never the live client)
+    if not isinstance(era, dict) or era.get("era") != "legacy":
+        return None
+    support = task_support(tool)
+    if support is None or support[0] not in ("optional", "required"):
+        return None
+    sent = as_task({}, s.server_capabilities, support[0], TaskChoice())
+    return support[0] if "task" in sent else None
 
 
 def app_ui(item: Any) -> str | None:
@@ -207,6 +224,7 @@ def declared_keys(item: Any, keys: tuple[str, ...]) -> list[str]:
 DETAIL_GLOBALS: dict[str, Any] = {
     "tool_hints": tool_hints, "declared_hints": declared_hints, "display_title": display_title,
     "description_lines": description_lines, "task_support": task_support, "app_ui": app_ui,
+    "task_offer": task_offer, "lists_tasks": lists_tasks,
     "icon_views": icon_views, "resource_annotations": resource_annotations, "prompt_arguments": prompt_arguments,
     "declared_keys": declared_keys,
 }

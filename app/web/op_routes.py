@@ -18,6 +18,7 @@ from app.console.live_records import OperationRecord
 from app.console.operations import Operation, is_stale
 from app.console.roots import parse_roots
 from app.console.session import ConsoleSession
+from app.console.task_push import set_push
 from app.mcp import mrtr
 from app.web.answers import NotAnswered, elicitation_answer, raw_answer, sampling_answer
 from app.web.deps import (
@@ -265,6 +266,18 @@ async def task_poll_interval(request: Request, session_id: str, op_id: str, w: O
         raise HTTPException(422, f"The poll interval must be a whole number of milliseconds, not {text!r}.")
     if not s.operations.set_poll_interval(op, int(text) if text else None):
         raise HTTPException(409, f"Operation {op.id} is not following a task: there is nothing to poll.")
+    return op_response(w, request, s, op)
+
+
+@router.post("/sessions/{session_id}/operations/{op_id}/task-push")
+async def task_push(request: Request, session_id: str, op_id: str, w: Operator) -> Response:
+    """Push for the task an operation became (2026-07-28): `on` 1 listens for its notifications/tasks, 0 stops."""
+    s = connected(w, session_id)
+    op = find_op(s, op_id)
+    on = (await form_input(request)).first("on") == "1"
+    problem = await set_push(s.operations, s.listeners, s.background, op.id, on)
+    if problem is not None:
+        raise HTTPException(409, problem)
     return op_response(w, request, s, op)
 
 

@@ -27,6 +27,7 @@ from app.console.manager import SessionManager
 from app.console.operations import Operation
 from app.console.session import ConsoleSession
 from app.console.state import TAKEOVER_ERROR, host_key
+from app.console.task_push import push_listen
 from app.mcp.errors import ERROR_NAMES
 from app.mcp.headers import decode_value
 from app.mcp.jsonrpc import clipped, indented, pretty, without_lone_surrogates
@@ -335,7 +336,7 @@ def make_env() -> Environment:
                        result_shaped=result_shaped, secret_value=reveal,
                        holds_mask=holds_mask, tool_form_view=tool_form_view, tool_form_json=tool_form_json,
                        path_name=path_name, template_form=template_form, dialog_window=dialog_window,
-                       big_request=big_request, **DETAIL_GLOBALS)
+                       big_request=big_request, task_push_listen=push_listen, **DETAIL_GLOBALS)
     return env
 
 

@@ -108,3 +108,67 @@ def test_a_2025_tasks_question_comes_on_the_tasks_result_stream_and_is_answered(
     # the server's elicitation/create came on the tasks/result stream: answered (declined: no default given)
     assert "declined the server's elicitation" in done.stderr and "ended completed" in done.stderr
     assert "User declined" in json.loads(done.stdout)["result"]["content"][0]["text"]
+
+
+# --- 2025-11-25 --task and list tasks, against the hostile target's tasks2025 module ------------------------------
+
+def _sent(har: Path) -> list[dict[str, object]]:
+    return [json.loads(e["request"]["postData"]["text"]) for e in har_entries(har)]  # type: ignore[index]
+
+
+def _params(message: dict[str, object]) -> dict[str, object]:
+    params = message["params"]
+    assert isinstance(params, dict)
+    return params
+
+
+def test_call_task_runs_an_optional_tool_as_a_task_with_the_ttl_asked(hostile_http: Callable[..., str],
+                                                                     tmp_path: Path) -> None:
+    url = hostile_http("tasks2025")
+    plain = mcp_console("call", url, "optional_task")
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads(plain.stdout)["result"]["content"][0]["text"] == "done at once (a plain call)"
+    har = tmp_path / "optional.har"
+    done = mcp_console("call", url, "optional_task", "--task", "--task-ttl", "4000", "--har", str(har))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["result"]["content"][0]["text"].startswith("done as a task after 2 polls")
+    call = next(m for m in _sent(har) if m.get("method") == "tools/call")
+    assert _params(call)["task"] == {"ttl": 4000}
+    assert [m.get("method") for m in _sent(har)].count("tasks/result") == 1
+
+
+def test_call_task_on_a_tool_without_task_support_says_so_and_sends_a_plain_call(
+        hostile_http: Callable[..., str]) -> None:
+    done = mcp_console("call", hostile_http("tasks2025"), "plain_tool", "--task")
+    assert done.returncode == 0, done.stderr
+    assert "declares execution.taskSupport nothing: sent as a plain call" in done.stderr
+    assert json.loads(done.stdout)["result"]["content"][0]["text"] == "plain result (params.task sent: False)"
+
+
+def test_a_task_ttl_that_is_no_whole_number_is_a_usage_error(hostile_http: Callable[..., str]) -> None:
+    done = mcp_console("call", hostile_http("tasks2025"), "optional_task", "--task-ttl", "soon")
+    assert done.returncode == 2 and "whole number of milliseconds" in done.stderr, done.stderr
+
+
+def test_list_tasks_lists_every_page_of_tasks_list(hostile_http: Callable[..., str], tmp_path: Path) -> None:
+    url = hostile_http("tasks2025")
+    for _ in range(3):
+        assert mcp_console("call", url, "required_task").returncode == 0
+    table = mcp_console("list", "tasks", url)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].split()[:3] == ["TASK", "ID", "STATUS"] and len(lines) == 4, table.stdout
+    assert all("completed" in line and "300000 ms" in line for line in lines[1:])
+    har = tmp_path / "list.har"
+    listed = mcp_console("list", "tasks", url, "--json", "--har", str(har))
+    assert len(json.loads(listed.stdout)["tasks"]) == 3
+    pages = [_params(m).get("cursor") for m in _sent(har) if m.get("method") == "tasks/list"]
+    assert pages == [None, "c2"], pages
+
+
+def test_list_tasks_on_a_server_without_tasks_list_asks_nothing(hostile_http: Callable[..., str],
+                                                                tmp_path: Path) -> None:
+    har = tmp_path / "none.har"
+    done = mcp_console("list", "tasks", hostile_http("tasks"), "--har", str(har))
+    assert done.returncode == 0 and "declares no tasks.list capability" in done.stderr, done.stderr
+    assert "tasks/list" not in [m.get("method") for m in _sent(har)]

@@ -208,3 +208,67 @@ async def test_a_2025_tasks_question_on_the_tasks_result_stream_is_a_dialog_and_
     assert done["status"] == "complete", done
     assert "User declined" in done["final"]["result"]["content"][0]["text"]
     assert done["task"]["wire"] == "2025-11-25"
+
+
+# --- push (2026-07-28, optional): subscriptions/listen with notifications.taskIds, then notifications/tasks ---------
+
+def _push_listen(session: dict[str, Any], task_id: str) -> dict[str, Any] | None:
+    return next((sub for sub in session["subscriptions"]
+                 if task_id in (sub["requested"] or {}).get("taskIds", [])), None)
+
+
+async def test_push_is_off_by_default_and_the_task_view_offers_it(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("tasks"))
+    op = (await _call(console, sid, "slow_task", {"polls": 100_000}))["operation"]["op"]
+    card = (await console.http.get(f"/sessions/{sid}/operations/{op}")).text
+    assert "Push: listen for this task" in card and 'aria-pressed="false"' in card, card
+    assert (await console.session(sid))["subscriptions"] == []
+    on = await console.http.post(f"/sessions/{sid}/operations/{op}/task-push", data={"on": "1"})
+    assert on.status_code == 200 and "Stop push" in on.text, on.text
+    task_id = (await _operation(console, sid, op))["task"]["task_id"]
+
+    async def acknowledged() -> dict[str, Any] | None:
+        sub = _push_listen(await console.session(sid), task_id)
+        return sub if sub is not None and sub["state"] == "active" else None
+
+    sub = await eventually(acknowledged, 10.0, "the listen for the task acknowledged")
+    assert sub["acknowledged"] == {"taskIds": [task_id]}, sub
+    off = await console.http.post(f"/sessions/{sid}/operations/{op}/task-push", data={"on": "0"})
+    assert off.status_code == 200 and "Push: listen for this task" in off.text
+    assert (_push_listen(await console.session(sid), task_id) or {}).get("state") == "stopped"
+    await console.http.post(f"/sessions/{sid}/operations/{op}/cancel", headers=JSON)
+
+
+async def test_a_pushed_notifications_tasks_ends_the_task_before_any_poll_and_the_listen_stops(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("tasks"))
+    op = (await _call(console, sid, "push_task", {}))["operation"]["op"]  # polled every 5 s
+    response = await console.http.post(f"/sessions/{sid}/operations/{op}/task-push", headers=JSON, data={"on": "1"})
+    assert response.status_code == 200, response.text
+    done = await _until(console, sid, op, _ended, "the pushed end", timeout=4.0)
+    assert done["status"] == "complete", done
+    assert done["final"]["result"]["content"][0]["text"] == "done, and pushed"
+    assert done["task"]["polls"] == 0 and done["task"]["notified"] >= 1, done["task"]
+    task_id = done["task"]["task_id"]
+
+    async def stopped() -> dict[str, Any] | None:
+        sub = _push_listen(await console.session(sid), task_id)
+        return sub if sub is not None and sub["state"] == "stopped" else None
+
+    sub = await eventually(stopped, 10.0, "the task's listen stopped at its end")
+    listen = await console.entry(sid, sub["exchange"])
+    sent = json.loads(next(f["raw"] for f in listen["wire"] if f.get("direction") == "out"))
+    assert sent["params"]["notifications"] == {"taskIds": [task_id]}, sent
+    assert "io.modelcontextprotocol/tasks" in sent["params"]["_meta"][
+        "io.modelcontextprotocol/clientCapabilities"]["extensions"]
+
+
+async def test_push_on_a_2025_task_is_refused_with_what_that_revision_has_instead(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("tasks2025"))
+    op = (await console.http.post(f"/sessions/{sid}/tools/call", headers=JSON, data={
+        "tool": "optional_task", "mode": "json", "json": '{"polls": 100000}', "as_task": "1"})).json()
+    response = await console.http.post(f"/sessions/{sid}/operations/{op['operation']['op']}/task-push",
+                                       headers=JSON, data={"on": "1"})
+    assert response.status_code == 409 and "notifications/tasks/status" in response.text, response.text

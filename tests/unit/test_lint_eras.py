@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from app.mcp.lint import Linter
+from app.mcp.lint.checks import notification_problems
 from app.mcp.lint.rules import LEGACY, MODERN, RULES, rules_for
 from tests.unit.test_lint import incoming, out, rules
 
@@ -58,3 +59,12 @@ def test_a_result_on_http_500_is_a_finding_and_on_200_is_not() -> None:
     answer = {"jsonrpc": "2.0", "id": 5, "result": {"resultType": "complete", "content": []}}
     assert rules(Linter(), out("c", CALL), incoming("c", answer, 500)) == ["http.result-status"]
     assert rules(Linter(), out("d", {**CALL, "id": 6}), incoming("d", {**answer, "id": 6}, 200)) == []
+
+
+def test_task_notifications_are_taken_on_their_revision_and_must_name_a_task() -> None:
+    task = {"taskId": "t1", "status": "working", "createdAt": "x", "lastUpdatedAt": "x", "ttl": None}
+    assert notification_problems("notifications/tasks/status", task, "2025-11-25") == []
+    assert notification_problems("notifications/tasks", {**task, "ttlMs": None}, "2026-07-28") == []
+    assert notification_problems("notifications/tasks/status", {"status": "working"}, "2025-11-25") == [
+        ("frame.schema", "notifications/tasks/status names no task (params.taskId)")]
+    assert notification_problems("notifications/tasks/status", task, "2026-07-28")[0][0] == "frame.schema"

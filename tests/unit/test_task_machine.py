@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.mcp.task import AskInput, Ended, FetchResult, Poll, SendCancel, SendUpdate, TaskMachine
+from app.mcp.task import (
+    LEGACY_TTL_MS,
+    AskInput,
+    Ended,
+    FetchResult,
+    Poll,
+    SendCancel,
+    SendUpdate,
+    TaskChoice,
+    TaskMachine,
+    as_task,
+    lists_tasks,
+)
 
 
 def created_2026(**extra: Any) -> dict[str, Any]:
@@ -128,3 +140,52 @@ def test_every_request_about_a_task_carries_its_id_as_mcp_name_over_http() -> No
     for method in ("tasks/get", "tasks/update", "tasks/cancel"):
         headers = ModernEra().headers(method, {"taskId": "t-42"}, None)
         assert headers["Mcp-Name"] == "t-42" and headers["Mcp-Method"] == method
+
+
+# --- 2025-11-25: the person's choice, tasks/list, status notifications; 2026-07-28: pushes -------------------------
+
+RUNS_TASKS = {"tasks": {"list": {}, "requests": {"tools": {"call": {}}}}}
+
+
+def test_an_optional_tool_goes_as_a_task_only_when_chosen_and_with_the_ttl_chosen() -> None:
+    params = {"name": "t", "arguments": {}}
+    assert as_task(params, RUNS_TASKS, "optional") is params
+    assert as_task(params, RUNS_TASKS, "optional", TaskChoice())["task"] == {}
+    assert as_task(params, RUNS_TASKS, "optional", TaskChoice(5000))["task"] == {"ttl": 5000}
+
+
+def test_a_required_tool_always_goes_as_a_task_and_a_forbidden_or_silent_one_never() -> None:
+    params = {"name": "t"}
+    assert as_task(params, RUNS_TASKS, "required")["task"] == {"ttl": LEGACY_TTL_MS}
+    assert as_task(params, RUNS_TASKS, "required", TaskChoice(9))["task"] == {"ttl": 9}
+    assert as_task(params, RUNS_TASKS, "forbidden", TaskChoice()) is params
+    assert as_task(params, RUNS_TASKS, None, TaskChoice()) is params
+    assert as_task(params, {"tasks": {"list": {}}}, "required", TaskChoice()) is params  # runs no tool call as one
+
+
+def test_tasks_list_is_asked_only_of_a_server_that_declares_it() -> None:
+    assert lists_tasks(RUNS_TASKS) and not lists_tasks({"tasks": {"cancel": {}}}) and not lists_tasks(None)
+
+
+def test_a_status_notification_is_taken_and_checked_but_decides_nothing() -> None:
+    m = TaskMachine("2025-11-25")
+    m.created({"task": {"taskId": "t9", "status": "working", "ttl": 30_000, "pollInterval": 100}})
+    assert m.status_notified({"taskId": "other", "status": "failed"}) is False
+    assert m.status_notified({"taskId": "t9", "status": "working", "statusMessage": "halfway"}) is True
+    assert (m.status, m.status_message, m.notified, m.polls) == ("working", "halfway", 1, 0)
+    assert m.polled({"taskId": "t9", "status": "completed"}) == FetchResult("t9")
+    m.status_notified({"taskId": "t9", "status": "failed"})
+    assert [f.rule for f in m.findings] == ["tasks.terminal-changed"] and m.status == "completed"
+    assert TaskMachine.from_data(m.to_data()).notified == 2
+
+
+def test_a_pushed_detailed_task_is_folded_as_a_poll_without_counting_one() -> None:
+    m = TaskMachine("2026-07-28")
+    m.created(created_2026())
+    asked = m.pushed({"taskId": "t1", "status": "input_required",
+                      "inputRequests": {"a": {"method": "elicitation/create", "params": {}}}})
+    assert isinstance(asked, AskInput) and list(asked.requests) == ["a"]
+    assert m.pushed({"taskId": "t2", "status": "completed"}) is None  # another task's
+    ended = m.pushed({"taskId": "t1", "status": "completed", "result": {"content": []}})
+    assert isinstance(ended, Ended) and ended.status == "completed" and (m.polls, m.notified) == (0, 2)
+    assert m.pushed({"taskId": "t1", "status": "working"}) is None  # over: nothing more is taken

@@ -180,10 +180,18 @@ def plainly_valid_progress(params: Any) -> bool:
             and (message is None or type(message) is str))
 
 
+TASK_NOTIFICATIONS = frozenset({("notifications/tasks/status", "2025-11-25"), ("notifications/tasks", VERSION)})
+
+
 def notification_problems(method: str, params: Any, version: str = VERSION) -> list[Problem]:
     """A server notification against the revision's notification types."""
     if method == "notifications/progress" and plainly_valid_progress(params):
         return []
+    if (method, version) in TASK_NOTIFICATIONS:
+        # Tasks are no part of the revision's types (experimental in 2025-11-25, an extension in 2026-07-28): the
+        # task machine checks what they say of a task (app/mcp/task.py); here only that they name one.
+        ok = isinstance(params, dict) and isinstance(params.get("taskId"), str)
+        return [] if ok else [("frame.schema", f"{method} names no task (params.taskId)")]
     if (method, version) not in wire_types.SERVER_NOTIFICATIONS:
         return [("frame.schema", f"{method} is not a server notification of {version}")]
     try:
