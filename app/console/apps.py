@@ -236,7 +236,7 @@ class SessionApps:
         key = self._incoming(app, frame, message, via=op.key if op is not None else None)
         if op is not None:
             op.via = key
-        return self._act(app, frame, actions, key, op=op)
+        return self._act(app, frame, actions, key, op=op, direct=True)
 
     def csp_violation(self, app: str, frame: Frame, report: Any) -> Json:
         report = report if isinstance(report, dict) else {"report": str(report)[:500]}
@@ -255,7 +255,7 @@ class SessionApps:
         context = {**(shown.get("context") or {}), **{k: v for k, v in allowed.items() if k != "displayMode"}}
         if not frame.replay:
             self._change(app, context=context, display_mode=allowed.get("displayMode", shown.get("display_mode")))
-        return self._act(app, frame, frame.host.context_changed(allowed), None)
+        return self._act(app, frame, frame.host.context_changed(allowed), None, direct=True)
 
     def link_answer(self, app: str, link_id: str, opened: bool) -> bool:
         found = self._links.pop((app, link_id), None)
@@ -282,8 +282,10 @@ class SessionApps:
             out.append(frame.outbox.get_nowait())
         return out
 
-    def _act(self, app: str, frame: Frame, actions: list[Action], key: str | None, op: Operation | None = None) -> Json:
-        """Carry out what the machine asked: record and return (or queue) posts, forward requests, offer links."""
+    def _act(self, app: str, frame: Frame, actions: list[Action], key: str | None, op: Operation | None = None,
+             direct: bool = False) -> Json:
+        """Carry out what the machine asked: record posts and return them (`direct`: the answer to what the tab
+        relayed) or queue them for the tab to collect; forward requests, offer links, keep what the view said."""
         post: list[Json] = []
         apply: Json = {}
         for action in actions:
@@ -310,7 +312,7 @@ class SessionApps:
                 self._forward(app, frame, action, op)
             elif isinstance(action, OfferLink):
                 self._offer(app, frame, action)
-        if key is None:  # not the answer to a message the tab sent: it collects it
+        if not direct:  # not the answer to what the tab relayed: it collects it
             for message in post:
                 frame.outbox.put_nowait(message)
             return {"post": [], "apply": apply}

@@ -27,7 +27,7 @@ from mcp_types import (
     TextResourceContents,
 )
 
-from app.demo import content, interactive, tools_basic, tools_live
+from app.demo import app_view, content, interactive, tools_basic, tools_live
 from app.demo.content import GUARDED_KEY, GUARDED_URI
 from app.demo.schemas import GUARDED_SCHEMA
 from app.demo.support import DEMO_VERSION, DemoState, ask, form_request, is_modern, read_round, require_capability
@@ -47,6 +47,8 @@ Nothing here touches the outside world; every tool is safe to call.
 - Streams: progress_fast, progress_slow, long_job (cancel it; see cancellations).
 - Changes (use subscriptions/listen): add_tool -> tools/list_changed,
   touch_resource -> resources/updated for demo://counter.
+- MCP App: counter_app shows a view (ui://demo/counter.html); from it bump_counter
+  (apps only) and reset_counter (model only: refused to the view).
 - Prompts: greet (style completions), confirm_prompt (elicitation first).
 - Resources: demo://readme, demo://counter, demo://logo.png, demo://guarded
   (elicitation first), template demo://items/{item_id} (completions).
@@ -72,6 +74,7 @@ def build_server(state_key: bytes | None = None, protected: bool = False) -> MCP
         # INFO would log every failing demo call (fail, bad arguments) as noise on stderr.
         log_level="WARNING",
         request_state_security=security,
+        extensions=[app_view.register(state)],  # an MCP App: counter_app's view (app/demo/app_view.py)
     )
     tools_basic.register(server, protected)
     interactive.register(server)

@@ -34,6 +34,7 @@ EXPECTED_TOOLS = {
     "echo", "add", "profile_form", "open_link", "ask_llm", "list_roots", "two_step", "always_more",
     "state_only", "multi_ask", "progress_fast", "progress_slow", "long_job", "cancellations",
     "add_tool", "touch_resource", "weather", "media", "fail", "regional", "log_demo", "html_trap",
+    "counter_app", "bump_counter", "reset_counter",
 }  # fmt: skip
 
 _ids = itertools.count(1)

@@ -15,6 +15,7 @@ from typing import Any
 from mcp_types import methods as wire_types
 from pydantic import BaseModel, ValidationError
 
+from app.mcp.apps import ui_resource_uri
 from app.mcp.headers import NAME_PARAM, encode_value, param_headers
 from app.mcp.schemas import validate_structured
 from app.mcp.state import analyze
@@ -214,6 +215,10 @@ def tool_problems(tool: Any) -> list[Problem]:
     _mapping, problem = param_headers(tool)
     if problem:
         problems.append(("tools.x-mcp-header", f"tool {str(name)[:80]!r}: {problem}"))
+    ui = ui_resource_uri(tool)
+    if ui is not None and not ui.startswith("ui://"):  # an MCP App's view is always a ui:// resource
+        problems.append(("apps.resource-uri", f"tool {str(name)[:80]!r}: _meta.ui.resourceUri {ui[:120]!r} is not a "
+                                              "ui:// URI"))
     return problems
 
 
