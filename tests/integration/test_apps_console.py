@@ -164,7 +164,8 @@ async def test_a_viewer_link_replays_the_view_and_records_nothing(console: Conso
     assert cookie, landing.status_code
     session = console.manager.get(sid)
     seq = session.timeline.seq
-    viewer = Relay(console, sid, app, frame="viewer", headers={"Authorization": "", "Cookie": f"mcp_console_link={cookie}"})
+    as_viewer = {"Authorization": "", "Cookie": f"mcp_console_link={cookie}"}
+    viewer = Relay(console, sid, app, frame="viewer", headers=as_viewer)
     posts = await viewer.initialized()
     assert [p["method"] for p in posts] == ["ui/notifications/tool-input", "ui/notifications/tool-result"]
     refused = await viewer.request("tools/call", {"name": "bump_counter", "arguments": {}})
