@@ -1,0 +1,70 @@
+"""The demo's MCP App (app/demo/app_view.py) in real Chromium, on the 2026-07-28 demo session: the policy the frame
+applies refuses an undeclared domain and the console says so as a finding, a model-only tool is refused to the
+view, a display mode the view asks for is applied, and presenter mode shows the app large."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import FrameLocator, Page, expect
+
+from tests.browser.ui import open_tool
+
+pytestmark = pytest.mark.browser
+SLOW_MS = 30_000
+
+
+def _counter(page: Page) -> tuple[str, FrameLocator]:
+    item = open_tool(page, "counter_app")
+    item.get_by_role("button", name="Call counter_app", exact=True).click()
+    app = page.locator("#apps-list .app[data-tool='counter_app']").first
+    expect(app).to_be_visible(timeout=SLOW_MS)
+    app_id = str(app.get_attribute("data-app"))
+    view = page.frame_locator(f"#app-{app_id} iframe.app-frame").frame_locator("iframe")
+    expect(view.locator("#log")).to_contain_text("tool result received", timeout=SLOW_MS)
+    return app_id, view
+
+
+def test_a_fetch_the_views_csp_does_not_declare_is_refused_by_the_frame_and_is_a_finding(page: Page) -> None:
+    _app, view = _counter(page)
+    view.get_by_role("button", name="Fetch an undeclared domain").click()
+    expect(view.locator("#log")).to_contain_text("refused by the CSP: https://undeclared.example.com",
+                                                 timeout=SLOW_MS)
+    entry = page.locator('#timeline-list > li.entry[data-method="app: sandbox: csp-violation"]').first
+    expect(entry.locator(".findings-badge")).to_be_visible(timeout=SLOW_MS)
+    entry.locator(":scope > details > summary").click()
+    expect(entry).to_contain_text("apps.csp-violation")
+
+
+def test_the_view_cannot_call_a_model_only_tool_and_can_call_an_app_only_one(page: Page) -> None:
+    _app, view = _counter(page)
+    view.get_by_role("button", name="Reset (reset_counter, model only)").click()
+    expect(view.locator("#log")).to_contain_text("reset refused: tool 'reset_counter' is not visible to apps",
+                                                 timeout=SLOW_MS)
+    before = view.locator("#count").inner_text()
+    view.get_by_role("button", name="Bump (bump_counter, apps only)").click()
+    expect(view.locator("#log")).to_contain_text("bumped", timeout=SLOW_MS)
+    expect(view.locator("#count")).not_to_have_text(before)
+
+
+def test_full_screen_asked_by_the_view_is_applied_and_the_person_gets_back(page: Page) -> None:
+    app, view = _counter(page)
+    view.get_by_role("button", name="Full screen").click()
+    article = page.locator(f"#app-{app}")
+    expect(article).to_have_class(re.compile(r"\bmode-fullscreen\b"), timeout=SLOW_MS)
+    expect(view.locator("#mode")).to_have_text("fullscreen")
+    article.locator(".app-exit").click()
+    expect(article).to_have_class(re.compile(r"\bmode-inline\b"))
+    expect(view.locator("#mode")).to_have_text("inline", timeout=SLOW_MS)  # told by host-context-changed
+
+
+def test_presenter_mode_shows_the_app_large(page: Page) -> None:
+    app, _view = _counter(page)
+    page.get_by_role("button", name="Presenter mode").click()
+    frame = page.locator(f"#app-{app} iframe.app-frame")
+    expect(frame).to_be_visible(timeout=SLOW_MS)
+    large, viewport = frame.bounding_box(), page.viewport_size
+    assert large is not None and viewport is not None
+    assert large["height"] >= 0.6 * viewport["height"], (large, viewport)
+    page.get_by_role("button", name="Leave presenter mode").click()
