@@ -52,9 +52,25 @@
     if (select) { select.value = mode; }
   }
 
+  function finishClose(app) {
+    if (!app.closing) { return; }
+    app.closing = null;
+    window.clearTimeout(app.closeTimer);
+    app.iframe.remove();
+    delete apps[app.id];
+    var el = app.el;
+    delete el.dataset.mounted;
+    var again = document.createElement("button");
+    again.type = "button";
+    again.className = "small app-reopen";
+    again.textContent = "Show the view again";
+    el.querySelector(".app-frame-holder").appendChild(again);
+  }
+
   function deliver(app, answer) {
     if (!answer) { return; }
     (answer.post || []).forEach(function (message) {
+      if (message && message.method === "ui/resource-teardown" && app.closing) { app.closing = message.id; }
       if (app.iframe.contentWindow) { app.iframe.contentWindow.postMessage(message, app.origin); }
     });
     applyFrame(app, answer.apply);
@@ -69,6 +85,7 @@
   }
 
   function collect(app) {
+    if (apps[app.id] !== app) { return; }  // closed in this tab (or mounted again: that frame collects)
     if (!document.body.contains(app.el)) { delete apps[app.id]; return; }
     relay(app, { step: "collect" }).then(function (answer) {
       deliver(app, answer);
@@ -114,6 +131,9 @@
       return;
     }
     step(app, { step: "message", message: message });
+    if (app.closing && message && message.id === app.closing && message.method === undefined) {
+      app.chain.then(function () { finishClose(app); });
+    }
   });
 
   function contextOf(form) {
@@ -152,6 +172,25 @@
   document.addEventListener("click", function (event) {
     var target = event.target;
     if (!target.closest) { return; }
+    var reopen = target.closest(".app-reopen");
+    if (reopen) {
+      var host = reopen.closest(".app[data-app]");
+      reopen.remove();
+      mount(host);
+      return;
+    }
+    var close = target.closest(".app-close");
+    if (close) {
+      var closing = apps[close.closest(".app[data-app]").dataset.app];
+      if (closing && !closing.closing) {
+        closing.closing = "pending";
+        step(closing, { step: "close" }).then(function () {
+          // The teardown request went to the view (deliver posted it); its id is what the view answers.
+          closing.closeTimer = window.setTimeout(function () { finishClose(closing); }, 3000);
+        });
+      }
+      return;
+    }
     var exit = target.closest(".app-exit");
     if (exit) {
       var el = exit.closest(".app[data-app]");

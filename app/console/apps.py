@@ -257,6 +257,12 @@ class SessionApps:
             self._change(app, context=context, display_mode=allowed.get("displayMode", shown.get("display_mode")))
         return self._act(app, frame, frame.host.context_changed(allowed), None, direct=True)
 
+    def close(self, app: str, frame: Frame) -> Json:
+        """The person closes the view in this tab: it is told with ui/resource-teardown first (the tab removes the
+        frame once the view answers, or after a short wait)."""
+        # The frame is kept: the view's answer comes through it (the oldest frames go at MAX_FRAMES).
+        return self._act(app, frame, frame.host.teardown("the person closed the view"), None, direct=True)
+
     def link_answer(self, app: str, link_id: str, opened: bool) -> bool:
         found = self._links.pop((app, link_id), None)
         if found is None:

@@ -119,6 +119,8 @@ async def bridge(request: Request, session_id: str, app: str, w: Viewer) -> Resp
         answer = s.apps.csp_violation(app, frame, data.get("report"))
     elif step == "context" and isinstance(data.get("change"), dict):
         answer = s.apps.context(app, frame, data["change"])
+    elif step == "close":
+        answer = s.apps.close(app, frame)
     elif step == "collect":
         answer = {"post": await s.apps.collect(frame)}
     else:

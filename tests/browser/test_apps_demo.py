@@ -68,3 +68,15 @@ def test_presenter_mode_shows_the_app_large(page: Page) -> None:
     assert large is not None and viewport is not None
     assert large["height"] >= 0.6 * viewport["height"], (large, viewport)
     page.get_by_role("button", name="Leave presenter mode").click()
+
+
+def test_closing_the_view_tears_it_down_first_and_it_can_be_shown_again(page: Page) -> None:
+    app, view = _counter(page)
+    article = page.locator(f"#app-{app}")
+    article.get_by_role("button", name="Close view").click()
+    teardown = page.locator('#timeline-list > li.entry[data-method="app: ui/resource-teardown"]').first
+    expect(teardown).to_have_attribute("data-status", "ok", timeout=SLOW_MS)  # the view answered before removal
+    expect(article.locator("iframe.app-frame")).to_have_count(0)
+    article.get_by_role("button", name="Show the view again").click()
+    again = page.frame_locator(f"#app-{app} iframe.app-frame").frame_locator("iframe")
+    expect(again.locator("#log")).to_contain_text("tool result received", timeout=SLOW_MS)
