@@ -71,7 +71,7 @@ def test_presenter_mode_shows_the_app_large(page: Page) -> None:
 
 
 def test_closing_the_view_tears_it_down_first_and_it_can_be_shown_again(page: Page) -> None:
-    app, view = _counter(page)
+    app, _view = _counter(page)
     article = page.locator(f"#app-{app}")
     article.get_by_role("button", name="Close view").click()
     teardown = page.locator('#timeline-list > li.entry[data-method="app: ui/resource-teardown"]').first
