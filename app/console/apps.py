@@ -33,6 +33,8 @@ Json = dict[str, Any]
 MAX_FRAMES = 8          # tabs' instances kept per app; the oldest goes first
 MAX_SAID = 20           # ui/message, model context and log lines kept per app
 MAX_LINKS = 20
+SAID_CHARS = 4000       # what the view said is kept as JSON text up to this (the bridge entry has it whole)
+MAX_VIEWS = 8           # views kept read in memory (each up to apps.MAX_HTML_BYTES); others are read from the fold
 RECORDED_HTML = 64 * 1024  # a view's HTML is recorded whole in sandbox-resource-ready up to this; past it, a note
 COLLECT_WAIT_S = 20.0   # how long a tab's collect waits for something to post before answering nothing
 LINK_WAIT_S = 600.0     # a ui/open-link offer waits this long for the person
@@ -109,7 +111,7 @@ class SessionApps:
         record = self.s.state.operations.get(read_op) if read_op else None
         if record is not None and record.final is not None and record.final.result is not None:
             view = read_view(uri, record.final.result, listed)
-            self.views[app] = view
+            self._keep_view(app, view)
             return view
         if replay:
             return "the view was never read in this session: there is nothing recorded to show"
@@ -131,7 +133,7 @@ class SessionApps:
                 done.set_result(read_view(uri, None, listed))
                 return
             view = read_view(uri, result, listed)
-            self.views[app] = view
+            self._keep_view(app, view)
             self._resource_findings(app, view, op.key)
             status = "ready" if view.html is not None else "failed"
             self._change(app, status=status, view=view.shown,
@@ -142,6 +144,12 @@ class SessionApps:
             done.set_result(read_view(uri, None, listed))
         finally:
             self._reading.pop(app, None)
+
+    def _keep_view(self, app: str, view: View) -> None:
+        self.views.pop(app, None)
+        self.views[app] = view
+        while len(self.views) > MAX_VIEWS:
+            del self.views[next(iter(self.views))]
 
     def _resource_findings(self, app: str, view: View, key: str) -> None:
         for problem in view.problems:
@@ -312,7 +320,10 @@ class SessionApps:
                     self._change(app, display_mode=action.display_mode)
             elif isinstance(action, Said) and not frame.replay:
                 shown = self.shown(app) or {}
-                said = [*(shown.get("said") or []), {"what": action.what, "data": action.data, "at": time.time()}]
+                text = json.dumps(action.data, ensure_ascii=False, indent=2, default=str)
+                if len(text) > SAID_CHARS:
+                    text = text[:SAID_CHARS] + f"… ({len(text)} characters: the bridge entry has them all)"
+                said = [*(shown.get("said") or []), {"what": action.what, "text": text, "at": time.time()}]
                 self._change(app, said=said[-MAX_SAID:])
             elif isinstance(action, Forward):
                 self._forward(app, frame, action, op)
