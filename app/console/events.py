@@ -360,6 +360,17 @@ class EraNegotiated(Record):
 
 
 @dataclass(slots=True)
+class SurfaceRecorded(Record):
+    """What the server offered when a connect finished (app/mcp/surface.py's snapshot: tools, resources, resource
+    templates, prompts, capabilities, server info and era), made from what the connect fetched, not fetched again."""
+
+    KIND = "surface"
+    kind: Literal["surface"] = field(default="surface", init=False)
+    snapshot: Json = field(default_factory=dict)
+    connect: int = 0  # which connect of the session it was (the fold's `connects`)
+
+
+@dataclass(slots=True)
 class DeadlineExtended(Record):
     """Someone chose "Wait longer" on a plain request in flight (an operation records its snapshot instead)."""
 
@@ -400,13 +411,13 @@ Event = (Restored | TakenOver | SessionCreated | StatusChanged | Discovered | Li
          | SubscriptionSnapshot | SubStarted | SubListening | SubAcknowledged | SubNotified | SubProblem
          | SubEnded | Reread | LinkCreated | LinkRevoked | DeadlineExtended | EraNegotiated
          | FindingRecorded | ServerRequestSnapshot | SrAsked | SrRefused | SrEnded | CancelRequested | AuthChanged
-         | AppChanged)
+         | AppChanged | SurfaceRecorded)
 _ALL_RECORDS: tuple[type[Record], ...] = (
     Restored, TakenOver, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
     SessionRenamed, RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, *OP_RECORDS,
     Progress, Log,
     *SUB_RECORDS, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded,
-    *SR_RECORDS, CancelRequested, AuthChanged, AppChanged)
+    *SR_RECORDS, CancelRequested, AuthChanged, AppChanged, SurfaceRecorded)
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in _ALL_RECORDS}
 EXCHANGE_KINDS = ("exchange_started", "exchange_finished")
 # The kinds that make or change a timeline entry.

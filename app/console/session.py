@@ -38,6 +38,7 @@ from app.console.events import (
     SessionRenamed,
     StatusChanged,
     Stderr,
+    SurfaceRecorded,
     TimelineEvent,
     Wire,
 )
@@ -66,6 +67,7 @@ from app.mcp.lint.output import OutputLint
 from app.mcp.secret import reveal
 from app.mcp.sse_transport import HttpSseTransport
 from app.mcp.stdio import StdioTransport
+from app.mcp.surface import snapshot_of
 from app.mcp.task import TaskChoice, as_task
 from app.mcp.task_extension import declaring
 from app.mcp.transport import Transport
@@ -551,7 +553,12 @@ class ConsoleSession:
             self._set_status("connected", "")
             if self._sets_log_level():
                 await self.run("logging/setLevel", {"level": self.log_level})
-        await self.refresh_lists()
+        fetched = await self.refresh_lists()
+        # What the server offers now, from what this connect just fetched (nothing is fetched twice): the
+        # "changed since the last connect" note and the surface page compare with it (app/mcp/surface.py).
+        self.timeline.append(SurfaceRecorded(connect=self.connects, snapshot=snapshot_of(
+            done.discovered, fetched, era=done.era, protocol_version=done.protocol_version,
+            source=self.target.shown())))
 
     async def _start_client(self, era: Era) -> str | None:
         """A new transport and client speaking `era`; what went wrong when the transport cannot start."""
@@ -646,12 +653,13 @@ class ConsoleSession:
         info = meta.get("io.modelcontextprotocol/serverInfo") if isinstance(meta, dict) else None
         return info if isinstance(info, dict) else {}
 
-    async def refresh_lists(self, only: str | None = None) -> None:
+    async def refresh_lists(self, only: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Fetch the lists the server offers (or one); returns what was fetched."""
         assert self.client is not None
         async with self._refreshing:  # list_changed bursts must not interleave their pages
-            await self._refresh_lists(only)
+            return await self._refresh_lists(only)
 
-    async def _refresh_lists(self, only: str | None) -> None:
+    async def _refresh_lists(self, only: str | None) -> dict[str, list[dict[str, Any]]]:
         assert self.client is not None
         fetched: dict[str, list[dict[str, Any]]] = {}
         for method, key, capability in LISTS:
@@ -666,6 +674,7 @@ class ConsoleSession:
         counts = {k: len(fetched.get(k, v)) for k, v in self.lists.items()}
         self.timeline.append(ListsRefreshed(only=only, lists=fetched, counts=counts))
         self.touch(force=True)
+        return fetched
 
     async def client_list(self, method: str, key: str) -> tuple[list[dict[str, Any]], list[Reply]]:
         items: list[dict[str, Any]] = []
@@ -820,7 +829,7 @@ class ConsoleSession:
             error_code=getattr(reply.error, "code", None), warnings=list(reply.warnings),
             result_type=reply.result_type, notifications=reply.notification_count, op=op, round=round_)
 
-    def _owe(self, key: str, lock: asyncio.Lock, work: Callable[[], Awaitable[None]]) -> None:
+    def _owe(self, key: str, lock: asyncio.Lock, work: Callable[[], Awaitable[object]]) -> None:
         """One run of `work` for any number of notices that come before it starts.
 
         A notice is a few bytes; a re-list or re-read is a round trip, a timeline event (a re-list's holds the
@@ -832,7 +841,7 @@ class ConsoleSession:
         self._owed.add(key)
         self.background.spawn(f"{key}-{self.id}", self._pay(key, lock, work))
 
-    async def _pay(self, key: str, lock: asyncio.Lock, work: Callable[[], Awaitable[None]]) -> None:
+    async def _pay(self, key: str, lock: asyncio.Lock, work: Callable[[], Awaitable[object]]) -> None:
         started = False
         try:
             async with lock:

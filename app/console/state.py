@@ -38,6 +38,7 @@ from app.console.events import (
     SessionRenamed,
     StatusChanged,
     Stderr,
+    SurfaceRecorded,
     TakenOver,
     TimelineEvent,
 )
@@ -79,6 +80,7 @@ MAX_OPERATIONS = 500   # operations kept in state; older finished ones live on i
 NESTED_SERVER_REQUESTS = 50  # shown under the entry that carried them
 MAX_SERVER_REQUESTS = 200  # server requests kept in state; the oldest ended ones go first
 MAX_SUBSCRIPTIONS = 100  # subscriptions kept in state; the oldest ended ones go first
+MAX_SURFACES = 100  # connects' surface snapshots listed in state (each by its seq; the store has them whole)
 
 
 @dataclass
@@ -99,6 +101,10 @@ class SessionState:
     era: Json | None = None
     findings: dict[str, int] = field(default_factory=dict)  # rule id → how many times the live lint found it
     lists: dict[str, list[Json]] = field(default_factory=lambda: {k: [] for k in LIST_KEYS})
+    # The last connect's surface snapshot (app/mcp/surface.py), whole: "changed since the last connect" compares the
+    # lists with it. And every connect's, listed by seq (the surface page reads one whole from the store).
+    surface: Json | None = None
+    surfaces: list[Json] = field(default_factory=list)
     label: str = ""  # the name the owner gave the session ("": the server's title)
     auth: Json | None = None  # the OAuth flow as anyone may see it (an auth_changed event's data); None: never ran
     apps: OrderedDict[str, Json] = field(default_factory=OrderedDict)  # app id → its app_changed data (apps.py)
@@ -221,6 +227,17 @@ def _discovered(state: SessionState, ev: Discovered, _e: TimelineEvent) -> None:
 
 def _lists(state: SessionState, ev: ListsRefreshed, _e: TimelineEvent) -> None:
     state.lists.update({k: list(v) for k, v in ev.lists.items()})
+
+
+def _surface(state: SessionState, ev: SurfaceRecorded, e: TimelineEvent) -> None:
+    snapshot = ev.snapshot
+    state.surface = snapshot
+    server = snapshot.get("server")
+    state.surfaces.append({"seq": e.seq, "at": e.at, "connect": ev.connect,
+                           "counts": {k: len(v) if isinstance(v := snapshot.get(k), list) else 0 for k in LIST_KEYS},
+                           "server": dict(server) if isinstance(server, dict) else {},
+                           "protocol_version": snapshot.get("protocol_version")})
+    del state.surfaces[:-MAX_SURFACES]
 
 
 def _capabilities(state: SessionState, ev: CapabilitiesChanged, _e: TimelineEvent) -> None:
@@ -582,7 +599,7 @@ _HANDLERS: dict[type[Any], Any] = {
     FindingRecorded: _finding,
     DeadlineExtended: _deadline_extended, EraNegotiated: _era,
     Restored: _restored, TakenOver: _taken_over, SessionCreated: _created, StatusChanged: _status,
-    Discovered: _discovered, ListsRefreshed: _lists,
+    Discovered: _discovered, ListsRefreshed: _lists, SurfaceRecorded: _surface,
     CapabilitiesChanged: _capabilities, RootsChanged: _roots, SessionRenamed: _renamed, AuthChanged: _auth,
     AppChanged: _app,
     RequestSettingsChanged: _request_settings,
@@ -622,6 +639,7 @@ def projection(state: SessionState) -> Json:
         "links": list(state.links.values()), "stderr": state.stderr, "store_quota_reached": state.store_quota_reached,
         "seq": state.seq, "entries": list(state.entries.values()), "rounds": list(state.rounds.values()),
         "evicted": state.evicted, "entry_count": state.entry_count,
+        "surface": state.surface, "surfaces": state.surfaces,
     }
 
 
