@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> None:
         keyed += ["--oauth-scope", args.oauth_scope] if args.oauth_scope else []
         demo_main([*(["--stdio"] if args.stdio else ["--port", str(args.port)]), *keyed])
         return
-    if args.command in ("call", "check", "list"):
+    if args.command in ("call", "check", "list", "snapshot", "diff"):
         sys.exit(run_headless(args))
     settings = settings_from(args)
     # The web stack (uvicorn, FastAPI, the console's app) only for the commands that serve: imported up front, it

@@ -1,5 +1,6 @@
-"""`mcp-console call`, and the command line of the headless commands (`call`, `check`, `list`); app/cli.py owns
-the rest of the command line. `check` lives in app/headless/check.py, `list` in app/headless/listing.py."""
+"""`mcp-console call`, and the command line of the headless commands (`call`, `check`, `list`, `snapshot`, `diff`);
+app/cli.py owns the rest of the command line. `check` lives in app/headless/check.py, `list` in
+app/headless/listing.py, `snapshot` and `diff` in app/headless/surface.py."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from app.headless.common import (
 from app.headless.listing import add_list_parser, list_items
 from app.headless.report import json_text, terminal_text
 from app.headless.runner import NOT_CONNECTED, AuthRefused, Headless, failed, printed_json
+from app.headless.surface import add_surface_parsers, diff_command, snapshot
 from app.mcp.client import Reply
 from app.mcp.handshake import HandshakeFailed
 from app.mcp.jsonrpc import InexactNumber, exact_float
@@ -172,10 +174,12 @@ def add_parsers(sub: Any) -> None:
                              "optional tool, 300000 for one that requires a task).")
     add_check_parser(sub, common)
     add_list_parser(sub)
+    add_surface_parsers(sub)
 
 
 def run(args: argparse.Namespace) -> int:
-    command = call(args) if args.command == "call" else check(args) if args.command == "check" else list_items(args)
+    commands = {"call": call, "check": check, "list": list_items, "diff": diff_command, "snapshot": snapshot}
+    command = commands[args.command](args)
     try:
         return asyncio.run(command)  # Ctrl-C cancels the command first: its `finally`s close the session
     except KeyboardInterrupt:  # a person giving up (at "waiting for the callback", say) gets no traceback
