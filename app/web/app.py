@@ -33,6 +33,7 @@ from app.web import (
     ping_routes,
     routes,
     share_routes,
+    surface_routes,
     task_routes,
     ws,
 )
@@ -123,6 +124,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.include_router(live_routes.router)
     app.include_router(share_routes.router)
     app.include_router(export_routes.router)
+    app.include_router(surface_routes.router)
     app.include_router(ws.router)
     app.include_router(app_routes.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")

@@ -65,7 +65,7 @@ TEMPLATES = ROOT / "templates"
 STATIC = ROOT / "static"
 # The kinds that change the session's own state (status, lists, client settings): they re-render its head.
 SESSION_KINDS = ("status", "restored", "discovered", "lists_refreshed", "capabilities_changed", "roots_changed",
-                 "request_settings_changed", "era_negotiated")
+                 "request_settings_changed", "era_negotiated", "surface")
 GROUPS = {"tools": "tools", "prompts": "prompts", "resources": "resources", "resourceTemplates": "templates"}
 SAFE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 SAFE_AUDIO_TYPES = frozenset({"audio/wav", "audio/x-wav", "audio/wave", "audio/mpeg", "audio/ogg", "audio/webm",
@@ -447,6 +447,7 @@ class EventRenderer:
         if event.kind in SESSION_KINDS:
             only = data.get("only")
             ctx.update(with_lists=event.kind == "lists_refreshed", group=GROUPS.get(only) if only else None,
+                       surface_changed=event.kind in ("lists_refreshed", "surface"),
                        status_changed=event.kind in ("status", "restored"),
                        client_changed=event.kind in ("capabilities_changed", "roots_changed"),
                        client_saved=bool(data.get("saved")))

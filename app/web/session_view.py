@@ -16,6 +16,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from app.console.secrecy import Slot
+from app.console.surfaces import since_connect
+from app.mcp.surface import Diff
 
 if TYPE_CHECKING:
     from app.console.session import ConsoleSession
@@ -142,13 +144,14 @@ class SettingsView(_View):
 
 
 class SessionView(_View):
-    __slots__ = ("apps", "auth", "auth_url", "auto_refresh", "capabilities", "client", "created", "deadline_view",
+    __slots__ = ("_surface_changes", "apps", "auth", "auth_url", "auto_refresh", "capabilities", "client", "created",
+                 "deadline_view",
                  "discover", "ever_connected", "id",
                  "idle_timeout_s", "last_activity", "lists", "log_level", "max_s", "name", "named", "operations",
                  "owned_by",
                  "owner_gone", "progress_enabled", "read_only", "roots", "server_capabilities", "server_info",
                  "server_requests", "settings", "state", "status", "status_message", "status_since",
-                 "supported_versions", "target", "timeline")
+                 "supported_versions", "surfaces", "target", "timeline")
 
     def __init__(self, session: ConsoleSession, owner: bool) -> None:
         client = session.client
@@ -175,7 +178,15 @@ class SessionView(_View):
             client=ClientView(client.invalid_tools) if client is not None else None,
             operations=Waiting(session.operations.awaiting),
             server_requests=Waiting(session.server_requests.awaiting),
-            deadline_view=deadline)
+            deadline_view=deadline,
+            surfaces=tuple(session.state.surfaces),  # every connect's snapshot, listed (the store has them whole)
+            _surface_changes=lambda: since_connect(session.state))
+
+    def surface_changes(self) -> Diff | None:
+        """What changed in the lists since the last connect's snapshot (None before a connect): worked out when a
+        template asks, not for every view made."""
+        found: Callable[[], Diff | None] = self._surface_changes
+        return found()
 
 
     def request_settings(self) -> dict[str, Any]:

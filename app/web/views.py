@@ -44,6 +44,9 @@ def session_json(s: SessionView, entries: list[dict[str, Any]] | None = None,
         "server_requests": [server_request_json(sr, answers) for sr in list(s.state.server_requests.values())[-50:]],
         "links": list(s.state.links.values()),
         "lists": dict(s.lists),
+        # Every connect's surface snapshot (listed; /sessions/{id}/surface compares any two) and what changed in the
+        # lists since the last one.
+        "surface": {"snapshots": list(s.surfaces), "changed_since_connect": _changes(s)},
         "invalid_tools": dict(s.client.invalid_tools) if s.client else {},
         "seq": s.timeline.seq,
         "timeline": entries if entries is not None else s.timeline.recent(),
@@ -51,6 +54,11 @@ def session_json(s: SessionView, entries: list[dict[str, Any]] | None = None,
         "stderr_dropped": s.timeline.stderr_dropped,
         "stderr_current": s.timeline.stderr_current,
     }
+
+
+def _changes(s: SessionView) -> dict[str, Any] | None:
+    found = s.surface_changes()
+    return found.to_dict() if found is not None else None
 
 
 def operation_json(op: OperationRecord, with_final: bool = True, answers: bool = True) -> dict[str, Any]:
