@@ -37,14 +37,14 @@ def since_connect(state: SessionState) -> Diff | None:
     now = current(state)
     if now is None or state.surface is None:
         return None
-    return diff(read_snapshot(state.surface), read_snapshot(now))
+    return diff(read_snapshot(state.surface, checked=False), read_snapshot(now, checked=False))
 
 
 def snapshot_at(store: Store, session_id: str, seq: int) -> dict[str, Any] | None:
     """The snapshot a connect of this session recorded as event `seq`, whole; None when there is none."""
     for event in store.events(session_id, kinds=("surface",), after_seq=seq - 1, limit=1):
         if event.seq == seq and isinstance(event.record, SurfaceRecorded):
-            return read_snapshot(event.record.snapshot)
+            return read_snapshot(event.record.snapshot, checked=False)
     return None
 
 
@@ -59,7 +59,7 @@ def snapshots_in(events: Iterable[TimelineEvent]) -> list[tuple[int, dict[str, A
     for event in events:
         record, last = event.record, event.seq
         if isinstance(record, SurfaceRecorded):
-            found.append((event.seq, read_snapshot(record.snapshot)))
+            found.append((event.seq, read_snapshot(record.snapshot, checked=False)))
         elif record.kind == "discovered":
             discovered = event.data.get("result")
         elif record.kind == "era_negotiated":

@@ -49,7 +49,7 @@ class Found:
 def canonical(value: Any) -> str:
     try:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
-    except (TypeError, ValueError):  # a cycle or a key of no JSON form: told apart by its repr
+    except (TypeError, ValueError, RecursionError):  # a cycle, a key of no JSON form, a depth past the encoder
         return repr(value)
 
 

@@ -98,11 +98,15 @@ def snapshot_of(discovered: Any, lists: dict[str, Any], *, era: str | None = Non
             **{key: _items(lists.get(key)) for key in LIST_KEYS}}
 
 
-def read_snapshot(data: Any) -> dict[str, Any]:
-    """A snapshot read from a file (or an event), every part of it the type it should be. Raises ValueError."""
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+def read_snapshot(data: Any, *, checked: bool = True) -> dict[str, Any]:
+    """A snapshot read from a file (or an event), every part of it the type it should be. Raises ValueError for
+    what is no snapshot, unless `checked` is False (an event of an imported session file: whatever it holds is
+    read as far as it goes, and a page never fails on it)."""
+    if not checked:
+        data = data if isinstance(data, dict) else {}
+    elif not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError("not an MCP Console surface snapshot")
-    if data.get("version") != VERSION:
+    elif data.get("version") != VERSION:
         raise ValueError(f"surface snapshot version {data.get('version')!r} is not supported (this reads {VERSION})")
     taken = data.get("taken")
     return {"format": FORMAT, "version": VERSION,

@@ -63,3 +63,9 @@ def test_the_fold_lists_at_most_a_bounded_number_of_connects() -> None:
 def test_a_log_from_before_snapshots_gives_one_from_its_last_lists() -> None:
     found = snapshots_in(events(Discovered(result=DISCOVERED), ListsRefreshed(lists={"tools": tools("a")})))
     assert [(seq, [t["name"] for t in snap["tools"]]) for seq, snap in found] == [(2, ["a"])]
+
+
+def test_a_snapshot_event_of_no_known_shape_from_an_imported_file_shows_no_changes_instead_of_failing() -> None:
+    odd = SurfaceRecorded(connect=1, snapshot={"tools": "many", "capabilities": ["tools"]})
+    diff = since_connect(fold("s1", events(ListsRefreshed(lists={"tools": tools("a")}), odd)))
+    assert diff is not None and diff.changes == ()
