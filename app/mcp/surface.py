@@ -327,8 +327,11 @@ def _capabilities(old: dict[str, Any], new: dict[str, Any], path: tuple[str, ...
 
 
 def _versions(old: dict[str, Any], new: dict[str, Any]) -> Iterator[Change]:
-    a = [v for v in old.get("supported_versions") or [] if isinstance(v, str)]
-    b = [v for v in new.get("supported_versions") or [] if isinstance(v, str)]
+    """The versions a server lists in `server/discover`. A 2025-11-25 connect has no such list (its snapshot holds
+    the one version initialize settled), so a snapshot of either era that is legacy compares no lists."""
+    legacy = "legacy" in (old.get("era"), new.get("era"))
+    a = [] if legacy else [v for v in old.get("supported_versions") or [] if isinstance(v, str)]
+    b = [] if legacy else [v for v in new.get("supported_versions") or [] if isinstance(v, str)]
     for version in a:
         if version not in b and b:
             yield Change("breaking", "version.removed", "server", "supportedVersions", f"{version} no longer "

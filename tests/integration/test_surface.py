@@ -61,6 +61,19 @@ async def test_a_connect_records_a_snapshot_of_every_list_and_the_capabilities(c
     assert page.status_code == 200 and page.json()["changes"] == []
 
 
+async def test_a_2025_11_25_connect_records_its_snapshot_too_and_a_diff_with_a_modern_one_breaks_nothing(
+        console: Console, demo_url: str) -> None:
+    legacy = await console.connect(kind="http", url=demo_url, era="legacy")
+    modern = await _demo_session(console, demo_url)
+    [snap] = (await _surface(console, legacy["id"]))["snapshots"]
+    assert snap["protocol_version"] == "2025-11-25" and snap["counts"]["tools"] > 0
+    found = (await console.http.get(f"/sessions/{legacy['id']}/surface.json",
+                                    params={"a": str(snap["seq"]), "b": f"{modern}:now"})).json()
+    assert found["breaking"] is False, found["changes"]
+    assert {c["rule"] for c in found["changes"] if c["where"].startswith(("tool ", "prompt ", "resource"))} <= {
+        "tool.added"}  # the same server: what one session added at run time is all that may differ
+
+
 async def test_a_tool_added_at_run_time_shows_as_changed_since_the_last_connect(console: Console,
                                                                                demo_url: str) -> None:
     sid = await _demo_session(console, demo_url)

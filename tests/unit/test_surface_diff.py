@@ -325,3 +325,11 @@ def test_breaking_changes_are_listed_first() -> None:
 def test_a_file_that_is_not_a_snapshot_is_refused() -> None:
     with pytest.raises(ValueError, match="not an MCP Console surface snapshot"):
         read_snapshot({"tools": []})
+
+
+def test_a_version_no_longer_listed_by_discover_is_breaking_but_a_2025_11_25_connect_lists_none_to_compare() -> None:
+    fewer = snap()
+    fewer["supported_versions"] = ["2026-07-28"]
+    assert (only(snap(), fewer).level, only(snap(), fewer).rule) == ("breaking", "version.removed")
+    legacy = {**fewer, "era": "legacy", "protocol_version": "2025-11-25", "supported_versions": ["2025-11-25"]}
+    assert [(c.level, c.rule) for c in changes(snap(), legacy)] == [("cosmetic", "version.negotiated")]
