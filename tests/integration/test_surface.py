@@ -12,10 +12,16 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tests.integration.conftest import eventually, mcp_console
+from tests.integration.conftest import create_link, eventually, mcp_console
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    import httpx
+
     from tests.integration.conftest import Console
+
+    ShareTab = Callable[..., Awaitable[httpx.AsyncClient]]
 
 SURFACE_V1 = f"{sys.executable} -m tests.integration.surface_server"
 SURFACE_V2 = f"{SURFACE_V1} --v2"
@@ -124,6 +130,19 @@ async def test_the_surface_page_diffs_two_sessions_of_two_servers(console: Conso
     assert {"tool.removed", "argument.added-required", "type.narrowed", "enum.value-removed",
             "additionalProperties.closed", "output.removed", "capability.removed"} <= rules
     assert (await console.http.get(f"/sessions/{one}/surface.json", params={"a": "bogus"})).status_code == 400
+
+
+async def test_a_viewer_link_sees_its_sessions_surface_but_not_another_sessions(
+        console: Console, demo_url: str, share_tab: ShareTab) -> None:
+    sid = await _demo_session(console, demo_url)
+    other = await _demo_session(console, demo_url)
+    tab = await share_tab(console, await create_link(console, sid, "viewer"))
+    page = await tab.get(f"/sessions/{sid}/surface")
+    assert page.status_code == 200 and "From (A)" in page.text
+    assert other not in page.text  # the owner's other sessions are no choice of a link holder's
+    refused = await tab.get(f"/sessions/{sid}/surface.json", params={"a": "now", "b": f"{other}:now"})
+    assert refused.status_code == 403
+    assert (await tab.get(f"/sessions/{other}/surface.json")).status_code == 403
 
 
 # -- the command line --------------------------------------------------------------------------------------------
