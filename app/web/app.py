@@ -34,6 +34,7 @@ from app.web import (
     routes,
     share_routes,
     task_routes,
+    workspace_routes,
     ws,
 )
 from app.web.app_routes import sandbox_host
@@ -125,6 +126,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.include_router(export_routes.router)
     app.include_router(ws.router)
     app.include_router(app_routes.router)
+    app.include_router(workspace_routes.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:

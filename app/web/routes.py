@@ -60,6 +60,7 @@ async def home(request: Request, token: str | None = None, next: str = "/") -> R
         return response
     require_owner(request)
     return w.page("home.html", sessions=_listing(w), demo_url=w.manager.settings.demo_url,
+                  workspaces=w.manager.workspaces.all(),
                   me=principal(request), here="/")
 
 
@@ -214,7 +215,7 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
                     here=f"/sessions/{s.id}", links=links, reveal=me.sees_secrets, flt=flt,
                     methods=sorted(set(methods_seen(window)) | ({flt.method} if flt.method else set())),
                     window_count=len(window), matched=matched, switch_count=switch,
-                    sandbox=sandbox_origin(request))
+                    sandbox=sandbox_origin(request), pane=request.query_params.get("pane") == "1")
     return TargetHTMLResponse(page)
 
 

@@ -189,4 +189,4 @@ async def test_the_sandbox_proxy_is_served_only_under_its_own_host_name(console:
     refused = await console.http.get("/sandbox/proxy?host=x")  # the console's own origin
     assert refused.status_code == 404
     page = await console.http.get("/")
-    assert f"frame-src http://{sandbox}:*" in page.headers["content-security-policy"]
+    assert f"frame-src 'self' http://{sandbox}:*" in page.headers["content-security-policy"]
