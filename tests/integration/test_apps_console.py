@@ -190,3 +190,11 @@ async def test_the_sandbox_proxy_is_served_only_under_its_own_host_name(console:
     assert refused.status_code == 404
     page = await console.http.get("/")
     assert f"frame-src 'self' http://{sandbox}:*" in page.headers["content-security-policy"]
+
+
+async def test_reading_a_view_from_the_resources_says_what_it_is_and_folds_the_html(
+        console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    read = await console.http.post(f"/sessions/{sid}/resources/read", data={"uri": "ui://demo/counter.html"})
+    assert read.status_code == 200, read.text
+    assert "An MCP App view" in read.text and "<details><summary>The HTML as sent</summary>" in read.text
