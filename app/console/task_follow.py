@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import TYPE_CHECKING, Any
 
 from app.console.events import FindingRecorded
@@ -268,9 +269,15 @@ class TaskFollower:
         op, last = self.op, self.last
         self.record_step()
         rnd = op.last
-        final = Reply(key=last.key if last else (rnd.key if rnd else ""), id=last.id if last else "",
-                      method="tools/call", params=dict(op.params), sent=rnd.sent if rnd else 0.0,
-                      finished=last.finished if last else None)
+        # The task's whole time, on the replies' clock (monotonic): a round's `sent` is wall time, so it is carried
+        # over as how long ago it was (mixing the two made every task last minus the epoch).
+        now = time.monotonic()
+        began = now - max(0.0, time.time() - rnd.sent) if rnd and rnd.sent else (last.sent if last else now)
+        first = op.rounds[0] if op.rounds else rnd  # the tools/call itself: the reply is the call's, not a poll's
+        final = Reply(key=first.key if first else (last.key if last else ""),
+                      id=first.request_id if first and first.request_id != "" else (last.id if last else ""),
+                      method="tools/call", params=dict(op.params), sent=began,
+                      finished=last.finished if last and last.finished is not None else now)
         if ended.status == "completed" and ended.result is not None:
             final.result = ended.result
             op.status = "tool_error" if ended.result.get("isError") is True else "complete"

@@ -64,6 +64,9 @@ async def test_a_tool_answered_with_a_task_is_polled_until_it_completes_each_pol
     done = await _until(console, sid, op, _ended, "the task to end")
     assert done["status"] == "complete", done
     assert done["final"]["result"]["content"][0]["text"] == "done after 3 polls"
+    # The final reply is the call's: its id and a duration from the call to the task's end (never negative).
+    assert done["final"]["method"] == "tools/call" and done["final"]["id"] == done["rounds"][0]["request_id"]
+    assert 0 <= done["final"]["duration_ms"] < 60_000, done["final"]["duration_ms"]
     task = done["task"]
     assert task["status"] == "completed" and task["polls"] == 3 and task["ended"] == "completed", task
     polls = [x for x in task["exchanges"] if x["method"] == "tasks/get"]
