@@ -275,7 +275,9 @@ async def entry_body(request: Request, session_id: str, key: str, w: Viewer) -> 
     wire = [] if found.get("kind") == "operation" else \
         await asyncio.to_thread(s.timeline.exact_wire if me.sees_secrets else s.timeline.wire, key)
     wire = _shown_wire(s, me.sees_secrets, wire)
-    page = w.render("_entry_body.html", s=s, key=key, me=me, entry=found, wire=wire)
+    # An operation's entry shows where it ended (its result, or its task): after a reload its card is not on the page.
+    record = s.state.operations.get(str(found.get("op"))) if found.get("kind") == "operation" else None
+    page = w.render("_entry_body.html", s=s, key=key, me=me, entry=found, wire=wire, record=record)
     return TargetHTMLResponse(page)
 
 

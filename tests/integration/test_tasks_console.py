@@ -275,3 +275,14 @@ async def test_push_on_a_2025_task_is_refused_with_what_that_revision_has_instea
     response = await console.http.post(f"/sessions/{sid}/operations/{op['operation']['op']}/task-push",
                                        headers=JSON, data={"on": "1"})
     assert response.status_code == 409 and "notifications/tasks/status" in response.text, response.text
+
+
+async def test_an_ended_tasks_entry_shows_its_task_view_and_its_result_after_a_reload(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("tasks"))
+    reply = await _call(console, sid, "slow_task", {"polls": 2})
+    op = reply["operation"]["op"]
+    await _until(console, sid, op, _ended, "the task to end")
+    body = await console.http.get(f"/sessions/{sid}/entries/op-{op}/body")
+    assert body.status_code == 200, body.text
+    assert 'class="task-view"' in body.text and "done after 2 polls" in body.text
