@@ -34,6 +34,8 @@ MAX_FRAMES = 8          # tabs' instances kept per app; the oldest goes first
 MAX_SAID = 20           # ui/message, model context and log lines kept per app
 MAX_LINKS = 20
 SAID_CHARS = 4000       # what the view said is kept as JSON text up to this (the bridge entry has it whole)
+CONTEXT_KEYS = ("theme", "displayMode", "locale", "containerDimensions", "platform", "deviceCapabilities", "timeZone",
+                "userAgent", "safeAreaInsets", "styles")
 MAX_VIEWS = 8           # views kept read in memory (each up to apps.MAX_HTML_BYTES); others are read from the fold
 RECORDED_HTML = 64 * 1024  # a view's HTML is recorded whole in sandbox-resource-ready up to this; past it, a note
 COLLECT_WAIT_S = 20.0   # how long a tab's collect waits for something to post before answering nothing
@@ -63,6 +65,8 @@ class SessionApps:
         self.views: dict[str, View] = {}              # app id → its view, read once
         self._reading: dict[str, asyncio.Future[View]] = {}
         self._links: dict[tuple[str, str], tuple[Frame, Any]] = {}  # (app, link id) → the frame and request id
+        self._violations: set[tuple[str, str, str]] = set()  # (app, blocked, directive) found once: each tab's run
+        # of a view, and each reload, repeats the same refusal
         session.operations.on_ended.append(self._op_ended)
 
     # --- apps ---------------------------------------------------------------------------------------------------
@@ -180,6 +184,8 @@ class SessionApps:
             while len(frames) > MAX_FRAMES:
                 del frames[min(frames, key=lambda k: frames[k].seen)]
             record = self.s.state.operations.get(app)
+            if record is not None and record.rounds:
+                host.tool_call_id = record.rounds[0].get("request_id")
             if record is not None:
                 args = record.params.get("arguments") if isinstance(record.params, dict) else None
                 host.call_started(args if isinstance(args, dict) else {})
@@ -213,8 +219,11 @@ class SessionApps:
 
     # --- the bridge -------------------------------------------------------------------------------------------
 
-    async def sandbox_ready(self, app: str, frame: Frame) -> Json:
-        """The proxy is up: the view's HTML and policy go to it (`ui/notifications/sandbox-resource-ready`)."""
+    async def sandbox_ready(self, app: str, frame: Frame, context: Any = None) -> Json:
+        """The proxy is up: the view's HTML and policy go to it (`ui/notifications/sandbox-resource-ready`).
+        `context`: the host context the tab shows it in, which ui/initialize's hostContext then carries."""
+        if isinstance(context, dict) and not frame.host.initialize_asked:
+            frame.host.context.update({k: v for k, v in context.items() if k in CONTEXT_KEYS and k != "displayMode"})
         ready = {"jsonrpc": "2.0", "method": "ui/notifications/sandbox-proxy-ready", "params": {}}
         self._notification(app, frame, "in", ready)
         view = await self.view(app, frame.replay)
@@ -248,22 +257,35 @@ class SessionApps:
 
     def csp_violation(self, app: str, frame: Frame, report: Any) -> Json:
         report = report if isinstance(report, dict) else {"report": str(report)[:500]}
-        message = {"jsonrpc": "2.0", "method": "sandbox: csp-violation", "params": report}
+        # Not a bridge message: the console's own sandbox reports what the view's frame refused.
+        message = {"jsonrpc": "2.0", "method": "csp violation (reported by the sandbox)", "params": report}
         key = self._notification(app, frame, "in", message)
         blocked = str(report.get("blockedURI") or report.get("blocked") or "?")[:300]
         directive = str(report.get("violatedDirective") or report.get("directive") or "?")[:100]
-        self._finding("apps.csp-violation", f"the view was refused {blocked} by {directive}", key)
+        if (app, blocked, directive) not in self._violations and len(self._violations) < 10_000:
+            self._violations.add((app, blocked, directive))
+            self._finding("apps.csp-violation", f"the view was refused {blocked} by {directive}", key)
         return {"post": []}
 
     def context(self, app: str, frame: Frame, change: Json) -> Json:
         """The person changed the host context this tab shows (theme, display mode, viewport, locale)."""
-        allowed = {k: v for k, v in change.items() if k in ("theme", "displayMode", "locale", "containerDimensions",
-                                                             "platform", "deviceCapabilities", "timeZone")}
+        allowed = {k: v for k, v in change.items() if k in CONTEXT_KEYS}
+        mode = allowed.get("displayMode")
+        refused = None
+        if mode is not None and mode != frame.host.display_mode and mode != "inline" \
+                and mode not in frame.host.app_modes:
+            # A host must not switch a view to a mode it did not list in appCapabilities.availableDisplayModes.
+            refused = (f"The view did not list {mode!r} in appCapabilities.availableDisplayModes "
+                       f"({frame.host.app_modes or 'none'}): a host may not switch it there.")
+            allowed.pop("displayMode")
         shown = dict(self.shown(app) or {})
         context = {**(shown.get("context") or {}), **{k: v for k, v in allowed.items() if k != "displayMode"}}
         if not frame.replay:
             self._change(app, context=context, display_mode=allowed.get("displayMode", shown.get("display_mode")))
-        return self._act(app, frame, frame.host.context_changed(allowed), None, direct=True)
+        answer = self._act(app, frame, frame.host.context_changed(allowed), None, direct=True)
+        if refused is not None:
+            answer.update(refused=refused, mode=frame.host.display_mode)
+        return answer
 
     def close(self, app: str, frame: Frame) -> Json:
         """The person closes the view in this tab: it is told with ui/resource-teardown first (the tab removes the

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from app.console.events import FindingRecorded
 from app.console.live_events import OpAnswered, OpTask
 from app.mcp.client import Reply
-from app.mcp.errors import RpcError
+from app.mcp.errors import McpError, RpcError
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint.rules import RULES
 from app.mcp.task import AskInput, Ended, FetchResult, Poll, SendUpdate, TaskMachine, reply_outcome
@@ -284,9 +284,13 @@ class TaskFollower:
             op.message = ""
         else:
             error = ended.error or {}
-            code = error["code"] if isinstance(error.get("code"), int) else -32603
-            detail = error.get("message") or ended.message
-            final.error = RpcError(code, f"task {self.machine.task_id} {ended.status}: {detail}", error.get("data"))
+            if error:  # the server's own JSON-RPC error: shown as it sent it
+                code = error["code"] if isinstance(error.get("code"), int) else -32603
+                detail = error.get("message") or ended.message
+                final.error = RpcError(code, f"task {self.machine.task_id} {ended.status}: {detail}", error.get("data"))
+            else:  # cancelled, expired or gone: the console's words, never dressed as a server's error
+                final.error = McpError(f"The task {self.machine.task_id} {ended.status}: {ended.message} "
+                                       "(said by the console: the server sent no error)")
             op.status = OP_STATUS.get(ended.status, "error")  # type: ignore[assignment]
             op.message = f"The task {ended.status}: {ended.message}"
         op.final = final

@@ -112,7 +112,7 @@ async def bridge(request: Request, session_id: str, app: str, w: Viewer) -> Resp
         raise HTTPException(404, "No such app in this session.")
     step = data.get("step")
     if step == "ready":
-        answer = await s.apps.sandbox_ready(app, frame)
+        answer = await s.apps.sandbox_ready(app, frame, data.get("context"))
     elif step == "message":
         answer = s.apps.from_view(app, frame, data.get("message"))
     elif step == "csp":

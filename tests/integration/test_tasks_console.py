@@ -126,6 +126,8 @@ async def test_a_task_past_its_ttl_ends_expired(console: Console, hostile_http: 
     done = await _until(console, sid, op, _ended, "the task to expire")
     assert done["status"] == "error" and done["task"]["ended"] == "expired", done
     assert "expired" in done["message"], done["message"]
+    # The console's word, not dressed as a JSON-RPC error the server never sent.
+    assert "code" not in done["final"]["error"] and "the server sent no error" in done["final"]["error"]["message"]
 
 
 async def test_a_failed_task_ends_the_operation_with_the_tasks_error(
