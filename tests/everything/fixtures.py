@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / ".cache" / "npm" / "node_modules" / "@modelcontextprotocol" / "server-everything"
 ENTRY = PACKAGE / "dist" / "index.js"
 LOOPBACK = Path(__file__).with_name("loopback.cjs")
+TTL_TASKS = Path(__file__).with_name("ttl_tasks.mjs")  # a task tool on the SDK installed with it, keeping the ttl
 NODE = shutil.which("node")
 
 
@@ -40,6 +41,13 @@ needs_everything = pytest.mark.skipif(skip_reason() is not None, reason=skip_rea
 def everything_argv(mode: str = "stdio") -> list[str]:
     assert NODE is not None
     return [NODE, str(ENTRY), mode]
+
+
+def ttl_tasks_argv() -> list[str]:
+    """tests/everything/ttl_tasks.mjs over stdio: a 2025-11-25 task tool (`slow-task`) on the official TypeScript SDK
+    server-everything is built on, which keeps the ttl asked for (server-everything's own does not)."""
+    assert NODE is not None
+    return [NODE, str(TTL_TASKS)]
 
 
 @pytest.fixture

@@ -1,0 +1,45 @@
+// A 2025-11-25 task tool on the official TypeScript SDK that server-everything is built on (the copy installed with
+// it under .cache/npm, @modelcontextprotocol/sdk 1.x), over stdio. server-everything's only task tool,
+// simulate-research-query, creates its task with ttl 300000 whatever params.task.ttl asks, so no test can see a ttl
+// pass on it; this one is made the same way (registerToolTask, the SDK's InMemoryTaskStore and its tasks/get,
+// tasks/result, tasks/list and tasks/cancel handlers) but keeps the ttl the client asked for.
+//
+// `slow-task` (taskSupport "required", argument `seconds`, default 60): a task with the requested ttl and
+// pollInterval 400 that completes after that many seconds. The store deletes it when the ttl has passed.
+import { createRequire } from "node:module";
+
+const require = createRequire(
+  new URL("../../.cache/npm/node_modules/@modelcontextprotocol/server-everything/package.json", import.meta.url));
+const { McpServer } = require("@modelcontextprotocol/sdk/server/mcp.js");
+const { StdioServerTransport } = require("@modelcontextprotocol/sdk/server/stdio.js");
+const { InMemoryTaskStore, InMemoryTaskMessageQueue } = require("@modelcontextprotocol/sdk/experimental/tasks");
+const { z } = require("zod");
+
+const taskStore = new InMemoryTaskStore();
+const server = new McpServer({ name: "ttl-tasks", version: "1.0.0" }, {
+  capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+  taskStore,
+  taskMessageQueue: new InMemoryTaskMessageQueue(),
+});
+
+server.experimental.tasks.registerToolTask("slow-task", {
+  description: "A task that completes after `seconds`, kept for the ttl the client asked for",
+  inputSchema: { seconds: z.number().default(60) },
+  execution: { taskSupport: "required" },
+}, {
+  createTask: async ({ seconds }, extra) => {
+    const task = await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl, pollInterval: 400 });
+    const timer = setTimeout(() => {
+      extra.taskStore.storeTaskResult(task.taskId, "completed", {
+        content: [{ type: "text", text: `done after ${seconds} s` }],
+      }).catch(() => {});  // expired (deleted) or cancelled before it finished
+    }, seconds * 1000);
+    timer.unref();
+    return { task };
+  },
+  getTask: async (_args, extra) => await extra.taskStore.getTask(extra.taskId),
+  getTaskResult: async (_args, extra) => await extra.taskStore.getTaskResult(extra.taskId),
+});
+
+await server.connect(new StdioServerTransport());
+process.stdin.on("end", () => { taskStore.cleanup(); process.exit(0); });
