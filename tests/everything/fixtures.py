@@ -64,10 +64,18 @@ def everything_sse_url() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/sse"
 
 
-def _serve(mode: str) -> Iterator[str]:
+@pytest.fixture
+def ttl_tasks_url() -> Iterator[str]:
+    """tests/everything/ttl_tasks.mjs over the SDK's stateless Streamable HTTP on 127.0.0.1 (one task store for
+    every request, so a task outlives a client that initializes again); stopped after the test."""
+    for port in _serve("http", entry=TTL_TASKS):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+def _serve(mode: str, entry: Path = ENTRY) -> Iterator[str]:
     assert NODE is not None
     env = {**os.environ, "PORT": "0"}
-    proc = subprocess.Popen([NODE, "--require", str(LOOPBACK), str(ENTRY), mode], cwd=ROOT, env=env,
+    proc = subprocess.Popen([NODE, "--require", str(LOOPBACK), str(entry), mode], cwd=ROOT, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None

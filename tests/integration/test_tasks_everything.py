@@ -10,9 +10,10 @@ Streamable HTTP each Mcp-Session-Id has its own server and task store, which the
 stdio the process holds them.
 
 Here: a task cancelled with tasks/cancel, a short ttl asked for (the server keeps its own), and a restart of the
-console mid-task (the task belonged to the session the restart closed). A ttl that passes is seen on
-tests/everything/ttl_tasks.mjs, a task tool made as simulate-research-query is, on the same SDK, that keeps the ttl
-asked for. The console in-process, the servers real processes.
+console mid-task (the task belonged to the session the restart closed). tests/everything/ttl_tasks.mjs is a task
+tool made as simulate-research-query is, on the same SDK, that keeps the ttl asked for and, over the SDK's stateless
+HTTP, its tasks beyond a client's initialize: there a ttl passes, and a restart resumes the task to its result. The
+console in-process, the servers real processes.
 """
 
 from __future__ import annotations
@@ -23,12 +24,19 @@ from typing import Any
 
 import pytest
 
-from tests.everything.fixtures import ROOT, everything_argv, everything_url, needs_everything, ttl_tasks_argv
+from tests.everything.fixtures import (
+    ROOT,
+    everything_argv,
+    everything_url,
+    needs_everything,
+    ttl_tasks_argv,
+    ttl_tasks_url,
+)
 from tests.integration.conftest import JSON, Console, ConsoleRestarts, eventually
 from tests.integration.test_tasks_console import _call, _ended, _operation, _until
 
 pytestmark = [pytest.mark.processes, needs_everything, pytest.mark.slow]
-__all__ = ["everything_url"]
+__all__ = ["everything_url", "ttl_tasks_url"]
 STARTUP_S = 60.0  # node starting on a busy 2-core machine
 TOOL = "simulate-research-query"
 
@@ -189,3 +197,31 @@ async def test_a_2025_task_whose_ttl_passes_ends_expired_in_the_task_view_and_th
     card = (await console.http.get(f"/sessions/{sid}/operations/{op}")).text
     assert f"The task {task['ended']}" in card and task["task_id"] in card, card
     assert await _server_task(console, sid, task["task_id"]) is None  # the SDK's store deleted it at its ttl
+
+
+async def test_a_2025_task_not_ended_at_a_console_restart_is_polled_again_from_its_id_and_fetched_with_tasks_result(
+        restarts: ConsoleRestarts, ttl_tasks_url: str) -> None:
+    console = restarts.first()
+    sid = await console.connected_http(ttl_tasks_url)
+    op = (await _call(console, sid, "slow-task", {"seconds": 4}))["operation"]["op"]
+    before = await _until(console, sid, op, lambda d: d["task"]["polls"] >= 1, "a first poll", timeout=30.0)
+    assert before["status"] == "running" and before["task"]["status"] == "working", before
+    task_id = before["task"]["task_id"]
+
+    again = await restarts.restart(console)
+    kept = await _operation(again, sid, op)
+    assert kept["status"] == "running" and kept["task"]["task_id"] == task_id, kept
+    response = await again.http.post(f"/sessions/{sid}/reconnect", headers=JSON)
+    assert response.status_code in (200, 303), response.text
+    done = await _until(again, sid, op, _ended, "the resumed task to end", timeout=30.0)
+    assert done["status"] == "complete" and done["task"]["ended"] == "completed", done
+    result = done["final"]["result"]
+    assert result["content"][0]["text"] == "done after 4 s", result
+    assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}, result
+    polls = _exchanges(done["task"], "tasks/get")
+    assert len(polls) > before["task"]["polls"], done["task"]["exchanges"]  # polled again after the restart
+    [fetched] = _exchanges(done["task"], "tasks/result")
+    assert done["task"]["exchanges"][-1] == fetched, done["task"]["exchanges"]
+    for exchange in (polls[-1], fetched):
+        [sent] = await _frames(again, sid, exchange["key"], "out")
+        assert sent["params"]["taskId"] == task_id, sent
