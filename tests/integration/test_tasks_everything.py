@@ -225,3 +225,30 @@ async def test_a_2025_task_not_ended_at_a_console_restart_is_polled_again_from_i
     for exchange in (polls[-1], fetched):
         [sent] = await _frames(again, sid, exchange["key"], "out")
         assert sent["params"]["taskId"] == task_id, sent
+
+
+async def test_a_2025_task_that_completed_before_its_cancel_arrived_ends_with_its_result_not_gone(
+        console: Console, ttl_tasks_url: str) -> None:
+    sid = await console.connected_http(ttl_tasks_url)
+    op = (await _call(console, sid, "slow-task", {"seconds": 1}))["operation"]["op"]
+    # The person slows polling right down, so the console has not seen the task end when the cancel goes.
+    response = await console.http.post(f"/sessions/{sid}/operations/{op}/poll-interval", headers=JSON,
+                                       data={"ms": "60000"})
+    assert response.status_code == 200, response.text
+    task_id = (await _operation(console, sid, op))["task"]["task_id"]
+
+    async def completed() -> dict[str, Any] | None:
+        task = await _server_task(console, sid, task_id)
+        return task if task is not None and task["status"] == "completed" else None
+
+    await eventually(completed, 15.0, "the server to complete the task")
+    response = await console.http.post(f"/sessions/{sid}/operations/{op}/cancel", headers=JSON)
+    assert response.status_code == 200, response.text
+    done = await _until(console, sid, op, _ended, "the task to end", timeout=15.0)
+    # tasks/cancel on a terminal task is -32602 (as on an unknown one): one more tasks/get tells them apart
+    [cancel] = _exchanges(done["task"], "tasks/cancel")
+    refused = [m for m in await _frames(console, sid, cancel["key"], "in") if "error" in m]
+    assert refused and refused[0]["error"]["code"] == -32602, refused
+    assert done["status"] == "complete" and done["task"]["ended"] == "completed", done["message"]
+    assert done["final"]["result"]["content"][0]["text"] == "done after 1 s", done["final"]
+    assert done["task"]["exchanges"][-1]["method"] == "tasks/result", done["task"]["exchanges"]
