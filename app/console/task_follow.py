@@ -122,10 +122,13 @@ class TaskFollower:
         self.record_step()
         self.wake.set()
         reply = await self._send("tasks/cancel", {})
-        self.exchange = reply  # recorded with the end it brings
-        ended = self.machine.cancel_answered(reply_outcome(reply)[1])
-        if isinstance(ended, Ended):  # always, today: a cancelled task is no longer followed
-            self._finish(ended)
+        command = self.machine.cancel_answered(reply_outcome(reply)[1])
+        if isinstance(command, Ended):  # a cancelled task is no longer followed
+            self.exchange = reply  # recorded with the end it brings
+            self._finish(command)
+        elif not self.done:  # refused (-32602): the poller asks once more whether the task ended or is unknown
+            self.record_step(reply)
+            self._poll_now(command)
         return True
 
     # --- what the server says of the task on its own ----------------------------------------------------------

@@ -11,7 +11,8 @@ A `tools/call` may answer with a task instead of its result: `resultType: "task"
 - `SendUpdate(task_id, responses)` (2026-07-28): `tasks/update` with the answers; feed `updated`;
 - `FetchResult(task_id)` (2025-11-25): `tasks/result`, which blocks until the task ends (the server's own requests
   come on that stream, tagged with the task, and are answered as any 2025-11-25 server request); feed `fetched`;
-- `SendCancel(task_id)`: `tasks/cancel` (never `notifications/cancelled`); feed `cancel_answered`;
+- `SendCancel(task_id)`: `tasks/cancel` (never `notifications/cancelled`); feed `cancel_answered` (a -32602 asks for
+  one more poll: the task may have ended before the cancel came);
 - `Ended(status, ...)`: completed (with the result), failed (with the error), cancelled, expired, or gone.
 
 It checks what it is told as it goes (`findings`): a status the graph does not allow, a terminal status that
@@ -250,9 +251,11 @@ class TaskMachine:
         return SendCancel(self.task_id)
 
     def cancel_answered(self, error: dict[str, Any] | None = None) -> Command:
-        """Cancelling is cooperative: the task may still complete; the client may stop following it at once."""
+        """Cancelling is cooperative: the task may still complete; the client may stop following it at once.
+        -32602 answers both an unknown task and one already ended (2025-11-25: cancelling a terminal task), so one
+        more `tasks/get` says which: a task that ended before the cancel came ends as it did, with its result."""
         if error is not None and error.get("code") == -32602:
-            return self._end(Ended("gone", f"the task could not be cancelled: {error.get('message')}", error=error))
+            return Poll(self.task_id, 0)
         return self._end(Ended("cancelled", "cancelled by you (tasks/cancel)"))
 
     def expired(self, now_ms: float | None = None) -> Ended | None:
