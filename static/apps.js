@@ -112,6 +112,8 @@
     var iframe = document.createElement("iframe");
     iframe.className = "app-frame";
     iframe.setAttribute("sandbox", "allow-scripts allow-same-origin allow-forms");
+    // What a view may be granted has to be the proxy's first; the view's own frame gets only what it declared.
+    iframe.setAttribute("allow", "camera; microphone; geolocation; clipboard-write");
     iframe.setAttribute("title", "MCP App " + (el.dataset.tool || ""));
     iframe.src = origin + "/sandbox/proxy?host=" + encodeURIComponent(location.origin);
     el.querySelector(".app-frame-holder").appendChild(iframe);

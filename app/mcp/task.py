@@ -37,6 +37,7 @@ NEXT: dict[str, frozenset[str]] = {  # the status graph; a terminal status has n
     "working": frozenset(STATUSES), "input_required": frozenset(STATUSES)}
 DEFAULT_POLL_MS = 1000
 MIN_POLL_MS = 100  # a server asking for less is polled at this: every poll is a timeline entry, 10 a second at most
+MAX_FINDINGS = 50  # distinct findings a task keeps (see TaskMachine._find)
 MAX_POLL_MS = 60_000
 MAX_INPUT_REQUESTS = 100  # as an operation round: more are not asked (each is a dialog on every tab)
 LEGACY_TTL_MS = 300_000   # the ttl a 2025-11-25 task is asked for (the server may choose another)
@@ -367,7 +368,11 @@ class TaskMachine:
         return Poll(self.task_id, max(MIN_POLL_MS, min(MAX_POLL_MS, interval)))
 
     def _find(self, rule: str, message: str) -> None:
-        self.findings.append(TaskFinding(rule, message))
+        # Kept once each and at most MAX_FINDINGS: every step records the machine's data whole, so a server that
+        # breaks a rule on each of thousands of polls made the log grow with their square.
+        finding = TaskFinding(rule, message[:500])
+        if len(self.findings) < MAX_FINDINGS and finding not in self.findings:
+            self.findings.append(finding)
 
     def _end(self, ended: Ended) -> Command:
         self.ended = ended.status

@@ -92,6 +92,9 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     internal = {urlsplit(settings.advertise_url).hostname or ""} if settings.advertise_url and settings.team_secret \
         else set()
     sandbox = sandbox_host(settings)
+    if sandbox is not None and sandbox == settings.public_host.lower():
+        raise ValueError(f"sandbox_origin names the console's own host {sandbox!r}: MCP Apps' views must run under "
+                         "another host name (MCP_CONSOLE_SANDBOX_ORIGIN).")
     guard = Guard(token, extra | ({sandbox} if sandbox else set()), settings.public_host, settings.port,
                   internal_hosts=internal)
     guard.sandbox_host = sandbox
