@@ -102,3 +102,23 @@ async def test_a_vs_code_password_input_becomes_a_secret_header_and_http_connect
     await eventually(header_masked, what="the session to show the header masked")
     export = (await console.http.get(f"/sessions/{session_id}/config.json")).json()["mcpServers"]["demo"]
     assert export["headers"] == {"X-Service": "••••••"}
+
+
+async def test_an_inspector_oauth_object_becomes_the_sessions_oauth_settings(console: Console, demo_url: str) -> None:
+    text = json.dumps({"mcpServers": {"demo": {"type": "http", "url": demo_url, "oauth": {
+        "clientId": "pre-registered", "clientSecret": "cs-1", "scopes": ["mcp:read", "mcp:write"],
+        "authorizationParams": {"audience": "demo"}, "tokenUrl": "https://as.example/token"}}}})
+    assert (await preview(console, text))["servers"][0]["oauth"] == [
+        "client_id", "client_secret", "extra_params", "scope", "token_endpoint"]
+    session_id = (await create(console, text, ["demo"], connect_http="1"))["created"][0]["id"]
+    assert (await console.settled(session_id))["status"] == "connected"
+    auth = console.manager.get(session_id).oauth
+    assert auth is not None
+    settings = auth.machine.settings
+    assert (settings.client_id, settings.client_secret, settings.scope, settings.extra_params,
+            settings.token_endpoint) == ("pre-registered", "cs-1", "mcp:read mcp:write", {"audience": "demo"},
+                                         "https://as.example/token")
+    exported = (await console.http.get(f"/sessions/{session_id}/config.json")).json()["mcpServers"]["demo"]
+    assert exported["oauth"] == {"clientId": "pre-registered", "clientSecret": "••••••",
+                                 "scopes": ["mcp:read", "mcp:write"], "authorizationParams": {"audience": "demo"},
+                                 "tokenUrl": "https://as.example/token"}
