@@ -65,6 +65,7 @@ def preview(config: ConfigFile, values: dict[str, str] | None = None) -> dict[st
             "headers": [{"name": k, "secret": f"header:{k}" in secret} for k in entry.headers],
             "env": [{"name": k, "secret": f"env:{k}" in secret} for k in entry.env],
             "oauth": sorted(entry.oauth), "unknown": entry.unknown, "ignored": entry.ignored,
+            "reads_env": [name for source, name in entry.references() if source == "env"],
             "inputs": [m[len("${input:"):-1] for m in made.missing if m.startswith("${input:")],
             "problems": [*entry.problems, *made.problems,
                          *(f"{m} is not set in the console's environment" for m in env_missing)],

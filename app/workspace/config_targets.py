@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.console.target import Target
+from app.mcp.headers import typed_header
 from app.mcp.secret import MASK, Secret, reveal
 from app.mcp.stdio import is_assignment, leading_assignments
 from app.workspace.configs import KNOWN, OAUTH_FIELDS, REFERENCE, ConfigFile, Entry, Input, read_oauth
@@ -71,8 +72,17 @@ def target_of(entry: Entry, config: ConfigFile, environ: Mapping[str, str] | Non
 
     secret = _secret_names(entry, inputs)
     if entry.kind == "http":
-        headers: dict[str, str | Secret] = {k: expand(v) for k, v in entry.headers.items()}
-        target = Target(kind="http", url=expand(entry.url), headers=headers, era=_era(entry.era))
+        url = expand(entry.url)
+        if not url.startswith(("http://", "https://")):
+            made.problems.append("the URL, its variables filled, does not start with http:// or https://")
+            return made
+        headers: dict[str, str | Secret] = {}
+        for name, value in entry.headers.items():
+            try:
+                name, headers[name] = typed_header(f"{name}: {expand(value)}")
+            except ValueError as exc:  # (never quoting the value: it may be a key)
+                made.problems.append(f"header {name[:40]!r}: {exc}: left out")
+        target = Target(kind="http", url=url, headers=headers, era=_era(entry.era))
         chosen = set(target.secret or ()) | {f"header:{k}" for k in headers if k in secret}
     else:
         env: list[str] = []

@@ -299,30 +299,49 @@ def _all_strings(value: Any) -> bool:
 
 
 def _without_comments(text: str) -> str:
-    """JSON with `//` and `/* */` comments and trailing commas (VS Code's mcp.json) as plain JSON."""
+    """JSON with `//` and `/* */` comments and trailing commas (VS Code's mcp.json) as plain JSON; what is inside a
+    string is left as it is."""
+    return _outside_strings(_outside_strings(text, _comment), _trailing_comma)
+
+
+def _comment(text: str, i: int) -> int:
+    """Where the comment starting at i ends (i: none starts there)."""
+    if text.startswith("//", i):
+        end = text.find("\n", i)
+        return len(text) if end < 0 else end
+    if text.startswith("/*", i):
+        end = text.find("*/", i + 2)
+        return len(text) if end < 0 else end + 2
+    return i
+
+
+def _trailing_comma(text: str, i: int) -> int:
+    """Past a comma before a closing bracket (i: not one)."""
+    if text[i] != ",":
+        return i
+    j = i + 1
+    while j < len(text) and text[j] in " \t\r\n":
+        j += 1
+    return i + 1 if j < len(text) and text[j] in "}]" else i
+
+
+def _outside_strings(text: str, skip: Any) -> str:
+    """The text with what `skip(text, i)` jumps over, outside JSON strings, left out."""
     out: list[str] = []
     i, n, in_string = 0, len(text), False
     while i < n:
         c = text[i]
         if in_string:
-            out.append(c)
             if c == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 1
-            elif c == '"':
-                in_string = False
+                out.append(text[i:i + 2])
+                i += 2
+                continue
+            in_string = c != '"'
         elif c == '"':
             in_string = True
-            out.append(c)
-        elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                i += 1
+        elif (end := skip(text, i)) != i:
+            i = end
             continue
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-            continue
-        else:
-            out.append(c)
+        out.append(c)
         i += 1
-    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+    return "".join(out)

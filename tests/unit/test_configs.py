@@ -250,3 +250,23 @@ def test_an_sse_target_exports_as_type_sse_and_an_era_as_protocol_era() -> None:
     assert sse is not None and modern is not None
     assert export_entry(sse) == {"type": "sse", "url": "http://h/sse"}
     assert export_entry(modern) == {"type": "http", "url": "http://h/mcp", "protocolEra": "modern"}
+
+
+def test_vs_code_comments_and_trailing_commas_are_dropped_but_not_inside_strings() -> None:
+    config = read_config('{"servers": {"s": {"url": "http://h/a//b", "headers": {"X-A": "x,}/*"},},}, // end\n}')
+    entry = config.entry("s")
+    assert entry is not None and entry.url == "http://h/a//b" and entry.headers == {"X-A": "x,}/*"}
+
+
+def test_a_header_that_cannot_be_sent_is_left_out_without_quoting_its_value() -> None:
+    config = parse_config({"mcpServers": {"s": {"url": "https://h/mcp",
+                                                "headers": {"Bad Name": "v", "X-Key": "line\nbreak-secret"}}}})
+    result = made(config, "s")
+    assert result.target is not None and result.target.headers == {}
+    assert len(result.problems) == 2 and "break-secret" not in " ".join(result.problems)
+
+
+def test_a_url_that_is_no_http_url_once_its_variables_are_filled_makes_no_target() -> None:
+    config = parse_config({"mcpServers": {"s": {"url": "${env:WHERE}"}}})
+    result = made(config, "s", environ={"WHERE": "file:///etc/passwd"})
+    assert result.target is None and "does not start with http" in result.problems[0]
