@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
+from app.console.session import MAX_NAME as SESSION_NAME_MAX
 from app.console.session import ConsoleSession
 from app.mcp.stdio import inherited_env
 from app.web.deps import Owner, TargetJSONResponse, principal, respond, session_or_404
@@ -104,7 +105,7 @@ async def config_create(request: Request, w: Owner) -> Response:
             skipped.append({"name": name, "why": why})
             continue
         session = w.manager.create(made.target)
-        session.rename(entry.name)
+        session.rename("".join(c for c in entry.name if c.isprintable()).strip()[:SESSION_NAME_MAX])
         session.keep_config(kept_original(entry, config), made.target.revealed(), entry.oauth)
         await w.manager.settle(session)
         if connect_http and made.target.kind == "http":

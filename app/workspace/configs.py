@@ -33,6 +33,7 @@ RESERVED_PARAMS = frozenset({"client_id", "code_challenge", "code_challenge_meth
                              "response_type", "scope", "state"})
 ERAS = {"legacy": "legacy", "modern": "modern", "auto": "auto"}
 REFERENCE = re.compile(r"\$\{(env|input):([^}]*)\}")
+MAX_SERVERS = 200  # a file of more is no one's client config (and each would become a session)
 
 
 class ConfigError(ValueError):
@@ -105,6 +106,13 @@ def read_config(text: str) -> ConfigFile:
 
 
 def parse_config(data: Any) -> ConfigFile:
+    config = _parse(data)
+    if len(config.entries) > MAX_SERVERS:
+        raise ConfigError(f"the file names {len(config.entries)} servers: at most {MAX_SERVERS} are imported at once")
+    return config
+
+
+def _parse(data: Any) -> ConfigFile:
     if not isinstance(data, dict):
         raise ConfigError("a config file is a JSON object")
     if "mcpServers" in data and "mcp_servers" in data:

@@ -53,13 +53,14 @@ def test_list_takes_an_mcp_servers_http_entry_by_name(tmp_path: Path, demo_url: 
     assert "echo" in [t["name"] for t in json.loads(done.stdout)["tools"]]
 
 
-def test_a_file_of_several_servers_without_server_prints_their_names_and_exits_2(tmp_path: Path) -> None:
+def test_a_bare_map_of_several_servers_without_server_prints_their_names_and_exits_2(tmp_path: Path) -> None:
     config = write(tmp_path, {"one": DEMO_STDIO, "two": {"url": "http://127.0.0.1:9/mcp"}})
     done = run("call", "--config", config, "echo")
     assert done.returncode == 2
     assert done.stdout.split() == ["one", "two"] and "--server NAME" in done.stderr
     unknown = run("call", "--config", config, "--server", "three", "echo")
     assert unknown.returncode == 2 and "has no server 'three'; it has: one, two" in unknown.stderr
+    assert echoed(run("call", "--config", config, "--server", "one", "echo", "--arg", "text=bare map")) == "bare map"
 
 
 def test_a_vs_code_file_sends_a_password_inputs_value_as_a_header_and_masks_it(tmp_path: Path,

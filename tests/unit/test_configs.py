@@ -270,3 +270,8 @@ def test_a_url_that_is_no_http_url_once_its_variables_are_filled_makes_no_target
     config = parse_config({"mcpServers": {"s": {"url": "${env:WHERE}"}}})
     result = made(config, "s", environ={"WHERE": "file:///etc/passwd"})
     assert result.target is None and "does not start with http" in result.problems[0]
+
+
+def test_a_file_of_more_servers_than_anyone_keeps_is_refused() -> None:
+    with pytest.raises(ConfigError, match="at most 200"):
+        parse_config({"mcpServers": {f"s{i}": {"command": "x"} for i in range(201)}})
