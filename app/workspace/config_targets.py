@@ -13,7 +13,6 @@ read are kept; when the target is still what the original made, the original's o
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,13 +40,14 @@ class Made:
         return self.target is not None and not self.missing
 
 
-def target_of(entry: Entry, config: ConfigFile, environ: Mapping[str, str] | None = None,
+def target_of(entry: Entry, config: ConfigFile, environ: Mapping[str, str],
               values: Mapping[str, str] | None = None) -> Made:
-    """The entry as a target, its references expanded; what has no value is named in `missing`."""
+    """The entry as a target, its references expanded (`${env:…}` from `environ`, which the caller chooses: the
+    command line's environment, or the console's without its own settings); what has no value is named in
+    `missing`."""
     made = Made(entry, None)
     if entry.kind is None:
         return made
-    environ = os.environ if environ is None else environ
     values = values or {}
     inputs = {i.id: i for i in config.inputs}
 

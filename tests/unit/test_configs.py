@@ -275,3 +275,15 @@ def test_a_url_that_is_no_http_url_once_its_variables_are_filled_makes_no_target
 def test_a_file_of_more_servers_than_anyone_keeps_is_refused() -> None:
     with pytest.raises(ConfigError, match="at most 200"):
         parse_config({"mcpServers": {f"s{i}": {"command": "x"} for i in range(201)}})
+
+
+def test_the_config_core_reads_no_files_and_knows_no_web_app() -> None:
+    from tests.unit.test_import_boundaries import ROOT, imports_in_source, module_name
+
+    forbidden = ("fastapi", "starlette", "jinja2", "httpx", "app.web", "app.headless", "os", "pathlib", "io")
+    for path in sorted((ROOT / "app" / "workspace").glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        rel = str(path.relative_to(ROOT))
+        found = imports_in_source(source, rel, module_name(path), path.name == "__init__.py")
+        assert not [i.module for i in found if any(i.touches(f) for f in forbidden)], rel
+        assert "open(" not in source, rel
