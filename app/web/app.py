@@ -26,6 +26,7 @@ from app.web import (
     actions,
     app_routes,
     auth_routes,
+    config_routes,
     export_routes,
     form_routes,
     live_routes,
@@ -127,6 +128,7 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.include_router(live_routes.router)
     app.include_router(share_routes.router)
     app.include_router(export_routes.router)
+    app.include_router(config_routes.router)
     app.include_router(ws.router)
     app.include_router(app_routes.router)
     app.include_router(workspace_routes.router)
