@@ -115,8 +115,12 @@ async def config_create(request: Request, w: Owner) -> Response:
     if not created:
         raise HTTPException(400, "No session created: " + ("; ".join(f"{s['name']}: {s['why']}" for s in skipped)
                                                            or "choose at least one server"))
+    workspace = str(form.get("workspace") or "").strip()
+    ws = w.manager.workspaces.create(workspace, [c["id"] for c in created]) if workspace else None
     if "application/json" in request.headers.get("accept", ""):
-        return TargetJSONResponse({"created": created, "skipped": skipped})
+        return TargetJSONResponse({"created": created, "skipped": skipped, "workspace": ws.id if ws else None})
+    if ws is not None:
+        return RedirectResponse(f"/workspaces/{ws.id}", status_code=303)
     return RedirectResponse(created[0]["url"] if len(created) == 1 else "/", status_code=303)
 
 

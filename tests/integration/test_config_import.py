@@ -122,3 +122,14 @@ async def test_an_inspector_oauth_object_becomes_the_sessions_oauth_settings(con
     assert exported["oauth"] == {"clientId": "pre-registered", "clientSecret": "••••••",
                                  "scopes": ["mcp:read", "mcp:write"], "authorizationParams": {"audience": "demo"},
                                  "tokenUrl": "https://as.example/token"}
+
+
+async def test_a_config_imported_as_a_workspace_opens_its_servers_side_by_side_none_started(
+        console: Console, demo_url: str) -> None:
+    text = json.dumps({"mcpServers": {"demo": DEMO_STDIO, "remote": {"type": "http", "url": demo_url}}})
+    made = await create(console, text, ["demo", "remote"], workspace="Imported")
+    ws = console.manager.workspaces.get(made["workspace"])
+    assert ws is not None and ws.name == "Imported" and ws.sessions == [c["id"] for c in made["created"]]
+    page = await console.http.get(f"/workspaces/{ws.id}", headers=JSON)
+    assert [p["id"] for p in page.json()["panes"]] == ws.sessions
+    assert all(console.manager.get(sid).status == "new" for sid in ws.sessions)  # connected on demand
