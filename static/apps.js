@@ -75,6 +75,11 @@
     });
     applyFrame(app, answer.apply);
     if (answer.problem) { say(app, "The view cannot be shown: " + answer.problem); }
+    if (answer.refused) {
+      // The person asked for what the host may not do (a display mode the view did not list): said, and undone.
+      say(app, answer.refused);
+      setMode(app, answer.mode || "inline");
+    }
   }
 
   function step(app, body) {
@@ -98,6 +103,8 @@
 
   function mount(el) {
     if (el.dataset.mounted) { return; }
+    var body = el.querySelector(".app-body");
+    if (body && !body.open) { return; }  // mounted when opened: a view shown is a view run
     var root = document.getElementById("apps");
     var origin = root && root.dataset.sandbox;
     if (!origin) { return; }
@@ -105,6 +112,8 @@
     var iframe = document.createElement("iframe");
     iframe.className = "app-frame";
     iframe.setAttribute("sandbox", "allow-scripts allow-same-origin allow-forms");
+    // What a view may be granted has to be the proxy's first; the view's own frame gets only what it declared.
+    iframe.setAttribute("allow", "camera; microphone; geolocation; clipboard-write");
     iframe.setAttribute("title", "MCP App " + (el.dataset.tool || ""));
     iframe.src = origin + "/sandbox/proxy?host=" + encodeURIComponent(location.origin);
     el.querySelector(".app-frame-holder").appendChild(iframe);
@@ -126,7 +135,8 @@
       return;
     }
     if (message && message.method === "ui/notifications/sandbox-proxy-ready") {
-      step(app, { step: "ready" });
+      // The host context this tab shows goes with it, so ui/initialize's hostContext is whole from the start.
+      step(app, { step: "ready", context: contextOf(app.el.querySelector(".app-context")) });
       if (!app.collecting) { app.collecting = true; collect(app); }
       return;
     }
@@ -137,21 +147,29 @@
   });
 
   function contextOf(form) {
+    // The whole host context this tab would show the view in (the spec's HostContext fields a browser knows).
     var change = {};
-    var theme = form.querySelector("[name=theme]").value;
-    var locale = form.querySelector("[name=locale]").value;
     var mode = form.querySelector("[name=displayMode]").value;
     var viewport = form.querySelector("[name=viewport]").value;
-    change.theme = theme;
-    change.locale = locale;
+    change.theme = form.querySelector("[name=theme]").value;
+    change.locale = form.querySelector("[name=locale]").value || navigator.language || "en-US";
+    change.timeZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
     change.displayMode = mode;
+    change.userAgent = "mcp-console";
+    change.safeAreaInsets = { top: 0, right: 0, bottom: 0, left: 0 };
     if (viewport) {
       var wh = viewport.split("x");
       change.containerDimensions = { width: Number(wh[0]), maxHeight: Number(wh[1]) };
       change.platform = Number(wh[0]) < 700 ? "mobile" : "web";
       change.deviceCapabilities = { touch: Number(wh[0]) < 1000, hover: Number(wh[0]) >= 1000 };
+    } else if (mode === "fullscreen") {
+      change.containerDimensions = { width: window.innerWidth, height: Math.max(200, window.innerHeight - 120) };
+      change.platform = "web";
+      change.deviceCapabilities = { touch: matchMedia("(pointer: coarse)").matches, hover: matchMedia("(hover: hover)").matches };
     } else {
-      change.containerDimensions = { maxWidth: Math.round(form.parentNode.clientWidth) };
+      change.containerDimensions = { maxWidth: Math.round(form.parentNode.clientWidth), maxHeight: 5000 };
+      change.platform = "web";
+      change.deviceCapabilities = { touch: matchMedia("(pointer: coarse)").matches, hover: matchMedia("(hover: hover)").matches };
     }
     return change;
   }
@@ -165,7 +183,6 @@
     var change = contextOf(form);
     var holder = el.querySelector(".app-frame-holder");
     holder.style.width = change.containerDimensions.width ? change.containerDimensions.width + "px" : "";
-    setMode(app, change.displayMode);
     step(app, { step: "context", change: change });
   });
 
@@ -215,12 +232,40 @@
           { method: "POST", credentials: "same-origin", body: body, keepalive: true });
   });
 
+  // Details the person opened inside an app's status stay open when a push replaces the status.
+  var keptOpen = {};
+  document.addEventListener("toggle", function (event) {
+    var d = event.target;
+    if (!d.matches || !d.matches(".app-status details")) {
+      if (d.matches && d.matches(".app-body") && d.open) { mount(d.closest(".app[data-app]")); }
+      return;
+    }
+    var id = d.closest(".app[data-app]").dataset.app + " " + d.className;
+    if (d.open) { keptOpen[id] = true; } else { delete keptOpen[id]; }
+  }, true);
+  function reopen() {
+    document.querySelectorAll("#apps-list .app-status details").forEach(function (d) {
+      var id = d.closest(".app[data-app]").dataset.app + " " + d.className;
+      if (keptOpen[id] && !d.open) { d.open = true; }
+    });
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") { return; }
+    var full = document.querySelector("#apps-list .app.mode-fullscreen, #apps-list .app.mode-pip");
+    var exit = full && full.querySelector(".app-exit");
+    if (exit) { exit.click(); }
+  });
+
   function start() {
     mountAll();
     var list = document.getElementById("apps-list");
     // Only the apps list is watched: a push adds an app there (an observer of the whole page would run on every
     // timeline entry).
-    if (list) { new MutationObserver(mountAll).observe(list, { childList: true }); }
+    if (list) {
+      new MutationObserver(mountAll).observe(list, { childList: true });
+      new MutationObserver(reopen).observe(list, { childList: true, subtree: true });
+    }
   }
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", start); } else { start(); }
 })();

@@ -19,7 +19,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.console.events import AppChanged, ExchangeFinished, ExchangeStarted, FindingRecorded, Wire
@@ -30,12 +30,17 @@ from app.mcp.client import reply_json
 from app.mcp.lint.rules import RULES
 
 Json = dict[str, Any]
-MAX_FRAMES = 8          # tabs' instances kept per app; the oldest goes first
-MAX_SAID = 20           # ui/message, model context and log lines kept per app
+MAX_FRAMES = 8          # tabs' instances kept per app and kind (live, replay); the oldest of its kind goes first
+MAX_SAID = 10           # ui/message, model context and log lines kept per app
 MAX_LINKS = 20
-SAID_CHARS = 4000       # what the view said is kept as JSON text up to this (the bridge entry has it whole)
+MAX_OFFERED = 5         # ui/open-link offers waiting for the person at once, per app; more are refused
+MAX_OUTBOX = 200        # messages waiting for a tab to collect, per frame; past it the oldest goes
+SAID_CHARS = 1000       # what the view said is kept as JSON text up to this (the bridge entry has it whole): every
+                        # change records the app whole, so this bounds what each of a flood of messages costs
+TICKET_S = 60.0         # a view's one-time address is good for this long (the proxy loads it at once)
+CONTEXT_KEYS = ("theme", "displayMode", "locale", "containerDimensions", "platform", "deviceCapabilities", "timeZone",
+                "userAgent", "safeAreaInsets", "styles")
 MAX_VIEWS = 8           # views kept read in memory (each up to apps.MAX_HTML_BYTES); others are read from the fold
-RECORDED_HTML = 64 * 1024  # a view's HTML is recorded whole in sandbox-resource-ready up to this; past it, a note
 COLLECT_WAIT_S = 20.0   # how long a tab's collect waits for something to post before answering nothing
 LINK_WAIT_S = 600.0     # a ui/open-link offer waits this long for the person
 
@@ -47,11 +52,33 @@ class Frame:
     id: str
     host: AppHost
     replay: bool
-    outbox: asyncio.Queue[Json] = field(default_factory=asyncio.Queue)
+    who: str = "owner"      # who made it ("owner", "link:<id>"): only they may drive it
+    reveal: bool = True     # whether they see the target's secret values (else what goes to the view is masked)
+    outbox: asyncio.Queue[Json] = field(default_factory=lambda: asyncio.Queue(MAX_OUTBOX))
     applied: Json = field(default_factory=dict)
     open: dict[str, str] = field(default_factory=dict)  # JSON-RPC id (as text) → the exchange key it opened
     seen: float = field(default_factory=time.monotonic)
     serial: int = 0
+
+
+_TICKETS: dict[str, tuple[str, str, bool, float]] = {}  # ticket → (session id, app id, reveal, good until)
+
+
+def issue_ticket(session_id: str, app: str, reveal: bool) -> str:
+    """A one-time, short-lived address for a view (the sandbox serves it once: app/web/app_routes.py)."""
+    now = time.monotonic()
+    for old in [t for t, v in _TICKETS.items() if v[3] < now]:
+        del _TICKETS[old]
+    ticket = secrets.token_urlsafe(24)
+    _TICKETS[ticket] = (session_id, app, reveal, now + TICKET_S)
+    return ticket
+
+
+def take_ticket(ticket: str) -> tuple[str, str, bool] | None:
+    found = _TICKETS.pop(ticket, None)
+    if found is None or found[3] < time.monotonic():
+        return None
+    return found[0], found[1], found[2]
 
 
 class SessionApps:
@@ -63,6 +90,8 @@ class SessionApps:
         self.views: dict[str, View] = {}              # app id → its view, read once
         self._reading: dict[str, asyncio.Future[View]] = {}
         self._links: dict[tuple[str, str], tuple[Frame, Any]] = {}  # (app, link id) → the frame and request id
+        self._violations: set[tuple[str, str, str]] = set()  # (app, blocked, directive) found once: each tab's run
+        # of a view, and each reload, repeats the same refusal
         session.operations.on_ended.append(self._op_ended)
 
     # --- apps ---------------------------------------------------------------------------------------------------
@@ -128,7 +157,8 @@ class SessionApps:
             await self.s.operations.run(op)
             result = op.final.result if op.final is not None else None
             if result is None:
-                why = op.message or (op.final.error.message if op.final and op.final.error else "the read failed")
+                error = _error_of(op)
+                why = op.message or (str(error.get("message")) if error else "the read ended without a result")
                 self._change(app, status="failed", message=f"resources/read of the view failed: {why}")
                 done.set_result(read_view(uri, None, listed))
                 return
@@ -165,21 +195,32 @@ class SessionApps:
 
     # --- frames -------------------------------------------------------------------------------------------------
 
-    def frame(self, app: str, frame_id: str, replay: bool) -> Frame | None:
+    def frame(self, app: str, frame_id: str, replay: bool, who: str = "owner", reveal: bool = True) -> Frame | None:
+        """The tab's instance `frame_id` of an app, made at its first step; None when there is no such app, or the
+        frame is someone else's (a frame is driven only by whoever made it: a link holder who learned an owner's
+        frame id must not speak for the owner's view)."""
         shown = self.shown(app)
         if shown is None:
             return None
         frames = self.frames.setdefault(app, {})
         frame = frames.get(frame_id)
+        if frame is not None and (frame.who != who or frame.replay != replay):
+            return None
         if frame is None:
             tool = self.tool_of(shown.get("tool")) or {"name": shown.get("tool")}
             lookup: Callable[[str], Json | None] = self.tool_of
             host = AppHost(tool=tool, tools=lookup, context=dict(shown.get("context") or {}),
                            display_mode=str(shown.get("display_mode") or "inline"))
-            frame = frames[frame_id] = Frame(frame_id, host, replay)
-            while len(frames) > MAX_FRAMES:
-                del frames[min(frames, key=lambda k: frames[k].seen)]
+            frame = frames[frame_id] = Frame(frame_id, host, replay, who, reveal)
+            # Each kind has its own budget: link holders' replays never push an owner's live view out.
+            kind = [k for k, f in frames.items() if f.replay == replay]
+            while len(kind) > MAX_FRAMES:
+                oldest = min(kind, key=lambda k: frames[k].seen)
+                kind.remove(oldest)
+                del frames[oldest]
             record = self.s.state.operations.get(app)
+            if record is not None and record.rounds:
+                host.tool_call_id = record.rounds[0].get("request_id")
             if record is not None:
                 args = record.params.get("arguments") if isinstance(record.params, dict) else None
                 host.call_started(args if isinstance(args, dict) else {})
@@ -213,8 +254,11 @@ class SessionApps:
 
     # --- the bridge -------------------------------------------------------------------------------------------
 
-    async def sandbox_ready(self, app: str, frame: Frame) -> Json:
-        """The proxy is up: the view's HTML and policy go to it (`ui/notifications/sandbox-resource-ready`)."""
+    async def sandbox_ready(self, app: str, frame: Frame, context: Any = None) -> Json:
+        """The proxy is up: the view's HTML and policy go to it (`ui/notifications/sandbox-resource-ready`).
+        `context`: the host context the tab shows it in, which ui/initialize's hostContext then carries."""
+        if isinstance(context, dict) and not frame.host.initialize_asked:
+            frame.host.context.update({k: v for k, v in context.items() if k in CONTEXT_KEYS and k != "displayMode"})
         ready = {"jsonrpc": "2.0", "method": "ui/notifications/sandbox-proxy-ready", "params": {}}
         self._notification(app, frame, "in", ready)
         view = await self.view(app, frame.replay)
@@ -222,15 +266,24 @@ class SessionApps:
             why = view if isinstance(view, str) else "; ".join(view.problems) or "the view has no HTML"
             return {"post": [], "problem": why}
         frame.host.sandbox = {"csp": view.csp.granted, "permissions": view.permissions}
-        params: Json = {"html": view.html, "csp": view.csp.policy, "permissions": view.permissions,
-                        "allow": view.allow, "sandbox": "allow-scripts allow-forms"}
+        # Not the HTML itself (which a view could write to slip out of a <meta> policy): a one-time address on the
+        # sandbox origin where the console serves it with its policy as an HTTP header (app/web/app_routes.py).
+        ticket = issue_ticket(self.s.id, app, frame.reveal)
+        params: Json = {"src": f"/sandbox/view/{ticket}", "csp": view.csp.policy, "permissions": view.permissions,
+                        "allow": view.allow, "sandbox": "allow-scripts allow-forms",
+                        "bytes": len(view.html.encode())}
         message = {"jsonrpc": "2.0", "method": "ui/notifications/sandbox-resource-ready", "params": params}
-        shown = message
-        if len(view.html) > RECORDED_HTML:
-            shown = {**message, "params": {**params, "html": f"<{len(view.html.encode())} bytes: the text of the "
-                                                              f"resources/read of {view.uri}>"}}
-        self._notification(app, frame, "out", shown, exact=message is shown)
+        self._notification(app, frame, "out", {**message, "params": {**params, "src": "/sandbox/view/…"}})
         return {"post": [message], "frame": {"border": view.prefers_border}}
+
+    def view_document(self, app: str, reveal: bool) -> View | None:
+        """The view as the sandbox serves it: its HTML masked for whoever may not see the target's secret values."""
+        view = self.views.get(app)
+        if view is None or view.html is None:
+            return None
+        if not reveal and self.s.timeline.scrubber is not None:
+            return replace(view, html=self.s.timeline.scrubber.text(view.html))
+        return view
 
     def from_view(self, app: str, frame: Frame, message: Any) -> Json:
         """A message the view sent: recorded, then what the bridge makes of it, recorded too."""
@@ -247,23 +300,38 @@ class SessionApps:
         return self._act(app, frame, actions, key, op=op, direct=True)
 
     def csp_violation(self, app: str, frame: Frame, report: Any) -> Json:
+        if frame.replay:
+            return {"post": []}  # a link holder's replay writes nothing
         report = report if isinstance(report, dict) else {"report": str(report)[:500]}
-        message = {"jsonrpc": "2.0", "method": "sandbox: csp-violation", "params": report}
+        # Not a bridge message: the console's own sandbox reports what the view's frame refused.
+        message = {"jsonrpc": "2.0", "method": "csp violation (reported by the sandbox)", "params": report}
         key = self._notification(app, frame, "in", message)
         blocked = str(report.get("blockedURI") or report.get("blocked") or "?")[:300]
         directive = str(report.get("violatedDirective") or report.get("directive") or "?")[:100]
-        self._finding("apps.csp-violation", f"the view was refused {blocked} by {directive}", key)
+        if (app, blocked, directive) not in self._violations and len(self._violations) < 10_000:
+            self._violations.add((app, blocked, directive))
+            self._finding("apps.csp-violation", f"the view was refused {blocked} by {directive}", key)
         return {"post": []}
 
     def context(self, app: str, frame: Frame, change: Json) -> Json:
         """The person changed the host context this tab shows (theme, display mode, viewport, locale)."""
-        allowed = {k: v for k, v in change.items() if k in ("theme", "displayMode", "locale", "containerDimensions",
-                                                             "platform", "deviceCapabilities", "timeZone")}
+        allowed = {k: v for k, v in change.items() if k in CONTEXT_KEYS}
+        mode = allowed.get("displayMode")
+        refused = None
+        if mode is not None and mode != frame.host.display_mode and mode != "inline" \
+                and mode not in frame.host.app_modes:
+            # A host must not switch a view to a mode it did not list in appCapabilities.availableDisplayModes.
+            refused = (f"The view did not list {mode!r} in appCapabilities.availableDisplayModes "
+                       f"({frame.host.app_modes or 'none'}): a host may not switch it there.")
+            allowed.pop("displayMode")
         shown = dict(self.shown(app) or {})
         context = {**(shown.get("context") or {}), **{k: v for k, v in allowed.items() if k != "displayMode"}}
         if not frame.replay:
             self._change(app, context=context, display_mode=allowed.get("displayMode", shown.get("display_mode")))
-        return self._act(app, frame, frame.host.context_changed(allowed), None, direct=True)
+        answer = self._act(app, frame, frame.host.context_changed(allowed), None, direct=True)
+        if refused is not None:
+            answer.update(refused=refused, mode=frame.host.display_mode)
+        return answer
 
     def close(self, app: str, frame: Frame) -> Json:
         """The person closes the view in this tab: it is told with ui/resource-teardown first (the tab removes the
@@ -306,7 +374,7 @@ class SessionApps:
             if isinstance(action, Post):
                 self._outgoing(app, frame, action.message)
                 post.append(action.message)
-            elif isinstance(action, Finding):
+            elif isinstance(action, Finding) and not frame.replay:  # a link holder's replay writes nothing
                 self._finding(action.rule, action.message, key)
             elif isinstance(action, Apply):
                 change = {k: v for k, v in (("width", action.width), ("height", action.height),
@@ -329,8 +397,13 @@ class SessionApps:
                 self._forward(app, frame, action, op)
             elif isinstance(action, OfferLink):
                 self._offer(app, frame, action)
+        if not frame.reveal and self.s.timeline.scrubber is not None:
+            # What goes to the view of someone who may not see the target's secret values is masked, as the log is.
+            post = [self.s.timeline.scrubber.value(m) for m in post]
         if not direct:  # not the answer to what the tab relayed: it collects it
             for message in post:
+                if frame.outbox.full():
+                    frame.outbox.get_nowait()  # a tab that never collects holds at most MAX_OUTBOX
                 frame.outbox.put_nowait(message)
             return {"post": [], "apply": apply}
         return {"post": post, "apply": apply}
@@ -363,6 +436,10 @@ class SessionApps:
         if frame.replay:
             self._act(app, frame, frame.host.link_answered(action.request_id, False), None)
             return
+        if sum(1 for (a, _l) in self._links if a == app) >= MAX_OFFERED:
+            self._act(app, frame, [Post({"jsonrpc": "2.0", "id": action.request_id, "error": {
+                "code": -32000, "message": f"{MAX_OFFERED} links already wait for the person"}})], None)
+            return
         link_id = secrets.token_hex(4)
         self._links[(app, link_id)] = (frame, action.request_id)
         shown = self.shown(app) or {}
@@ -378,8 +455,9 @@ class SessionApps:
     # --- recording: every bridge message is an exchange entry ---------------------------------------------------
 
     def _key(self, app: str, frame: Frame) -> str:
+        # Never the frame's id: keys are on every page, and a frame id is what lets a tab speak for its view.
         frame.serial += 1
-        return f"app{app}-{frame.id}-{frame.serial}"
+        return f"app{app}-{secrets.token_hex(5)}"
 
     def _name(self, app: str, frame: Frame, direction: str) -> str:
         tool = (self.shown(app) or {}).get("tool", "")

@@ -25,6 +25,7 @@ from app.console.store import ImportRow, Store, iter_events, open_store
 from app.console.target import Target, target_from
 from app.console.tasks import TaskGroup
 from app.console.team import make_cluster, make_hub, team_key
+from app.console.workspaces import WorkspaceBook
 from app.mcp.upstream import upstream_client
 from app.settings import Settings
 
@@ -65,6 +66,7 @@ class SessionManager:
         self.tasks = TaskGroup()
         self.sessions: dict[str, ConsoleSession] = {}
         self.links = LinkRegistry(self.store, self.hub, self._link_changed)
+        self.workspaces = WorkspaceBook(self.store)  # the owner's sets of sessions side by side
         self.http = upstream_client()  # one for every HTTP target: pooling, and one place to set limits
 
     def create(self, target: Target) -> ConsoleSession:
@@ -267,6 +269,7 @@ class SessionManager:
         self.hub.close_session(session_id, "session deleted")
         self.hub.forget_session(session_id)
         self.links.forget_session(session_id)
+        self.workspaces.forget_session(session_id)
         self.store.delete_session(session_id)
 
     def listing(self) -> list[dict[str, Any]]:

@@ -266,6 +266,30 @@ class ConsoleSession:
         last = next((line.strip() for line in reversed(self.state.stderr) if line.strip()), "")
         return f"; its stderr ended with: {last[:300]}" if last else ""
 
+    # --- the config entry it was imported from (app/workspace): owner-only, beside the target's secrets ----------
+
+    CONFIG_KEY = "config"
+
+    def keep_config(self, entry: dict[str, Any] | None, made: dict[str, Any], oauth: dict[str, Any]) -> None:
+        """The config entry the session was made from (its fields the console does not read come back on export)
+        with the target it made then, and the entry's OAuth settings as the session's first ones. Kept in the
+        owner-only place: an entry may hold a key as typed, and `made` holds the target's values."""
+        values = dict(self._secrets)
+        if entry is not None:
+            values[self.CONFIG_KEY] = json.dumps({"entry": entry, "made": made})
+        if oauth and self.oauth is None:
+            values[SessionAuth.SECRET_KEY] = json.dumps({"settings": oauth})
+        self._secrets = values
+        self.store.save_secrets(self.id, values)
+
+    def config_entry(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any]]:
+        """(the imported entry, the target it made, the session's OAuth settings now) for an export."""
+        kept = _json_object(self._secrets.get(self.CONFIG_KEY))
+        settings = _json_object(self._secrets.get(SessionAuth.SECRET_KEY)).get("settings")
+        entry, made = kept.get("entry"), kept.get("made")
+        return (entry if isinstance(entry, dict) else None, made if isinstance(made, dict) else None,
+                settings if isinstance(settings, dict) else {})
+
     def rename(self, name: str) -> None:
         self.timeline.append(SessionRenamed(name=name))
         self.touch(force=True)
@@ -899,3 +923,11 @@ def wire_record(event: WireEvent) -> Wire:
                 problem=frame.problem if frame else None, exchange=event.exchange, http_status=event.http_status,
                 headers=[list(h) for h in event.headers] if event.headers is not None else None, note=event.note,
                 wall=event.wall, url=event.url)
+
+
+def _json_object(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

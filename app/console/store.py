@@ -14,6 +14,7 @@ import queue
 import sqlite3
 import stat
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -52,6 +53,8 @@ CREATE TABLE IF NOT EXISTS secrets (session_id TEXT PRIMARY KEY, data TEXT NOT N
 CREATE TABLE IF NOT EXISTS exact_events (
   session_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq)
 );
+-- The owner's workspaces (app/console/workspaces.py): a name and the sessions it shows side by side.
+CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, data TEXT NOT NULL, updated REAL NOT NULL);
 """
 
 
@@ -100,6 +103,9 @@ class Store(Protocol):
     def find_entries(self, session_id: str, query: EntryQuery, *, before_seq: int | None = None,
                      limit: int = 100) -> EntryMatches: ...
     def save_link(self, link: dict[str, Any]) -> None: ...
+    def save_workspace(self, workspace: dict[str, Any]) -> None: ...
+    def delete_workspace(self, workspace_id: str) -> None: ...
+    def workspaces(self) -> list[dict[str, Any]]: ...
     # The secret values of a session's target, in the owner-only place; {} when it has none.
     def save_secrets(self, session_id: str, values: dict[str, str]) -> None: ...
     def secrets(self, session_id: str) -> dict[str, str]: ...
@@ -252,6 +258,20 @@ class SqliteStore:
     def save_link(self, link: dict[str, Any]) -> None:
         self._queue.put(("link", (link["id"], link["session_id"], link["token_hash"], json.dumps(link))))
         self.flush()  # a revocation must hold across a restart the moment it is made
+
+    def save_workspace(self, workspace: dict[str, Any]) -> None:
+        self._queue.put(("workspace", (workspace["id"], json.dumps(workspace), time.time())))
+        self.flush()
+
+    def delete_workspace(self, workspace_id: str) -> None:
+        self._queue.put(("workspace_delete", workspace_id))
+        self.flush()
+
+    def workspaces(self) -> list[dict[str, Any]]:
+        self.flush()
+        with self._read_lock:
+            rows = self._read.execute("SELECT data FROM workspaces ORDER BY updated DESC").fetchall()
+        return [json.loads(r[0]) for r in rows]
 
     def save_secrets(self, session_id: str, values: dict[str, str]) -> None:
         if values:
@@ -532,6 +552,10 @@ def _write_batch(conn: sqlite3.Connection, index: entry_index_writer.IndexWriter
             conn.execute("INSERT OR REPLACE INTO sessions VALUES (?,?,?,?)", arg)
         elif op == "link":
             conn.execute("INSERT OR REPLACE INTO links VALUES (?,?,?,?)", arg)
+        elif op == "workspace":
+            conn.execute("INSERT OR REPLACE INTO workspaces VALUES (?,?,?)", arg)
+        elif op == "workspace_delete":
+            conn.execute("DELETE FROM workspaces WHERE id=?", (arg,))
         elif op == "secrets":
             conn.execute("INSERT OR REPLACE INTO secrets VALUES (?,?)", arg)
         elif op == "exact":

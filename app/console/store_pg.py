@@ -94,6 +94,10 @@ CREATE TABLE secrets (session_id TEXT PRIMARY KEY, data TEXT NOT NULL);
 CREATE TABLE exact_events (session_id TEXT NOT NULL, seq BIGINT NOT NULL, data TEXT NOT NULL,
                            PRIMARY KEY (session_id, seq));
 """),
+    # The owner's workspaces (app/console/workspaces.py).
+    (5, """
+CREATE TABLE workspaces (id TEXT PRIMARY KEY, data TEXT NOT NULL, updated DOUBLE PRECISION NOT NULL);
+"""),
 ]
 
 # Any fixed number shared by every console process: it names the lock, it is not a secret.
@@ -111,6 +115,8 @@ _UPSERT = {
                "ON CONFLICT (session_id) DO UPDATE SET data=EXCLUDED.data",
     "exact": "INSERT INTO exact_events (session_id, seq, data) VALUES (%s,%s,%s) "
              "ON CONFLICT (session_id, seq) DO UPDATE SET data=EXCLUDED.data",
+    "workspace": "INSERT INTO workspaces (id, data, updated) VALUES (%s,%s,%s) "
+                 "ON CONFLICT (id) DO UPDATE SET data=EXCLUDED.data, updated=EXCLUDED.updated",
     "link": "INSERT INTO links (id, session_id, token_hash, data) VALUES (%s,%s,%s,%s) "
             "ON CONFLICT (id) DO UPDATE SET session_id=EXCLUDED.session_id, token_hash=EXCLUDED.token_hash, "
             "data=EXCLUDED.data",
@@ -220,6 +226,18 @@ class PostgresStore:
         self._queue.put(("link", (link["id"], link["session_id"], link["token_hash"], json.dumps(link))))
         self.flush()  # a revocation must hold across a restart the moment it is made
 
+    def save_workspace(self, workspace: dict[str, Any]) -> None:
+        self._queue.put(("workspace", (workspace["id"], json.dumps(workspace), time.time())))
+        self.flush()
+
+    def delete_workspace(self, workspace_id: str) -> None:
+        self._queue.put(("workspace_delete", workspace_id))
+        self.flush()
+
+    def workspaces(self) -> list[dict[str, Any]]:
+        self.flush()
+        return [json.loads(r[0]) for r in self._rows("SELECT data FROM workspaces ORDER BY updated DESC")]
+
     def save_secrets(self, session_id: str, values: dict[str, str]) -> None:
         if values:
             self._queue.put(("secrets", (session_id, json.dumps(values))))
@@ -312,6 +330,9 @@ class PostgresStore:
                 self._index.write(cur)
             elif op in _UPSERT:
                 cur.executemany(_UPSERT[op], args)
+            elif op == "workspace_delete":
+                for workspace_id in args:
+                    cur.execute("DELETE FROM workspaces WHERE id=%s", (workspace_id,))
             elif op == "delete":
                 for session_id in args:
                     cur.execute("DELETE FROM links WHERE session_id=%s", (session_id,))

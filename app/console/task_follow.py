@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import TYPE_CHECKING, Any
 
 from app.console.events import FindingRecorded
 from app.console.live_events import OpAnswered, OpTask
 from app.mcp.client import Reply
-from app.mcp.errors import RpcError
+from app.mcp.errors import McpError, RpcError
 from app.mcp.jsonrpc import Frame
 from app.mcp.lint.rules import RULES
 from app.mcp.task import AskInput, Ended, FetchResult, Poll, SendUpdate, TaskMachine, reply_outcome
@@ -121,10 +122,13 @@ class TaskFollower:
         self.record_step()
         self.wake.set()
         reply = await self._send("tasks/cancel", {})
-        self.exchange = reply  # recorded with the end it brings
-        ended = self.machine.cancel_answered(reply_outcome(reply)[1])
-        if isinstance(ended, Ended):  # always, today: a cancelled task is no longer followed
-            self._finish(ended)
+        command = self.machine.cancel_answered(reply_outcome(reply)[1])
+        if isinstance(command, Ended):  # a cancelled task is no longer followed
+            self.exchange = reply  # recorded with the end it brings
+            self._finish(command)
+        elif not self.done:  # refused (-32602): the poller asks once more whether the task ended or is unknown
+            self.record_step(reply)
+            self._poll_now(command)
         return True
 
     # --- what the server says of the task on its own ----------------------------------------------------------
@@ -268,18 +272,28 @@ class TaskFollower:
         op, last = self.op, self.last
         self.record_step()
         rnd = op.last
-        final = Reply(key=last.key if last else (rnd.key if rnd else ""), id=last.id if last else "",
-                      method="tools/call", params=dict(op.params), sent=rnd.sent if rnd else 0.0,
-                      finished=last.finished if last else None)
+        # The task's whole time, on the replies' clock (monotonic): a round's `sent` is wall time, so it is carried
+        # over as how long ago it was (mixing the two made every task last minus the epoch).
+        now = time.monotonic()
+        began = now - max(0.0, time.time() - rnd.sent) if rnd and rnd.sent else (last.sent if last else now)
+        first = op.rounds[0] if op.rounds else rnd  # the tools/call itself: the reply is the call's, not a poll's
+        final = Reply(key=first.key if first else (last.key if last else ""),
+                      id=first.request_id if first and first.request_id != "" else (last.id if last else ""),
+                      method="tools/call", params=dict(op.params), sent=began,
+                      finished=last.finished if last and last.finished is not None else now)
         if ended.status == "completed" and ended.result is not None:
             final.result = ended.result
             op.status = "tool_error" if ended.result.get("isError") is True else "complete"
             op.message = ""
         else:
             error = ended.error or {}
-            code = error["code"] if isinstance(error.get("code"), int) else -32603
-            detail = error.get("message") or ended.message
-            final.error = RpcError(code, f"task {self.machine.task_id} {ended.status}: {detail}", error.get("data"))
+            if error:  # the server's own JSON-RPC error: shown as it sent it
+                code = error["code"] if isinstance(error.get("code"), int) else -32603
+                detail = error.get("message") or ended.message
+                final.error = RpcError(code, f"task {self.machine.task_id} {ended.status}: {detail}", error.get("data"))
+            else:  # cancelled, expired or gone: the console's words, never dressed as a server's error
+                final.error = McpError(f"The task {self.machine.task_id} {ended.status}: {ended.message} "
+                                       "(said by the console: the server sent no error)")
             op.status = OP_STATUS.get(ended.status, "error")  # type: ignore[assignment]
             op.message = f"The task {ended.status}: {ended.message}"
         op.final = final

@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.console.secrecy import CREDENTIAL_WORDS
+from app.console.secrecy import CREDENTIAL_WORDS, credential_name
 from app.headless.answers import elicitor, root_entries
+from app.headless.configured import add_config_options, configured
 from app.headless.masking import Masking
-from app.headless.oauth import add_oauth_options, oauth_of
+from app.headless.oauth import add_oauth_options, oauth_from_config, oauth_of
 from app.headless.report import MAX_NOTES, har, notes_text, terminal_text
 from app.headless.runner import DEFAULT_MAX_S, AuthRefused, Headless
 from app.mcp.headers import typed_header
@@ -25,7 +26,7 @@ def target_of(args: argparse.Namespace) -> tuple[str, bool]:
     if args.stdio:
         return args.stdio, True
     if not args.url:
-        raise SystemExit("give a URL or --stdio CMD")
+        raise SystemExit("give a URL, --stdio CMD or --config FILE")
     return args.url, False
 
 
@@ -46,18 +47,32 @@ def headers_of(pairs: list[str] | None) -> dict[str, str]:
 def session_of(args: argparse.Namespace, era: str, era_named: bool) -> Headless:
     """The session a command drives: its secrets held as the console holds them (unless --reveal), and the
     server's questions (elicitation, roots/list) answered as --elicit and --root say, each answer said."""
-    target, stdio = target_of(args)
+    from_config = configured(args)
+    if from_config is not None:
+        target, stdio = from_config.target.describe(), from_config.target.kind == "stdio"
+        era = from_config.target.era if era == "auto" else era  # --era given wins over the file's
+    else:
+        target, stdio = target_of(args)
     if stdio and era == "sse-2024":
         raise SystemExit("--era sse-2024 is an HTTP transport: give the server's SSE URL, not --stdio")
     headers = headers_of(args.header)
     if stdio and headers:
         print("--header is for an HTTP server: a --stdio server gets none", file=sys.stderr)
+    made = None
+    if from_config is not None:
+        made = from_config.target
+        if headers and not stdio:  # --header adds to (or replaces) the file's headers
+            chosen = set(made.secret or ()) | {f"header:{k}" for k in headers if credential_name(k)}
+            made.headers = {**made.headers, **headers}
+            made.seal(chosen)
     try:
-        masking = Masking(target, stdio, headers, reveal=args.reveal)
+        masking = Masking(target, stdio, headers, reveal=args.reveal, made=made)
     except ValueError as exc:  # shlex: an unclosed quote in --stdio (the line is not quoted back: it may hold a key)
         print(f"--stdio: the command line cannot be split as a shell would ({exc})", file=sys.stderr)
         raise SystemExit(EXIT_UNREACHABLE) from None
     oauth = oauth_of(args) if not stdio else None  # a stdio server takes its credentials from the environment
+    if oauth is not None and from_config is not None:
+        oauth_from_config(oauth, from_config.oauth)
     session = Headless(target, stdio, args.timeout, headers, era=era, max_s=args.max_time, era_named=era_named,
                        masking=masking, oauth=oauth)
     roots = root_entries(args.root or [])
@@ -129,6 +144,7 @@ def add_common_options(common: argparse.ArgumentParser) -> None:
     common.add_argument("url", nargs="?", help="The server's Streamable HTTP URL (or give --stdio CMD instead).")
     common.add_argument("--stdio", metavar="CMD", help="Start the server with this command line and speak to it "
                         "over stdin/stdout instead of HTTP.")
+    add_config_options(common)
     common.add_argument("--header", action="append", metavar="'NAME: VALUE'",
                         help="An extra HTTP header for every request (repeatable). The value is trimmed as HTTP "
                              "trims a field ('Authorization: Bearer X' works), and it is never echoed in an error. "

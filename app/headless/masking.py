@@ -26,9 +26,14 @@ class Masking:
     """The typed target held as the console holds one, and the scrubber of its secret values (None: --reveal, or
     nothing secret was typed)."""
 
-    def __init__(self, target: str, stdio: bool, headers: dict[str, str], reveal: bool = False) -> None:
+    def __init__(self, target: str, stdio: bool, headers: dict[str, str], reveal: bool = False,
+                 made: Target | None = None) -> None:
         secret = NOTHING_SECRET if reveal else None  # None: the credential-shaped slots, as the console has them
-        if stdio:
+        if made is not None:  # from a config file (app/headless/configured.py): its secrets already chosen
+            if reveal:
+                made.seal(NOTHING_SECRET)
+            self.target = made
+        elif stdio:
             argv: list[str | Secret] = list(shlex.split(target))
             self.target = Target(kind="stdio", argv=argv, secret=secret)
         else:

@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.mcp.oauth.steps import Settings
 
@@ -76,3 +77,13 @@ def oauth_of(args: argparse.Namespace) -> OAuthOptions | None:
                         authorization_endpoint=args.authorization_endpoint, token_endpoint=args.token_endpoint,
                         client_name="mcp-console (command line)")
     return OAuthOptions(mode, settings)
+
+
+def oauth_from_config(options: OAuthOptions, settings: dict[str, Any]) -> None:
+    """A config entry's OAuth settings (the Inspector's `oauth`, app/workspace/configs.py), each where the command
+    line left the field empty: an option given wins."""
+    for name, value in settings.items():
+        if name == "extra_params" and isinstance(value, dict):
+            options.settings.extra_params = {**value, **options.settings.extra_params}
+        elif isinstance(value, str) and hasattr(options.settings, name) and not getattr(options.settings, name):
+            setattr(options.settings, name, value)

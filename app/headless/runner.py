@@ -106,7 +106,7 @@ class Headless:
         record = self.linter.recorder(self._keep)
         transport: Transport
         if self.stdio:
-            transport = StdioTransport(self.masking.argv, record)
+            transport = StdioTransport(self.masking.argv, record, cwd=self.masking.target.cwd)
         else:
             if self._http is None:
                 self._http = upstream_client()  # the console's own client

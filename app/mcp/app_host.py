@@ -89,6 +89,7 @@ class AppHost:
     input_sent: bool = False
     outcome_sent: bool = False
     torn_down: bool = False
+    tool_call_id: Any = None  # the tools/call request's JSON-RPC id (hostContext.toolInfo.id)
     _next_id: int = 0
 
     # --- what the view sends ----------------------------------------------------------------------------------
@@ -171,7 +172,8 @@ class AppHost:
     def host_context(self) -> Json:
         tool = {k: v for k, v in self.tool.items() if k in ("name", "title", "description", "inputSchema",
                                                             "outputSchema", "annotations", "_meta")}
-        return {"toolInfo": {"tool": tool}, "displayMode": self.display_mode,
+        info: Json = {"tool": tool} if self.tool_call_id is None else {"id": self.tool_call_id, "tool": tool}
+        return {"toolInfo": info, "displayMode": self.display_mode,
                 "availableDisplayModes": list(DISPLAY_MODES), **self.context}
 
     def _forward(self, rid: Any, method: str, params: Json) -> list[Action]:

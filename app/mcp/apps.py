@@ -28,8 +28,8 @@ DEFAULT_CSP = ("default-src 'none'; script-src 'self' 'unsafe-inline'; style-src
                "img-src 'self' data:; media-src 'self' data:; connect-src 'none'")
 # A source the console puts into a policy: an http(s) or ws(s) origin, its host possibly a `*.` wildcard, no path,
 # nothing that could end a directive (`;`, `,`, quotes, spaces). Anything else is refused and said.
-_SOURCE = re.compile(r"^(https?|wss?)://(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*"
-                     r"(:(\d{1,5}|\*))?/?$", re.IGNORECASE)
+_SOURCE = re.compile(r"(https?|wss?)://(\*\.(?=[a-z0-9-]+\.))?[a-z0-9]([a-z0-9-]*[a-z0-9])?"
+                     r"(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:(\d{1,5}|\*))?/?", re.IGNORECASE | re.ASCII)
 MAX_HTML_BYTES = 5 * 1024 * 1024  # a view larger than this is not rendered (said why): a frame is no place for it
 
 
@@ -93,7 +93,7 @@ def build_csp(declared: Any) -> Csp:
             continue
         shown[key] = [str(v)[:200] for v in values]
         for value in values:
-            if isinstance(value, str) and _SOURCE.match(value):
+            if isinstance(value, str) and _SOURCE.fullmatch(value) and _port_ok(value):
                 kept.setdefault(key, []).append(value.rstrip("/"))
             else:
                 refused.append(f"{key}: {str(value)[:200]} (not an http(s) or ws(s) origin)")
@@ -109,6 +109,11 @@ def build_csp(declared: Any) -> Csp:
               f"img-src 'self' data:{extra}; font-src 'self'{extra}; media-src 'self' data:{extra}; "
               f"connect-src {connect}; frame-src {frames}; base-uri {base}; object-src 'none'")
     return Csp(policy, shown, refused)
+
+
+def _port_ok(source: str) -> bool:
+    port = source.rstrip("/").rsplit(":", 1)[-1]
+    return not port.isdigit() or 0 < int(port) <= 65535 or source.count(":") == 1
 
 
 def allow_attribute(permissions: Any) -> tuple[str, list[str]]:

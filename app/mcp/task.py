@@ -11,7 +11,8 @@ A `tools/call` may answer with a task instead of its result: `resultType: "task"
 - `SendUpdate(task_id, responses)` (2026-07-28): `tasks/update` with the answers; feed `updated`;
 - `FetchResult(task_id)` (2025-11-25): `tasks/result`, which blocks until the task ends (the server's own requests
   come on that stream, tagged with the task, and are answered as any 2025-11-25 server request); feed `fetched`;
-- `SendCancel(task_id)`: `tasks/cancel` (never `notifications/cancelled`); feed `cancel_answered`;
+- `SendCancel(task_id)`: `tasks/cancel` (never `notifications/cancelled`); feed `cancel_answered` (a -32602 asks for
+  one more poll: the task may have ended before the cancel came);
 - `Ended(status, ...)`: completed (with the result), failed (with the error), cancelled, expired, or gone.
 
 It checks what it is told as it goes (`findings`): a status the graph does not allow, a terminal status that
@@ -36,6 +37,7 @@ NEXT: dict[str, frozenset[str]] = {  # the status graph; a terminal status has n
     "working": frozenset(STATUSES), "input_required": frozenset(STATUSES)}
 DEFAULT_POLL_MS = 1000
 MIN_POLL_MS = 100  # a server asking for less is polled at this: every poll is a timeline entry, 10 a second at most
+MAX_FINDINGS = 50  # distinct findings a task keeps (see TaskMachine._find)
 MAX_POLL_MS = 60_000
 MAX_INPUT_REQUESTS = 100  # as an operation round: more are not asked (each is a dialog on every tab)
 LEGACY_TTL_MS = 300_000   # the ttl a 2025-11-25 task is asked for (the server may choose another)
@@ -250,9 +252,11 @@ class TaskMachine:
         return SendCancel(self.task_id)
 
     def cancel_answered(self, error: dict[str, Any] | None = None) -> Command:
-        """Cancelling is cooperative: the task may still complete; the client may stop following it at once."""
+        """Cancelling is cooperative: the task may still complete; the client may stop following it at once.
+        -32602 answers both an unknown task and one already ended (2025-11-25: cancelling a terminal task), so one
+        more `tasks/get` says which: a task that ended before the cancel came ends as it did, with its result."""
         if error is not None and error.get("code") == -32602:
-            return self._end(Ended("gone", f"the task could not be cancelled: {error.get('message')}", error=error))
+            return Poll(self.task_id, 0)
         return self._end(Ended("cancelled", "cancelled by you (tasks/cancel)"))
 
     def expired(self, now_ms: float | None = None) -> Ended | None:
@@ -364,7 +368,11 @@ class TaskMachine:
         return Poll(self.task_id, max(MIN_POLL_MS, min(MAX_POLL_MS, interval)))
 
     def _find(self, rule: str, message: str) -> None:
-        self.findings.append(TaskFinding(rule, message))
+        # Kept once each and at most MAX_FINDINGS: every step records the machine's data whole, so a server that
+        # breaks a rule on each of thousands of polls made the log grow with their square.
+        finding = TaskFinding(rule, message[:500])
+        if len(self.findings) < MAX_FINDINGS and finding not in self.findings:
+            self.findings.append(finding)
 
     def _end(self, ended: Ended) -> Command:
         self.ended = ended.status

@@ -26,6 +26,7 @@ from app.web import (
     actions,
     app_routes,
     auth_routes,
+    config_routes,
     export_routes,
     form_routes,
     live_routes,
@@ -35,6 +36,7 @@ from app.web import (
     share_routes,
     surface_routes,
     task_routes,
+    workspace_routes,
     ws,
 )
 from app.web.app_routes import sandbox_host
@@ -92,6 +94,9 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     internal = {urlsplit(settings.advertise_url).hostname or ""} if settings.advertise_url and settings.team_secret \
         else set()
     sandbox = sandbox_host(settings)
+    if sandbox is not None and sandbox == settings.public_host.lower():
+        raise ValueError(f"sandbox_origin names the console's own host {sandbox!r}: MCP Apps' views must run under "
+                         "another host name (MCP_CONSOLE_SANDBOX_ORIGIN).")
     guard = Guard(token, extra | ({sandbox} if sandbox else set()), settings.public_host, settings.port,
                   internal_hosts=internal)
     guard.sandbox_host = sandbox
@@ -125,8 +130,10 @@ def create_app(settings: Settings, store: Store | None = None, initial_targets: 
     app.include_router(share_routes.router)
     app.include_router(export_routes.router)
     app.include_router(surface_routes.router)
+    app.include_router(config_routes.router)
     app.include_router(ws.router)
     app.include_router(app_routes.router)
+    app.include_router(workspace_routes.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:

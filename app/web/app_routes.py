@@ -11,6 +11,7 @@ resource. Every message between the view and the console passes through the tab'
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,6 +19,7 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 
+from app.console.apps import take_ticket
 from app.console.session import ConsoleSession
 from app.web.deps import Operator, Viewer, principal, session_or_404
 from app.web.security import LOCAL_HOSTS, Guard, hostname
@@ -62,16 +64,51 @@ def frame_ancestors(guard: Guard, port: int) -> str:
     return " ".join(f"http://{n}:{port} https://{n}:{port}" for n in names)
 
 
-def _sandbox_page(request: Request, name: str, media: str) -> Response:
+def _on_sandbox_host(request: Request) -> Any:
     w = request.app.state.web
-    port = w.guard.console_port(request.scope)
     if w.guard.sandbox_host is None or hostname(request.headers.get("host", "")) != w.guard.sandbox_host:
         # Never the console's own origin: the proxy runs with allow-same-origin, and there it would be the console.
         raise HTTPException(404, "The sandbox is served only under its own host name, never the console's.")
+    return w
+
+
+def _sandbox_page(request: Request, name: str, media: str) -> Response:
+    w = _on_sandbox_host(request)
+    port = w.guard.console_port(request.scope)
+    here = f"{request.url.scheme}://{request.headers.get('host', '')}"
     body = (SANDBOX / name).read_bytes()
-    # Only frame-ancestors: a policy here would be inherited by the view's srcdoc frame on top of its own.
+    # The proxy may frame only the views the console serves here: a view that navigates itself elsewhere (to a page
+    # with no policy) is refused by this frame-src, which its own document cannot change.
     return Response(body, media_type=media, headers={
-        "content-security-policy": f"frame-ancestors {frame_ancestors(w.guard, port)}",
+        "content-security-policy": f"frame-ancestors {frame_ancestors(w.guard, port)}; "
+                                   f"frame-src {here}/sandbox/view/; form-action 'none'",
+        "cache-control": "no-store", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer"})
+
+
+# Told to the console, by the proxy, when the view's policy refuses something (inline: its policy allows that).
+_REPORTER = ("<script>document.addEventListener('securitypolicyviolation',function(e){parent.postMessage({"
+             "mcpConsoleCsp:{blockedURI:e.blockedURI,violatedDirective:e.violatedDirective,effectiveDirective:"
+             "e.effectiveDirective,sourceFile:e.sourceFile,lineNumber:e.lineNumber}},'*')});</script>")
+_HEAD = re.compile(r"<head(\s[^>]*)?>", re.IGNORECASE)
+
+
+@router.get("/sandbox/view/{ticket}")
+async def sandbox_view(request: Request, ticket: str) -> Response:
+    """A view, once, at the address its resource-ready gave the proxy: with its Content-Security-Policy as an HTTP
+    header (whatever its HTML holds, the policy holds), `form-action 'none'`, framed only by the sandbox itself. The
+    frame that loads it has an opaque origin (sandbox without allow-same-origin)."""
+    w = _on_sandbox_host(request)
+    found = take_ticket(ticket)
+    s = w.manager.get(found[0]) if found is not None else None
+    view = s.apps.view_document(found[1], found[2]) if s is not None and found is not None else None
+    if view is None or view.html is None:
+        raise HTTPException(404, "This view address was used already, has expired, or names no view.")
+    head = _HEAD.search(view.html)
+    # The reporter only reports: a view that hides it from the parser loses its reports, never its policy.
+    html = view.html[:head.end()] + _REPORTER + view.html[head.end():] if head else _REPORTER + view.html
+    here = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    return Response(html, media_type="text/html; charset=utf-8", headers={
+        "content-security-policy": f"{view.csp.policy}; form-action 'none'; frame-ancestors {here}",
         "cache-control": "no-store", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer"})
 
 
@@ -107,12 +144,13 @@ async def bridge(request: Request, session_id: str, app: str, w: Viewer) -> Resp
     data = await _body(request)
     who = principal(request)
     replay = s.read_only or not who.may_operate(session_id)
-    frame = s.apps.frame(app, data["frame"], replay)
+    frame = s.apps.frame(app, data["frame"], replay, "owner" if who.is_owner else f"link:{who.link_id}",
+                         who.sees_secrets)
     if frame is None:
-        raise HTTPException(404, "No such app in this session.")
+        raise HTTPException(404, "No such app in this session, or that frame is another's.")
     step = data.get("step")
     if step == "ready":
-        answer = await s.apps.sandbox_ready(app, frame)
+        answer = await s.apps.sandbox_ready(app, frame, data.get("context"))
     elif step == "message":
         answer = s.apps.from_view(app, frame, data.get("message"))
     elif step == "csp":

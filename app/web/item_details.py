@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from app.mcp.apps import visibility
 from app.mcp.task import TaskChoice, as_task, lists_tasks
 
 MAX_ICONS = 8  # a list of thousands of icons is shown as its first few and a count
@@ -224,6 +225,7 @@ def declared_keys(item: Any, keys: tuple[str, ...]) -> list[str]:
 DETAIL_GLOBALS: dict[str, Any] = {
     "tool_hints": tool_hints, "declared_hints": declared_hints, "display_title": display_title,
     "description_lines": description_lines, "task_support": task_support, "app_ui": app_ui,
+    "app_visibility": visibility,
     "task_offer": task_offer, "lists_tasks": lists_tasks,
     "icon_views": icon_views, "resource_annotations": resource_annotations, "prompt_arguments": prompt_arguments,
     "declared_keys": declared_keys,

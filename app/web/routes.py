@@ -60,6 +60,7 @@ async def home(request: Request, token: str | None = None, next: str = "/") -> R
         return response
     require_owner(request)
     return w.page("home.html", sessions=_listing(w), demo_url=w.manager.settings.demo_url,
+                  workspaces=w.manager.workspaces.all(),
                   me=principal(request), here="/")
 
 
@@ -214,7 +215,7 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
                     here=f"/sessions/{s.id}", links=links, reveal=me.sees_secrets, flt=flt,
                     methods=sorted(set(methods_seen(window)) | ({flt.method} if flt.method else set())),
                     window_count=len(window), matched=matched, switch_count=switch,
-                    sandbox=sandbox_origin(request))
+                    sandbox=sandbox_origin(request), pane=request.query_params.get("pane") == "1")
     return TargetHTMLResponse(page)
 
 
@@ -274,7 +275,9 @@ async def entry_body(request: Request, session_id: str, key: str, w: Viewer) -> 
     wire = [] if found.get("kind") == "operation" else \
         await asyncio.to_thread(s.timeline.exact_wire if me.sees_secrets else s.timeline.wire, key)
     wire = _shown_wire(s, me.sees_secrets, wire)
-    page = w.render("_entry_body.html", s=s, key=key, me=me, entry=found, wire=wire)
+    # An operation's entry shows where it ended (its result, or its task): after a reload its card is not on the page.
+    record = s.state.operations.get(str(found.get("op"))) if found.get("kind") == "operation" else None
+    page = w.render("_entry_body.html", s=s, key=key, me=me, entry=found, wire=wire, record=record)
     return TargetHTMLResponse(page)
 
 

@@ -184,11 +184,11 @@ class Guard:
 
 
 # Defence in depth: even if a server string ever escaped into markup, no inline script runs, no
-# other origin is contacted, and no other site can frame the console.
+# other origin is contacted, and no other site can frame the console (only its own workspace pages do).
 SECURITY_HEADERS = [
     (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
                                  b"img-src 'self' data:; media-src 'self' data:; connect-src 'self'; "
-                                 b"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+                                 b"frame-ancestors 'self'; base-uri 'none'; form-action 'self'"),
     (b"x-content-type-options", b"nosniff"),
     # same-origin, not no-referrer: with no-referrer Chrome sends "Origin: null" on form posts.
     (b"referrer-policy", b"same-origin"),
@@ -206,7 +206,7 @@ def page_headers(sandbox_host: str | None) -> list[tuple[bytes, bytes]]:
     if not sandbox_host:
         return SECURITY_HEADERS
     name, policy = SECURITY_HEADERS[0]
-    frames = f"; frame-src http://{sandbox_host}:* https://{sandbox_host}:*".encode()
+    frames = f"; frame-src 'self' http://{sandbox_host}:* https://{sandbox_host}:*".encode()
     return [(name, policy + frames), *SECURITY_HEADERS[1:]]
 
 

@@ -31,7 +31,7 @@ def test_a_fetch_the_views_csp_does_not_declare_is_refused_by_the_frame_and_is_a
     view.get_by_role("button", name="Fetch an undeclared domain").click()
     expect(view.locator("#log")).to_contain_text("refused by the CSP: https://undeclared.example.com",
                                                  timeout=SLOW_MS)
-    entry = page.locator('#timeline-list > li.entry[data-method="app: sandbox: csp-violation"]').first
+    entry = page.locator('#timeline-list > li.entry[data-method="app: csp violation (reported by the sandbox)"]').first
     expect(entry.locator(".findings-badge")).to_be_visible(timeout=SLOW_MS)
     entry.locator(":scope > details > summary").click()
     expect(entry).to_contain_text("apps.csp-violation")

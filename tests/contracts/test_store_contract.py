@@ -521,3 +521,22 @@ def test_a_store_closed_twice_returns_at_once_the_second_time(store: Store) -> N
     second.join(timeout=5)
     assert not second.is_alive(), "the second close waited for a writer that had stopped"
     store.flush()  # nothing to write and no one to ask: returns too
+
+
+def test_workspaces_are_saved_replaced_listed_newest_first_and_deleted(opener: Opener) -> None:
+    store = opener()
+    try:
+        store.save_workspace({"id": "w1", "name": "first", "servers": [{"session": "s1"}]})
+        store.save_workspace({"id": "w2", "name": "second", "servers": []})
+        store.save_workspace({"id": "w1", "name": "first, renamed", "servers": [{"session": "s1"}, {"session": "s2"}]})
+        listed = store.workspaces()
+        assert [w["id"] for w in listed] == ["w1", "w2"]
+        assert listed[0]["name"] == "first, renamed" and len(listed[0]["servers"]) == 2
+        store.delete_workspace("w2")
+    finally:
+        store.close()
+    again = opener()  # what was saved outlives the process
+    try:
+        assert [w["name"] for w in again.workspaces()] == ["first, renamed"]
+    finally:
+        again.close()

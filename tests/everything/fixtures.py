@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / ".cache" / "npm" / "node_modules" / "@modelcontextprotocol" / "server-everything"
 ENTRY = PACKAGE / "dist" / "index.js"
 LOOPBACK = Path(__file__).with_name("loopback.cjs")
+TTL_TASKS = Path(__file__).with_name("ttl_tasks.mjs")  # a task tool on the SDK installed with it, keeping the ttl
 NODE = shutil.which("node")
 
 
@@ -42,6 +43,13 @@ def everything_argv(mode: str = "stdio") -> list[str]:
     return [NODE, str(ENTRY), mode]
 
 
+def ttl_tasks_argv() -> list[str]:
+    """tests/everything/ttl_tasks.mjs over stdio: a 2025-11-25 task tool (`slow-task`) on the official TypeScript SDK
+    server-everything is built on, which keeps the ttl asked for (server-everything's own does not)."""
+    assert NODE is not None
+    return [NODE, str(TTL_TASKS)]
+
+
 @pytest.fixture
 def everything_url() -> Iterator[str]:
     """server-everything over Streamable HTTP on 127.0.0.1 only; stopped after the test."""
@@ -56,10 +64,18 @@ def everything_sse_url() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/sse"
 
 
-def _serve(mode: str) -> Iterator[str]:
+@pytest.fixture
+def ttl_tasks_url() -> Iterator[str]:
+    """tests/everything/ttl_tasks.mjs over the SDK's stateless Streamable HTTP on 127.0.0.1 (one task store for
+    every request, so a task outlives a client that initializes again); stopped after the test."""
+    for port in _serve("http", entry=TTL_TASKS):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+def _serve(mode: str, entry: Path = ENTRY) -> Iterator[str]:
     assert NODE is not None
     env = {**os.environ, "PORT": "0"}
-    proc = subprocess.Popen([NODE, "--require", str(LOOPBACK), str(ENTRY), mode], cwd=ROOT, env=env,
+    proc = subprocess.Popen([NODE, "--require", str(LOOPBACK), str(entry), mode], cwd=ROOT, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None

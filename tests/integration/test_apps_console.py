@@ -81,9 +81,18 @@ async def test_the_view_is_read_once_and_gets_its_policy_then_the_input_and_the_
     relay = Relay(console, sid, app)
     ready = await relay.step("ready")
     params = ready["post"][0]["params"]
-    assert "<h1>Demo counter" in params["html"]
+    assert "html" not in params and params["src"].startswith("/sandbox/view/")
     assert "connect-src https://api.example.com;" in params["csp"]
     assert params["sandbox"] == "allow-scripts allow-forms"  # never allow-same-origin: the view's origin is opaque
+    # The view is served once, on the sandbox origin only, with its policy as a header its HTML cannot undo.
+    sandbox = console.app.state.web.guard.sandbox_host
+    assert (await console.http.get(params["src"])).status_code == 404  # not on the console's origin
+    served = await console.http.get(params["src"], headers={"Host": sandbox})
+    assert served.status_code == 200 and "<h1>Demo counter" in served.text
+    policy = served.headers["content-security-policy"]
+    assert policy.startswith(params["csp"]) and "form-action 'none'" in policy and "frame-ancestors http://" in policy
+    assert "securitypolicyviolation" in served.text  # the reporter, after <head>
+    assert (await console.http.get(params["src"], headers={"Host": sandbox})).status_code == 404  # used once
     assert len(_entries(console, sid, "resources/read")) == 1
     await Relay(console, sid, app, frame="tab2").step("ready")  # another tab: the view is not read again
     assert len(_entries(console, sid, "resources/read")) == 1
@@ -117,6 +126,7 @@ async def test_a_views_tool_call_is_an_operation_linked_both_ways_and_a_model_on
     op = session.state.entries[bridge["via"]]
     assert op["method"] == "tools/call" and op["name"] == "bump_counter" and op["via"] == bridge["key"]
     assert len(session.state.apps) == 1  # the view's own call opens no app
+    assert relay.frame not in bridge["key"]  # a frame id is what lets a tab speak for its view: never on a page
     refused = await relay.request("tools/call", {"name": "reset_counter", "arguments": {}})
     assert refused["post"][0]["error"]["code"] == -32602
     assert [e for e in _entries(console, sid, "tools/call") if e.get("name") == "reset_counter"] == []
@@ -176,6 +186,18 @@ async def test_a_viewer_link_replays_the_view_and_records_nothing(console: Conso
     denied = await console.http.post(f"/sessions/{sid}/apps/{app}/links/x", data={"opened": "1"},
                                      headers={"Authorization": "", "Cookie": f"mcp_console_link={cookie}"})
     assert denied.status_code == 403
+    # The owner's frame is the owner's: a link holder who knows its id cannot drive it, nor collect its messages.
+    for step in ({"step": "message", "message": {"jsonrpc": "2.0", "id": "v1", "method": "tools/call",
+                                                 "params": {"name": "bump_counter", "arguments": {}}}},
+                 {"step": "collect"}, {"step": "context", "change": {"theme": "dark"}}):
+        hijack = await console.http.post(f"/sessions/{sid}/apps/{app}/bridge", headers=as_viewer,
+                                         content=json.dumps({"frame": "tab1", **step}))
+        assert hijack.status_code == 404, hijack.text
+    assert session.timeline.seq == seq
+    # Nor can a viewer write findings: a replay records nothing.
+    await viewer.step("csp", report={"blockedURI": "https://x.example", "violatedDirective": "connect-src"})
+    await viewer.step("message", message="not json-rpc")
+    assert session.timeline.seq == seq and "apps.csp-violation" not in session.state.findings
 
 
 async def test_the_sandbox_proxy_is_served_only_under_its_own_host_name(console: Console) -> None:
@@ -189,4 +211,59 @@ async def test_the_sandbox_proxy_is_served_only_under_its_own_host_name(console:
     refused = await console.http.get("/sandbox/proxy?host=x")  # the console's own origin
     assert refused.status_code == 404
     page = await console.http.get("/")
-    assert f"frame-src http://{sandbox}:*" in page.headers["content-security-policy"]
+    assert f"frame-src 'self' http://{sandbox}:*" in page.headers["content-security-policy"]
+
+
+async def test_reading_a_view_from_the_resources_says_what_it_is_and_folds_the_html(
+        console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    read = await console.http.post(f"/sessions/{sid}/resources/read", data={"uri": "ui://demo/counter.html"})
+    assert read.status_code == 200, read.text
+    assert "An MCP App view" in read.text and "<details><summary>The HTML as sent</summary>" in read.text
+
+
+async def _link_headers(console: Console, sid: str, role: str) -> dict[str, str]:
+    made = await console.http.post(f"/sessions/{sid}/links", data={"role": role}, headers=JSON)
+    assert made.status_code == 200, made.text
+    token = str(made.json()["url"]).rsplit("/s/", 1)[1]
+    await console.http.get(f"/s/{token}", headers={"Authorization": ""})
+    cookie = next(c.value for c in console.http.cookies.jar if c.name == "mcp_console_link")
+    console.http.cookies.clear()
+    return {"Authorization": "", "Cookie": f"mcp_console_link={cookie}"}
+
+
+async def test_what_reaches_a_link_holders_view_has_the_targets_secret_values_masked(
+        console: Console, demo_url: str) -> None:
+    secret = "supersecretvalue123"
+    sid = await console.connected_http(demo_url, headers=f"X-Api-Key: {secret}")
+    assert console.manager.get(sid).timeline.scrubber is not None, "the header was taken as a secret"
+    app = await _app(console, sid)
+    operator = Relay(console, sid, app, frame="op-tab", headers=await _link_headers(console, sid, "operator"))
+    await operator.initialized()
+    await operator.request("tools/call", {"name": "echo", "arguments": {"text": secret}})
+    reply = await operator.collected(lambda m: m.get("id") == operator.next_id, "the operator's echo")
+    assert secret not in json.dumps(reply), json.dumps(reply)[-600:]
+    assert "••••••" in json.dumps(reply, ensure_ascii=False)
+    owner = Relay(console, sid, app, frame="owner-tab")
+    await owner.initialized()
+    await owner.request("tools/call", {"name": "echo", "arguments": {"text": secret}})
+    mine = await owner.collected(lambda m: m.get("id") == owner.next_id, "the owner's echo")
+    assert secret in json.dumps(mine)  # the owner sees what the server said
+
+
+async def test_a_view_that_floods_link_offers_and_never_collects_is_bounded(console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    app = await _app(console, sid)
+    relay = Relay(console, sid, app)
+    await relay.initialized()
+    for _ in range(12):
+        await relay.request("ui/open-link", {"url": "https://example.com/"})
+    session = console.manager.get(sid)
+    offered = [x for x in session.state.apps[app]["links"] if x["status"] == "offered"]
+    assert len(offered) == 5
+    frame = session.apps.frames[app]["tab1"]
+    assert frame.outbox.qsize() == 7  # the refusals, waiting for a collect
+    for _ in range(300):
+        await relay.request("ping")
+        session.apps._act(app, frame, [*frame.host.answered("x", {}, None)], None)
+    assert frame.outbox.qsize() <= 200

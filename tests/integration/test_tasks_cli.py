@@ -5,12 +5,13 @@ the extension's text, since no SDK ships one yet. Real processes over real HTTP.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.everything.fixtures import everything_url, needs_everything
+from tests.everything.fixtures import everything_url, needs_everything, ttl_tasks_argv
 from tests.integration.conftest import mcp_console
 
 pytestmark = pytest.mark.processes
@@ -108,6 +109,55 @@ def test_a_2025_tasks_question_comes_on_the_tasks_result_stream_and_is_answered(
     # the server's elicitation/create came on the tasks/result stream: answered (declined: no default given)
     assert "declined the server's elicitation" in done.stderr and "ended completed" in done.stderr
     assert "User declined" in json.loads(done.stdout)["result"]["content"][0]["text"]
+
+
+@needs_everything
+@pytest.mark.slow
+def test_a_2025_task_that_outlives_max_time_is_cancelled_with_tasks_cancel_and_the_server_answers_it_cancelled(
+        everything_url: str, tmp_path: Path) -> None:
+    har = tmp_path / "legacy-cancel.har"  # the research takes four stages of 1 s; --max-time 1 ends it first
+    done = mcp_console("call", everything_url, "simulate-research-query", "--arg", "topic=cats", "--max-time", "1",
+                       "--har", str(har))
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "cancelled" in json.loads(done.stdout)["error"]["message"]
+    posted = [e for e in har_entries(har) if "postData" in e["request"]]  # type: ignore[operator]
+    methods = [json.loads(e["request"]["postData"]["text"]).get("method") for e in posted]  # type: ignore[index]
+    assert methods[-1] == "tasks/cancel" and "notifications/cancelled" not in methods, methods
+    assert "tasks/result" not in methods, methods
+    answer = posted[-1]["response"]["content"]["text"]  # type: ignore[index]
+    assert '"status":"cancelled"' in answer.replace(" ", ""), answer
+
+
+@needs_everything
+@pytest.mark.slow
+def test_a_2025_task_asked_for_a_short_ttl_keeps_the_ttl_the_server_chose_and_completes(everything_url: str,
+                                                                                       tmp_path: Path) -> None:
+    har = tmp_path / "legacy-ttl.har"
+    done = mcp_console("call", everything_url, "simulate-research-query", "--arg", "topic=cats", "--task-ttl", "500",
+                       "--har", str(har))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Research Report: cats" in json.loads(done.stdout)["result"]["content"][0]["text"]
+    assert "ended completed" in done.stderr
+    sent = [json.loads(e["request"]["postData"]["text"]) for e in har_entries(har)
+            if "postData" in e["request"]]  # type: ignore[operator, index]
+    call = next(m for m in sent if m.get("method") == "tools/call")
+    assert call["params"]["task"] == {"ttl": 500}
+    created = next(e for e in har_entries(har) if "postData" in e["request"]  # type: ignore[operator]
+                   and '"tools/call"' in e["request"]["postData"]["text"])  # type: ignore[index]
+    assert '"ttl":300000' in created["response"]["content"]["text"].replace(" ", "")  # type: ignore[index]
+
+
+@needs_everything
+@pytest.mark.slow
+def test_a_2025_task_whose_ttl_passes_ends_expired_without_being_fetched() -> None:
+    # tests/everything/ttl_tasks.mjs: registerToolTask on the SDK server-everything is built on, keeping the ttl
+    done = mcp_console("call", "--stdio", shlex.join(ttl_tasks_argv()), "slow-task", "--arg", "seconds=60",
+                       "--task-ttl", "1000")
+    assert done.returncode == 1, done.stderr[-3000:]
+    message = json.loads(done.stdout)["error"]["message"]
+    # expired on the command line's own clock; a poll landing just after the server deleted it finds it gone
+    assert "expired: its ttl of 1000 ms passed" in message or ("gone" in message and "not found" in message), message
+    assert "ended expired after" in done.stderr or "ended gone after" in done.stderr, done.stderr[-3000:]
 
 
 # --- 2025-11-25 --task and list tasks, against the hostile target's tasks2025 module ------------------------------

@@ -64,6 +64,9 @@ async def test_a_tool_answered_with_a_task_is_polled_until_it_completes_each_pol
     done = await _until(console, sid, op, _ended, "the task to end")
     assert done["status"] == "complete", done
     assert done["final"]["result"]["content"][0]["text"] == "done after 3 polls"
+    # The final reply is the call's: its id and a duration from the call to the task's end (never negative).
+    assert done["final"]["method"] == "tools/call" and done["final"]["id"] == done["rounds"][0]["request_id"]
+    assert 0 <= done["final"]["duration_ms"] < 60_000, done["final"]["duration_ms"]
     task = done["task"]
     assert task["status"] == "completed" and task["polls"] == 3 and task["ended"] == "completed", task
     polls = [x for x in task["exchanges"] if x["method"] == "tasks/get"]
@@ -123,6 +126,8 @@ async def test_a_task_past_its_ttl_ends_expired(console: Console, hostile_http: 
     done = await _until(console, sid, op, _ended, "the task to expire")
     assert done["status"] == "error" and done["task"]["ended"] == "expired", done
     assert "expired" in done["message"], done["message"]
+    # The console's word, not dressed as a JSON-RPC error the server never sent.
+    assert "code" not in done["final"]["error"] and "the server sent no error" in done["final"]["error"]["message"]
 
 
 async def test_a_failed_task_ends_the_operation_with_the_tasks_error(
@@ -272,3 +277,14 @@ async def test_push_on_a_2025_task_is_refused_with_what_that_revision_has_instea
     response = await console.http.post(f"/sessions/{sid}/operations/{op['operation']['op']}/task-push",
                                        headers=JSON, data={"on": "1"})
     assert response.status_code == 409 and "notifications/tasks/status" in response.text, response.text
+
+
+async def test_an_ended_tasks_entry_shows_its_task_view_and_its_result_after_a_reload(
+        console: Console, hostile_http: Callable[..., HostileUrl]) -> None:
+    sid = await console.connected_http(hostile_http("tasks"))
+    reply = await _call(console, sid, "slow_task", {"polls": 2})
+    op = reply["operation"]["op"]
+    await _until(console, sid, op, _ended, "the task to end")
+    body = await console.http.get(f"/sessions/{sid}/entries/op-{op}/body")
+    assert body.status_code == 200, body.text
+    assert 'class="task-view"' in body.text and "done after 2 polls" in body.text

@@ -14,7 +14,7 @@ import pytest
 
 from tests.everything.fixtures import everything_url, needs_everything
 from tests.hostile.fixtures import HostileUrl, hostile_argv
-from tests.integration.conftest import JSON, REPO_ROOT, Console, eventually
+from tests.integration.conftest import JSON, REPO_ROOT, Console, ConsoleRestarts, eventually
 from tests.integration.test_tasks_console import _ended, _operation, _until
 
 pytestmark = pytest.mark.processes
@@ -154,6 +154,31 @@ async def test_a_terminal_status_that_a_status_notification_changes_is_a_lint_fi
         return (await console.session(sid))["findings"].get("tasks.terminal-changed")
 
     assert await eventually(found, 10.0, "the finding in the session's lint") == 1
+
+
+async def test_a_2025_task_not_ended_when_the_console_restarts_is_polled_again_from_its_id_and_its_result_fetched(
+        restarts: ConsoleRestarts, hostile_http: Callable[..., HostileUrl]) -> None:
+    # The hostile target keeps its tasks beyond the Mcp-Session-Id that made them (server-everything does not: see
+    # tests/integration/test_tasks_everything.py), so the new session after the restart can still reach the task.
+    console = restarts.first()
+    sid = await _legacy(console, hostile_http("tasks2025"))
+    op = (await _call(console, sid, "required_task", json=json.dumps({"polls": 12})))["operation"]["op"]
+    before = await _until(console, sid, op, lambda d: d["task"]["polls"] >= 2, "a few polls")
+    assert before["status"] == "running" and before["task"]["status"] == "working", before
+    task_id = before["task"]["task_id"]
+
+    again = await restarts.restart(console)
+    kept = await _operation(again, sid, op)
+    assert kept["status"] == "running" and kept["task"]["task_id"] == task_id, kept
+    response = await again.http.post(f"/sessions/{sid}/reconnect", headers=JSON)
+    assert response.status_code in (200, 303), response.text
+    done = await _until(again, sid, op, _ended, "the resumed task to end")
+    assert done["status"] == "complete" and done["task"]["ended"] == "completed", done
+    assert done["final"]["result"]["content"][0]["text"].startswith("done as a task after 12 polls"), done["final"]
+    methods = [x["method"] for x in done["task"]["exchanges"]]
+    assert methods[-1] == "tasks/result" and methods.count("tasks/result") == 1, methods
+    fetched = await _sent_params(again, sid, done["task"]["exchanges"][-1]["key"])
+    assert fetched["taskId"] == task_id, fetched
 
 
 @needs_everything

@@ -14,7 +14,7 @@ from app.console.operations import OperationDriver
 from app.console.state import fold, projection
 from app.console.timeline import Timeline
 from app.mcp.task_extension import declaring
-from tests.memory_runner import MakeRunner, result
+from tests.memory_runner import MakeRunner, error, result
 
 ASK = {"method": "elicitation/create", "params": {"mode": "form", "message": "Your name?", "requestedSchema": {
     "type": "object", "properties": {"name": {"type": "string"}}}}}
@@ -144,3 +144,33 @@ async def test_an_answer_given_before_a_restart_goes_with_tasks_update_when_poll
     [update] = runner.sent("tasks/update")
     assert update["params"]["inputResponses"] == {"name": answer}
     assert len(runner.sent("tools/call")) == 1
+
+
+async def test_a_cancel_refused_because_the_task_had_completed_ends_the_operation_with_the_tasks_result(
+        make_runner: MakeRunner, timeline: Timeline) -> None:
+    done = {"polled": False}
+    fields = {"taskId": "t1", "createdAt": "2026-12-07T00:00:00Z", "lastUpdatedAt": "2026-12-07T00:00:00Z",
+              "ttlMs": 60_000, "pollIntervalMs": 60_000}  # no poll before the cancel
+
+    async def server(message: dict[str, Any], _h: dict[str, str]) -> AsyncIterator[str]:
+        if message["method"] == "tools/call":
+            yield result(message, {"resultType": "task", "status": "working", **fields})
+        elif message["method"] == "tasks/cancel":  # it completed a moment before
+            yield error(message, -32602, "Cannot cancel task in terminal status: completed")
+        elif message["method"] == "tasks/get":
+            done["polled"] = True
+            yield result(message, {"resultType": "complete", "status": "completed", **fields,
+                                   "result": {"content": [{"type": "text", "text": "done"}]}})
+
+    runner = make_runner(server)
+    runner.set_capabilities(declaring({}))
+    driver = OperationDriver(runner, timeline)
+    op = await driver.start("tools/call", {"name": "slow", "arguments": {}})
+    await until(lambda: op.id in driver.tasks, "the task to be followed")
+    assert await driver.cancel(op, "owner")
+    await until(lambda: timeline.state.operations[op.id].status != "running", "the operation to end")
+    record = timeline.state.operations[op.id]
+    assert record.status == "complete" and record.task is not None and record.task["ended"] == "completed"
+    assert record.final is not None and record.final.data["result"]["content"][0]["text"] == "done"
+    assert [x["method"] for x in record.task["exchanges"]][-2:] == ["tasks/cancel", "tasks/get"]
+    assert done["polled"] and len(runner.sent("tasks/cancel")) == 1

@@ -113,6 +113,25 @@ def test_a_2025_task_is_created_nested_and_its_result_fetched_with_tasks_result(
     assert isinstance(ended, Ended) and ended.status == "failed"
 
 
+def test_a_cancel_refused_with_32602_polls_once_more_so_a_task_that_had_ended_ends_with_its_result() -> None:
+    # 2025-11-25 answers tasks/cancel on a terminal task with -32602, as it does an unknown one
+    m = TaskMachine("2025-11-25")
+    m.created({"task": {"taskId": "t9", "status": "working", "ttl": 30_000, "pollInterval": 100}})
+    assert m.cancel() == SendCancel("t9")
+    refused = {"code": -32602, "message": "Cannot cancel task in terminal status: completed"}
+    assert m.cancel_answered(refused) == Poll("t9", 0) and not m.ended
+    assert m.cancel() is None  # the one cancel is still the one asked for
+    assert m.polled({"taskId": "t9", "status": "completed"}) == FetchResult("t9")
+    ended = m.fetched({"content": [{"type": "text", "text": "ok"}]})
+    assert isinstance(ended, Ended) and ended.status == "completed" and ended.result is not None
+    unknown = TaskMachine("2026-07-28")
+    unknown.created(created_2026())
+    unknown.cancel()
+    assert unknown.cancel_answered({"code": -32602, "message": "unknown task"}) == Poll("t1", 0)
+    gone = unknown.polled(None, {"code": -32602, "message": "unknown task"})
+    assert isinstance(gone, Ended) and gone.status == "gone"
+
+
 def test_the_person_may_poll_at_another_interval_within_bounds() -> None:
     m = TaskMachine("2026-07-28")
     m.created(created_2026())
