@@ -3,8 +3,9 @@
 `snapshot` connects, lists every page of tools, resources, resource templates and prompts, and writes a surface
 snapshot (app/mcp/surface.py). `diff A B` compares two surfaces, each a snapshot file, a session file exported by
 the console (its last connect's snapshot, or `FILE@N` for the Nth connect, `FILE@-2` the one before the last), or
-a live target (a URL, or `--stdio CMD`, connected and listed now). It prints each change, breaking first, and
-exits 1 when one is breaking; `--junit FILE` writes a JUnit report for CI, `--json` the diff as JSON.
+a live target (a URL, `--stdio CMD` or a `--config` file's `--server`, connected and listed now). It prints each
+change, breaking first, and exits 1 when one is breaking; `--junit FILE` writes a JUnit report for CI, `--json`
+the diff as JSON.
 """
 
 from __future__ import annotations
@@ -157,12 +158,25 @@ def read_operand_file(path: Path, pick: int | None, label: str) -> list[Side]:
     return [Side(label, found[index][1])]
 
 
-def _live_args(args: argparse.Namespace, url: str | None, stdio: str | None) -> argparse.Namespace:
+@dataclass(frozen=True, slots=True)
+class Live:
+    url: str | None = None
+    stdio: str | None = None
+    server: str | None = None  # a server of --config (None with --config: the file's one server)
+    from_config: bool = False
+
+    def label(self) -> str:
+        return self.url or (f"--stdio {self.stdio}" if self.stdio else f"--config server {self.server or ''}")
+
+
+def _live_args(args: argparse.Namespace, live_one: Live) -> argparse.Namespace:
     """The options `session_of` reads, for one live operand: the shared defaults, this command's own settings."""
     common = argparse.ArgumentParser(add_help=False)
     add_common_options(common)
     live = common.parse_args([])
-    live.url, live.stdio = url, stdio
+    live.url, live.stdio = live_one.url, live_one.stdio
+    if live_one.from_config:
+        live.config, live.server = args.config, live_one.server
     live.header, live.reveal, live.timeout, live.max_time = args.header, args.reveal, args.timeout, args.max_time
     live.era = args.era
     return live
@@ -170,7 +184,7 @@ def _live_args(args: argparse.Namespace, url: str | None, stdio: str | None) -> 
 
 async def sides(args: argparse.Namespace) -> tuple[Side, Side]:
     files: list[list[Side]] = []
-    live: list[tuple[str | None, str | None]] = []
+    live: list[Live] = []
     order: list[tuple[str, int]] = []
     for operand in args.operands:
         found = _file_and_pick(operand)
@@ -179,12 +193,17 @@ async def sides(args: argparse.Namespace) -> tuple[Side, Side]:
             files.append(read_operand_file(found[0], found[1], operand))
         elif re.match(r"https?://", operand, re.IGNORECASE):
             order.append(("live", len(live)))
-            live.append((operand, None))
+            live.append(Live(url=operand))
         else:
             raise Unreadable(f"{operand}: no such file, and not an http(s) URL (a stdio server: --stdio CMD)")
     for command in args.stdio or []:
         order.append(("live", len(live)))
-        live.append((None, command))
+        live.append(Live(stdio=command))
+    if args.server and not args.config:
+        raise Unreadable("--server names a server of a --config file: give --config FILE too")
+    for name in args.server or ([None] if args.config else []):
+        order.append(("live", len(live)))
+        live.append(Live(server=name, from_config=True))
     if len(order) == 1 and order[0][0] == "file" and len(files[0]) >= 2:  # one session file: its last two connects
         return files[0][-2], files[0][-1]
     if len(order) != 2:
@@ -195,10 +214,8 @@ async def sides(args: argparse.Namespace) -> tuple[Side, Side]:
         if kind == "file":
             out.append(files[index][-1])
         else:
-            url, command = live[index]
-            label = url or f"--stdio {command}"
-            taken = await live_snapshot(_live_args(args, url, command))
-            out.append(Side(str(taken.get("source") or label), taken))
+            taken = await live_snapshot(_live_args(args, live[index]))
+            out.append(Side(str(taken.get("source") or live[index].label()), taken))
     return out[0], out[1]
 
 
@@ -292,14 +309,21 @@ def add_surface_parsers(sub: Any) -> None:
                        "output field removed; a capability removed), additive or cosmetic (descriptions, titles, "
                        "annotations, icons, order). A and B are each a snapshot file (`mcp-console snapshot`), a "
                        "session file exported by the console (its last connect; FILE@N the Nth, FILE@-2 the one "
-                       "before the last; a session file alone compares its last two connects), a URL, or a "
-                       "--stdio CMD (connected and listed now). Exit 0: no breaking change; 1: a breaking change; "
+                       "before the last; a session file alone compares its last two connects), a URL, a "
+                       "--stdio CMD or a --config file's --server (connected and listed now). Exit 0: no breaking "
+                       "change; 1: a breaking change; "
                        "2: an operand could not be read or reached.")
     d.add_argument("operands", nargs="*", metavar="A B",
                    help="The two surfaces: files (FILE or FILE@N) or http(s) URLs; --stdio adds a live stdio one.")
     d.add_argument("--stdio", action="append", metavar="CMD",
                    help="A stdio server to start and snapshot, taken after the files and URLs (repeatable: "
                         "`--stdio OLD --stdio NEW`).")
+    d.add_argument("--config", default=None, metavar="FILE",
+                   help="A config file (mcpServers, mcp_servers, a bare map, VS Code's servers, a registry "
+                        "server.json) whose servers --server names as live operands, taken after --stdio.")
+    d.add_argument("--server", action="append", metavar="NAME",
+                   help="With --config: a server of the file to connect to and snapshot (repeatable: `--config "
+                        "FILE --server old --server new`; not needed when the file has one).")
     d.add_argument("--header", action="append", metavar="'NAME: VALUE'",
                    help="An extra HTTP header for every live URL (repeatable; masked in the output).")
     d.add_argument("--era", choices=("auto", "modern", "legacy", "sse-2024"), default="auto", help=ERA_HELP)

@@ -227,3 +227,17 @@ def test_the_cli_diff_exits_2_for_a_file_that_is_no_surface_and_for_a_server_tha
     assert gone.returncode == 2
     one = mcp_console("diff", str(junk))
     assert one.returncode == 2
+
+
+def test_the_cli_diffs_two_servers_of_a_config_file(tmp_path: Path) -> None:
+    here = str(Path(__file__).resolve().parents[2])
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "old": {"command": sys.executable, "args": ["-m", "tests.integration.surface_server"], "cwd": here},
+        "new": {"command": sys.executable, "args": ["-m", "tests.integration.surface_server", "--v2"], "cwd": here}}}))
+    run = mcp_console("diff", "--config", str(config), "--server", "old", "--server", "new", "--json")
+    assert run.returncode == 1, run.stderr
+    found = _changes(run)
+    assert found["counts"] == {"breaking": 8, "additive": 1, "cosmetic": 2}
+    same = mcp_console("diff", "--config", str(config), "--server", "new", "--server", "new")
+    assert same.returncode == 0 and "no changes" in same.stdout
