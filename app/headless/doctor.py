@@ -56,6 +56,9 @@ def report_text(report: Report) -> str:
 
 
 async def doctor(args: argparse.Namespace) -> int:
+    if not args.url and not args.stdio:  # a usage error is 2 here: 1 says a step failed
+        print("give a URL or --stdio CMD", file=sys.stderr)
+        return EXIT_UNREACHABLE
     target, stdio = target_of(args)
     headers = headers_of(args.header)
     try:
