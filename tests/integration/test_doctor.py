@@ -20,11 +20,13 @@ from tests.integration.doctor_targets import (
     self_signed_tls,
     serving,
 )
+from tests.legacy.fixtures import LEGACY_STDIO, legacy_url
 from tests.processes import wait_gone
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Console
 
+__all__ = ["legacy_url"]
 TIMEOUT_S = 10.0
 
 
@@ -72,6 +74,22 @@ async def test_the_demo_server_over_stdio_passes_every_step_and_is_left_running_
     assert len(pids) == 2  # discover's process and initialize's (a fresh one, as a fallback would have)
     for pid in pids:
         assert await wait_gone(pid, 10.0), f"the doctor left pid {pid} running"
+
+
+async def test_a_2025_11_25_server_over_http_passes_with_discover_not_served_and_the_era_falling_back(
+        legacy_url: str) -> None:
+    report = await diagnose(url=legacy_url, timeout_s=TIMEOUT_S)
+    assert report.passed, report.to_dict()
+    assert statuses(report)["server/discover"] == "warn" and "not served" in step(report, "server/discover").detail
+    assert statuses(report)["initialize"] == "ok"
+    era = step(report, "era chosen")
+    assert era.status == "ok" and era.detail.startswith("2025-11-25 (the initialize handshake)")
+
+
+async def test_a_2025_11_25_server_over_stdio_passes_with_the_era_falling_back() -> None:
+    report = await diagnose(argv=LEGACY_STDIO, timeout_s=TIMEOUT_S)
+    assert report.passed, report.to_dict()
+    assert step(report, "era chosen").detail.startswith("2025-11-25")
 
 
 async def test_a_refused_port_fails_at_tcp_connect_and_skips_the_rest() -> None:
