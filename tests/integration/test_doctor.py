@@ -5,11 +5,13 @@ JSON twin has the check list; the owner can run it on a connected session at any
 
 from __future__ import annotations
 
+import json
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.mcp.doctor import Report, diagnose
-from tests.integration.conftest import eventually
+from tests.integration.conftest import REPO_ROOT, eventually
 from tests.integration.doctor_targets import (
     DEMO_STDIO,
     EXITS_AT_ONCE,
@@ -185,3 +187,16 @@ async def test_the_owner_runs_the_doctor_on_a_connected_session(console: Console
     assert s["status"] == "connected"  # the doctor's requests went on connections of their own
     page = await console.http.get(f"/sessions/{session_id}")
     assert "Run the doctor" in page.text and "every step passed" in page.text
+
+
+async def test_a_failed_stdio_connect_runs_the_doctor_and_its_report_keeps_a_typed_secret_masked(
+        console: Console) -> None:
+    command = shlex.join([*EXITS_AT_ONCE, "--api-key", "sk-live-doctor-secret-42"])
+    s = await console.connect(kind="stdio", command=command, cwd=str(REPO_ROOT))
+    assert s["status"] == "failed"
+    s = await _doctor_done(console, s["id"])
+    report = s["doctor"]["report"]
+    assert report["kind"] == "stdio"
+    assert next(c for c in report["checks"] if c["status"] == "fail")["name"] == "first stdout line"
+    assert "fatal: API_KEY is not set" in next(c for c in report["checks"] if c["name"] == "stderr")["detail"]
+    assert "sk-live-doctor-secret-42" not in json.dumps(s)
