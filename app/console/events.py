@@ -360,6 +360,16 @@ class EraNegotiated(Record):
 
 
 @dataclass(slots=True)
+class DoctorRan(Record):
+    """The connection doctor (app/mcp/doctor) started (`running`) or ended with its check list (`report`)."""
+
+    KIND = "doctor"
+    kind: Literal["doctor"] = field(default="doctor", init=False)
+    running: bool = False
+    report: Json = field(default_factory=dict)  # {target, kind, passed, checks: [{name, status, detail, fix}]}
+
+
+@dataclass(slots=True)
 class DeadlineExtended(Record):
     """Someone chose "Wait longer" on a plain request in flight (an operation records its snapshot instead)."""
 
@@ -400,13 +410,13 @@ Event = (Restored | TakenOver | SessionCreated | StatusChanged | Discovered | Li
          | SubscriptionSnapshot | SubStarted | SubListening | SubAcknowledged | SubNotified | SubProblem
          | SubEnded | Reread | LinkCreated | LinkRevoked | DeadlineExtended | EraNegotiated
          | FindingRecorded | ServerRequestSnapshot | SrAsked | SrRefused | SrEnded | CancelRequested | AuthChanged
-         | AppChanged)
+         | AppChanged | DoctorRan)
 _ALL_RECORDS: tuple[type[Record], ...] = (
     Restored, TakenOver, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
     SessionRenamed, RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, *OP_RECORDS,
     Progress, Log,
     *SUB_RECORDS, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded,
-    *SR_RECORDS, CancelRequested, AuthChanged, AppChanged)
+    *SR_RECORDS, CancelRequested, AuthChanged, AppChanged, DoctorRan)
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in _ALL_RECORDS}
 EXCHANGE_KINDS = ("exchange_started", "exchange_finished")
 # The kinds that make or change a timeline entry.
