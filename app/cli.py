@@ -1,5 +1,5 @@
 """`mcp-console` (also `python -m app`): serve the console, run it with the demo server, the demo alone, or
-use a server headless (`call` one tool, `check` it against the lint, `list` what it offers)."""
+use a server headless (`call` one tool, `check` it against the lint, `list` what it offers, `doctor` a connection)."""
 
 from __future__ import annotations
 
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> None:
         keyed += ["--oauth-scope", args.oauth_scope] if args.oauth_scope else []
         demo_main([*(["--stdio"] if args.stdio else ["--port", str(args.port)]), *keyed])
         return
-    if args.command in ("call", "check", "list", "snapshot", "diff"):
+    if args.command in ("call", "check", "list", "doctor", "snapshot", "diff"):
         sys.exit(run_headless(args))
     settings = settings_from(args)
     # The web stack (uvicorn, FastAPI, the console's app) only for the commands that serve: imported up front, it

@@ -360,6 +360,16 @@ class EraNegotiated(Record):
 
 
 @dataclass(slots=True)
+class DoctorRan(Record):
+    """The connection doctor (app/mcp/doctor) started (`running`) or ended with its check list (`report`)."""
+
+    KIND = "doctor"
+    kind: Literal["doctor"] = field(default="doctor", init=False)
+    running: bool = False
+    report: Json = field(default_factory=dict)  # {target, kind, passed, checks: [{name, status, detail, fix}]}
+
+
+@dataclass(slots=True)
 class SurfaceRecorded(Record):
     """What the server offered when a connect finished (app/mcp/surface.py's snapshot: tools, resources, resource
     templates, prompts, capabilities, server info and era), made from what the connect fetched, not fetched again."""
@@ -411,13 +421,13 @@ Event = (Restored | TakenOver | SessionCreated | StatusChanged | Discovered | Li
          | SubscriptionSnapshot | SubStarted | SubListening | SubAcknowledged | SubNotified | SubProblem
          | SubEnded | Reread | LinkCreated | LinkRevoked | DeadlineExtended | EraNegotiated
          | FindingRecorded | ServerRequestSnapshot | SrAsked | SrRefused | SrEnded | CancelRequested | AuthChanged
-         | AppChanged | SurfaceRecorded)
+         | AppChanged | DoctorRan | SurfaceRecorded)
 _ALL_RECORDS: tuple[type[Record], ...] = (
     Restored, TakenOver, SessionCreated, StatusChanged, Discovered, ListsRefreshed, CapabilitiesChanged, RootsChanged,
     SessionRenamed, RequestSettingsChanged, ExchangeStarted, ExchangeFinished, Wire, Notice, Stderr, *OP_RECORDS,
     Progress, Log,
     *SUB_RECORDS, Reread, LinkCreated, LinkRevoked, DeadlineExtended, EraNegotiated, FindingRecorded,
-    *SR_RECORDS, CancelRequested, AuthChanged, AppChanged, SurfaceRecorded)
+    *SR_RECORDS, CancelRequested, AuthChanged, AppChanged, DoctorRan, SurfaceRecorded)
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in _ALL_RECORDS}
 EXCHANGE_KINDS = ("exchange_started", "exchange_finished")
 # The kinds that make or change a timeline entry.

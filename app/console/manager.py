@@ -236,8 +236,13 @@ class SessionManager:
     def start(self, session: ConsoleSession) -> None:
         self.tasks.spawn(f"connect-{session.id}", self._connect(session))
 
+    def doctor(self, session: ConsoleSession) -> None:
+        self.tasks.spawn(f"doctor-{session.id}", session.run_doctor())
+
     async def _connect(self, session: ConsoleSession) -> None:
         await session.connect()
+        if session.status == "failed":  # which step failed, and what to do (app/mcp/doctor)
+            await session.run_doctor()
         if session.status == "connected":  # what was listening when the console went down listens again
             session.listeners.resume()
             # ... and a retry that was due when it went down (every question answered, nothing sent) goes out

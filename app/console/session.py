@@ -20,6 +20,7 @@ from app.console.events import (
     CapabilitiesChanged,
     DeadlineExtended,
     Discovered,
+    DoctorRan,
     EraNegotiated,
     ExchangeFinished,
     ExchangeStarted,
@@ -57,6 +58,7 @@ from app.console.tasks import TaskGroup
 from app.console.timeline import Publish, Timeline
 from app.mcp.client import ClientConfig, McpClient, Reply
 from app.mcp.connecting import Connected, ConnectMachine, Failed, Initialize, NotifyInitialized, Probe, StartClient
+from app.mcp.doctor import Check, Report, diagnose
 from app.mcp.era import Answerer, Era, LegacyEra, ModernEra
 from app.mcp.errors import ConnectFailed, McpError, ProcessExited, SessionExpired
 from app.mcp.handshake import send_initialized
@@ -85,6 +87,7 @@ LISTS = (
 )
 META_SAVE_INTERVAL_S = 1.0
 FINDINGS_PER_RULE_AND_ENTRY = 5
+DOCTOR_STEP_S = 10.0  # what one step of the doctor may wait (a connect that failed has had its full deadline)
 # A frame that matches no request, or is no message, is a warning notice of its own: notices are stored past the
 # frames' quota, so a server printing junk in a loop made one stored notice (with 2000 characters of the junk) per
 # line. So many a window are listed; the rest are counted, and the count is a notice when the window ends.
@@ -566,6 +569,37 @@ class ConsoleSession:
             else:
                 await self._connected(command)
                 return
+
+    @property
+    def doctoring(self) -> bool:
+        return bool((self.state.doctor or {}).get("running"))
+
+    async def run_doctor(self) -> Report | None:
+        """The connection doctor (app/mcp/doctor) against this session's target, on connections of its own (its
+        requests are not this session's: they would muddle the timeline's exchanges, its lint and its era); its
+        check list is an event, folded and shown with the connect problem, and a notice on the timeline. None
+        when a run is under way already (a stdio target is started again by it: never twice at once)."""
+        if self.doctoring or self.read_only:
+            return None
+        self.timeline.append(DoctorRan(running=True))
+        target = self.target
+        era = "legacy" if target.era == "sse-2024" else target.era
+        timeout_s = min(self.idle_timeout_s, DOCTOR_STEP_S)
+        try:
+            if target.kind == "stdio":
+                report = await diagnose(argv=target.argv, cwd=target.cwd, era=era, timeout_s=timeout_s)
+            else:
+                report = await diagnose(url=target.url, headers=target.headers, era=era, timeout_s=timeout_s,
+                                        http=self._http)
+        except Exception as exc:  # a bug of the doctor's must not leave it "running" for good
+            report = Report(target.shown(), target.kind, (Check("doctor", "fail", f"the doctor stopped: {exc!r}",
+                                                                 "Report this: the doctor itself failed."),))
+        self.timeline.append(DoctorRan(running=False, report=report.to_dict()))
+        failed = report.failed
+        self.timeline.notice("info" if failed is None else "warning",
+                             "doctor: every step passed" if failed is None else
+                             f"doctor: {failed.name} failed: {failed.detail}")
+        return report
 
     async def _connected(self, done: Connected) -> None:
         self.timeline.append(EraNegotiated(era=done.era, protocol_version=done.protocol_version, chosen=done.chosen,

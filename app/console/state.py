@@ -21,6 +21,7 @@ from app.console.events import (
     CapabilitiesChanged,
     DeadlineExtended,
     Discovered,
+    DoctorRan,
     EraNegotiated,
     ExchangeFinished,
     ExchangeStarted,
@@ -99,6 +100,8 @@ class SessionState:
     discover: Json | None = None
     # The revision negotiated on the last connect: {era, protocol_version, chosen, reason, probe}; None before.
     era: Json | None = None
+    # The connection doctor's last run: {running, report}; None before it ran (app/mcp/doctor).
+    doctor: Json | None = None
     findings: dict[str, int] = field(default_factory=dict)  # rule id → how many times the live lint found it
     lists: dict[str, list[Json]] = field(default_factory=lambda: {k: [] for k in LIST_KEYS})
     # The last connect's surface snapshot (app/mcp/surface.py), whole: "changed since the last connect" compares the
@@ -162,6 +165,8 @@ def _restored(state: SessionState, ev: Restored, _e: TimelineEvent) -> None:
     if ev.imported:
         state.links.clear()  # the original's share links do not open the copy
     _end_in_flight(state, "interrupted", None, resume=not ev.imported, keep_awaiting=not ev.imported)
+    if state.doctor is not None and state.doctor.get("running"):  # the process that ran it is gone
+        state.doctor = {**state.doctor, "running": False}
 
 
 def _taken_over(state: SessionState, ev: TakenOver, _e: TimelineEvent) -> None:
@@ -575,6 +580,12 @@ def _era(state: SessionState, ev: EraNegotiated, _e: TimelineEvent) -> None:
     state.era = ev.to_data()
 
 
+def _doctor(state: SessionState, ev: DoctorRan, _e: TimelineEvent) -> None:
+    # A run that starts keeps the last report on show until its own replaces it
+    report = ev.report or ((state.doctor or {}).get("report") if ev.running else {})
+    state.doctor = {"running": ev.running, "report": report or {}}
+
+
 def _deadline_extended(state: SessionState, ev: DeadlineExtended, _e: TimelineEvent) -> None:
     entry = state.entries.get(ev.key)
     if entry is not None:
@@ -597,7 +608,7 @@ def _finding(state: SessionState, ev: FindingRecorded, _e: TimelineEvent) -> Non
 
 _HANDLERS: dict[type[Any], Any] = {
     FindingRecorded: _finding,
-    DeadlineExtended: _deadline_extended, EraNegotiated: _era,
+    DeadlineExtended: _deadline_extended, EraNegotiated: _era, DoctorRan: _doctor,
     Restored: _restored, TakenOver: _taken_over, SessionCreated: _created, StatusChanged: _status,
     Discovered: _discovered, ListsRefreshed: _lists, SurfaceRecorded: _surface,
     CapabilitiesChanged: _capabilities, RootsChanged: _roots, SessionRenamed: _renamed, AuthChanged: _auth,
@@ -628,7 +639,8 @@ def projection(state: SessionState) -> Json:
         "target": state.target, "read_only": state.read_only, "status": state.status,
         "status_message": state.status_message, "connects": state.connects, "last_id": state.last_id,
         "capabilities": state.capabilities, "discover": state.discover, "era": state.era, "lists": state.lists,
-        "roots": state.roots, "label": state.label, "auth": state.auth, "ever_connected": state.ever_connected,
+        "doctor": state.doctor, "roots": state.roots, "label": state.label, "auth": state.auth,
+        "ever_connected": state.ever_connected,
         "request_settings": [state.log_level, state.progress_enabled, state.auto_refresh, state.idle_timeout_s,
                              state.max_s],
         "status_since": state.status_since, "findings": state.findings,

@@ -25,6 +25,8 @@ from app.headless.common import (
     with_notes,
     write_har,
 )
+from app.headless.doctor import add_doctor_parser
+from app.headless.doctor import doctor as run_doctor
 from app.headless.listing import add_list_parser, list_items
 from app.headless.report import json_text, terminal_text
 from app.headless.runner import NOT_CONNECTED, AuthRefused, Headless, failed, printed_json
@@ -147,7 +149,7 @@ def _positive_ms(text: str) -> int:
 
 
 def add_parsers(sub: Any) -> None:
-    """The `call`, `check` and `list` subcommands, with the options they share."""
+    """The `call`, `check`, `list` and `doctor` subcommands, with the options they share."""
     common = argparse.ArgumentParser(add_help=False)
     add_common_options(common)
     call_p = sub.add_parser("call", parents=[common], help="Run one tool call headless and print its result as JSON.",
@@ -174,12 +176,13 @@ def add_parsers(sub: Any) -> None:
                              "optional tool, 300000 for one that requires a task).")
     add_check_parser(sub, common)
     add_list_parser(sub)
+    add_doctor_parser(sub)
     add_surface_parsers(sub)
 
 
 def run(args: argparse.Namespace) -> int:
-    commands = {"call": call, "check": check, "list": list_items, "diff": diff_command, "snapshot": snapshot}
-    command = commands[args.command](args)
+    commands = {"call": call, "check": check, "doctor": run_doctor, "diff": diff_command, "snapshot": snapshot}
+    command = commands.get(args.command, list_items)(args)
     try:
         return asyncio.run(command)  # Ctrl-C cancels the command first: its `finally`s close the session
     except KeyboardInterrupt:  # a person giving up (at "waiting for the callback", say) gets no traceback

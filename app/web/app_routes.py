@@ -107,8 +107,10 @@ async def sandbox_view(request: Request, ticket: str) -> Response:
     # The reporter only reports: a view that hides it from the parser loses its reports, never its policy.
     html = view.html[:head.end()] + _REPORTER + view.html[head.end():] if head else _REPORTER + view.html
     here = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    # Every ancestor is checked: the proxy (here) and the console's page above it.
+    ancestors = f"{here} {frame_ancestors(w.guard, w.guard.console_port(request.scope))}"
     return Response(html, media_type="text/html; charset=utf-8", headers={
-        "content-security-policy": f"{view.csp.policy}; form-action 'none'; frame-ancestors {here}",
+        "content-security-policy": f"{view.csp.policy}; form-action 'none'; frame-ancestors {ancestors}",
         "cache-control": "no-store", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer"})
 
 

@@ -1,4 +1,4 @@
-"""Export (session file, HAR), import, Copy as cURL, replay and reconnect."""
+"""Export (session file, HAR), import, Copy as cURL, replay, reconnect and the connection doctor."""
 
 from __future__ import annotations
 
@@ -183,4 +183,17 @@ async def reconnect(request: Request, session_id: str, w: Owner) -> Response:
     if s.status in ("connecting", "connected"):  # "unreachable" too: a stdio server that died starts again
         raise HTTPException(409, f"The session is already {s.status}")
     w.manager.start(s)
+    return RedirectResponse(f"/sessions/{s.id}", status_code=303)
+
+
+@router.post("/sessions/{session_id}/doctor")
+async def doctor(request: Request, session_id: str, w: Owner) -> Response:
+    """Run the connection doctor on the session's target (for stdio this starts the process: owner only, POST
+    only); its check list arrives on the session's feed, as the head."""
+    s = session_or_404(w, session_id)
+    if s.read_only:
+        raise HTTPException(409, "An imported session is read-only: it has no target to diagnose")
+    if s.doctoring:
+        raise HTTPException(409, "The doctor is running on this session already")
+    w.manager.doctor(s)
     return RedirectResponse(f"/sessions/{s.id}", status_code=303)

@@ -65,7 +65,7 @@ TEMPLATES = ROOT / "templates"
 STATIC = ROOT / "static"
 # The kinds that change the session's own state (status, lists, client settings): they re-render its head.
 SESSION_KINDS = ("status", "restored", "discovered", "lists_refreshed", "capabilities_changed", "roots_changed",
-                 "request_settings_changed", "era_negotiated", "surface")
+                 "request_settings_changed", "era_negotiated", "doctor", "surface")
 GROUPS = {"tools": "tools", "prompts": "prompts", "resources": "resources", "resourceTemplates": "templates"}
 SAFE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 SAFE_AUDIO_TYPES = frozenset({"audio/wav", "audio/x-wav", "audio/wave", "audio/mpeg", "audio/ogg", "audio/webm",

@@ -84,11 +84,12 @@ class TargetView(_View):
 
 
 class StateView(_View):
-    __slots__ = ("era", "findings", "links", "operations", "server_requests", "subscriptions")
+    __slots__ = ("doctor", "era", "findings", "links", "operations", "server_requests", "subscriptions")
 
     def __init__(self, session: ConsoleSession, owner: bool) -> None:
         state = session.state
-        self._set(era=state.era, findings=state.findings, subscriptions=MappingProxyType(state.subscriptions),
+        self._set(era=state.era, doctor=state.doctor, findings=state.findings,
+                  subscriptions=MappingProxyType(state.subscriptions),
                   operations=MappingProxyType(state.operations),
                   server_requests=MappingProxyType(state.server_requests),
                   links=MappingProxyType(state.links) if owner else _EMPTY)  # share links are the owner's

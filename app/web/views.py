@@ -35,6 +35,7 @@ def session_json(s: SessionView, entries: list[dict[str, Any]] | None = None,
             "instructions": (s.discover or {}).get("instructions"),
         },
         "era": s.state.era,  # which revision the last connect negotiated, and why
+        "doctor": s.state.doctor,  # the connection doctor's last run: {running, report} (app/mcp/doctor)
         "findings": s.state.findings,  # the live lint: rule id → count (the entries carry each finding)
         "client_capabilities": s.capabilities,
         "roots": list(s.roots),
