@@ -30,7 +30,7 @@ from app.mcp.client import reply_json
 from app.mcp.lint.rules import RULES
 
 Json = dict[str, Any]
-MAX_FRAMES = 8          # tabs' instances kept per app and kind (live, replay); the oldest of its kind goes first
+MAX_FRAMES = 8          # tabs' instances kept per app and maker (the owner, each link); the maker's oldest goes first
 MAX_SAID = 10           # ui/message, model context and log lines kept per app
 MAX_LINKS = 20
 MAX_OFFERED = 5         # ui/open-link offers waiting for the person at once, per app; more are refused
@@ -212,8 +212,8 @@ class SessionApps:
             host = AppHost(tool=tool, tools=lookup, context=dict(shown.get("context") or {}),
                            display_mode=str(shown.get("display_mode") or "inline"))
             frame = frames[frame_id] = Frame(frame_id, host, replay, who, reveal)
-            # Each kind has its own budget: link holders' replays never push an owner's live view out.
-            kind = [k for k, f in frames.items() if f.replay == replay]
+            # Each maker has its own budget: a link holder's frames never push the owner's live view out.
+            kind = [k for k, f in frames.items() if f.who == who]
             while len(kind) > MAX_FRAMES:
                 oldest = min(kind, key=lambda k: frames[k].seen)
                 kind.remove(oldest)

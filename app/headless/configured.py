@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.console.target import Target
+from app.mcp.stdio import inherited_env
 from app.workspace.config_targets import target_of
 from app.workspace.configs import ConfigError, ConfigFile, Entry, read_config
 
@@ -61,7 +62,9 @@ def configured(args: argparse.Namespace) -> Configured | None:
     if entry.kind is None:
         _stop(f"--config: server {entry.name!r} cannot be connected to: " + "; ".join(entry.problems))
     values = _input_values(entry, config)
-    made = target_of(entry, config, os.environ, values)
+    # The environment as a started server gets it: a file naming ${env:MCP_CONSOLE_TOKEN} must not send the console's
+    # own settings (the token, the team secret, other servers' inputs) to a server, as the import page refuses too.
+    made = target_of(entry, config, inherited_env(), values)
     if made.missing:
         _stop(f"--config: server {entry.name!r} uses {', '.join(made.missing)} with no value: set the variable "
               f"(an input as {INPUT_PREFIX}<ID>)")
@@ -92,15 +95,21 @@ def _chosen(config: ConfigFile, name: str | None, path: str) -> Entry:
     if name is not None:
         entry = config.entry(name)
         if entry is None:
-            _stop(f"--config {path} has no server {name!r}; it has: {', '.join(names) or 'none'}")
+            _stop(f"--config {path} has no server {name!r}; it has: "
+                  f"{', '.join(_printable(n) for n in names) or 'none'}")
         assert entry is not None
         return entry
     if len(config.entries) == 1:
         return config.entries[0]
     print(f"--config {path} has {len(names)} servers: choose one with --server NAME", file=sys.stderr)
     for each in names:
-        print(each)
+        print(_printable(each))  # a file's names never reach the terminal as escape sequences
     raise SystemExit(EXIT_USAGE)
+
+
+def _printable(text: str) -> str:
+    """Text from a config file as a terminal may be given it: control characters shown escaped, never obeyed."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
 
 
 def _input_values(entry: Entry, config: ConfigFile) -> dict[str, str]:
@@ -114,7 +123,7 @@ def _input_values(entry: Entry, config: ConfigFile) -> dict[str, str]:
             values[name] = os.environ[variable]
         elif sys.stdin.isatty() and sys.stderr.isatty():
             asked = inputs.get(name)
-            prompt = f"{entry.name}: {(asked.description if asked else '') or name}: "
+            prompt = _printable(f"{entry.name}: {(asked.description if asked else '') or name}") + ": "
             if asked is None or asked.password:
                 values[name] = getpass.getpass(prompt)  # (getpass writes its prompt to the terminal, not stdout)
             else:

@@ -10,6 +10,7 @@ to a server), `${input:ID}` from the preview's form.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
@@ -17,6 +18,8 @@ from fastapi.responses import RedirectResponse, Response
 
 from app.console.session import MAX_NAME as SESSION_NAME_MAX
 from app.console.session import ConsoleSession
+from app.console.target import readable_quote
+from app.mcp.secret import reveal
 from app.mcp.stdio import inherited_env
 from app.web.deps import Owner, TargetJSONResponse, principal, respond, session_or_404
 from app.workspace.config_targets import export_entry, export_file, kept_original, target_of
@@ -51,8 +54,30 @@ def _read(text: str) -> ConfigFile:
         raise HTTPException(400, f"Cannot import this config: {exc}") from exc
 
 
-def preview(config: ConfigFile, values: dict[str, str] | None = None) -> dict[str, Any]:
-    """What each entry would become, its secret values masked: the preview page and its JSON twin."""
+ENDPOINT_KEYS = ("authorization_endpoint", "token_endpoint")  # where the owner's code and verifier would go
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _runs(target: Any) -> str:
+    """The command a click would start, exactly: only the leading NAME=value assignments keep their secret values
+    masked (what a server is given, not what runs)."""
+    words, leading = [], True
+    for arg in target.argv:
+        text = reveal(arg)
+        if leading and _ASSIGNMENT.match(text):
+            words.append(readable_quote(str(arg)))
+            continue
+        leading = False
+        words.append(readable_quote(text))
+    return " ".join(words)
+
+
+def preview(config: ConfigFile, values: dict[str, str] | None = None, reveal_commands: bool = True) -> dict[str, Any]:
+    """What each entry would become, its secret values masked: the preview page and its JSON twin. A stdio entry's
+    command is also shown exactly as it would run (`runs`) to the owner outside presenter mode: a value masked as a
+    secret is still a command a click would start."""
     environ = inherited_env()
     rows: list[dict[str, Any]] = []
     for entry in config.entries:
@@ -65,9 +90,13 @@ def preview(config: ConfigFile, values: dict[str, str] | None = None) -> dict[st
             "target": target.shown() if target is not None else "",
             "headers": [{"name": k, "secret": f"header:{k}" in secret} for k in entry.headers],
             "env": [{"name": k, "secret": f"env:{k}" in secret} for k in entry.env],
-            "oauth": sorted(entry.oauth), "unknown": entry.unknown, "ignored": entry.ignored,
+            "runs": _runs(target) if reveal_commands and target is not None and target.kind == "stdio" else "",
+            "oauth": sorted(entry.oauth),
+            "endpoints": [{"name": k, "value": str(entry.oauth[k])} for k in ENDPOINT_KEYS if entry.oauth.get(k)],
+            "unknown": entry.unknown, "ignored": entry.ignored,
             "reads_env": [name for source, name in entry.references() if source == "env"],
-            "inputs": [m[len("${input:"):-1] for m in made.missing if m.startswith("${input:")],
+            # Every input the entry uses, a default or not: a default fills it silently otherwise.
+            "inputs": sorted({name for source, name in entry.references() if source == "input"}),
             "problems": [*entry.problems, *made.problems,
                          *(f"{m} is not set in the console's environment" for m in env_missing)],
             "notes": entry.notes, "ok": target is not None and not env_missing})
@@ -80,7 +109,7 @@ def preview(config: ConfigFile, values: dict[str, str] | None = None) -> dict[st
 @router.post("/configs/preview")
 async def config_preview(request: Request, w: Owner) -> Response:
     text, _form = await _config_text(request)
-    data = preview(_read(text))
+    data = preview(_read(text), reveal_commands=principal(request).sees_secrets)
     page = w.render("configs_preview.html", preview=data, text=text, me=principal(request), here="/")
     return respond(request, False, data, page)
 
@@ -106,7 +135,13 @@ async def config_create(request: Request, w: Owner) -> Response:
             continue
         session = w.manager.create(made.target)
         session.rename("".join(c for c in entry.name if c.isprintable()).strip()[:SESSION_NAME_MAX])
-        session.keep_config(kept_original(entry, config), made.target.revealed(), entry.oauth)
+        oauth = dict(entry.oauth)
+        if form.get("oauth_endpoints") != "1":
+            # A file's endpoint overrides receive the owner's authorization code and PKCE verifier: used only when
+            # the owner ticked that they trust them, having seen them in the preview.
+            for key in ENDPOINT_KEYS:
+                oauth.pop(key, None)
+        session.keep_config(kept_original(entry, config), made.target.revealed(), oauth)
         await w.manager.settle(session)
         if connect_http and made.target.kind == "http":
             w.manager.start(session)

@@ -97,12 +97,32 @@ def read_config(text: str) -> ConfigFile:
     """A config file's text (JSON, or VS Code's JSON with comments and trailing commas) read into entries."""
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise ConfigError(f"nested deeper than a config file is (more than {MAX_DEPTH} levels)") from None
     except ValueError:
         try:
             data = json.loads(_without_comments(text))
+        except RecursionError:
+            raise ConfigError(f"nested deeper than a config file is (more than {MAX_DEPTH} levels)") from None
         except ValueError as exc:
             raise ConfigError(f"not JSON: {exc}") from None
+    if _depth(data) > MAX_DEPTH:
+        # Past this nothing of a server's entry is meaningful, and a deep value makes the export's walk recurse.
+        raise ConfigError(f"nested deeper than a config file is (more than {MAX_DEPTH} levels)")
     return parse_config(data)
+
+
+MAX_DEPTH = 32
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    if level > MAX_DEPTH:
+        return level
+    if isinstance(value, dict):
+        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level
 
 
 def parse_config(data: Any) -> ConfigFile:

@@ -129,3 +129,18 @@ def test_server_filesystem_from_a_vs_code_file_serves_the_directory_in_its_args(
     config = write(tmp_path, {"servers": {"files": {"type": "stdio", "command": argv[0], "args": argv[1:]}}})
     said = echoed(run("call", "--config", config, "list_allowed_directories"))
     assert str(served) in said
+
+
+def test_a_config_cannot_read_the_consoles_own_settings_from_the_environment(tmp_path: Path) -> None:
+    config = write(tmp_path, {"mcpServers": {"x": {"url": "http://127.0.0.1:9/mcp/${env:MCP_CONSOLE_TOKEN}"}}})
+    done = run("list", "tools", "--config", config, env={"MCP_CONSOLE_TOKEN": "console-token-0123456789"})
+    assert done.returncode == 2, done.stderr
+    assert "${env:MCP_CONSOLE_TOKEN}" in done.stderr and "console-token-0123456789" not in done.stderr + done.stdout
+
+
+def test_a_files_server_names_reach_the_terminal_escaped(tmp_path: Path) -> None:
+    config = write(tmp_path, {"mcpServers": {"a\u001b[2Jred": {"url": "http://127.0.0.1:9/mcp"},
+                                             "b": {"url": "http://127.0.0.1:9/mcp"}}})
+    done = run("list", "tools", "--config", config)
+    assert done.returncode == 2
+    assert "\u001b" not in done.stdout and "\\x1b[2Jred" in done.stdout

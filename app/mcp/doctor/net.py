@@ -236,7 +236,15 @@ def _refused(status: int, headers: list[tuple[str, str]], said: str) -> Check:
 
 async def cors(visit: Visit) -> Check:
     """A warning at most: this console is no browser client, but a browser host (the Inspector's web page, say)
-    reads nothing the server does not let it."""
+    reads nothing the server does not let it. One overall deadline: a server trickling its answer a byte at a time
+    passes every read's timeout and would keep the session's doctor running for hours."""
+    try:
+        return await asyncio.wait_for(_cors(visit), visit.timeout_s)
+    except TimeoutError:
+        return Check(CORS, "warn", f"no whole answer to the preflight within {visit.timeout_s:g} s", "")
+
+
+async def _cors(visit: Visit) -> Check:
     assert visit.http is not None
     url = request_url(userinfo_unless_authorization(reveal(visit.url), visit.headers))
     typed = {name: reveal(value) for name, value in visit.headers.items()}
@@ -245,7 +253,9 @@ async def cors(visit: Visit) -> Check:
                                              "mcp-session-id"}
     body = b'{"jsonrpc":"2.0","id":"doctor-cors","method":"server/discover","params":{}}'
     try:
-        pre = await visit.http.request("OPTIONS", url, headers=ask, timeout=visit.timeout_s)
+        # Headers only: a preflight's body means nothing here, and a hostile one may be gigabytes.
+        async with visit.http.stream("OPTIONS", url, headers=ask, timeout=visit.timeout_s) as pre:
+            pre_headers = pre.headers
         async with visit.http.stream("POST", url, content=body, timeout=visit.timeout_s, headers={
                 **typed, "Origin": BROWSER_ORIGIN, "Content-Type": "application/json",
                 "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
@@ -254,7 +264,7 @@ async def cors(visit: Visit) -> Check:
     except httpx.HTTPError as exc:
         return Check(CORS, "warn", cut(f"could not ask: {exc}"), "")
     problems: list[str] = []
-    if pre.headers.get("access-control-allow-origin") not in (BROWSER_ORIGIN, "*"):
+    if pre_headers.get("access-control-allow-origin") not in (BROWSER_ORIGIN, "*"):
         problems.append(f"the preflight (OPTIONS) got HTTP {pre.status_code} without Access-Control-Allow-Origin")
     if post_status == 403:
         problems.append("a POST from another origin was refused (HTTP 403: Origin checking, as DNS rebinding "
