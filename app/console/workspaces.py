@@ -63,6 +63,15 @@ class WorkspaceBook:
     def delete(self, workspace_id: str) -> None:
         self.store.delete_workspace(workspace_id)
 
+    def replace_session(self, old: str, new: str) -> None:
+        """A session made from `old` (its target edited, a retry) stands where `old` stood; `old` stays a session."""
+        if not old or old == new:
+            return
+        for workspace in self.all():
+            if old in workspace.sessions and new not in workspace.sessions:
+                workspace.sessions[workspace.sessions.index(old)] = new
+                self.save(workspace)
+
     def forget_session(self, session_id: str) -> None:
         """A deleted session leaves every workspace that showed it."""
         for workspace in self.all():

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from app.headless.common import EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNREACHABLE, headers_of, seconds, target_of
+from app.headless.configured import add_config_options, configured
 from app.headless.masking import Masking
 from app.headless.report import terminal_text
 from app.mcp.doctor import DEFAULT_TIMEOUT_S, Report, diagnose
@@ -40,6 +41,7 @@ def add_doctor_parser(sub: Any) -> None:
     p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help=f"Seconds each step may wait (default {DEFAULT_TIMEOUT_S:g}).")
     p.add_argument("--json", action="store_true", help="Print the report as JSON instead of lines.")
+    add_config_options(p)  # --config FILE --server NAME: a server of a config file, as the other commands take it
     p.add_argument("--reveal", action="store_true", help="Show secret values as typed in the output.")
 
 
@@ -56,13 +58,23 @@ def report_text(report: Report) -> str:
 
 
 async def doctor(args: argparse.Namespace) -> int:
-    if not args.url and not args.stdio:  # a usage error is 2 here: 1 says a step failed
-        print("give a URL or --stdio CMD", file=sys.stderr)
+    from_config = configured(args)
+    if not args.url and not args.stdio and from_config is None:  # a usage error is 2 here: 1 says a step failed
+        print("give a URL, --stdio CMD or --config FILE [--server NAME]", file=sys.stderr)
         return EXIT_UNREACHABLE
-    target, stdio = target_of(args)
+    made = None
+    if from_config is not None:
+        made = from_config.target
+        target, stdio = made.describe(), made.kind == "stdio"
+        if args.era == "auto" and made.era in ("modern", "legacy"):
+            args.era = made.era
+    else:
+        target, stdio = target_of(args)
     headers = headers_of(args.header)
+    if made is not None and not stdio:
+        headers = {**{k: str(v) for k, v in made.revealed()["headers"].items()}, **headers}
     try:
-        masking = Masking(target, stdio, headers, reveal=args.reveal)
+        masking = Masking(target, stdio, headers, reveal=args.reveal, made=made)
     except ValueError as exc:
         print(f"--stdio: the command line cannot be split as a shell would ({exc})", file=sys.stderr)
         return EXIT_UNREACHABLE

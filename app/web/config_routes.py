@@ -85,6 +85,7 @@ def preview(config: ConfigFile, values: dict[str, str] | None = None, reveal_com
         target = made.target
         secret = set(target.secret or ()) if target is not None else set()
         env_missing = [m for m in made.missing if m.startswith("${env:")]
+        masked = [m for m in made.missing if not m.startswith("${")]
         rows.append({
             "name": entry.name, "kind": entry.kind or "not understood", "era": entry.era,
             "target": target.shown() if target is not None else "",
@@ -98,8 +99,9 @@ def preview(config: ConfigFile, values: dict[str, str] | None = None, reveal_com
             # Every input the entry uses, a default or not: a default fills it silently otherwise.
             "inputs": sorted({name for source, name in entry.references() if source == "input"}),
             "problems": [*entry.problems, *made.problems,
-                         *(f"{m} is not set in the console's environment" for m in env_missing)],
-            "notes": entry.notes, "ok": target is not None and not env_missing})
+                         *(f"{m} is not set in the console's environment" for m in env_missing),
+                         *(f"{m}: an export without secrets; type the real value in the file" for m in masked)],
+            "notes": entry.notes, "ok": target is not None and not env_missing and not masked})
     asked = {i for row in rows for i in row["inputs"]}
     inputs = [{"id": i.id, "description": i.description, "password": i.password, "default": i.default}
               for i in config.inputs if i.id in asked]

@@ -164,6 +164,8 @@ async def create_session(request: Request, w: Owner) -> Response:
     session = w.manager.create(target)
     await w.manager.settle(session)
     w.manager.start(session)
+    # A session made from another (an edited target, a retry) takes its place in the workspaces that showed it.
+    w.manager.workspaces.replace_session(form.first("replaces") or form.first("from_session") or "", session.id)
     await _replace_failed_try(w, form)
     if "application/json" in request.headers.get("accept", ""):
         return respond(request, True, {"id": session.id, "url": f"/sessions/{session.id}"}, None)

@@ -20,6 +20,7 @@ from typing import Any
 from app.console.target import Target
 from app.mcp.headers import typed_header
 from app.mcp.secret import MASK, Secret, reveal
+from app.mcp.secret import MASK as MASKED
 from app.mcp.stdio import is_assignment, leading_assignments
 from app.workspace.configs import KNOWN, OAUTH_FIELDS, REFERENCE, ConfigFile, Entry, Input, read_oauth
 
@@ -68,6 +69,9 @@ def target_of(entry: Entry, config: ConfigFile, environ: Mapping[str, str],
                 made.missing.append(said)
             return str(match.group(0))
         text = REFERENCE.sub(one, text)
+        if MASKED in text and "a masked value (••••••)" not in made.missing:
+            # An export without secrets writes masks: imported as they are, the server would get the bullets.
+            made.missing.append("a masked value (••••••)")
         return text.replace("${userHome}", environ.get("HOME", "~"))
 
     secret = _secret_names(entry, inputs)

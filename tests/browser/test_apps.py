@@ -185,6 +185,8 @@ def test_a_viewer_link_replays_the_recorded_view_and_cannot_call_tools(
         viewer = viewer_context.new_page()
         viewer.goto(link)
         expect(viewer.locator(f"#app-{app} .app-replay")).to_be_visible(timeout=SLOW_MS)
+        # Closed on a page load (a view run is a recorded run): the person opens it.
+        viewer.locator(f"#app-{app} .app-body > summary").click()
         seen = _view(viewer, app)
         expect(seen.locator("#server-time")).to_have_text(re.compile(r"^\d{4}-"), timeout=SLOW_MS)
         calls = _entries(page, "app: tools/call")

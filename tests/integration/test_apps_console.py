@@ -267,3 +267,13 @@ async def test_a_view_that_floods_link_offers_and_never_collects_is_bounded(cons
         await relay.request("ping")
         session.apps._act(app, frame, [*frame.host.answered("x", {}, None)], None)
     assert frame.outbox.qsize() <= 200
+
+
+async def test_a_page_load_runs_no_view_every_app_is_closed_until_the_person_opens_it(
+        console: Console, demo_url: str) -> None:
+    sid = await console.connected_http(demo_url)
+    app = await _app(console, sid)
+    page = await console.http.get(f"/sessions/{sid}")
+    assert f'id="app-{app}"' in page.text
+    article = page.text.split(f'id="app-{app}"', 1)[1].split("</article>", 1)[0]
+    assert '<details class="app-body">' in article  # not open: static/apps.js mounts only open apps

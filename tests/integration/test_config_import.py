@@ -166,3 +166,9 @@ async def test_a_config_nested_past_any_real_one_is_refused_not_a_server_error(c
         inner = inner["extra"]
     response = await console.http.post("/configs/preview", data={"text": json.dumps(nested)}, headers=JSON)
     assert response.status_code == 400 and "nested deeper" in response.text
+
+
+async def test_an_export_without_secrets_imported_again_asks_for_the_masked_values(console: Console) -> None:
+    text = json.dumps({"mcpServers": {"demo": {**DEMO_STDIO, "env": {"DEMO_API_KEY": "••••••"}}}})
+    row = (await preview(console, text))["servers"][0]
+    assert not row["ok"] and any("masked value" in p for p in row["problems"])

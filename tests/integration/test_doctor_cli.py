@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-from tests.integration.conftest import mcp_console
+from tests.integration.conftest import REPO_ROOT, child_env, mcp_console
 from tests.integration.doctor_targets import (
     DEMO_STDIO,
     EXITS_AT_ONCE,
@@ -99,4 +101,15 @@ def test_doctor_on_a_stdio_command_that_exits_at_once_exits_1_with_its_stderr_an
 def test_doctor_without_a_target_exits_2_not_1_which_says_a_step_failed() -> None:
     done = mcp_console("doctor")
     assert done.returncode == 2
-    assert "give a URL or --stdio CMD" in done.stderr
+    assert "give a URL, --stdio CMD or --config FILE" in done.stderr
+
+
+def test_doctor_takes_a_server_of_a_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": ["-m", "app.demo",
+                                                                                              "--stdio"],
+                                                         "cwd": str(REPO_ROOT)}}}))
+    done = subprocess.run([sys.executable, "-m", "app", "doctor", "--config", str(config), "--server", "demo"],
+                          cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "every step passed" in done.stdout

@@ -64,3 +64,15 @@ async def test_a_link_holder_cannot_open_a_workspace(console: Console, demo_url:
     ws = await _workspace(console, "private", [a])
     denied = await console.http.get(f"/workspaces/{ws}", headers={"Authorization": ""})
     assert denied.status_code in (401, 403)
+
+
+async def test_a_session_made_from_an_edited_target_takes_its_place_in_the_workspace(
+        console: Console, demo_url: str) -> None:
+    a = await console.connected_http(demo_url)
+    b = await console.connected_http(demo_url)
+    ws = await _workspace(console, "mine", [a, b])
+    made = await console.http.post("/sessions", content=urlencode({"kind": "http", "url": demo_url, "headers": "",
+                                                                    "from_session": a}), headers=FORM)
+    assert made.status_code == 200, made.text
+    new = made.json()["id"]
+    assert console.manager.workspaces.get(ws).sessions == [new, b]
