@@ -90,9 +90,9 @@ def test_a_viewer_in_another_browser_sees_the_owners_call_live_and_can_send_noth
     expect(echo.locator("p.description")).to_be_visible()
     expect(echo.get_by_role("button", name="Call echo", exact=True)).to_be_hidden()
     # What each resource is (URI, name, type) shows to a viewer; only its Read button is the owner's.
-    resource = viewer.locator("#group-resources .item .resource-head").first
+    resource = viewer.locator("#group-resources .item .resource-head", has_text="demo://readme").first
     expect(resource.locator("code")).to_be_visible()
-    expect(resource.locator("code")).to_contain_text("demo://")
+    expect(resource.locator("code")).to_contain_text("demo://readme")
     expect(resource.get_by_role("button")).to_be_hidden()
     viewer.locator("#subscriptions > details > summary").click()
     expect(viewer.locator("#subscriptions").get_by_role("heading", name="Subscriptions")).to_be_visible()
