@@ -232,12 +232,29 @@
           { method: "POST", credentials: "same-origin", body: body, keepalive: true });
   });
 
+  // A closed app's body is fetched on its first open (templates/_app.html), then its view is mounted.
+  function opened(el) {
+    var lazy = el.querySelector(".app-lazy[data-lazy-app]");
+    if (!lazy) { mount(el); return; }
+    var url = lazy.dataset.lazyApp;
+    lazy.removeAttribute("data-lazy-app");
+    fetch(url, { credentials: "same-origin", headers: { "HX-Request": "true" } }).then(function (r) {
+      return r.ok ? r.text() : Promise.reject(new Error("HTTP " + r.status));
+    }).then(function (html) {
+      var box = document.createElement("div");
+      box.innerHTML = html;  // the console's own fragment: every server string in it is escaped there
+      lazy.replaceWith.apply(lazy, Array.prototype.slice.call(box.childNodes));
+      if (window.htmx) { window.htmx.process(el); }
+      mount(el);
+    }, function (err) { lazy.textContent = "The app could not be loaded: " + err.message; });
+  }
+
   // Details the person opened inside an app's status stay open when a push replaces the status.
   var keptOpen = {};
   document.addEventListener("toggle", function (event) {
     var d = event.target;
     if (!d.matches || !d.matches(".app-status details")) {
-      if (d.matches && d.matches(".app-body") && d.open) { mount(d.closest(".app[data-app]")); }
+      if (d.matches && d.matches(".app-body") && d.open) { opened(d.closest(".app[data-app]")); }
       return;
     }
     var id = d.closest(".app[data-app]").dataset.app + " " + d.className;

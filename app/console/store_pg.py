@@ -96,7 +96,7 @@ CREATE TABLE exact_events (session_id TEXT NOT NULL, seq BIGINT NOT NULL, data T
 """),
     # The owner's workspaces (app/console/workspaces.py).
     (5, """
-CREATE TABLE workspaces (id TEXT PRIMARY KEY, data TEXT NOT NULL, updated DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, data TEXT NOT NULL, updated DOUBLE PRECISION NOT NULL);
 """),
 ]
 

@@ -49,8 +49,10 @@ class Found:
 def canonical(value: Any) -> str:
     try:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
-    except (TypeError, ValueError, RecursionError):  # a cycle, a key of no JSON form, a depth past the encoder
+    except (TypeError, ValueError):  # a key of no JSON form
         return repr(value)
+    except RecursionError:  # a cycle or a depth past the encoder: repr would recurse as deep
+        return f"<nested past the encoder: {type(value).__name__}>"
 
 
 def _pointer(root: Any, ref: str) -> Any:

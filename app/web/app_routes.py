@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse, Response
 
 from app.console.apps import take_ticket
 from app.console.session import ConsoleSession
-from app.web.deps import Operator, Viewer, principal, session_or_404
+from app.web.deps import Operator, TargetHTMLResponse, Viewer, principal, session_or_404
 from app.web.security import LOCAL_HOSTS, Guard, hostname
 
 router = APIRouter()
@@ -166,6 +166,16 @@ async def bridge(request: Request, session_id: str, app: str, w: Viewer) -> Resp
     else:
         raise HTTPException(400, "Unknown relay step.")
     return JSONResponse(answer, headers={"cache-control": "no-store"})
+
+
+@router.get("/sessions/{session_id}/apps/{app}/body")
+async def app_body(request: Request, session_id: str, app: str, w: Viewer) -> Response:
+    """A closed app's body, fetched when it is first opened."""
+    s = session_or_404(w, session_id)
+    shown = s.state.apps.get(app)
+    if shown is None:
+        raise HTTPException(404, "No such app in this session.")
+    return TargetHTMLResponse(w.render("_app_body.html", s=s, app=shown, me=principal(request)))
 
 
 @router.post("/sessions/{session_id}/apps/{app}/links/{link}")

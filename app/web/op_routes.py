@@ -20,6 +20,8 @@ from app.console.roots import parse_roots
 from app.console.session import ConsoleSession
 from app.console.task_push import set_push
 from app.mcp import mrtr
+from app.mcp.apps import CAPABILITY as APPS_CAPABILITY
+from app.mcp.apps import EXTENSION as APPS_EXTENSION
 from app.web.answers import NotAnswered, elicitation_answer, raw_answer, sampling_answer
 from app.web.deps import (
     Operator,
@@ -398,6 +400,13 @@ def _toggled(current: dict[str, Any], chosen: set[str]) -> dict[str, Any]:
     for name in ("sampling", "roots"):
         if name in chosen:
             caps[name] = current.get(name) or {}
+    # MCP Apps: the ui extension is a box too (the console hosts views); other extensions are kept as they are.
+    extensions = {k: v for k, v in (current.get("extensions") or {}).items() if k != APPS_EXTENSION}
+    if "apps" in chosen:
+        extensions[APPS_EXTENSION] = (current.get("extensions") or {}).get(APPS_EXTENSION) or APPS_CAPABILITY
+    caps.pop("extensions", None)
+    if extensions:
+        caps["extensions"] = extensions
     return caps
 
 

@@ -77,9 +77,10 @@ def _view(page: Page, app: str) -> FrameLocator:
 def _call_get_time(page: Page) -> str:
     item = open_tool(page, "get-time")
     item.get_by_role("button", name="Call get-time", exact=True).click()
-    app = page.locator("#apps-list .app[data-tool='get-time']").first
-    expect(app).to_be_visible(timeout=SLOW_MS)
-    return str(app.get_attribute("data-app"))
+    # This call's app, by the link its card gives (earlier calls' apps are listed too, closed).
+    pointer = item.locator(".app-pointer a").last
+    expect(pointer).to_be_visible(timeout=SLOW_MS)
+    return str(pointer.get_attribute("href")).removeprefix("#app-")
 
 
 def _entries(page: Page, method: str) -> int:

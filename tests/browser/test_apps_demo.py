@@ -5,22 +5,40 @@ view, a display mode the view asks for is applied, and presenter mode shows the 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import FrameLocator, Page, expect
 
+from tests.browser.conftest import CONNECT_TIMEOUT_MS, Console, wait_live
 from tests.browser.ui import open_tool
 
 pytestmark = pytest.mark.browser
 SLOW_MS = 30_000
 
 
+@pytest.fixture
+def page(page: Page, console: Console) -> Iterator[Page]:
+    """A session of its own on the demo server: the apps and bridge entries these tests make stay out of the shared
+    demo session the other browser tests measure (tests/browser/test_dom_cost.py)."""
+    headers = {"Accept": "application/json", "Origin": console.base}
+    made = page.request.post(console.url("/sessions"), form={"kind": "demo-http"}, headers=headers)
+    assert made.ok, made.text()
+    sid = str(made.json()["id"])
+    page.goto(console.url(f"/sessions/{sid}"))
+    wait_live(page, CONNECT_TIMEOUT_MS)
+    yield page
+    page.request.post(console.url(f"/sessions/{sid}/delete"), headers={"Origin": console.base}, max_redirects=0)
+
+
 def _counter(page: Page) -> tuple[str, FrameLocator]:
     item = open_tool(page, "counter_app")
     item.get_by_role("button", name="Call counter_app", exact=True).click()
-    app = page.locator("#apps-list .app[data-tool='counter_app']").first
-    expect(app).to_be_visible(timeout=SLOW_MS)
-    app_id = str(app.get_attribute("data-app"))
+    # This call's app, by the link its card gives (earlier calls' apps are listed too, closed).
+    pointer = item.locator(".app-pointer a").last
+    expect(pointer).to_be_visible(timeout=SLOW_MS)
+    app_id = str(pointer.get_attribute("href")).removeprefix("#app-")
+    expect(page.locator(f"#app-{app_id} iframe.app-frame")).to_be_attached(timeout=SLOW_MS)
     view = page.frame_locator(f"#app-{app_id} iframe.app-frame").frame_locator("iframe")
     expect(view.locator("#log")).to_contain_text("tool result received", timeout=SLOW_MS)
     return app_id, view
