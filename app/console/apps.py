@@ -55,7 +55,6 @@ class Frame:
     who: str = "owner"      # who made it ("owner", "link:<id>"): only they may drive it
     reveal: bool = True     # whether they see the target's secret values (else what goes to the view is masked)
     outbox: asyncio.Queue[Json] = field(default_factory=lambda: asyncio.Queue(MAX_OUTBOX))
-    applied: Json = field(default_factory=dict)
     open: dict[str, str] = field(default_factory=dict)  # JSON-RPC id (as text) → the exchange key it opened
     seen: float = field(default_factory=time.monotonic)
     serial: int = 0
@@ -512,7 +511,7 @@ class SessionApps:
             return
         self._notification(app, frame, "out", message)
 
-    def _notification(self, app: str, frame: Frame, direction: str, message: Any, exact: bool = True) -> str | None:
+    def _notification(self, app: str, frame: Frame, direction: str, message: Any) -> str | None:
         if frame.replay:
             return None
         key = self._key(app, frame)
@@ -520,9 +519,7 @@ class SessionApps:
         label = f"app: {method}" if isinstance(method, str) else "app: (not JSON-RPC)"
         self.s.timeline.append(ExchangeStarted(key=key, method=label[:200], name=self._name(app, frame, direction)))
         self._wire(key, direction, message, "notification" if isinstance(method, str) else "invalid")
-        self.s.timeline.append(ExchangeFinished(key=key, status="ok", duration_ms=0.0,
-                                                warnings=[] if exact else ["the view's HTML is shown as a note: the "
-                                                                           "resources/read entry has it whole"]))
+        self.s.timeline.append(ExchangeFinished(key=key, status="ok", duration_ms=0.0))
         return key
 
     def _finished(self, key: str, message: Json) -> None:

@@ -27,7 +27,6 @@ from app.web.security import LOCAL_HOSTS, Guard, hostname
 router = APIRouter()
 SANDBOX = Path(__file__).resolve().parent.parent.parent / "static" / "sandbox"
 SANDBOX_PATH = "/sandbox/proxy"
-MAX_BRIDGE_BYTES = 8 * 1024 * 1024  # one postMessage relayed (a view's tools/call arguments, its log lines)
 _SWAP = {"127.0.0.1": "localhost", "localhost": "127.0.0.1"}
 
 
@@ -126,8 +125,7 @@ async def sandbox_script(request: Request) -> Response:
 
 async def _body(request: Request) -> dict[str, Any]:
     raw = await request.body()
-    if len(raw) > MAX_BRIDGE_BYTES:
-        raise HTTPException(413, f"A bridge message is limited to {MAX_BRIDGE_BYTES} bytes.")
+    # Bounded before this reads it: the console's request body limit (app/web/limits.py) applies here too.
     try:
         data = json.loads(raw)
     except ValueError as exc:
@@ -188,8 +186,3 @@ async def link(request: Request, session_id: str, app: str, link: str, w: Operat
         raise HTTPException(409, "That link was answered already, or its view is gone.")
     return Response(status_code=204)
 
-
-def safe_link(url: str) -> str | None:
-    """A link a view offers, as the page may put it in an href: http(s) only, else None."""
-    parts = urlsplit(url)
-    return url if parts.scheme in ("http", "https") and parts.netloc else None

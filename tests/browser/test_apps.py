@@ -121,6 +121,7 @@ def test_a_views_tool_call_goes_through_the_bridge_and_is_linked_to_the_server_e
     before = _entries(page, "app: tools/call")
     calls_before = page.locator('#timeline-list > li.entry.op[data-method="tools/call"]').count()
     first = view.locator("#server-time").inner_text()
+    apps_before = page.locator("#apps-list .app").count()
     view.get_by_role("button", name="Get Server Time").click()
     bridge = page.locator('#timeline-list > li.entry[data-method="app: tools/call"]').first
     expect(bridge).to_have_attribute("data-status", "ok", timeout=SLOW_MS)
@@ -133,7 +134,7 @@ def test_a_views_tool_call_goes_through_the_bridge_and_is_linked_to_the_server_e
     expect(page.locator(f"#{target} a.via")).to_have_attribute("href", f"#{bridge.get_attribute('id')}")
     # The view got the answer and shows a new time; no new app was opened for the view's own call.
     expect(view.locator("#server-time")).not_to_have_text(first, timeout=SLOW_MS)
-    expect(page.locator("#apps-list .app")).to_have_count(page.locator("#apps-list .app").count())
+    expect(page.locator("#apps-list .app")).to_have_count(apps_before)
 
 
 def test_a_views_message_and_link_reach_the_person_and_the_link_opens_only_on_their_click(
