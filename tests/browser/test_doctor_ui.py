@@ -47,3 +47,10 @@ def test_the_owner_runs_the_doctor_on_the_connected_demo_session_and_every_step_
     expect(doctor.locator('li[data-status="fail"]')).to_have_count(0)
     expect(doctor.locator('li[data-status="warn"]')).to_contain_text("CORS for browser hosts")
     expect(page.locator("#session-status")).to_have_attribute("data-status", "connected")
+    # The report is open on every load from now on; it spans the head, and never squeezes the session's name into
+    # a column one letter wide (its longest line used to take the whole width, hiding "Rename").
+    page.reload()
+    expect(page.locator("details.doctor-box")).to_have_attribute("open", "")
+    heading, head = page.locator("#session-head h1").bounding_box(), page.locator("#session-head").bounding_box()
+    assert heading is not None and head is not None and heading["width"] >= head["width"] / 3, (heading, head)
+    expect(page.locator("details.rename > summary")).to_be_visible()

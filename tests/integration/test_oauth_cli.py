@@ -92,7 +92,18 @@ class Cli:
         return url
 
     def finish(self) -> tuple[int, str, str]:
-        code = self.proc.wait(timeout=RUN_TIMEOUT_S)
+        try:
+            code = self.proc.wait(timeout=RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            # A hang says where it hangs: SIGABRT makes faulthandler (PYTHONFAULTHANDLER, set by `cli`) print every
+            # thread's stack on stderr before the process dies.
+            self.proc.send_signal(signal.SIGABRT)
+            self.proc.wait(timeout=10)
+            self._reader.join(timeout=5)
+            rest = []
+            while not self.lines.empty():
+                rest.append(self.lines.get_nowait() or "")
+            pytest.fail(f"mcp-console did not end in {RUN_TIMEOUT_S:g} s; its stderr: {''.join(self.seen + rest)}")
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while self._next_line(deadline) is not None:
             pass
@@ -106,7 +117,7 @@ def cli() -> Iterator[Any]:
     started: list[subprocess.Popen[str]] = []
 
     def start(*args: str, env: dict[str, str] | None = None) -> Cli:
-        proc = subprocess.Popen([sys.executable, "-m", "app", *args], cwd=REPO_ROOT, env={**child_env(), **(env or {})},
+        proc = subprocess.Popen([sys.executable, "-m", "app", *args], cwd=REPO_ROOT, env={**child_env(), "PYTHONFAULTHANDLER": "1", **(env or {})},
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         started.append(proc)
         return Cli(proc)
