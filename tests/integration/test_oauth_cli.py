@@ -112,12 +112,16 @@ class Cli:
         return code, self.stdout[0], "".join(self.seen)
 
 
+def env_of(extra: dict[str, str] | None) -> dict[str, str]:
+    return {**child_env(), "PYTHONFAULTHANDLER": "1", **(extra or {})}  # see Cli.finish
+
+
 @pytest.fixture
 def cli() -> Iterator[Any]:
     started: list[subprocess.Popen[str]] = []
 
     def start(*args: str, env: dict[str, str] | None = None) -> Cli:
-        proc = subprocess.Popen([sys.executable, "-m", "app", *args], cwd=REPO_ROOT, env={**child_env(), "PYTHONFAULTHANDLER": "1", **(env or {})},
+        proc = subprocess.Popen([sys.executable, "-m", "app", *args], cwd=REPO_ROOT, env=env_of(env),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         started.append(proc)
         return Cli(proc)
