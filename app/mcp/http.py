@@ -29,9 +29,9 @@ from app.mcp.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_STREAM_BYTES,
     ServerMessageSink,
+    codec_of,
     replaced,
     replaced_note,
-    text_codec,
 )
 from app.mcp.wire import Recorder, WireEvent, recorded_headers, wire_headers
 
@@ -89,6 +89,7 @@ class HttpTransport:
     ) -> None:
         self.target = userinfo_unless_authorization(reveal(url), extra_headers or {})
         self.shown_target = redact_url(reveal(url))
+        self._url: httpx.URL | None = None  # the target parsed once, at its first request (see _post)
         self._client = client
         self.record = record
         self.extra_headers = {k: reveal(v) for k, v in (extra_headers or {}).items()}
@@ -144,8 +145,10 @@ class HttpTransport:
             body = encode(message)
             content = body.encode("utf-8")
             merged = self._headers(headers)
+            if self._url is None:  # parsed once (httpx parses a str on every request): an invalid one fails here
+                self._url = httpx.URL(self.target)
             request = self._client.build_request(
-                "POST", self.target, content=content, headers=merged, cookies=self.cookies or None,
+                "POST", self._url, content=content, headers=merged, cookies=self.cookies or None,
                 timeout=httpx.Timeout(timeout) if timeout is not None else httpx.USE_CLIENT_DEFAULT)
         except (ValueError, TypeError, httpx.InvalidURL) as exc:  # UnicodeEncodeError is a ValueError
             note = f"could not build the request to {self.shown_target}: {exc}"
@@ -297,7 +300,7 @@ class HttpTransport:
             raise TransportError(f"notification answer broke: {exc!r}") from exc
         finally:
             await response.aclose()
-        codec = text_codec(response.encoding)  # read as a request's answer is: in its charset, said when replaced
+        codec = codec_of(response)  # read as a request's answer is: in its charset, said when replaced
         body = raw.decode(codec, errors="replace")
         if body:
             if replaced(raw, body, codec):

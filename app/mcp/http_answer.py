@@ -25,10 +25,10 @@ from app.mcp.jsonrpc import Frame, notification, parse_frame
 from app.mcp.sse import SseParser, sendable_id
 from app.mcp.transport import (
     StreamText,
+    codec_of,
     replaced,
     replaced_note,
     stream_bound_note,
-    text_codec,
 )
 from app.mcp.wire import WireEvent
 
@@ -133,7 +133,7 @@ class HttpExchange:
     async def _sse(self) -> AsyncIterator[Frame]:
         parser = SseParser(self._t.max_message_bytes)
         # Bytes, not text: the bound counts what crossed the wire; the decoder keeps split characters whole.
-        stream = StreamText(self._response.encoding)
+        stream = StreamText(codec_of(self._response))
         fair = FairShare()  # a flood of chunks must not keep the loop from its timers (see app/mcp/fair.py)
         previous: str | None = None  # the id of this stream's last event
         try:
@@ -224,7 +224,7 @@ class HttpExchange:
 
     def _decoded(self, body: bytes) -> str:
         """A body as text in its charset; bytes not valid there are shown as U+FFFD, and the record says so."""
-        codec = text_codec(self._response.encoding)
+        codec = codec_of(self._response)
         text = body.decode(codec, errors="replace")
         if not self._said_replaced and replaced(body, text, codec):
             self._say_replaced(codec)

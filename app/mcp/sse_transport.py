@@ -28,6 +28,7 @@ from app.mcp.transport import (
     SESSION_MESSAGE_NOTE,
     ServerMessageSink,
     StreamText,
+    codec_of,
     replaced_note,
     stream_bound_note,
 )
@@ -147,7 +148,7 @@ class HttpSseTransport:
 
     async def _read(self, response: httpx.Response) -> None:
         parser = SseParser(self._max)
-        stream = StreamText(response.encoding)
+        stream = StreamText(codec_of(response))
         # Bytes not valid in the charset were read into an event not yet ended. The one stream carries every
         # request's frames: it is said where the frame holding the U+FFFD goes (a frame of the same piece with the
         # target's own U+FFFD is told so too: the text cannot tell them apart).
@@ -285,7 +286,7 @@ class HttpSseTransport:
                               note=f"HTTP {response.status_code} {response.reason_phrase}"))
         if not response.is_success:
             # Its start, without a character the cut at 200 bytes split (a U+FFFD the server never sent).
-            start = StreamText(response.encoding)
+            start = StreamText(codec_of(response))
             text, was = start.decode(response.content[:200])
             if was:
                 self._note(replaced_note(start.codec), key)

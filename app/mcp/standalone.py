@@ -19,7 +19,7 @@ from app.mcp.errors import expired_note
 from app.mcp.inflate import body_pieces
 from app.mcp.jsonrpc import parse_frame
 from app.mcp.sse import SseEvent, SseParser, sendable_id
-from app.mcp.transport import SESSION_MESSAGE_NOTE, StreamText, replaced_note
+from app.mcp.transport import SESSION_MESSAGE_NOTE, StreamText, codec_of, replaced_note
 from app.mcp.wire import WireEvent
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ class StandaloneStream:
     async def _read(self, response: httpx.Response) -> bool:
         """Route every event until the stream ends or breaks; True when at least one event came."""
         parser = SseParser(self._t.max_message_bytes)
-        stream = StreamText(response.encoding)
+        stream = StreamText(codec_of(response))
         said_replaced = False  # said once per GET, as on a request's stream once per exchange
         delivered = False
         self._replayed, self._first_replayed = 0, ""  # this GET's replays: counted, the first id kept
