@@ -1,15 +1,18 @@
 """The timeline of one session: the append-only source of truth, folded into the session's state.
 
-`append` is the only way state changes: the event is stored, folded (`state.apply`) and then published, at
-once, so every reader (of the fold, of the store, of the hub) finds it. The state holds a bounded window of
-entries; older ones are rebuilt from the store.
+`append` is the only way state changes: the event is numbered and folded (`state.apply`) at once, so the fold,
+which every reader in this process reads, is always current. The store and the hub are behind it by at most one
+turn of the event loop: what was appended during a turn is handed to the store in one write and published on the
+next turn, so a call's own recording (its JSON, its store rows, its rendering for open tabs) runs after the
+console's answer has left rather than in front of it. The state holds a bounded window of entries; older ones are
+rebuilt from the store.
 
 Frames take a lighter path (`add_frame`): they change no state (the fold skips them: see RESTORE_KINDS) and
-never reach a tab, so each is given its sequence number at once but the store gets them in batches: an outgoing
-frame on the next turn of the event loop, what comes in HOLD_S after its first frame at the latest (or every
-FRAME_BATCH frames), always before any other event, so the store sees every event in sequence order. A server
-flooding 17,000 frames a second then costs one store write per batch, however few frames a read brings. Every
-read of the store made here (`stored`) hands the pending frames over first, so no reader needs to know of them.
+never reach a tab, so each is given its sequence number at once and joins the same batch: an outgoing frame on
+the next turn of the event loop, what comes in HOLD_S after its first frame at the latest (or every FRAME_BATCH
+frames), or sooner with any other event; the store sees every event in sequence order. A server flooding 17,000
+frames a second then costs one store write per batch, however few frames a read brings. Every read of the store
+made here (`stored`) hands what is pending over first, and publishes it, so no reader needs to know of it.
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ class Timeline:
         self._publish = publish
         self._quota = quota_bytes
         self.state = SessionState(session_id, window=window, seq=seq)
-        self._pending: list[TimelineEvent] = []  # frames numbered, not yet handed to the store (see add_frame)
+        self._pending: list[TimelineEvent] = []  # numbered and folded, not yet handed to the store (see flush)
+        self._events = False  # whether _pending holds more than frames: those are published too
         self._soon = False  # a flush is scheduled for the next loop turn
         self._timer: asyncio.TimerHandle | None = None  # ... or for HOLD_S from now
         self._batch_over: bool | None = None  # past the store quota, as found at this batch's first frame
@@ -97,14 +101,13 @@ class Timeline:
             return None
         if record.kind == "wire" and self._over_quota():
             return None
-        if self._pending:
-            self.flush()  # the frames before this event reach the store before it
         event = TimelineEvent(self.session_id, self.state.seq + 1, record)
         if self.scrubber is not None:
             event = self._scrubbed(event)
-        self._store.append(event)
         apply(self.state, event)
-        self._publish(event)
+        self._pend(event)
+        self._events = True
+        self._flush_soon()  # stored and published on the next loop turn, with the frames before it (see above)
         return event
 
     def _scrubbed(self, event: TimelineEvent) -> TimelineEvent:
@@ -179,7 +182,7 @@ class Timeline:
         self.flush()
 
     def flush(self) -> None:
-        """Hand the pending frames to the store, in one write."""
+        """Hand what is pending to the store, in one write, then publish its events (not its frames)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -187,7 +190,15 @@ class Timeline:
         if self._pending:
             pending, self._pending = self._pending, []
             self._store.append_many(pending)
-            self.frame_batches += 1
+            if not self._events:
+                self.frame_batches += 1
+                return
+            self._events = False
+            if any(e.kind == "wire" for e in pending):
+                self.frame_batches += 1
+            for event in pending:
+                if event.kind != "wire":  # frames never reach a tab
+                    self._publish(event)
 
     def stored(self) -> Store:
         """The session's store with every frame numbered so far handed to it (a reader of the store directly)."""

@@ -64,7 +64,7 @@ async def _side(w: Web, s: ConsoleSession, value: str, request: Request) -> dict
     if which == "now":
         found = current(target.state)
     elif which.isdigit():
-        found = await asyncio.to_thread(snapshot_at, target.store, target.id, int(which))
+        found = await asyncio.to_thread(snapshot_at, target.timeline.stored(), target.id, int(which))
     else:
         raise HTTPException(400, f"A side is now, a snapshot's seq, or SESSION:seq; not {value!r}")
     if found is None:

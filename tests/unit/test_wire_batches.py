@@ -41,12 +41,13 @@ def test_a_frame_with_a_value_it_cannot_spell_takes_the_generic_path() -> None:
     assert TimelineEvent("s", 1, record).data_json == json.dumps(record.to_data(), separators=(",", ":"))
 
 
-async def test_frames_coming_in_over_several_loop_turns_reach_the_store_in_one_write_before_the_next_event(
+async def test_frames_over_several_loop_turns_and_the_next_event_reach_the_store_in_one_write_on_the_turn_after(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(timeline_module, "HOLD_S", 60.0)  # the batch is written by what follows it, not its timer
     store = SqliteStore(tmp_path / "console.sqlite3")
+    published: list[int] = []
     try:
-        timeline = Timeline("sess", store, lambda _e: None, window=50)
+        timeline = Timeline("sess", store, lambda e: published.append(e.seq), window=50)
         appends = store.appends
         numbered = [timeline.add_frame(Wire(raw=f"frame {i}", exchange="x1")) for i in range(300)]
         await asyncio.sleep(0)
@@ -54,12 +55,27 @@ async def test_frames_coming_in_over_several_loop_turns_reach_the_store_in_one_w
         await asyncio.sleep(0)
         assert [e.seq for e in numbered if e is not None] == list(range(1, 501))
         assert store.appends == appends  # two loop turns' frames wait as one batch
-        notice = timeline.append(Notice(message="after the frames"))  # flushes the frames first
-        assert notice is not None and notice.seq == 501
-        assert store.appends == appends + 2 and timeline.frame_batches == 1  # the frames' batch, then the notice
+        notice = timeline.append(Notice(message="after the frames"))
+        assert notice is not None and notice.seq == 501 and timeline.state.seq == 501  # folded at once
+        assert store.appends == appends and published == []  # the store and the hub: on the next turn
+        await asyncio.sleep(0)
+        assert store.appends == appends + 1 and timeline.frame_batches == 1  # the frames and the notice, one write
+        assert published == [501]  # the event is published, its frames are not
         stored = store.events("sess")
         assert [e.seq for e in stored] == list(range(1, 502))
         assert [e.data["raw"] for e in stored if e.kind == "wire"] == [f"frame {i}" for i in range(500)]
+    finally:
+        store.close()
+
+
+async def test_a_reader_of_the_store_through_the_timeline_finds_what_this_turn_appended(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "console.sqlite3")
+    published: list[int] = []
+    try:
+        timeline = Timeline("sess", store, lambda e: published.append(e.seq), window=50)
+        timeline.add_frame(Wire(raw="frame", exchange="x1"))
+        timeline.append(Notice(message="now"))
+        assert [e.seq for e in timeline.stored().events("sess")] == [1, 2] and published == [2]
     finally:
         store.close()
 
