@@ -275,13 +275,6 @@
   });
 
   function start() {
-    // A session page framed by a workspace of this console stays a pane whatever it navigates to (a Connect,
-    // a retry, an edited target redirect without ?pane=1).
-    try {
-      if (window.top !== window.self && window.parent.document.getElementById("workspace")) {
-        document.body.classList.add("in-pane");
-      }
-    } catch (e) { /* framed by another origin: not a pane */ }
     mountAll();
     var list = document.getElementById("apps-list");
     // Only the apps list is watched: a push adds an app there (an observer of the whole page would run on every

@@ -768,6 +768,29 @@
       fetch(btn.dataset.copyUrl, { credentials: "same-origin" }).then(function (r) { return r.text(); }).then(done);
     }
   });
+  // A session page framed by a workspace of this console stays a pane whatever it navigates to (a Connect, a retry,
+  // an edited target's redirect without ?pane=1).
+  try {
+    if (window.top !== window.self && window.parent.document.getElementById("workspace")) {
+      document.body.classList.add("in-pane");
+    }
+  } catch (e) { /* framed by another origin: not a pane */ }
+  // MCP Apps' side of the tab (apps.js, ~14 KB) is fetched once the page lists an app: most pages never do (a
+  // call's push adds the first one to #apps-list, whose children apps.js mounts when it starts).
+  (function watchApps() {
+    var list = document.getElementById("apps-list");
+    if (!list) return;
+    function want() {
+      if (!list.querySelector(".app")) return false;
+      var script = document.createElement("script");
+      script.src = "/static/apps.js";
+      document.head.appendChild(script);
+      return true;
+    }
+    if (want()) return;
+    var watcher = new MutationObserver(function () { if (want()) watcher.disconnect(); });
+    watcher.observe(list, { childList: true });
+  })();
   // The session switcher lies over the page while open: a click elsewhere or Escape closes it, as a menu does.
   document.addEventListener("click", function (evt) {
     var open = document.querySelector("details.switcher[open]");

@@ -99,3 +99,15 @@ def test_closing_the_view_tears_it_down_first_and_it_can_be_shown_again(page: Pa
     article.get_by_role("button", name="Show the view again").click()
     again = page.frame_locator(f"#app-{app} iframe.app-frame").frame_locator("iframe")
     expect(again.locator("#log")).to_contain_text("tool result received", timeout=SLOW_MS)
+
+
+APPS_JS = "() => performance.getEntriesByType('resource').filter(e => e.name.endsWith('/static/apps.js')).length"
+
+
+def test_a_page_without_an_app_does_not_fetch_the_apps_script_and_the_first_app_brings_it(page: Page) -> None:
+    assert page.evaluate(APPS_JS) == 0  # a session with no app yet: ~14 KB less on its first load
+    _app, _view = _counter(page)  # the call's push adds the app; the script comes and mounts its frame
+    assert page.evaluate(APPS_JS) == 1
+    page.reload()
+    wait_live(page, CONNECT_TIMEOUT_MS)
+    assert page.evaluate(APPS_JS) == 1  # a page that lists an app fetches it at once
