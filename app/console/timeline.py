@@ -22,7 +22,7 @@ import heapq
 import json
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from app.console.entry_index import EntryHit, EntryQuery
 from app.console.events import EXCHANGE_KINDS, Event, Notice, TimelineEvent, Wire
@@ -32,6 +32,7 @@ from app.console.state import SessionState, apply
 from app.console.store import Store
 
 Publish = Callable[[TimelineEvent], None]
+T = TypeVar("T")
 QUOTA_NOTICE = ("stored data for this session reached the quota (setting max_session_store_bytes = {limit} "
                 "bytes); frames are no longer kept")
 FRAME_BATCH = 1000  # frames held for one store write at most (a loop turn may take a whole read buffer's worth)
@@ -49,6 +50,7 @@ class Timeline:
         self._pending: list[TimelineEvent] = []  # numbered and folded, not yet handed to the store (see flush)
         self._events = False  # whether _pending holds more than frames: those are published too
         self._soon = False  # a flush is scheduled for the next loop turn
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop that appends (and alone flushes), once known
         self._timer: asyncio.TimerHandle | None = None  # ... or for HOLD_S from now
         self._batch_over: bool | None = None  # past the store quota, as found at this batch's first frame
         self.frame_batches = 0  # store writes of frames (tests count them)
@@ -159,19 +161,24 @@ class Timeline:
         if self._soon:
             return
         try:
-            asyncio.get_running_loop().call_soon(self._scheduled_flush)
+            loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop (a script, a unit test): nothing would flush later, so store it now
             self.flush()
             return
+        self._loop = loop
+        loop.call_soon(self._scheduled_flush)
         self._soon = True
 
     def _flush_later(self) -> None:
         if self._soon or self._timer is not None:
             return
         try:
-            self._timer = asyncio.get_running_loop().call_later(HOLD_S, self._timed_flush)
+            loop = asyncio.get_running_loop()
         except RuntimeError:
             self.flush()
+            return
+        self._loop = loop
+        self._timer = loop.call_later(HOLD_S, self._timed_flush)
 
     def _scheduled_flush(self) -> None:
         self._soon = False
@@ -182,7 +189,14 @@ class Timeline:
         self.flush()
 
     def flush(self) -> None:
-        """Hand what is pending to the store, in one write, then publish its events (not its frames)."""
+        """Hand what is pending to the store, in one write, then publish its events (not its frames).
+
+        Only on the event loop's thread, which alone appends and publishes: called from a worker thread (a read
+        sent there with `asyncio.to_thread`) it does nothing, since swapping the pending list there raced the loop's
+        own appends, and publishing there the hub's queues (tabs got pushes out of order, and lost some). A reader
+        on a thread goes through `read_off_loop`, which flushes on the loop first."""
+        if self._loop is not None and not self._on_loop():
+            return
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -201,9 +215,22 @@ class Timeline:
                     self._publish(event)
 
     def stored(self) -> Store:
-        """The session's store with every frame numbered so far handed to it (a reader of the store directly)."""
+        """The session's store with everything numbered so far handed to it (a reader of the store directly). On a
+        worker thread, what the loop handed over before sending the reader there (see `read_off_loop`)."""
         self.flush()
         return self._store
+
+    async def read_off_loop(self, read: Callable[..., T], *args: Any) -> T:
+        """`read(*args)` on a worker thread (a store read that may take a while), after what this loop turn appended
+        was handed to the store and published here, on the loop."""
+        self.flush()
+        return await asyncio.to_thread(read, *args)
+
+    def _on_loop(self) -> bool:
+        try:
+            return asyncio.get_running_loop() is self._loop
+        except RuntimeError:  # a thread with no loop: a worker of the loop's, while the loop runs
+            return not self._loop.is_running() if self._loop is not None else True
 
     def end(self) -> None:
         """The session is being deleted: what is pending is handled now, and nothing is recorded after.

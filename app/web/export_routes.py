@@ -115,7 +115,7 @@ async def copy_as_curl(request: Request, session_id: str, key: str, w: Viewer) -
     s = session_or_404(w, session_id)
     who = principal(request)
     # The owner's cURL sends what was sent (exact frames); anyone else's is made from the log's.
-    wire = await asyncio.to_thread(s.timeline.exact_wire if who.sees_secrets else s.timeline.wire, key)
+    wire = await s.timeline.read_off_loop(s.timeline.exact_wire if who.sees_secrets else s.timeline.wire, key)
     command = export.curl(s.target, wire, include_secrets=who.sees_secrets)
     if command is None:
         raise HTTPException(404, "Only HTTP requests can be copied as cURL")

@@ -7,7 +7,6 @@ owner's list.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -73,7 +72,7 @@ async def show(request: Request, session_id: str, name: str, w: Viewer) -> Respo
     record = s.state.operations.get(op_id)
     if record is None:
         # Older than the operations the state keeps: what the timeline recorded.
-        snapshot = await asyncio.to_thread(s.timeline.entry, f"op-{op_id}")
+        snapshot = await s.timeline.read_off_loop(s.timeline.entry, f"op-{op_id}")
         if snapshot is None:
             raise HTTPException(404, f"No operation {op_id!r}")
         return respond(request, as_json, snapshot, None if as_json else

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import shlex
 import sys
 from typing import Any
@@ -195,11 +194,14 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
     await w.manager.replicas.refresh_owner(s.id)
     flt = TimelineFilter.from_query(request.query_params)
     window = s.timeline.recent()
+    # The page shows the session up to here and its live feed brings what comes after: a filtered page's search
+    # (on a thread, while calls go on) is bounded by it, or an entry begun meanwhile was on neither.
+    seq = s.timeline.seq
     entries, matched = window, len(window)
     oldest = min((e["seq0"] for e in window), default=0) if s.timeline.evicted else 0
     if flt.active:  # the whole session, from the store: the first page of matches and how many there are
-        entries, matched, oldest = await asyncio.to_thread(s.timeline.search, flt.entry_query(), None,
-                                                           s.settings.timeline_window)
+        entries, matched, oldest = await s.timeline.read_off_loop(s.timeline.search, flt.entry_query(), seq + 1,
+                                                                  s.settings.timeline_window)
     if as_json:
         who = principal(request)
         data = session_json(SessionView(s, owner=who.sees_secrets), entries=entries, answers=who.may_operate(s.id))
@@ -213,7 +215,7 @@ async def session_page(request: Request, name: str, w: Viewer) -> Response:
     me = principal(request)
     links = w.manager.links.for_session(s.id) if me.is_owner else []
     switch = len(w.manager.sessions) if me.is_owner else 0  # a link holder sees only the session it was given
-    page = w.render("session.html", s=s, entries=shown, seq=s.timeline.seq, oldest=oldest, me=me,
+    page = w.render("session.html", s=s, entries=shown, seq=seq, oldest=oldest, me=me,
                     here=f"/sessions/{s.id}", links=links, reveal=me.sees_secrets, flt=flt,
                     methods=sorted(set(methods_seen(window)) | ({flt.method} if flt.method else set())),
                     window_count=len(window), matched=matched, switch_count=switch,
@@ -254,9 +256,9 @@ async def refresh(request: Request, session_id: str, w: Operator) -> Response:
 async def entry(request: Request, session_id: str, name: str, w: Viewer) -> Response:
     key, as_json = split_json(name)
     s = session_or_404(w, session_id)
-    found = await asyncio.to_thread(s.timeline.entry, key)  # may read the store: keep the loop free
+    found = await s.timeline.read_off_loop(s.timeline.entry, key)  # may read the store: keep the loop free
     me = principal(request)
-    wire = await asyncio.to_thread(s.timeline.exact_wire if me.sees_secrets else s.timeline.wire, key)
+    wire = await s.timeline.read_off_loop(s.timeline.exact_wire if me.sees_secrets else s.timeline.wire, key)
     if found is None and not wire:
         raise HTTPException(404, f"No entry {key!r}")
     wire = _shown_wire(s, me.sees_secrets, wire)
@@ -270,12 +272,12 @@ async def entry_body(request: Request, session_id: str, key: str, w: Viewer) -> 
     """An opened timeline entry's body (findings, logs, rounds, frames, actions), fetched on open: the row on the
     page is a summary, so the page's size does not grow with what each call did."""
     s = session_or_404(w, session_id)
-    found = await asyncio.to_thread(s.timeline.entry, key)  # may read the store: keep the loop free
+    found = await s.timeline.read_off_loop(s.timeline.entry, key)  # may read the store: keep the loop free
     if found is None:
         raise HTTPException(404, f"No entry {key!r}")
     me = principal(request)
     wire = [] if found.get("kind") == "operation" else \
-        await asyncio.to_thread(s.timeline.exact_wire if me.sees_secrets else s.timeline.wire, key)
+        await s.timeline.read_off_loop(s.timeline.exact_wire if me.sees_secrets else s.timeline.wire, key)
     wire = _shown_wire(s, me.sees_secrets, wire)
     # An operation's entry shows where it ended (its result, or its task): after a reload its card is not on the page.
     record = s.state.operations.get(str(found.get("op"))) if found.get("kind") == "operation" else None
@@ -330,9 +332,9 @@ async def older(request: Request, session_id: str, before: int, w: Viewer, limit
     flt = TimelineFilter.from_query(request.query_params)
     size = min(max(limit, 1), 500)
     if flt.active:  # older matches of the whole session, not a filter over one page of older entries
-        entries, _, oldest = await asyncio.to_thread(s.timeline.search, flt.entry_query(), before, size)
+        entries, _, oldest = await s.timeline.read_off_loop(s.timeline.search, flt.entry_query(), before, size)
     else:
-        entries = await asyncio.to_thread(s.timeline.older, before, size)
+        entries = await s.timeline.read_off_loop(s.timeline.older, before, size)
         oldest = min((e["seq0"] for e in entries), default=0) if len(entries) >= size else 0
     return respond(request, False, {"timeline": entries, "older_before": oldest},
                    w.render("_older.html", s=s, entries=entries, oldest=oldest, flt=flt))

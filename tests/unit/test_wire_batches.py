@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -98,5 +99,22 @@ async def test_frames_coming_in_are_written_hold_s_later_and_an_outgoing_one_on_
         await asyncio.sleep(0)
         assert store.appends == appends + 2 and timeline.frame_batches == 2
         assert [e.data["raw"] for e in store.events("sess")] == [*(f"frame {i}" for i in range(10)), "request"]
+    finally:
+        store.close()
+
+
+async def test_a_flush_from_a_worker_thread_touches_nothing_and_a_read_off_the_loop_flushes_on_the_loop_first(
+        tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "console.sqlite3")
+    published: list[tuple[int, int]] = []
+    try:
+        timeline = Timeline("sess", store, lambda e: published.append((e.seq, threading.get_ident())), window=50)
+        timeline.append(Notice(message="pending"))
+        worker = threading.Thread(target=timeline.flush)  # a worker's flush, while the loop is running (blocked)
+        worker.start()
+        worker.join()
+        assert published == [] and store.appends == 0
+        seqs = await timeline.read_off_loop(lambda: [e.seq for e in timeline.stored().events("sess")])
+        assert seqs == [1] and published == [(1, threading.get_ident())]  # published here, on the loop's thread
     finally:
         store.close()
