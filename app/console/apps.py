@@ -24,6 +24,7 @@ from typing import Any
 
 from app.console.events import AppChanged, ExchangeFinished, ExchangeStarted, FindingRecorded, Wire
 from app.console.operations import Operation
+from app.console.own_host import REFUSED, leads_to_host
 from app.mcp.app_host import Action, AppHost, Apply, Finding, Forward, OfferLink, Post, Said
 from app.mcp.apps import View, read_view, ui_resource_uri
 from app.mcp.client import reply_json
@@ -434,6 +435,11 @@ class SessionApps:
     def _offer(self, app: str, frame: Frame, action: OfferLink) -> None:
         if frame.replay:
             self._act(app, frame, frame.host.link_answered(action.request_id, False), None)
+            return
+        host = str(self.s.settings.public_host or "")
+        if leads_to_host(action.url, host):  # a view knows the console's origin (location.ancestorOrigins)
+            self._act(app, frame, [Post({"jsonrpc": "2.0", "id": action.request_id, "error": {
+                "code": -32000, "message": f"the console refused the link: {REFUSED.format(host=host)}"}})], None)
             return
         if sum(1 for (a, _l) in self._links if a == app) >= MAX_OFFERED:
             self._act(app, frame, [Post({"jsonrpc": "2.0", "id": action.request_id, "error": {

@@ -25,6 +25,7 @@ from app.console.live import LOG_LEVELS
 from app.console.live_events import SR_KINDS, SUB_KINDS
 from app.console.manager import SessionManager
 from app.console.operations import Operation
+from app.console.own_host import REFUSED, leads_to_host
 from app.console.session import ConsoleSession
 from app.console.state import TAKEOVER_ERROR, host_key
 from app.console.task_push import push_listen
@@ -328,7 +329,9 @@ def holds_mask(value: Any) -> bool:
     return MASK in json.dumps(value, ensure_ascii=False, default=str)
 
 
-def make_env() -> Environment:
+def make_env(public_host: str = "") -> Environment:
+    """The templates' environment; `public_host` is the console's own host name, to which no link a target offers
+    is ever made (app/console/own_host.py)."""
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.template_class = CompactTemplate
@@ -346,6 +349,10 @@ def make_env() -> Environment:
                        holds_mask=holds_mask, tool_form_view=tool_form_view, tool_form_json=tool_form_json,
                        path_name=path_name, template_form=template_form, dialog_window=dialog_window,
                        big_request=big_request, task_push_listen=push_listen, **DETAIL_GLOBALS)
+    # A link from the target that leads to the console's own host name is shown as text, with why.
+    env.globals.update(to_console=lambda url: isinstance(url, str) and leads_to_host(url, public_host),
+                       to_console_note=REFUSED.format(host=public_host),
+                       url_facts=lambda url: url_facts(url, public_host))
     return env
 
 

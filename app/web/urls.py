@@ -7,6 +7,8 @@ import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
+from app.console.own_host import REFUSED, leads_to_host
+
 
 def _scripts(text: str) -> set[str]:
     names = set()
@@ -17,9 +19,12 @@ def _scripts(text: str) -> set[str]:
     return names
 
 
-def url_facts(url: str) -> dict[str, Any]:
-    """Split a URL for display (the host highlighted) and list what deserves a warning."""
+def url_facts(url: str, console_host: str = "") -> dict[str, Any]:
+    """Split a URL for display (the host highlighted) and list what deserves a warning. A URL that leads to the
+    console's own host name (`console_host`, on any port) is never a link (app/console/own_host.py)."""
     warnings: list[str] = []
+    if leads_to_host(url, console_host):
+        warnings.append(REFUSED.format(host=console_host).capitalize() + ".")
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
@@ -27,7 +32,7 @@ def url_facts(url: str) -> dict[str, Any]:
         return {"ok_link": False, "scheme": "", "before": url, "host": "", "after": "",
                 "warnings": ["This is not a well-formed URL."]}
     scheme = parts.scheme.lower()
-    ok_link = scheme in ("http", "https") and bool(host)
+    ok_link = scheme in ("http", "https") and bool(host) and not warnings
     if not ok_link:
         warnings.append(f"Scheme {scheme or '(none)'!r} is not http(s): the console will not make it a link.")
     if parts.username is not None or "@" in parts.netloc:

@@ -153,6 +153,13 @@ async def test_a_message_and_a_link_are_the_persons_and_a_csp_violation_is_a_fin
     assert session.state.apps[app]["links"][-1]["status"] == "opened"
     again = await console.http.post(f"/sessions/{sid}/apps/{app}/links/{links[-1]['id']}", data={"opened": "1"})
     assert again.status_code == 409
+    # The console's own host name on another port would get the owner's cookie: refused, never offered.
+    host = console.manager.settings.public_host
+    for spelling in (f"http://{host}:9301/x", f"http://{host.upper()}.:1/", f"http://{host}:1\\@example.com/"):
+        await relay.request("ui/open-link", {"url": spelling})
+        own = await relay.collected(lambda m: m.get("id") == relay.next_id, "the refusal")
+        assert "the console refused the link" in own["error"]["message"], (spelling, own)
+    assert len(session.state.apps[app]["links"]) == 1
     await relay.step("csp", report={"blockedURI": "https://undeclared.example.com/data.json",
                                     "violatedDirective": "connect-src"})
     assert session.state.findings.get("apps.csp-violation") == 1
