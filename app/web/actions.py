@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
 from app.console.live import LOG_LEVELS
@@ -66,6 +66,8 @@ async def _operation(w: Web, request: Request, s: ConsoleSession, method: str, p
     else:
         task = w.manager.tasks.spawn(f"op-{op.id}", s.operations.run(op))
         await asyncio.wait({task}, timeout=QUICK_ANSWER_S)
+    if s.timeline.ended:  # deleted while the call ran: a "running" answer with no result would say nothing
+        raise HTTPException(410, "The session was deleted while this call ran: nothing more of it was recorded.")
     record = s.operations.record_of(op)
     # The answer is the final reply with its operation beside it; the operation's own copy of that reply is
     # left out (GET .../operations/<id>.json has it), so the answer says each thing once.
