@@ -315,6 +315,14 @@
     document.body.dataset.ws = "open";
   });
   document.addEventListener("htmx:wsClose", function () { document.body.dataset.ws = "closed"; });
+  // A filter swaps the timeline pane in place, rendered up to its own seq: what the feed pushed up to there is in it.
+  document.addEventListener("htmx:afterSwap", function (evt) {
+    var pane = document.getElementById("timeline-pane");
+    var seq = pane && parseInt(pane.dataset.seq || "", 10);
+    if (seq && evt.detail.target && evt.detail.target.id === "timeline-pane" && (lastSeq === null || seq > lastSeq)) {
+      lastSeq = seq;
+    }
+  });
 
   document.addEventListener("htmx:wsBeforeMessage", function (evt) {
     var m = SEQ.exec(evt.detail.message);

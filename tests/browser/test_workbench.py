@@ -73,9 +73,13 @@ def test_the_timeline_filter_goes_in_the_url_and_hides_live_entries_that_do_not_
         page: Page, console: Console, size: dict[str, int]) -> None:
     page.set_viewport_size(size)
     call_echo(page, "before the filter")
+    add = open_tool(page, "add")  # work in progress elsewhere on the page survives a filter (only the pane swaps)
+    add.get_by_label(label("A")).fill("41")
     page.get_by_label("Method", exact=True).select_option("tools/call")
     page.get_by_role("button", name="Filter", exact=True).click()
     expect(page).to_have_url(re.compile(r"\?method=tools%2Fcall"))
+    expect(page.locator("#timeline-pane")).to_contain_text("filtered:")
+    expect(add.get_by_label(label("A"))).to_have_value("41")
     wait_live(page)
     entries = page.locator("#timeline-list > li.entry")
     assert set(entries.evaluate_all("els => els.map(e => e.dataset.method)")) == {"tools/call"}
