@@ -88,6 +88,19 @@ def _named(key: str, request: dict[str, Any]) -> str:
     return f"({message[:60]!r})" if isinstance(message, str) and message else "(a 2025-11-25 server request)"
 
 
+def _no_action(mode: str, key: str, request: dict[str, Any], given: dict[str, Any]) -> str:
+    """What a file answer without an action says (a person's first guess is the content alone): the shape, with
+    this request's key and, for a form, its fields, so the fix can be copied."""
+    params = request.get("params") if isinstance(request.get("params"), dict) else {}
+    schema = (params or {}).get("requestedSchema")
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    fields = list(props)[:4] if isinstance(props, dict) else []
+    content = given if given and set(given) <= set(fields or given) else {f: "..." for f in fields}
+    example = json.dumps({key: {"action": "accept", "content": content}}, ensure_ascii=False)[:300]
+    return (f"--elicit {mode}: the answer for {key!r} has no \"action\" (accept, decline or cancel), so it was not "
+            f"sent. Each value is a whole answer, the form's fields under \"content\": {example}")
+
+
 def elicitor(mode: str, roots: Sequence[dict[str, Any]] = (), say: Say | None = None) -> Elicitor:
     """How input requests are answered: `defaults`, `decline`, or a JSON file of answers keyed as the server keys
     its inputRequests (a key the file lacks is answered with the defaults). `roots/list` is answered with `roots`
@@ -112,6 +125,8 @@ def elicitor(mode: str, roots: Sequence[dict[str, Any]] = (), say: Say | None = 
         name = _named(key, request)
         if key in answers:
             given = dict(answers[key]) if isinstance(answers[key], dict) else {"action": "decline"}
+            if kind in ("form", "url") and given.get("action") not in ("accept", "decline", "cancel"):
+                _usage(_no_action(mode, key, request, given))
             shown = given.get("action", "an answer") if kind != "roots" else f"{len(given.get('roots') or [])} root(s)"
             tell(f"answered the server's {request.get('method')} {name} from the --elicit file: {shown}")
             return given

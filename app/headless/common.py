@@ -169,5 +169,7 @@ def add_common_options(common: argparse.ArgumentParser) -> None:
     common.add_argument("--elicit", default="defaults", metavar="defaults|decline|FILE",
                         help="How to answer the server's elicitations: accept a form with its schema's defaults "
                              "(declined when a required field has none), decline every one, or answer from a JSON "
-                             "file keyed like the server's inputRequests. Each answer is said on stderr.")
+                             "file keyed like the server's inputRequests (a 2025-11-25 request: key "
+                             "\"server-request\"), each value a whole answer: {\"profile\": {\"action\": "
+                             "\"accept\", \"content\": {\"name\": \"Ada\"}}}. Each answer is said on stderr.")
     add_oauth_options(common)
