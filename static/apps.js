@@ -60,6 +60,7 @@
     delete apps[app.id];
     var el = app.el;
     delete el.dataset.mounted;
+    el.classList.add("view-closed");  // its Close view and the bridge's last state are hidden until shown again
     var again = document.createElement("button");
     again.type = "button";
     again.className = "small app-reopen";
@@ -193,6 +194,7 @@
     if (reopen) {
       var host = reopen.closest(".app[data-app]");
       reopen.remove();
+      host.classList.remove("view-closed");
       mount(host);
       return;
     }

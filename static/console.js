@@ -763,7 +763,12 @@
     var btn = evt.target.closest("[data-copy-url],[data-copy-from]");
     if (!btn) return;
     var done = function (text) {
-      var ok = function () { btn.dataset.copied = "1"; btn.textContent = "Copied"; };
+      var label = btn.dataset.label || (btn.dataset.label = btn.textContent);
+      var ok = function () {  // said for a moment, then the button reads as before (a second copy is said again)
+        btn.dataset.copied = "1"; btn.textContent = "Copied";
+        clearTimeout(btn.copiedTimer);
+        btn.copiedTimer = setTimeout(function () { btn.textContent = label; }, 2000);
+      };
       if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(ok, ok);
       else { var ta = document.createElement("textarea"); ta.value = text; document.body.appendChild(ta);
              ta.select(); document.execCommand("copy"); ta.remove(); ok(); }

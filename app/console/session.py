@@ -597,7 +597,7 @@ class ConsoleSession:
         self.timeline.append(DoctorRan(running=False, report=report.to_dict()))
         failed = report.failed
         self.timeline.notice("info" if failed is None else "warning",
-                             "doctor: every step passed" if failed is None else
+                             f"doctor: {report.verdict}" if failed is None else
                              f"doctor: {failed.name} failed: {failed.detail}")
         return report
 

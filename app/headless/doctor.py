@@ -53,7 +53,7 @@ def report_text(report: Report) -> str:
         if check.fix and check.status in ("fail", "warn"):
             lines.append(terminal_text(f"          fix: {check.fix}"))
     failed = report.failed
-    lines.append(f"failed at: {failed.name}" if failed is not None else "every step passed")
+    lines.append(f"failed at: {failed.name}" if failed is not None else report.verdict)
     return "\n".join(lines)
 
 

@@ -96,9 +96,11 @@ def test_closing_the_view_tears_it_down_first_and_it_can_be_shown_again(page: Pa
     teardown = page.locator('#timeline-list > li.entry[data-method="app: ui/resource-teardown"]').first
     expect(teardown).to_have_attribute("data-status", "ok", timeout=SLOW_MS)  # the view answered before removal
     expect(article.locator("iframe.app-frame")).to_have_count(0)
+    expect(article.get_by_role("button", name="Close view")).to_be_hidden()  # only "Show the view again" is offered
     article.get_by_role("button", name="Show the view again").click()
     again = page.frame_locator(f"#app-{app} iframe.app-frame").frame_locator("iframe")
     expect(again.locator("#log")).to_contain_text("tool result received", timeout=SLOW_MS)
+    expect(article.get_by_role("button", name="Close view")).to_be_visible()
 
 
 APPS_JS = "() => performance.getEntriesByType('resource').filter(e => e.name.endsWith('/static/apps.js')).length"

@@ -58,6 +58,16 @@ class Report:
     def failed(self) -> Check | None:
         return next((c for c in self.checks if c.status == "fail"), None)
 
+    @property
+    def verdict(self) -> str:
+        """One line: "every step passed", with the warnings counted when there are some (a passing report that
+        lists a warning read as a contradiction), or the first failed step."""
+        failed = self.failed
+        if failed is not None:
+            return f"failed at {failed.name}"
+        warned = sum(1 for c in self.checks if c.status == "warn")
+        return "every step passed" + (f", {warned} with a warning" if warned else "")
+
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target, "kind": self.kind, "passed": self.passed,
                 "checks": [c.to_dict() for c in self.checks]}
