@@ -282,7 +282,7 @@ class SessionManager:
     def listing(self) -> list[dict[str, Any]]:
         return [{"id": s.id, "name": s.name, "named": bool(s.state.label), "target": s.target.shown(),
                  "server": _server_line(s.server_info), "revision": (s.state.era or {}).get("protocol_version", ""),
-                 "transport": s.target.kind, "status": s.status,
+                 "transport": s.target.kind, "status": s.status, "read_only": s.read_only,
                  "created": s.created, "last_activity": s.last_activity, "entries": s.timeline.entry_count}
                 for s in sorted(self.sessions.values(), key=lambda s: -s.last_activity)]
 

@@ -206,6 +206,10 @@ async def sides(args: argparse.Namespace) -> tuple[Side, Side]:
         live.append(Live(server=name, from_config=True))
     if len(order) == 1 and order[0][0] == "file" and len(files[0]) >= 2:  # one session file: its last two connects
         return files[0][-2], files[0][-1]
+    if len(order) == 1 and order[0][0] == "file":
+        raise Unreadable(f"{args.operands[0]} holds "
+                         f"{len(files[0])} connect{'' if len(files[0]) == 1 else 's'}: a session file alone compares "
+                         "its last two; give a second surface (another file, a URL, --stdio or --server)")
     if len(order) != 2:
         raise Unreadable(f"diff compares two surfaces: {len(order)} given (a session file alone compares its last "
                          "two connects)")

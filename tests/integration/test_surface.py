@@ -215,6 +215,8 @@ def test_the_cli_diff_of_one_server_against_itself_exits_0_and_says_no_changes(t
     assert "no changes" in run.stdout
     suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
     assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("1", "0")
+    alone = mcp_console("diff", str(snap))  # one surface alone: said as such, with what to add
+    assert alone.returncode == 2 and "holds 1 connect: " in alone.stderr and "give a second surface" in alone.stderr
 
 
 def test_the_cli_diff_exits_2_for_a_file_that_is_no_surface_and_for_a_server_that_cannot_be_reached(
