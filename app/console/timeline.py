@@ -1,18 +1,15 @@
 """The timeline of one session: the append-only source of truth, folded into the session's state.
 
-`append` is the only way state changes: the event is numbered and folded (`state.apply`) at once, so the fold,
-which every reader in this process reads, is always current. The store and the hub are behind it by at most one
-turn of the event loop: what was appended during a turn is handed to the store in one write and published on the
-next turn, so a call's own recording (its JSON, its store rows, its rendering for open tabs) runs after the
-console's answer has left rather than in front of it. The state holds a bounded window of entries; older ones are
-rebuilt from the store.
+`append` is the only way state changes: the event is stored, folded (`state.apply`) and then published, at
+once, so every reader (of the fold, of the store, of the hub) finds it. The state holds a bounded window of
+entries; older ones are rebuilt from the store.
 
 Frames take a lighter path (`add_frame`): they change no state (the fold skips them: see RESTORE_KINDS) and
-never reach a tab, so each is given its sequence number at once and joins the same batch: an outgoing frame on
-the next turn of the event loop, what comes in HOLD_S after its first frame at the latest (or every FRAME_BATCH
-frames), or sooner with any other event; the store sees every event in sequence order. A server flooding 17,000
-frames a second then costs one store write per batch, however few frames a read brings. Every read of the store
-made here (`stored`) hands what is pending over first, and publishes it, so no reader needs to know of it.
+never reach a tab, so each is given its sequence number at once but the store gets them in batches: an outgoing
+frame on the next turn of the event loop, what comes in HOLD_S after its first frame at the latest (or every
+FRAME_BATCH frames), always before any other event, so the store sees every event in sequence order. A server
+flooding 17,000 frames a second then costs one store write per batch, however few frames a read brings. Every
+read of the store made here (`stored`) hands the pending frames over first, so no reader needs to know of them.
 """
 
 from __future__ import annotations
@@ -20,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -47,10 +45,11 @@ class Timeline:
         self._publish = publish
         self._quota = quota_bytes
         self.state = SessionState(session_id, window=window, seq=seq)
-        self._pending: list[TimelineEvent] = []  # numbered and folded, not yet handed to the store (see flush)
-        self._events = False  # whether _pending holds more than frames: those are published too
+        self._pending: list[TimelineEvent] = []  # frames numbered, not yet handed to the store (see add_frame)
         self._soon = False  # a flush is scheduled for the next loop turn
-        self._loop: asyncio.AbstractEventLoop | None = None  # the loop that appends (and alone flushes), once known
+        # The loop that adds frames, and its thread (the only one that flushes them), once known.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = 0
         self._timer: asyncio.TimerHandle | None = None  # ... or for HOLD_S from now
         self._batch_over: bool | None = None  # past the store quota, as found at this batch's first frame
         self.frame_batches = 0  # store writes of frames (tests count them)
@@ -103,13 +102,14 @@ class Timeline:
             return None
         if record.kind == "wire" and self._over_quota():
             return None
+        if self._pending:
+            self.flush()  # the frames before this event reach the store before it
         event = TimelineEvent(self.session_id, self.state.seq + 1, record)
         if self.scrubber is not None:
             event = self._scrubbed(event)
+        self._store.append(event)
         apply(self.state, event)
-        self._pend(event)
-        self._events = True
-        self._flush_soon()  # stored and published on the next loop turn, with the frames before it (see above)
+        self._publish(event)
         return event
 
     def _scrubbed(self, event: TimelineEvent) -> TimelineEvent:
@@ -158,26 +158,26 @@ class Timeline:
             self._pending.append(event)
 
     def _flush_soon(self) -> None:
-        if self._soon:
-            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop (a script, a unit test): nothing would flush later, so store it now
             self.flush()
             return
-        self._loop = loop
+        if self._soon and loop is self._loop:
+            return
+        self._loop, self._thread = loop, threading.get_ident()
         loop.call_soon(self._scheduled_flush)
         self._soon = True
 
     def _flush_later(self) -> None:
-        if self._soon or self._timer is not None:
-            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.flush()
             return
-        self._loop = loop
+        if (self._soon or self._timer is not None) and loop is self._loop:
+            return
+        self._loop, self._thread = loop, threading.get_ident()
         self._timer = loop.call_later(HOLD_S, self._timed_flush)
 
     def _scheduled_flush(self) -> None:
@@ -189,13 +189,12 @@ class Timeline:
         self.flush()
 
     def flush(self) -> None:
-        """Hand what is pending to the store, in one write, then publish its events (not its frames).
+        """Hand the pending frames to the store, in one write.
 
-        Only on the event loop's thread, which alone appends and publishes: called from a worker thread (a read
-        sent there with `asyncio.to_thread`) it does nothing, since swapping the pending list there raced the loop's
-        own appends, and publishing there the hub's queues (tabs got pushes out of order, and lost some). A reader
-        on a thread goes through `read_off_loop`, which flushes on the loop first."""
-        if self._loop is not None and not self._on_loop():
+        Only on the thread that runs the event loop, which alone adds frames: from a worker thread (a read sent there
+        with `asyncio.to_thread`) it leaves them for the loop, since swapping the list there raced the loop's own
+        batches. A reader on a thread goes through `read_off_loop`, which flushes on the loop first."""
+        if not self._on_loop_thread():
             return
         if self._timer is not None:
             self._timer.cancel()
@@ -204,33 +203,23 @@ class Timeline:
         if self._pending:
             pending, self._pending = self._pending, []
             self._store.append_many(pending)
-            if not self._events:
-                self.frame_batches += 1
-                return
-            self._events = False
-            if any(e.kind == "wire" for e in pending):
-                self.frame_batches += 1
-            for event in pending:
-                if event.kind != "wire":  # frames never reach a tab
-                    self._publish(event)
+            self.frame_batches += 1
 
     def stored(self) -> Store:
-        """The session's store with everything numbered so far handed to it (a reader of the store directly). On a
+        """The session's store with every frame numbered so far handed to it (a reader of the store directly). On a
         worker thread, what the loop handed over before sending the reader there (see `read_off_loop`)."""
         self.flush()
         return self._store
 
     async def read_off_loop(self, read: Callable[..., T], *args: Any) -> T:
-        """`read(*args)` on a worker thread (a store read that may take a while), after what this loop turn appended
-        was handed to the store and published here, on the loop."""
+        """`read(*args)` on a worker thread (a store read that may take a while), after the frames this loop turn
+        added were handed to the store here, on the loop."""
         self.flush()
         return await asyncio.to_thread(read, *args)
 
-    def _on_loop(self) -> bool:
-        try:
-            return asyncio.get_running_loop() is self._loop
-        except RuntimeError:  # a thread with no loop: a worker of the loop's, while the loop runs
-            return not self._loop.is_running() if self._loop is not None else True
+    def _on_loop_thread(self) -> bool:
+        loop = self._loop
+        return loop is None or self._thread == threading.get_ident() or not loop.is_running()
 
     def end(self) -> None:
         """The session is being deleted: what is pending is handled now, and nothing is recorded after.

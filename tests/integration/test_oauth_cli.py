@@ -112,6 +112,14 @@ class Cli:
         return code, self.stdout[0], "".join(self.seen)
 
 
+def _as_from_a_terminal() -> None:
+    """The child starts with Ctrl-C's default meaning, as a shell gives it. It inherits an ignored SIGINT otherwise
+    (exec keeps SIG_IGN), and then Python installs no handler and asyncio none either: in the full suite the child of
+    the Ctrl-C test once sat idle in its loop for the whole 60 s, its SIGINT ignored (faulthandler's stack showed
+    the loop's select and nothing else)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def env_of(extra: dict[str, str] | None) -> dict[str, str]:
     return {**child_env(), "PYTHONFAULTHANDLER": "1", **(extra or {})}  # see Cli.finish
 
@@ -122,7 +130,8 @@ def cli() -> Iterator[Any]:
 
     def start(*args: str, env: dict[str, str] | None = None) -> Cli:
         proc = subprocess.Popen([sys.executable, "-m", "app", *args], cwd=REPO_ROOT, env=env_of(env),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_as_from_a_terminal)
         started.append(proc)
         return Cli(proc)
 
