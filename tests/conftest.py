@@ -28,7 +28,8 @@ BROWSER_TESTS = Path(__file__).resolve().parent / "browser"
 # Suites whose tests run the console itself as another process (`mcp-console call/check`, `serve` killed with -9):
 # each pays a Python start and the app's imports. The `processes` mark leaves them out of the fast tier.
 PROCESS_SUITES = frozenset({"test_cli_notes.py", "test_cli_commands.py", "test_hostile_lint.py", "test_console_cli.py",
-                            "test_console_crash.py"})
+                            "test_console_crash.py", "test_cli_refusals.py", "test_cli_configs.py",
+                            "test_cli_word_order.py", "test_doctor_cli.py", "test_tasks_cli.py"})
 PROCESS_FIXTURES = frozenset({"served_console", "team"})  # a `serve` process; the team's processes
 
 

@@ -12,6 +12,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from tests.integration.conftest import create_link, eventually, mcp_console
 
 if TYPE_CHECKING:
@@ -152,6 +154,7 @@ def _changes(run: Any) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.processes  # the command line, as a process of its own (tests/conftest.py)
 async def test_the_cli_diffs_a_session_file_with_two_connects_and_the_demo_live(
         console: Console, demo_url: str, tmp_path: Path) -> None:
     before = tmp_path / "before.json"
@@ -187,6 +190,7 @@ async def test_the_cli_diffs_a_session_file_with_two_connects_and_the_demo_live(
     assert f"tool {name}" in added
 
 
+@pytest.mark.processes  # the command line, as a process of its own (tests/conftest.py)
 def test_the_cli_diff_of_a_schema_change_between_two_stdio_servers_exits_1_with_a_junit_failure_per_breaking_change(
         tmp_path: Path) -> None:
     junit = tmp_path / "surface.xml"
@@ -207,6 +211,7 @@ def test_the_cli_diff_of_a_schema_change_between_two_stdio_servers_exits_1_with_
     assert {f.find("failure").get("type") for f in failed} >= {"tool.removed", "type.narrowed"}  # type: ignore[union-attr]
 
 
+@pytest.mark.processes  # the command line, as a process of its own (tests/conftest.py)
 def test_the_cli_diff_of_one_server_against_itself_exits_0_and_says_no_changes(tmp_path: Path) -> None:
     snap = tmp_path / "v1.json"
     assert mcp_console("snapshot", "--stdio", SURFACE_V1, "-o", str(snap)).returncode == 0
@@ -219,6 +224,7 @@ def test_the_cli_diff_of_one_server_against_itself_exits_0_and_says_no_changes(t
     assert alone.returncode == 2 and "holds 1 connect: " in alone.stderr and "give a second surface" in alone.stderr
 
 
+@pytest.mark.processes  # the command line, as a process of its own (tests/conftest.py)
 def test_the_cli_diff_exits_2_for_a_file_that_is_no_surface_and_for_a_server_that_cannot_be_reached(
         tmp_path: Path) -> None:
     junk = tmp_path / "junk.json"
@@ -231,6 +237,7 @@ def test_the_cli_diff_exits_2_for_a_file_that_is_no_surface_and_for_a_server_tha
     assert one.returncode == 2
 
 
+@pytest.mark.processes  # the command line, as a process of its own (tests/conftest.py)
 def test_the_cli_diffs_two_servers_of_a_config_file(tmp_path: Path) -> None:
     here = str(Path(__file__).resolve().parents[2])
     config = tmp_path / "mcp.json"
