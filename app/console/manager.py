@@ -92,8 +92,6 @@ class SessionManager:
         """In a team, what was handed to the store is in it (a worker thread waits for the writer): before a new
         session or share link is told to anyone, who may open it on another process at once."""
         if self.ownership is not None:
-            for session in list(self.sessions.values()):
-                session.timeline.flush()  # what this loop turn appended, handed to the store first
             await asyncio.to_thread(self.store.flush)
 
     def on_remote(self, session_id: str, seq: int, message: Serialized) -> None:

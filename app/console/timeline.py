@@ -158,27 +158,29 @@ class Timeline:
             self._pending.append(event)
 
     def _flush_soon(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no loop (a script, a unit test): nothing would flush later, so store it now
-            self.flush()
-            return
-        if self._soon and loop is self._loop:
-            return
-        self._loop, self._thread = loop, threading.get_ident()
-        loop.call_soon(self._scheduled_flush)
-        self._soon = True
+        loop = self._scheduling_loop(self._soon)
+        if loop is not None:
+            loop.call_soon(self._scheduled_flush)
+            self._soon = True
 
     def _flush_later(self) -> None:
+        loop = self._scheduling_loop(self._soon or self._timer is not None)
+        if loop is not None:
+            self._timer = loop.call_later(HOLD_S, self._timed_flush)
+
+    def _scheduling_loop(self, scheduled: bool) -> asyncio.AbstractEventLoop | None:
+        """The running loop a flush is to be scheduled on; None when none is needed: one is scheduled on it already,
+        or there is no loop (a script, a unit test), and then the frames are stored at once. A flush scheduled on a
+        loop that has gone (one per test) is scheduled again on this one."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.flush()
-            return
-        if (self._soon or self._timer is not None) and loop is self._loop:
-            return
+            return None
+        if scheduled and loop is self._loop:
+            return None
         self._loop, self._thread = loop, threading.get_ident()
-        self._timer = loop.call_later(HOLD_S, self._timed_flush)
+        return loop
 
     def _scheduled_flush(self) -> None:
         self._soon = False

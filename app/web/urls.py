@@ -22,9 +22,8 @@ def _scripts(text: str) -> set[str]:
 def url_facts(url: str, console_host: str = "") -> dict[str, Any]:
     """Split a URL for display (the host highlighted) and list what deserves a warning. A URL that leads to the
     console's own host name (`console_host`, on any port) is never a link (app/console/own_host.py)."""
-    warnings: list[str] = []
-    if leads_to_host(url, console_host):
-        warnings.append(REFUSED.format(host=console_host).capitalize() + ".")
+    to_console = leads_to_host(url, console_host)
+    warnings = [REFUSED.format(host=console_host).capitalize() + "."] if to_console else []
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
@@ -32,8 +31,8 @@ def url_facts(url: str, console_host: str = "") -> dict[str, Any]:
         return {"ok_link": False, "scheme": "", "before": url, "host": "", "after": "",
                 "warnings": ["This is not a well-formed URL."]}
     scheme = parts.scheme.lower()
-    ok_link = scheme in ("http", "https") and bool(host) and not warnings
-    if not ok_link:
+    ok_link = scheme in ("http", "https") and bool(host) and not to_console
+    if scheme not in ("http", "https") or not host:
         warnings.append(f"Scheme {scheme or '(none)'!r} is not http(s): the console will not make it a link.")
     if parts.username is not None or "@" in parts.netloc:
         warnings.append("The URL has text before '@': that part is not the host. Check the highlighted host.")

@@ -89,9 +89,7 @@ async def _serve(websocket: WebSocket, w: Web, session_id: str, who: Principal) 
         last_seq = await _hello(websocket)
     except (WebSocketDisconnect, RuntimeError):  # the tab went before it said hello (a quick navigation away)
         return
-    # Awaited: a hub between processes may fill the gap from its shared log first. What the fold holds is
-    # published first (the hub is a loop turn behind it at most), so the catch-up reaches the tab's current seq.
-    session.timeline.flush()
+    # Awaited: a hub between processes may fill the gap from its shared log first.
     sub, whole = await w.manager.hub.subscribe_async(session_id, last_seq, session.timeline.seq,
                                                      link_id=who.link_id, masked=not who.sees_secrets)
     link = w.manager.links.get(who.link_id) if who.link_id else None

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import BrowserContext, FrameLocator, Page, expect
 
-from tests.browser.conftest import CONNECT_TIMEOUT_MS, Console, port_open, wait_live, wait_until
-from tests.browser.ui import open_tool
+from tests.browser.conftest import Console, port_open, wait_until
+from tests.browser.ui import open_tool, session_of_its_own
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / ".cache/npm/node_modules/@modelcontextprotocol/server-basic-vanillajs/dist/index.js"
@@ -58,15 +58,8 @@ def apps_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture
 def apps_session(page: Page, console: Console, apps_url: str) -> Iterator[str]:
-    headers = {"Accept": "application/json", "Origin": console.base}
-    made = page.request.post(console.url("/sessions"), form={"kind": "http", "url": apps_url, "headers": ""},
-                             headers=headers)
-    assert made.ok, made.text()
-    sid = str(made.json()["id"])
-    page.goto(console.url(f"/sessions/{sid}"))
-    wait_live(page, CONNECT_TIMEOUT_MS)
-    yield sid
-    page.request.post(console.url(f"/sessions/{sid}/delete"), headers={"Origin": console.base}, max_redirects=0)
+    with session_of_its_own(page, console, {"kind": "http", "url": apps_url, "headers": ""}) as sid:
+        yield sid
 
 
 def _view(page: Page, app: str) -> FrameLocator:

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import FrameLocator, Page, expect
 
 from tests.browser.conftest import CONNECT_TIMEOUT_MS, Console, wait_live
-from tests.browser.ui import open_tool
+from tests.browser.ui import open_tool, session_of_its_own
 
 pytestmark = pytest.mark.browser
 SLOW_MS = 30_000
@@ -21,14 +21,8 @@ SLOW_MS = 30_000
 def page(page: Page, console: Console) -> Iterator[Page]:
     """A session of its own on the demo server: the apps and bridge entries these tests make stay out of the shared
     demo session the other browser tests measure (tests/browser/test_dom_cost.py)."""
-    headers = {"Accept": "application/json", "Origin": console.base}
-    made = page.request.post(console.url("/sessions"), form={"kind": "demo-http"}, headers=headers)
-    assert made.ok, made.text()
-    sid = str(made.json()["id"])
-    page.goto(console.url(f"/sessions/{sid}"))
-    wait_live(page, CONNECT_TIMEOUT_MS)
-    yield page
-    page.request.post(console.url(f"/sessions/{sid}/delete"), headers={"Origin": console.base}, max_redirects=0)
+    with session_of_its_own(page, console, {"kind": "demo-http"}):
+        yield page
 
 
 def _counter(page: Page) -> tuple[str, FrameLocator]:

@@ -3,8 +3,28 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from playwright.sync_api import Locator, Page, expect
+
+from tests.browser.conftest import CONNECT_TIMEOUT_MS, Console, wait_live
+
+
+@contextmanager
+def session_of_its_own(page: Page, console: Console, form: dict[str, str]) -> Iterator[str]:
+    """A session made from `form` (the home page's connect form) and opened live in `page`, deleted after: what a
+    suite records there stays out of the shared demo session other browser tests measure."""
+    headers = {"Accept": "application/json", "Origin": console.base}
+    made = page.request.post(console.url("/sessions"), form=form, headers=headers)
+    assert made.ok, made.text()
+    sid = str(made.json()["id"])
+    page.goto(console.url(f"/sessions/{sid}"))
+    wait_live(page, CONNECT_TIMEOUT_MS)
+    try:
+        yield sid
+    finally:
+        page.request.post(console.url(f"/sessions/{sid}/delete"), headers={"Origin": console.base}, max_redirects=0)
 
 
 def label(text: str) -> re.Pattern[str]:

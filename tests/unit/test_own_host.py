@@ -37,6 +37,7 @@ def test_a_console_on_an_address_is_matched_in_the_addresses_legacy_spellings(ur
 def test_a_url_elicitation_to_the_consoles_host_is_not_a_link_and_says_why() -> None:
     facts = url_facts(f"http://{HOST}:9301/login", HOST)
     assert facts["ok_link"] is False and any("owner cookie" in w for w in facts["warnings"])
+    assert not any("not http(s)" in w for w in facts["warnings"]), facts  # its scheme is fine: only its host is not
     assert url_facts("https://example.com/login", HOST)["ok_link"] is True
 
 
